@@ -1,0 +1,118 @@
+// The serve config: what an operator may write in the YAML file or as dotted CLI overrides.
+//
+// Every object is closed (additionalProperties: false) so a typo fails at start with its path.
+// Sections carry `default: {}` so Value.Default can fill the fields below them; fields the server
+// needs carry their default here, once. `default_request` deliberately has no field defaults: a value
+// there is operator intent, and intent must come from the operator (see src/config/load.ts).
+import { Type, type Static } from "@sinclair/typebox";
+import { Value } from "@sinclair/typebox/value";
+
+const closed = { additionalProperties: false, default: {} } as const;
+const NonEmpty = (description: string) => Type.String({ minLength: 1, description });
+const PositiveInt = (def: number, description: string) => Type.Integer({ minimum: 1, default: def, description });
+
+const LoraComponents = Type.Object(
+  {
+    lora_path: Type.Optional(NonEmpty("LoRA adapter (.safetensors file or diffusers LoRA dir) loaded at start")),
+    lora_nickname: Type.Optional(NonEmpty("served model id while the adapter is loaded; default: adapter base name")),
+    lora_strength: Type.Number({ default: 1.0, description: "scale applied to the adapter" }),
+  },
+  closed,
+);
+
+const Generator = Type.Object(
+  {
+    model_path: Type.String({ minLength: 1, default: "builtin:kino-tiny", description: "diffusers-layout model dir, or builtin:<name>" }),
+    engine: Type.Object(
+      {
+        num_gpus: PositiveInt(1, "GPUs to use (one worker per GPU)"),
+        device: Type.Union([Type.Literal("auto"), Type.Literal("cuda"), Type.Literal("cpu")], {
+          default: "auto",
+          description: "auto takes CUDA when a device answers, else the WASM CPU backend",
+        }),
+        num_workers: PositiveInt(1, "worker processes, one loaded pipeline each"),
+      },
+      closed,
+    ),
+    pipeline: Type.Object({ components: LoraComponents }, closed),
+  },
+  closed,
+);
+
+const RemoteReferences = Type.Object(
+  {
+    enabled: Type.Boolean({ default: false, description: "fetch http(s) reference URLs at all" }),
+    allow_hosts: Type.Array(Type.String(), { default: [], description: "host names a reference URL may name" }),
+    max_bytes: PositiveInt(32 * 1024 * 1024, "largest remote reference body"),
+    timeout_ms: PositiveInt(15000, "whole-fetch timeout"),
+  },
+  closed,
+);
+
+const Server = Type.Object(
+  {
+    host: Type.String({ minLength: 1, default: "0.0.0.0" }),
+    port: Type.Integer({ minimum: 0, maximum: 65535, default: 8000, description: "0 picks a free port" }),
+    output_dir: Type.String({ minLength: 1, default: "outputs" }),
+    served_model_name: Type.Optional(NonEmpty("model id reported by /v1/models")),
+    api_key: Type.Optional(NonEmpty("bearer key required on every /v1 route")),
+    max_body_bytes: Type.Integer({ minimum: 1024, default: 64 * 1024 * 1024 }),
+    max_jobs: PositiveInt(1000, "jobs kept in memory"),
+    references: Type.Object(
+      {
+        allowed_local_roots: Type.Array(Type.String(), { default: [], description: "dirs local-path references may be read from" }),
+        max_bytes: PositiveInt(32 * 1024 * 1024, "largest reference (data URL, upload, local file)"),
+        max_pixels: PositiveInt(16 * 1024 * 1024, "largest decoded reference image/frame"),
+        remote: RemoteReferences,
+      },
+      closed,
+    ),
+  },
+  closed,
+);
+
+const Sampling = Type.Object(
+  {
+    height: Type.Optional(Type.Integer({ minimum: 1 })),
+    width: Type.Optional(Type.Integer({ minimum: 1 })),
+    num_frames: Type.Optional(Type.Integer({ minimum: 1 })),
+    fps: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+    num_inference_steps: Type.Optional(Type.Integer({ minimum: 1 })),
+    guidance_scale: Type.Optional(Type.Number({ minimum: 0 })),
+    seed: Type.Optional(Type.Integer()),
+  },
+  closed,
+);
+
+const DefaultRequest = Type.Object(
+  {
+    // Accepted so configs written for other servers load, but each request carries its own prompt.
+    prompt: Type.Optional(Type.String()),
+    negative_prompt: Type.Optional(Type.String()),
+    sampling: Sampling,
+  },
+  closed,
+);
+
+export const ServeConfigSchema = Type.Object(
+  { generator: Generator, server: Server, default_request: DefaultRequest },
+  { additionalProperties: false },
+);
+
+export type ServeConfig = Static<typeof ServeConfigSchema>;
+
+/** The config an operator gets with no file and no overrides. */
+export const ServeConfigDefaults: ServeConfig = Value.Default(ServeConfigSchema, {}) as ServeConfig;
+
+/** The operator defaults a request can inherit, by their flat (request) names. */
+export const DEFAULT_REQUEST_FIELDS = [
+  "negative_prompt",
+  "height",
+  "width",
+  "num_frames",
+  "fps",
+  "num_inference_steps",
+  "guidance_scale",
+  "seed",
+] as const;
+export type DefaultRequestField = (typeof DEFAULT_REQUEST_FIELDS)[number];

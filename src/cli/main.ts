@@ -1,0 +1,49 @@
+#!/usr/bin/env bun
+// kino's command line: `kino serve | worker | --help | --version`.
+import pkg from "../../package.json" with { type: "json" };
+import { ConfigError, loadServeConfig } from "../config/load.ts";
+import { runWorker } from "../engine/worker-main.ts";
+import { startServer } from "../http/server.ts";
+import { parseArgs, UsageError, type ParsedArgs } from "./args.ts";
+import { HELP, SERVE_HELP } from "./help.ts";
+
+async function serve(args: ParsedArgs): Promise<void> {
+  if (args.flags.help) return void console.log(SERVE_HELP);
+  const unknown = Object.keys(args.flags).filter((f) => f !== "config");
+  if (unknown.length) throw new UsageError(`Unknown option --${unknown[0]} for 'kino serve' (see kino serve --help)`);
+  const configFile = typeof args.flags.config === "string" ? args.flags.config : undefined;
+  const loaded = loadServeConfig({ configFile, overrides: args.overrides });
+  for (const warning of loaded.warnings) console.warn(`kino: warning: ${warning}`);
+  const server = await startServer(loaded);
+  const shutdown = async () => {
+    await server.stop();
+    process.exit(0);
+  };
+  process.on("SIGINT", shutdown);
+  process.on("SIGTERM", shutdown);
+}
+
+async function main(argv: string[]): Promise<void> {
+  const args = parseArgs(argv);
+  if (args.flags.version) return void console.log(`kino ${pkg.version}`);
+  switch (args.command) {
+    case "serve":
+      return serve(args);
+    case "worker":
+      return runWorker();
+    case null:
+      if (args.flags.help) return void console.log(HELP);
+      throw new UsageError("No command given (see kino --help)");
+    default:
+      throw new UsageError(`Unknown command '${args.command}' (see kino --help)`);
+  }
+}
+
+main(process.argv.slice(2)).catch((err) => {
+  if (err instanceof UsageError || err instanceof ConfigError) {
+    console.error(`kino: ${err.message}`);
+    process.exit(2);
+  }
+  console.error(`kino: ${err?.stack ?? err}`);
+  process.exit(1);
+});

@@ -1,0 +1,115 @@
+// Admission checks shared by video, image and realtime requests. Each throws a 400 naming the field.
+import type { LoraSelector } from "../../../schemas/references.ts";
+import { badRequest } from "../../http/errors.ts";
+import type { ModelCard } from "../../pipelines/pipeline.ts";
+import type { AdmissionContext } from "./context.ts";
+
+export function checkModel(model: string | undefined, ctx: AdmissionContext): void {
+  if (model === undefined || model === ctx.servedModelId) return;
+  throw badRequest(`Model '${model}' is not served here; this server serves '${ctx.servedModelId}'`, "model");
+}
+
+/** A selector must name the startup adapter: LoRAs are merged at load, never swapped per request. */
+export function checkLora(selector: LoraSelector | undefined, ctx: AdmissionContext): void {
+  if (!selector) return;
+  const lora = ctx.startupLora;
+  if (!lora) throw badRequest("No LoRA adapter was loaded at startup; remove 'lora' from the request", "lora");
+  const name = agreeing(selector, ["name", "lora_name", "adapter"]);
+  const path = agreeing(selector, ["path", "lora_path", "local_path"]);
+  const scale = agreeing(selector, ["scale", "lora_scale"]);
+  if (name !== undefined && name !== lora.nickname) {
+    throw badRequest(`LoRA '${name}' does not match the startup adapter '${lora.nickname}'`, "lora.name");
+  }
+  if (path !== undefined && path !== lora.path) {
+    throw badRequest(`LoRA path '${path}' does not match the startup adapter's path`, "lora.path");
+  }
+  if (scale !== undefined && Math.abs((scale as number) - lora.strength) > 1e-8) {
+    throw badRequest(`LoRA scale ${scale} does not match the startup strength ${lora.strength}`, "lora.scale");
+  }
+}
+
+/** Alias spellings of one selector field must agree with each other. */
+function agreeing(selector: LoraSelector, keys: (keyof LoraSelector)[]): string | number | undefined {
+  const present = keys.filter((k) => selector[k] !== undefined);
+  for (const k of present.slice(1)) {
+    if (selector[k] !== selector[present[0]!]) {
+      throw badRequest(`lora.${present[0]} and lora.${k} disagree`, `lora.${k}`);
+    }
+  }
+  return present.length ? selector[present[0]!] : undefined;
+}
+
+export function resolveTask(task: string | undefined, card: ModelCard): string {
+  if (task === undefined) return card.tasks[0]!;
+  if (!card.tasks.includes(task)) {
+    throw badRequest(`Task '${task}' is not supported by this model (supported: ${card.tasks.join(", ")})`, "task");
+  }
+  return task;
+}
+
+export function checkExtraParams(extra: Record<string, unknown> | undefined, card: ModelCard): Record<string, unknown> {
+  if (!extra) return {};
+  for (const [key, value] of Object.entries(extra)) {
+    const expected = card.extra_params[key];
+    if (!expected) {
+      const known = Object.keys(card.extra_params);
+      throw badRequest(
+        `extra_params.${key} is not supported by this model (${known.length ? `supported: ${known.join(", ")}` : "it declares none"})`,
+        `extra_params.${key}`,
+      );
+    }
+    if (typeof value !== expected) throw badRequest(`extra_params.${key} must be a ${expected}`, `extra_params.${key}`);
+  }
+  return extra;
+}
+
+/** "832x480" → [832, 480]. */
+export function parseSize(size: string): [number, number] {
+  const [w, h] = size.split("x").map(Number);
+  return [w!, h!];
+}
+
+/** Width and height on the model's grid and within its limits; the message gives the nearest valid size. */
+export function checkDimensions(width: number, height: number, card: ModelCard, param: string): void {
+  const f = card.spatial_factor;
+  for (const [name, v] of [["width", width], ["height", height]] as const) {
+    if (v < card.min_size || v > card.max_size) {
+      throw badRequest(`${name} ${v} is outside this model's range ${card.min_size}..${card.max_size}`, param);
+    }
+    if (v % f !== 0) {
+      const nearest = Math.max(f, Math.round(v / f) * f);
+      throw badRequest(`${name} ${v} is not a multiple of ${f}; the nearest valid value is ${nearest}`, param);
+    }
+  }
+  if (width * height > card.max_pixels) {
+    throw badRequest(`${width}x${height} exceeds this model's ${card.max_pixels}-pixel limit`, param);
+  }
+}
+
+/** Frames on the model's grid: explicit off-grid counts are refused, derived counts are aligned silently. */
+export function alignFrames(frames: number, card: ModelCard, explicit: boolean, param: string): number {
+  const { frame_multiple: m, frame_offset: o } = card;
+  const n = Math.max(0, Math.round((frames - o) / m));
+  const nearest = Math.min(card.max_frames, Math.max(card.min_frames, n * m + o));
+  if (explicit) {
+    if (frames < card.min_frames || frames > card.max_frames) {
+      throw badRequest(`${param} ${frames} is outside this model's range ${card.min_frames}..${card.max_frames}`, param);
+    }
+    if (nearest !== frames) {
+      throw badRequest(`${param} ${frames} is not on this model's frame grid (${m}n+${o}); the nearest valid value is ${nearest}`, param);
+    }
+  }
+  return nearest;
+}
+
+export function checkSteps(steps: number, card: ModelCard): number {
+  if (steps > card.max_inference_steps) {
+    throw badRequest(`num_inference_steps ${steps} exceeds this model's limit of ${card.max_inference_steps}`, "num_inference_steps");
+  }
+  return steps;
+}
+
+/** A fresh seed for requests that gave none (and no operator default), as OpenAI-style APIs do. */
+export function randomSeed(): number {
+  return crypto.getRandomValues(new Uint32Array(1))[0]!;
+}

@@ -1,0 +1,23 @@
+import type { ModelCard } from "../../pipelines/pipeline.ts";
+
+/** Operator-explicit default_request fields (only what the operator wrote; never prompt). */
+export type OperatorDefaults = Partial<{
+  negative_prompt: string;
+  width: number;
+  height: number;
+  num_frames: number;
+  fps: number;
+  num_inference_steps: number;
+  guidance_scale: number;
+  seed: number;
+}>;
+
+/** Everything admission needs to turn a client request into a GenerationRequest. */
+export interface AdmissionContext {
+  card: ModelCard;
+  /** The public model id (LoRA nickname, served_model_name, or model_path). */
+  servedModelId: string;
+  operatorDefaults: OperatorDefaults;
+  /** The adapter loaded at startup, if any; request selectors must match it. */
+  startupLora: { nickname: string; path: string; strength: number } | null;
+}

@@ -1,0 +1,77 @@
+// POST /v1/videos (and session.start) → GenerationRequest, with the precedence rules of
+// reference/http-contract-notes.md: client-explicit > operator-explicit default_request > model card.
+import type { VideoCreateRequest } from "../../../schemas/videos.ts";
+import type { ReferenceInput } from "../../media/references.ts";
+import type { GenerationRequest } from "../../pipelines/pipeline.ts";
+import type { AdmissionContext } from "./context.ts";
+import {
+  alignFrames,
+  checkDimensions,
+  checkExtraParams,
+  checkLora,
+  checkModel,
+  checkSteps,
+  parseSize,
+  randomSeed,
+  resolveTask,
+} from "./checks.ts";
+import { collectReferences } from "./references.ts";
+
+export interface AdmittedVideo {
+  /** Everything but the materialized references, which the caller adds after materializing `references`. */
+  request: GenerationRequest;
+  references: ReferenceInput[];
+  /** The job object's `size` and `seconds` as the client sees them. */
+  size: string;
+  seconds: string;
+}
+
+export async function admitVideo(
+  body: VideoCreateRequest,
+  uploads: Map<string, File[]>,
+  requestId: string,
+  ctx: AdmissionContext,
+): Promise<AdmittedVideo> {
+  const { card, operatorDefaults: op } = ctx;
+  checkModel(body.model, ctx);
+  checkLora(body.lora, ctx);
+  const task = resolveTask(body.task, card);
+  const vp = body.video_params ?? {};
+
+  // Size: size > top-level width/height > video_params > operator > card.
+  const [sizeW, sizeH] = body.size ? parseSize(body.size) : [undefined, undefined];
+  const width = sizeW ?? body.width ?? vp.width ?? op.width ?? card.defaults.width;
+  const height = sizeH ?? body.height ?? vp.height ?? op.height ?? card.defaults.height;
+  const sizeParam = body.size ? "size" : body.width || body.height ? "width" : vp.width || vp.height ? "video_params" : "size";
+  checkDimensions(width, height, card, sizeParam);
+
+  const fps = body.fps ?? vp.fps ?? op.fps ?? card.defaults.fps;
+
+  // Frames: explicit counts must sit on the model's grid; counts derived from seconds are aligned.
+  const explicitFrames = body.num_frames ?? vp.num_frames;
+  const framesParam = body.num_frames !== undefined ? "num_frames" : "video_params.num_frames";
+  let num_frames: number;
+  if (explicitFrames !== undefined) num_frames = alignFrames(explicitFrames, card, true, framesParam);
+  else if (body.seconds !== undefined) num_frames = alignFrames(Math.round(Number(body.seconds) * fps), card, false, "seconds");
+  else num_frames = alignFrames(op.num_frames ?? card.defaults.num_frames, card, false, "num_frames");
+
+  const references = await collectReferences(body, uploads, card);
+  const request: GenerationRequest = {
+    request_id: requestId,
+    output: "video",
+    task,
+    prompt: body.prompt,
+    negative_prompt: body.negative_prompt ?? op.negative_prompt ?? "",
+    width,
+    height,
+    num_frames,
+    fps,
+    num_inference_steps: checkSteps(body.num_inference_steps ?? op.num_inference_steps ?? card.defaults.num_inference_steps, card),
+    guidance_scale: body.guidance_scale ?? op.guidance_scale ?? card.defaults.guidance_scale,
+    seed: body.seed ?? op.seed ?? randomSeed(),
+    references: [],
+    extra_params: checkExtraParams(body.extra_params, card),
+  };
+  const seconds = body.seconds !== undefined ? String(body.seconds) : String(Math.round((num_frames / fps) * 100) / 100);
+  return { request, references, size: `${width}x${height}`, seconds };
+}

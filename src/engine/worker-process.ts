@@ -1,0 +1,56 @@
+import type { Subprocess } from "bun";
+import { selfCommand } from "../cli/self.ts";
+import type { FromWorker, ToWorker, WorkerInit } from "./ipc.ts";
+
+export interface WorkerEvents {
+  onMessage(worker: WorkerProcess, message: FromWorker): void;
+  /** The process ended; `expected` is true only after kill() from our side (shutdown). */
+  onExit(worker: WorkerProcess, description: string, expected: boolean): void;
+}
+
+/** One `kino worker` child process: owns a backend and a loaded pipeline, runs one task at a time. */
+export class WorkerProcess {
+  private proc: Subprocess | null = null;
+  private closing = false;
+  alive = false;
+
+  constructor(
+    readonly index: number,
+    private readonly init: WorkerInit,
+    private readonly events: WorkerEvents,
+  ) {}
+
+  get pid(): number | null {
+    return this.alive ? (this.proc?.pid ?? null) : null;
+  }
+
+  spawn(): void {
+    this.closing = false;
+    const proc = Bun.spawn(selfCommand("worker"), {
+      ipc: (message) => this.events.onMessage(this, message as FromWorker),
+      serialization: "json",
+      stdio: ["ignore", "inherit", "inherit"],
+      env: { ...process.env, KINO_WORKER_INDEX: String(this.index) },
+    });
+    this.proc = proc;
+    this.alive = true;
+    proc.send(this.init satisfies ToWorker);
+    proc.exited.then(() => {
+      if (this.proc !== proc) return;
+      this.alive = false;
+      const how = proc.signalCode ? `was killed by ${proc.signalCode}` : `exited with code ${proc.exitCode}`;
+      this.events.onExit(this, `worker process ${proc.pid} ${how}`, this.closing);
+    });
+  }
+
+  send(message: ToWorker): void {
+    this.proc?.send(message);
+  }
+
+  async kill(): Promise<void> {
+    this.closing = true;
+    if (!this.proc || !this.alive) return;
+    this.proc.kill();
+    await this.proc.exited;
+  }
+}

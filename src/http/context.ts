@@ -1,0 +1,19 @@
+import type { LoadedConfig } from "../config/load.ts";
+import type { AdmissionContext } from "../engine/admission/context.ts";
+import type { Engine } from "../engine/engine.ts";
+import type { ImageJobs } from "../engine/image-jobs.ts";
+import type { VideoJobs } from "../engine/video-jobs.ts";
+import type { ReferencePolicy } from "../media/references.ts";
+
+/** What the routes share; passed to each route plugin instead of living in globals. */
+export interface ServerContext {
+  config: LoadedConfig;
+  engine: Engine;
+  videos: VideoJobs;
+  images: ImageJobs;
+  admission: AdmissionContext;
+  references: ReferencePolicy;
+  /** Unix seconds when the model was loaded (the model object's `created`). */
+  startedAt: number;
+  log(line: string): void;
+}

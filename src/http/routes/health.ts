@@ -1,0 +1,12 @@
+import { Elysia } from "elysia";
+import type { ServerContext } from "../context.ts";
+import { ApiError, errorResponse } from "../errors.ts";
+
+/** Liveness: the engine is open and every worker process is alive with its model loaded. */
+export function healthRoutes(ctx: ServerContext) {
+  return new Elysia({ name: "health" }).get("/health", () =>
+    ctx.engine.healthy()
+      ? { status: "ok" }
+      : errorResponse(new ApiError(503, "The generation engine is not available (a worker process is down or restarting)")),
+  );
+}

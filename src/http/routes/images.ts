@@ -1,0 +1,61 @@
+// /v1/images: generate (+ /v1/images/generations), edits, and content downloads.
+import { Elysia } from "elysia";
+import type { TObject } from "@sinclair/typebox";
+import { ImageEditSchema, ImageGenerateSchema, type ImagesResponse } from "../../../schemas/images.ts";
+import { admitImages } from "../../engine/admission/image.ts";
+import { GenerationError } from "../../engine/engine.ts";
+import { newImageRequestId } from "../../engine/ids.ts";
+import { round3 } from "../../engine/video-jobs.ts";
+import { materializeReferences } from "../../media/references.ts";
+import { decodeBody } from "../body.ts";
+import type { ServerContext } from "../context.ts";
+import { ApiError, notFound } from "../errors.ts";
+import { fileResponse } from "../range.ts";
+import { validateOrThrow } from "../validate.ts";
+
+async function generate(request: Request, ctx: ServerContext, schema: TObject, edit: boolean): Promise<ImagesResponse> {
+  const body = await decodeBody(request, schema, ctx.config.config.server.max_body_bytes);
+  const fields = validateOrThrow(schema, body.fields, edit ? "image edit request" : "image request");
+  const requestId = newImageRequestId();
+  const admitted = await admitImages(fields as never, body.uploads, requestId, ctx.admission, edit);
+  admitted.request.references = await materializeReferences(requestId, admitted.references, ctx.references);
+  let run;
+  try {
+    run = await ctx.images.generate(admitted.request, admitted.format, admitted.quality);
+  } catch (err) {
+    if (err instanceof GenerationError) throw new ApiError(500, `Generation failed: ${err.message}`);
+    throw err;
+  }
+  const origin = new URL(request.url).origin;
+  const data = await Promise.all(
+    run.images.map(async (image) =>
+      admitted.responseFormat === "url"
+        ? { url: `${origin}/v1/images/${image.id}/content`, revised_prompt: admitted.request.prompt }
+        : { b64_json: Buffer.from(await Bun.file(image.path).arrayBuffer()).toString("base64"), revised_prompt: admitted.request.prompt },
+    ),
+  );
+  return {
+    created: Math.floor(Date.now() / 1000),
+    data,
+    id: requestId,
+    model: ctx.admission.servedModelId,
+    output_format: admitted.format,
+    size: admitted.size,
+    inference_time_s: round3(run.result.inference_time_s),
+    stage_durations: Object.fromEntries(Object.entries(run.result.stage_durations).map(([k, v]) => [k, round3(v)])),
+    peak_memory_mb: run.result.peak_memory_mb,
+  };
+}
+
+export function imageRoutes(ctx: ServerContext) {
+  const create = ({ request }: { request: Request }) => generate(request, ctx, ImageGenerateSchema, false);
+  return new Elysia({ name: "images" })
+    .post("/v1/images", create, { parse: "none" })
+    .post("/v1/images/generations", create, { parse: "none" })
+    .post("/v1/images/edits", ({ request }) => generate(request, ctx, ImageEditSchema, true), { parse: "none" })
+    .get("/v1/images/:id/content", ({ params, request }) => {
+      const image = ctx.images.get(params.id);
+      if (!image) throw notFound(`No image with id '${params.id}'`, "image_id");
+      return fileResponse(image.path, image.mime, request.headers.get("range"));
+    });
+}

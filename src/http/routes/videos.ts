@@ -1,0 +1,103 @@
+// /v1/videos: create (JSON or multipart), sync, list, retrieve, content, delete.
+import { Elysia } from "elysia";
+import { Value } from "@sinclair/typebox/value";
+import { rm } from "node:fs/promises";
+import { VideoCreateSchema, VideoListQuerySchema } from "../../../schemas/videos.ts";
+import { admitVideo } from "../../engine/admission/video.ts";
+import { GenerationError } from "../../engine/engine.ts";
+import { newSyncRequestId, newVideoJobId } from "../../engine/ids.ts";
+import { round3 } from "../../engine/video-jobs.ts";
+import { materializeReferences } from "../../media/references.ts";
+import { decodeBody } from "../body.ts";
+import type { ServerContext } from "../context.ts";
+import { ApiError, badRequest, notFound } from "../errors.ts";
+import { fileResponse } from "../range.ts";
+import { validateOrThrow } from "../validate.ts";
+
+/** Validation, admission and reference materialization: everything that can fail before a job exists. */
+async function admit(request: Request, ctx: ServerContext, requestId: string) {
+  const body = await decodeBody(request, VideoCreateSchema, ctx.config.config.server.max_body_bytes);
+  const fields = validateOrThrow(VideoCreateSchema, body.fields, "video request");
+  const admitted = await admitVideo(fields, body.uploads, requestId, ctx.admission);
+  admitted.request.references = await materializeReferences(requestId, admitted.references, ctx.references);
+  return admitted;
+}
+
+export function videoRoutes(ctx: ServerContext) {
+  const create = async ({ request }: { request: Request }) => {
+    const admitted = await admit(request, ctx, newVideoJobId());
+    return ctx.videos.submit({ ...admitted, model: ctx.admission.servedModelId });
+  };
+  const job = (id: string) => {
+    const record = ctx.videos.store.get(id);
+    if (!record) throw notFound(`No video with id '${id}'`, "video_id");
+    return record;
+  };
+
+  return new Elysia({ name: "videos" })
+    .post("/v1/videos", create, { parse: "none" })
+    .post("/v1/videos/generations", create, { parse: "none" })
+    .post("/v1/videos/sync", ({ request }) => sync(request, ctx), { parse: "none" })
+    .get("/v1/videos", ({ query }) => {
+      const q = validateOrThrow(VideoListQuerySchema, Value.Convert(VideoListQuerySchema, { ...query }), "list query");
+      const { data, has_more } = ctx.videos.store.list({ after: q.after, limit: q.limit ?? 20, order: q.order ?? "desc" });
+      return { object: "list", data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more };
+    })
+    .get("/v1/videos/:id", ({ params }) => job(params.id).job)
+    .get("/v1/videos/:id/content", ({ params, query, request }) => {
+      const variant = query.variant ?? "video";
+      if (variant !== "video") throw badRequest(`Variant '${variant}' is not available; kino stores only 'video'`, "variant");
+      const record = job(params.id);
+      if (record.job.status === "failed") {
+        throw new ApiError(422, `Video '${params.id}' failed: ${record.job.error?.message}`, "video_id");
+      }
+      if (record.job.status !== "completed") throw notFound(`Video '${params.id}' is not ready (status ${record.job.status})`, "video_id");
+      return fileResponse(record.outputPath, "video/mp4", request.headers.get("range"), {
+        "Content-Disposition": `inline; filename="${record.job.file_name}"`,
+      });
+    })
+    .delete("/v1/videos/:id", ({ params }) => {
+      if (!ctx.videos.delete(params.id)) throw notFound(`No video with id '${params.id}'`, "video_id");
+      return { id: params.id, object: "video.deleted", deleted: true };
+    });
+}
+
+/** POST /v1/videos/sync: generate, stream the MP4 with timing headers, then remove the temporary file. */
+async function sync(request: Request, ctx: ServerContext): Promise<Response> {
+  const admitted = await admit(request, ctx, newSyncRequestId());
+  let run;
+  try {
+    run = await ctx.videos.runSync(admitted.request);
+  } catch (err) {
+    if (err instanceof GenerationError) throw new ApiError(500, `Generation failed: ${err.message}`);
+    throw err;
+  }
+  const { path, result } = run;
+  const file = Bun.file(path);
+  const size = file.size;
+  const reader = file.stream().getReader();
+  const cleanup = () => void rm(path, { force: true });
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (done) {
+        controller.close();
+        cleanup();
+      } else controller.enqueue(value);
+    },
+    cancel: cleanup,
+  });
+  const stages = Object.fromEntries(Object.entries(result.stage_durations).map(([k, v]) => [k, round3(v)]));
+  return new Response(body, {
+    headers: {
+      "Content-Type": "video/mp4",
+      "Content-Length": String(size),
+      "Content-Disposition": `inline; filename="${admitted.request.request_id}.mp4"`,
+      "X-Request-Id": admitted.request.request_id,
+      "X-Model": ctx.admission.servedModelId,
+      "X-Inference-Time-S": result.inference_time_s.toFixed(3),
+      "X-Stage-Durations": JSON.stringify(stages),
+      "X-Peak-Memory-MB": String(result.peak_memory_mb ?? ""),
+    },
+  });
+}

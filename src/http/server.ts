@@ -1,0 +1,73 @@
+// Starting kino's server: open the engine (workers load the model), build the shared context, listen.
+import { mkdir } from "node:fs/promises";
+import { resolve } from "node:path";
+import type { LoadedConfig } from "../config/load.ts";
+import type { OperatorDefaults } from "../engine/admission/context.ts";
+import { Engine } from "../engine/engine.ts";
+import { ImageJobs } from "../engine/image-jobs.ts";
+import { VideoJobs } from "../engine/video-jobs.ts";
+import { createApp } from "./app.ts";
+import type { ServerContext } from "./context.ts";
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  ctx: ServerContext;
+  stop(): Promise<void>;
+}
+
+export async function startServer(loaded: LoadedConfig, log: (line: string) => void = console.log): Promise<RunningServer> {
+  const { generator, server } = loaded.config;
+  const outputDir = resolve(server.output_dir);
+  await mkdir(outputDir, { recursive: true });
+  const lora = loaded.startupLora();
+  const engine = await Engine.open({
+    init: {
+      type: "init",
+      modelPath: generator.model_path,
+      device: generator.engine.device,
+      lora: lora && { path: lora.path, strength: lora.strength },
+    },
+    workers: generator.engine.num_workers,
+    log,
+  });
+  const ctx: ServerContext = {
+    config: loaded,
+    engine,
+    videos: new VideoJobs(engine, outputDir, server.max_jobs),
+    images: new ImageJobs(engine, outputDir, server.max_jobs),
+    admission: {
+      card: engine.card,
+      servedModelId: loaded.servedModelId(),
+      operatorDefaults: loaded.operatorDefaults() as OperatorDefaults,
+      startupLora: loaded.startupLora(),
+    },
+    references: {
+      outputDir,
+      allowedLocalRoots: server.references.allowed_local_roots,
+      remote: {
+        enabled: server.references.remote.enabled,
+        allowHosts: server.references.remote.allow_hosts,
+        maxBytes: server.references.remote.max_bytes,
+        timeoutMs: server.references.remote.timeout_ms,
+      },
+      maxBytes: server.references.max_bytes,
+      maxPixels: server.references.max_pixels,
+    },
+    startedAt: Math.floor(Date.now() / 1000),
+    log,
+  };
+  const app = createApp(ctx).listen({ hostname: server.host, port: server.port, maxRequestBodySize: server.max_body_bytes + 1 });
+  const port = app.server!.port!;
+  const host = server.host === "0.0.0.0" ? "127.0.0.1" : server.host;
+  log(`kino: serving '${ctx.admission.servedModelId}' (${engine.card.name} on ${engine.backend}) at http://${host}:${port}`);
+  return {
+    url: `http://${host}:${port}`,
+    port,
+    ctx,
+    async stop() {
+      await app.stop(true);
+      await engine.close();
+    },
+  };
+}

@@ -1,0 +1,51 @@
+import type { TSchema, Static } from "@sinclair/typebox";
+import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
+import { ValueErrorType } from "@sinclair/typebox/value";
+import { badRequest } from "./errors.ts";
+
+const compiled = new WeakMap<TSchema, TypeCheck<TSchema>>();
+
+/** JSON pointer "/video_params/fps" → "video_params.fps"; array indices as "[0]". */
+export function pointerToPath(pointer: string): string {
+  return pointer
+    .split("/")
+    .slice(1)
+    .map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~"))
+    .reduce((path, part) => (/^\d+$/.test(part) ? `${path}[${part}]` : path ? `${path}.${part}` : part), "");
+}
+
+/**
+ * Validates `value` against `schema` or throws a 400 naming the first offending field.
+ * Unknown fields get their own message because that is the most common client mistake.
+ */
+export function validateOrThrow<T extends TSchema>(schema: T, value: unknown, what = "request"): Static<T> {
+  let check = compiled.get(schema);
+  if (!check) {
+    check = TypeCompiler.Compile(schema);
+    compiled.set(schema, check);
+  }
+  if (check.Check(value)) return value as Static<T>;
+  // Prefer the most specific error: an unknown property, else the deepest path.
+  const errors = [...check.Errors(value)];
+  const unknown = errors.find((e) => e.type === ValueErrorType.ObjectAdditionalProperties);
+  if (unknown) {
+    const extra = Object.keys(valueAt(value, unknown.path) ?? {}).find(
+      (key) => !(key in ((unknown.schema as { properties?: object }).properties ?? {})),
+    );
+    const path = [pointerToPath(unknown.path), extra].filter(Boolean).join(".");
+    throw badRequest(`Unknown field '${path}' in ${what}`, path);
+  }
+  const first = errors.sort((a, b) => b.path.length - a.path.length)[0]!;
+  const path = pointerToPath(first.path);
+  if (!path) throw badRequest(`The ${what} body must be a JSON object`, null);
+  const got = valueAt(value, first.path);
+  if (got === undefined) throw badRequest(`Missing required field '${path}'`, path);
+  throw badRequest(`Invalid '${path}': ${first.message} (got ${JSON.stringify(got)?.slice(0, 80)})`, path);
+}
+
+function valueAt(value: unknown, pointer: string): any {
+  return pointer
+    .split("/")
+    .slice(1)
+    .reduce((v: any, part) => (v == null ? undefined : v[part.replace(/~1/g, "/").replace(/~0/g, "~")]), value);
+}

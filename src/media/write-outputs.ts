@@ -1,0 +1,52 @@
+// Turns a pipeline's frames into the files the engine asked for: an MP4 (our H.264 encoder + the
+// faststart writer) or one image per frame. Runs inside the worker process.
+import { mkdir } from "node:fs/promises";
+import { dirname } from "node:path";
+import type { OutputSpec } from "../engine/ipc.ts";
+import type { GenerationResult } from "../pipelines/pipeline.ts";
+import { H264Encoder } from "./h264/encoder.ts";
+import { encodeImage } from "./images.ts";
+import { Mp4FileWriter } from "./mp4/index.ts";
+
+/** QP for REST outputs: visually clean for generated content at a moderate bitrate. */
+export const DEFAULT_VIDEO_QP = 23;
+
+export async function writeOutputs(result: GenerationResult, output: OutputSpec): Promise<{ path: string; bytes: number }[]> {
+  if (output.kind === "mp4") return [await writeMp4(result, output.path)];
+  if (output.paths.length !== result.frames.length) {
+    throw new Error(`Expected ${output.paths.length} images, the pipeline produced ${result.frames.length}`);
+  }
+  return Promise.all(
+    output.paths.map(async (path, i) => {
+      const bytes = await encodeImage(result.frames[i]!, result.width, result.height, output.format, output.quality);
+      await mkdir(dirname(path), { recursive: true });
+      await Bun.write(path, bytes);
+      return { path, bytes: bytes.byteLength };
+    }),
+  );
+}
+
+async function writeMp4(result: GenerationResult, path: string): Promise<{ path: string; bytes: number }> {
+  await mkdir(dirname(path), { recursive: true });
+  const encoder = await H264Encoder.create({ width: result.width, height: result.height, fps: result.fps, qp: DEFAULT_VIDEO_QP });
+  try {
+    const writer = await Mp4FileWriter.open(path, {
+      width: result.width,
+      height: result.height,
+      fps: result.fps,
+      sps: encoder.sps,
+      pps: encoder.pps,
+    });
+    try {
+      for (const frame of result.frames) await writer.add(encoder.encode(frame));
+      const closed = await writer.close();
+      return { path, bytes: closed.bytes };
+    } catch (err) {
+      await writer.abort();
+      throw err;
+    }
+  } finally {
+    encoder.close();
+  }
+}
+

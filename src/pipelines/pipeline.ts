@@ -1,0 +1,98 @@
+// The contract between the engine and the models (see DESIGN.md, "The pipeline contract").
+// Everything here is plain data so it can cross the worker-process boundary as JSON.
+
+/** What a loaded model says about itself; the request adapter checks requests against it. */
+export interface ModelCard {
+  /** Architecture/model name (the served id is chosen by the config, not here). */
+  name: string;
+  /** Tasks this model accepts in `task` (e.g. "t2v"); the first is the default. */
+  tasks: string[];
+  /** Whether POST /v1/images can be served (one frame of the video model). */
+  supports_images: boolean;
+  /** Valid frame counts are `frame_multiple * n + frame_offset` (n ≥ 0), within [min_frames, max_frames]. */
+  frame_multiple: number;
+  frame_offset: number;
+  min_frames: number;
+  max_frames: number;
+  /** Width and height must be multiples of this. */
+  spatial_factor: number;
+  min_size: number;
+  max_size: number;
+  /** Largest width × height the model will render. */
+  max_pixels: number;
+  max_inference_steps: number;
+  defaults: {
+    width: number;
+    height: number;
+    fps: number;
+    num_frames: number;
+    num_inference_steps: number;
+    guidance_scale: number;
+  };
+  /** How many references of each media kind the model can use (0 = the field is refused at admission). */
+  max_references: { image: number; video: number; audio: number };
+  /** Keys accepted in `extra_params`, with the JSON type each must have. */
+  extra_params: Record<string, "number" | "string" | "boolean">;
+  /** Realtime: chunked causal streaming and prompt updates between chunks. */
+  supports_streaming: boolean;
+  supports_prompt_updates: boolean;
+  frames_per_chunk: number;
+  default_transition_chunks: number;
+}
+
+/** A reference (image/video/audio) already materialized and decoded under output_dir at admission. */
+export interface MaterializedReference {
+  kind: "image" | "video" | "audio";
+  path: string;
+  width?: number;
+  height?: number;
+}
+
+/** One typed shape for REST and WS requests after admission (all defaults resolved). */
+export interface GenerationRequest {
+  request_id: string;
+  /** "video" renders num_frames frames; "image" renders one frame per output. */
+  output: "video" | "image";
+  task: string;
+  prompt: string;
+  negative_prompt: string;
+  width: number;
+  height: number;
+  num_frames: number;
+  fps: number;
+  num_inference_steps: number;
+  guidance_scale: number;
+  seed: number;
+  references: MaterializedReference[];
+  extra_params: Record<string, unknown>;
+}
+
+export interface StageDurations {
+  [stage: string]: number;
+}
+
+/** Progress reported by a pipeline: fraction of all work in [0, 1] and the stage it is in. */
+export interface Progress {
+  fraction: number;
+  stage: string;
+}
+
+export interface RunContext {
+  onProgress(p: Progress): void;
+  signal: AbortSignal;
+}
+
+/** Frames are RGB24, row-major, width*height*3 bytes each. */
+export interface GenerationResult {
+  frames: Uint8Array[];
+  width: number;
+  height: number;
+  fps: number;
+  stage_durations: StageDurations;
+  peak_memory_mb: number | null;
+}
+
+export interface Pipeline {
+  readonly card: ModelCard;
+  generate(req: GenerationRequest, ctx: RunContext): Promise<GenerationResult>;
+}

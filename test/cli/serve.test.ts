@@ -1,0 +1,62 @@
+// `npm start -- --server.port N --server.output_dir DIR` serves the default model.
+import { expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const root = join(import.meta.dir, "../..");
+
+async function waitForHealth(url: string, timeoutMs: number): Promise<Response> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    try {
+      return await fetch(`${url}/health`);
+    } catch {
+      await Bun.sleep(100);
+    }
+  }
+  throw new Error(`no answer from ${url} within ${timeoutMs} ms`);
+}
+
+test("npm start with dotted overrides serves the default model and writes under output_dir", async () => {
+  const outputDir = mkdtempSync(join(tmpdir(), "kino-start-"));
+  const port = 18000 + Math.floor(Math.random() * 2000);
+  const proc = Bun.spawn(["npm", "start", "--silent", "--", "--server.port", String(port), "--server.output_dir", outputDir], {
+    cwd: root,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  try {
+    const url = `http://127.0.0.1:${port}`;
+    expect((await waitForHealth(url, 30000)).status).toBe(200);
+    const models = await (await fetch(`${url}/v1/models`)).json();
+    expect(models.data[0].id).toBe("builtin:kino-tiny");
+    const res = await fetch(`${url}/v1/videos/sync`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ prompt: "a red circle", size: "64x64", num_frames: 5 }),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("video/mp4");
+  } finally {
+    proc.kill("SIGTERM");
+    await proc.exited;
+    rmSync(outputDir, { recursive: true, force: true });
+  }
+});
+
+test("unknown config keys fail at start naming their dotted path", () => {
+  const proc = Bun.spawnSync([process.execPath, join(root, "src/cli/main.ts"), "serve", "--server.prot", "1"]);
+  expect(proc.exitCode).toBe(2);
+  expect(proc.stderr.toString()).toContain("server.prot: unknown field");
+});
+
+test("a config file with a wrong type names the path", () => {
+  const dir = mkdtempSync(join(tmpdir(), "kino-cfg-"));
+  const file = join(dir, "serve.yaml");
+  writeFileSync(file, "server:\n  port: abc\n");
+  const proc = Bun.spawnSync([process.execPath, join(root, "src/cli/main.ts"), "serve", "--config", file]);
+  rmSync(dir, { recursive: true, force: true });
+  expect(proc.exitCode).toBe(2);
+  expect(proc.stderr.toString()).toContain("server.port: expected integer");
+});

@@ -1,0 +1,63 @@
+// A worker process that dies fails only the job it was running; /health reports 503 until the
+// engine has restarted it, and the next job succeeds.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { expectEnvelope, startTestServer, waitForJob, type TestServer } from "../helpers/server.ts";
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await startTestServer();
+});
+afterAll(() => server.close());
+
+const create = async (body: object) =>
+  (await fetch(`${server.url}/v1/videos`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ prompt: "crash test", size: "64x64", num_frames: 1, ...body }),
+  })).json();
+
+async function waitForHealth(status: number, timeoutMs = 15000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if ((await fetch(`${server.url}/health`)).status === status) return;
+    await Bun.sleep(20);
+  }
+  throw new Error(`/health never returned ${status}`);
+}
+
+test("killing the worker mid-job fails that job only, /health goes 503 then 200, next job succeeds", async () => {
+  const [pid] = server.ctx.engine.workerPids();
+  const running = await create({ num_inference_steps: 20, extra_params: { step_delay_ms: 100 } });
+  const queued = await create({});
+  for (let i = 0; i < 100; i++) {
+    if ((await (await fetch(`${server.url}/v1/videos/${running.id}`)).json()).status === "in_progress") break;
+    await Bun.sleep(20);
+  }
+  process.kill(pid!, "SIGKILL");
+  const failed = await waitForJob(server.url, running.id);
+  expect(failed.status).toBe("failed");
+  expect(failed.error.code).toBe("generation_failed");
+  expect(failed.error.message).toContain("SIGKILL");
+
+  // The job queued behind it was not lost: it runs on the restarted worker.
+  expect((await waitForJob(server.url, queued.id)).status).toBe("completed");
+  await waitForHealth(200);
+  expect(server.ctx.engine.workerPids()[0]).not.toBe(pid);
+  expect((await waitForJob(server.url, (await create({})).id)).status).toBe("completed");
+});
+
+test("/health is 503 with the envelope while the worker is down", async () => {
+  const job = await create({ extra_params: { crash_at_step: 0 } });
+  // Poll fast: the restart takes a few hundred milliseconds at most.
+  let saw503 = false;
+  for (let i = 0; i < 200 && !saw503; i++) {
+    const res = await fetch(`${server.url}/health`);
+    if (res.status === 503) {
+      await expectEnvelope(res, 503);
+      saw503 = true;
+    }
+  }
+  expect(saw503).toBe(true);
+  expect((await waitForJob(server.url, job.id)).status).toBe("failed");
+  await waitForHealth(200);
+});

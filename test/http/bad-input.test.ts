@@ -1,0 +1,144 @@
+// Every class of bad input gets the right status and the OpenAI envelope naming the field, and
+// nothing is created: the job list is unchanged after each rejected request.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { expectEnvelope, startTestServer, type TestServer } from "../helpers/server.ts";
+
+let server: TestServer;
+let allowedRoot: string;
+let outsideFile: string;
+beforeAll(async () => {
+  allowedRoot = mkdtempSync(join(tmpdir(), "kino-allowed-"));
+  const outside = mkdtempSync(join(tmpdir(), "kino-outside-"));
+  outsideFile = join(outside, "secret.png");
+  writeFileSync(outsideFile, "not really a png");
+  mkdirSync(join(allowedRoot, "sub"));
+  symlinkSync(outsideFile, join(allowedRoot, "sub", "link.png"));
+  writeFileSync(join(allowedRoot, "garbage.png"), "garbage bytes");
+  server = await startTestServer({
+    "server.served_model_name": "kino-test-model",
+    "server.max_body_bytes": "65536",
+    "server.references.allowed_local_roots": `[${allowedRoot}]`,
+  });
+});
+afterAll(() => server.close());
+
+const jobCount = async () => (await (await fetch(`${server.url}/v1/videos?limit=100`)).json()).data.length;
+
+async function rejects(body: string | object, status: number, param: string | null, contentType = "application/json") {
+  const before = await jobCount();
+  const res = await fetch(`${server.url}/v1/videos`, {
+    method: "POST",
+    headers: { "content-type": contentType },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+  const error = await expectEnvelope(res, status);
+  expect(error.param).toBe(param);
+  expect(await jobCount()).toBe(before);
+  return error;
+}
+
+describe("parse and schema errors", () => {
+  test("malformed JSON", async () => {
+    expect((await rejects("{ prompt: ", 400, null)).message).toContain("Malformed JSON");
+  });
+  test("a body that is not an object", async () => {
+    await rejects("[1,2]", 400, null);
+    await rejects('"text"', 400, null);
+  });
+  test("empty body", async () => {
+    await rejects("", 400, null);
+  });
+  test("missing prompt, empty prompt", async () => {
+    await rejects({ size: "64x64" }, 400, "prompt");
+    await rejects({ prompt: "" }, 400, "prompt");
+  });
+  test("wrong types name the field", async () => {
+    await rejects({ prompt: "p", seed: "seven" }, 400, "seed");
+    await rejects({ prompt: "p", num_frames: 2.5 }, 400, "num_frames");
+    await rejects({ prompt: "p", video_params: { fps: "fast" } }, 400, "video_params.fps");
+    await rejects({ prompt: "p", size: "big" }, 400, "size");
+    await rejects({ prompt: "p", seconds: "-3" }, 400, "seconds");
+  });
+  test("unknown top-level and nested fields", async () => {
+    expect((await rejects({ prompt: "p", colour: "red" }, 400, "colour")).message).toContain("Unknown field 'colour'");
+    await rejects({ prompt: "p", video_params: { speed: 2 } }, 400, "video_params.speed");
+  });
+  test("null means not sent (pydantic clients)", async () => {
+    const res = await fetch(`${server.url}/v1/videos`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ prompt: "nulls", seed: null, size: "64x64", num_frames: 1, video_params: null }),
+    });
+    expect(res.status).toBe(200);
+  });
+  test("oversize body is a 413 with the envelope", async () => {
+    await rejects({ prompt: "x".repeat(70000) }, 413, null);
+  });
+});
+
+describe("model-level admission", () => {
+  test("another model name", async () => {
+    expect((await rejects({ prompt: "p", model: "sora-2" }, 400, "model")).message).toContain("kino-test-model");
+  });
+  test("LoRA selector without a startup adapter", async () => {
+    await rejects({ prompt: "p", lora: { name: "x" } }, 400, "lora");
+  });
+  test("extra_params keys the card does not declare, or of the wrong type", async () => {
+    await rejects({ prompt: "p", extra_params: { vsa_mode: "exempt" } }, 400, "extra_params.vsa_mode");
+    await rejects({ prompt: "p", extra_params: { step_delay_ms: "slow" } }, 400, "extra_params.step_delay_ms");
+  });
+  test("off-grid explicit frames name the nearest valid count", async () => {
+    expect((await rejects({ prompt: "p", num_frames: 8 }, 400, "num_frames")).message).toContain("nearest valid value is 9");
+    await rejects({ prompt: "p", video_params: { num_frames: 6 } }, 400, "video_params.num_frames");
+    await rejects({ prompt: "p", num_frames: 100000 }, 400, "num_frames");
+  });
+  test("sizes off the spatial grid or over the limits", async () => {
+    expect((await rejects({ prompt: "p", size: "100x64" }, 400, "size")).message).toContain("nearest valid value is 96");
+    await rejects({ prompt: "p", width: 4096, height: 4096 }, 400, "width");
+  });
+  test("unsupported task, too many steps", async () => {
+    await rejects({ prompt: "p", task: "ref2va" }, 400, "task");
+    await rejects({ prompt: "p", num_inference_steps: 1000 }, 400, "num_inference_steps");
+  });
+});
+
+describe("references", () => {
+  test("file_id references are refused (no Files store)", async () => {
+    await rejects({ prompt: "p", image_reference: { file_id: "file-123" } }, 400, "image_reference.file_id");
+    await rejects({ prompt: "p", input_reference: { file_id: "file-1" } }, 400, "input_reference.file_id");
+  });
+  test("media kinds the model cannot use", async () => {
+    await rejects({ prompt: "p", video_reference: { video_url: "https://example.com/a.mp4" } }, 400, "video_reference.video_url");
+    await rejects({ prompt: "p", audio_reference: [{ audio_url: "data:audio/wav;base64,AAAA" }] }, 400, "audio_reference[0].audio_url");
+  });
+  test("a data URL that does not decode", async () => {
+    await rejects({ prompt: "p", image_reference: { image_url: "data:image/png;base64,aGVsbG8=" } }, 400, "image_reference.image_url");
+  });
+  test("local paths: outside the allowed roots, traversal, symlinks out, bad media", async () => {
+    await rejects({ prompt: "p", input_reference: outsideFile }, 400, "input_reference");
+    await rejects({ prompt: "p", input_reference: join(allowedRoot, "..", "etc", "passwd") }, 400, "input_reference");
+    await rejects({ prompt: "p", reference_url: join(allowedRoot, "sub", "link.png") }, 400, "reference_url");
+    await rejects({ prompt: "p", image_reference: { image_url: join(allowedRoot, "garbage.png") } }, 400, "image_reference.image_url");
+  });
+  test("remote URLs are off by default", async () => {
+    await rejects({ prompt: "p", image_reference: { image_url: "http://127.0.0.1:9/x.png" } }, 400, "image_reference.image_url");
+  });
+  test("an upload that is not an image", async () => {
+    const form = new FormData();
+    form.append("prompt", "p");
+    form.append("input_reference", new File(["plain text"], "ref.png", { type: "image/png" }));
+    const before = await jobCount();
+    const err = await expectEnvelope(await fetch(`${server.url}/v1/videos`, { method: "POST", body: form }), 400);
+    expect(err.param).toBe("input_reference");
+    expect(await jobCount()).toBe(before);
+  });
+});
+
+describe("routes", () => {
+  test("unknown routes are 404 envelopes", async () => {
+    await expectEnvelope(await fetch(`${server.url}/v1/nothing`), 404);
+  });
+});
