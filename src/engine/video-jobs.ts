@@ -28,7 +28,7 @@ export class VideoJobs {
     this.store = new JobStore(maxJobs, (record) => void rm(record.outputPath, { force: true }));
   }
 
-  /** Queues a job and returns its object at once; the engine advances it in the background. */
+  /** Queues a job and returns a snapshot of its queued object; the engine advances it in the background. */
   submit(sub: VideoSubmission): VideoJob {
     const id = sub.request.request_id;
     const outputPath = join(this.outputDir, "videos", `${id}.mp4`);
@@ -40,6 +40,7 @@ export class VideoJobs {
     };
     const record: JobRecord = { job, taskId: id, outputPath };
     this.store.add(record);
+    const queued = { ...job };
     this.engine
       .run({
         id,
@@ -54,7 +55,7 @@ export class VideoJobs {
         (err: Error) => this.failed(record, err.message),
       )
       .finally(() => this.afterRun(record, sub.request));
-    return job;
+    return queued;
   }
 
   /** Runs one generation to a temporary MP4 for POST /v1/videos/sync; the caller removes the file. */

@@ -29,10 +29,8 @@ export function validateOrThrow<T extends TSchema>(schema: T, value: unknown, wh
   const errors = [...check.Errors(value)];
   const unknown = errors.find((e) => e.type === ValueErrorType.ObjectAdditionalProperties);
   if (unknown) {
-    const extra = Object.keys(valueAt(value, unknown.path) ?? {}).find(
-      (key) => !(key in ((unknown.schema as { properties?: object }).properties ?? {})),
-    );
-    const path = [pointerToPath(unknown.path), extra].filter(Boolean).join(".");
+    // TypeBox reports an unexpected property at its own path.
+    const path = pointerToPath(unknown.path);
     throw badRequest(`Unknown field '${path}' in ${what}`, path);
   }
   const first = errors.sort((a, b) => b.path.length - a.path.length)[0]!;

@@ -142,7 +142,10 @@ function compileWasm(path: string): Promise<WebAssembly.Module> {
 }
 
 /** The jpeg/webp `init(module, moduleOverrides)` as implemented; their d.ts only declares the overrides. */
-type EmscriptenInit = (module: WebAssembly.Module, overrides?: { print?(s: string): void; printErr?(s: string): void }) => Promise<unknown>;
+type EmscriptenInit = (
+  module: WebAssembly.Module,
+  overrides?: { print?(line: string): void; printErr?(line: string): void },
+) => Promise<unknown>;
 
 const pngEncoder = once(async () => {
   await initPngEncode(await compileWasm(pngWasmPath));
@@ -216,7 +219,7 @@ export async function encodeImage(
   height: number,
   format: ImageFormat,
   quality = DEFAULT_QUALITY,
-): Promise<Uint8Array> {
+): Promise<Uint8Array<ArrayBuffer>> {
   const image = { data: toRgba(pixels, width, height), width, height, colorSpace: "srgb" } as ImageData;
   const q = Math.min(100, Math.max(0, Math.round(quality)));
   switch (format) {
@@ -395,7 +398,8 @@ function parsePngHeader(data: Uint8Array): PngHeader {
   const kind = PNG_COLOR_TYPES[colorType!];
   if (!kind || !kind.depths.includes(bitDepth!)) throw new Error(`invalid colour type ${colorType} / bit depth ${bitDepth}`);
   if (compression !== 0 || filter !== 0 || interlace! > 1) throw new Error("unknown compression, filter or interlace method");
-  return { width: u32be(data, 0), height: u32be(data, 4), bitDepth: bitDepth!, colorType: colorType!, interlaced: interlace === 1 };
+  const [width, height] = [u32be(data, 0), u32be(data, 4)];
+  return { width, height, bitDepth: bitDepth!, colorType: colorType!, interlaced: interlace === 1 };
 }
 
 /** Reverses the per-scanline filters in place; `unit` is the bytes per pixel (at least 1). */

@@ -85,7 +85,8 @@ async function prepare(input: ReferenceInput, bytes: Uint8Array, policy: Referen
   if (media === "image") {
     const image = await decodeImage(bytes, { maxPixels: policy.maxPixels, param });
     // Re-encoded so the pipeline reads one format, and so nothing but decoded pixels reaches it.
-    const png = await encodeImage(new Uint8Array(image.data.buffer, image.data.byteOffset, image.data.length), image.width, image.height, "png");
+    const pixels = new Uint8Array(image.data.buffer, image.data.byteOffset, image.data.length);
+    const png = await encodeImage(pixels, image.width, image.height, "png");
     return { bytes: png, extension: "png", size: { width: image.width, height: image.height } };
   }
   if (media === "video") {
@@ -111,10 +112,9 @@ function sniffAudio(b: Uint8Array): "wav" | "mp3" | "ogg" | "flac" | null {
   if (b.length >= 3 && ascii(b, 0, 3) === "ID3") return "mp3";
   // MPEG audio frame: 11 sync bits, a version other than "reserved", a layer other than "reserved"
   // (this excludes ADTS AAC, whose layer bits are 00), and a bitrate index other than "bad".
-  if (b.length >= 3 && b[0] === 0xff && (b[1]! & 0xe0) === 0xe0 && (b[1]! & 0x18) !== 0x08 && (b[1]! & 0x06) !== 0 && b[2]! >> 4 !== 0xf) {
-    return "mp3";
-  }
-  return null;
+  if (b.length < 3 || b[0] !== 0xff) return null;
+  const [b1, b2] = [b[1]!, b[2]!];
+  return (b1 & 0xe0) === 0xe0 && (b1 & 0x18) !== 0x08 && (b1 & 0x06) !== 0 && b2 >> 4 !== 0xf ? "mp3" : null;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -124,7 +124,8 @@ async function loadBytes(input: ReferenceInput, policy: ReferencePolicy): Promis
   const { source, param } = input;
   const fail = (reason: string) => new InvalidMediaError(`${param}: ${reason}`, param);
   if (source.kind === "upload") {
-    if (source.bytes.length > policy.maxBytes) throw fail(`upload is ${source.bytes.length} bytes, over the limit of ${policy.maxBytes}`);
+    const size = source.bytes.length;
+    if (size > policy.maxBytes) throw fail(`upload is ${size} bytes, over the limit of ${policy.maxBytes}`);
     return source.bytes;
   }
   const value = source.value;
@@ -159,7 +160,8 @@ function decodeDataUrl(url: string, maxBytes: number, fail: Fail): Uint8Array {
     return bytes;
   }
   // As browsers do: percent-decode, drop ASCII whitespace, then strict base64 (URL-safe letters too).
-  const text = (payload.includes("%") ? new TextDecoder("latin1").decode(percentDecode(payload)) : payload).replace(/[\t\n\f\r ]/g, "");
+  const unescaped = payload.includes("%") ? new TextDecoder("latin1").decode(percentDecode(payload)) : payload;
+  const text = unescaped.replace(/[\t\n\f\r ]/g, "");
   const body = text.replace(/={1,2}$/, "");
   if (!/^[A-Za-z0-9+/_-]*$/.test(body) || body.length % 4 === 1) throw fail("data: URL is not valid base64");
   const size = Math.floor((body.length * 3) / 4); // checked before decoding anything
@@ -196,14 +198,12 @@ const isInside = (root: string, target: string) => {
 async function readLocalFile(value: string, policy: ReferencePolicy, fail: Fail): Promise<Uint8Array> {
   if (policy.allowedLocalRoots.length === 0) throw fail("local file paths are not allowed on this server");
   if (value.includes("\0")) throw fail("invalid local path");
-  const roots: string[] = [];
-  for (const root of policy.allowedLocalRoots) {
-    roots.push(path.resolve(root));
-    const real = await realpath(root).catch(() => null);
-    if (real !== null) roots.push(real);
-  }
+  const realRoots = (await Promise.all(policy.allowedLocalRoots.map((r) => realpath(r).catch(() => null)))).filter(
+    (r): r is string => r !== null,
+  );
   const requested = path.resolve(value);
-  if (!roots.some((r) => isInside(r, requested))) throw fail("local path is outside the allowed directories");
+  const asWritten = [...policy.allowedLocalRoots.map((r) => path.resolve(r)), ...realRoots];
+  if (!asWritten.some((r) => isInside(r, requested))) throw fail("local path is outside the allowed directories");
 
   let real: string;
   try {
@@ -212,8 +212,7 @@ async function readLocalFile(value: string, policy: ReferencePolicy, fail: Fail)
     const code = (error as NodeJS.ErrnoException).code;
     throw fail(code === "ENOENT" || code === "ENOTDIR" ? "local file does not exist" : `local file cannot be read (${code})`);
   }
-  const realRoots = await Promise.all(policy.allowedLocalRoots.map((r) => realpath(r).catch(() => null)));
-  if (!realRoots.some((r) => r !== null && isInside(r, real))) {
+  if (!realRoots.some((r) => isInside(r, real))) {
     throw fail("local path resolves (through a symlink) outside the allowed directories");
   }
   // Checked before opening: opening a FIFO or device could block or have side effects.

@@ -21,7 +21,8 @@ async function waitForHealth(url: string, timeoutMs: number): Promise<Response> 
 test("npm start with dotted overrides serves the default model and writes under output_dir", async () => {
   const outputDir = mkdtempSync(join(tmpdir(), "kino-start-"));
   const port = 18000 + Math.floor(Math.random() * 2000);
-  const proc = Bun.spawn(["npm", "start", "--silent", "--", "--server.port", String(port), "--server.output_dir", outputDir], {
+  // setsid: npm does not pass SIGTERM on to the server, so the test stops the whole process group.
+  const proc = Bun.spawn(["setsid", "npm", "start", "--silent", "--", "--server.port", String(port), "--server.output_dir", outputDir], {
     cwd: root,
     stdout: "pipe",
     stderr: "pipe",
@@ -39,7 +40,7 @@ test("npm start with dotted overrides serves the default model and writes under 
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("video/mp4");
   } finally {
-    proc.kill("SIGTERM");
+    process.kill(-proc.pid, "SIGTERM");
     await proc.exited;
     rmSync(outputDir, { recursive: true, force: true });
   }

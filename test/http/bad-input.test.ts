@@ -74,8 +74,18 @@ describe("parse and schema errors", () => {
     });
     expect(res.status).toBe(200);
   });
-  test("oversize body is a 413 with the envelope", async () => {
+  test("oversize body is a 413 with the envelope, declared or streamed", async () => {
     await rejects({ prompt: "x".repeat(70000) }, 413, null);
+    const chunk = new TextEncoder().encode(" ".repeat(16384));
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent++ < 8) controller.enqueue(chunk);
+        else controller.close();
+      },
+    });
+    const res = await fetch(`${server.url}/v1/videos`, { method: "POST", headers: { "content-type": "application/json" }, body: stream });
+    await expectEnvelope(res, 413);
   });
 });
 

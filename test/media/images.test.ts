@@ -1,7 +1,14 @@
 import { describe, expect, test } from "bun:test";
 import { deflateSync } from "node:zlib";
 import { InvalidMediaError } from "../../src/media/errors.ts";
-import { decodeImage, encodeImage, IMAGE_MIME, imageDimensions, sniffImageFormat, type ImageFormat } from "../../src/media/images.ts";
+import {
+  decodeImage,
+  encodeImage,
+  IMAGE_MIME,
+  imageDimensions,
+  sniffImageFormat,
+  type ImageFormat,
+} from "../../src/media/images.ts";
 
 const LIMITS = { maxPixels: 4_000_000, param: "image_reference[0].image_url" };
 const FORMATS: ImageFormat[] = ["png", "jpeg", "webp"];
@@ -187,6 +194,21 @@ describe("rejecting bad input", () => {
     }
   });
 
+  test("jpeg EXIF orientation is applied, as browsers do (the axes may swap)", async () => {
+    const rgb = new Uint8Array(6 * 4 * 3);
+    rgb.set([255, 255, 255]); // a white top-left pixel on black
+    const jpeg = await encodeImage(rgb, 6, 4, "jpeg", 100);
+    // APP1 "Exif": a big-endian TIFF header and one IFD entry, Orientation (0x0112) = 6 (rotate 90° clockwise).
+    const tiff = [0x4d, 0x4d, 0, 42, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, 6, 0, 0, 0, 0, 0, 0];
+    const app1 = [0xff, 0xe1, 0, 2 + 6 + tiff.length, ...Buffer.from("Exif\0\0"), ...tiff];
+    const rotated = new Uint8Array([0xff, 0xd8, ...app1, ...jpeg.subarray(2)]);
+    expect(imageDimensions(rotated)).toEqual({ width: 6, height: 4, format: "jpeg" });
+    const image = await decodeImage(rotated, LIMITS);
+    expect([image.width, image.height]).toEqual([4, 6]);
+    expect(image.data[0]).toBeLessThan(30); // top-left is now black
+    expect(image.data[(image.width - 1) * 4]).toBeGreaterThan(225); // the white pixel moved to the top-right
+  });
+
   test("a png header claiming 100000x100000 is refused before any decoding", async () => {
     // A real header with nothing behind it: decoding would fail differently ("no IEND chunk").
     const bomb = new Uint8Array([...SIGNATURE, ...ihdr(100_000, 100_000, 8, 6)]);
@@ -235,7 +257,8 @@ describe("png decoding across colour types", () => {
     test(`greyscale, ${bitDepth} bit`, async () => {
       const max = 2 ** bitDepth - 1;
       const samples = pixels((x, y) => [(x * 3 + y) % (max + 1)]);
-      const image = await decodeImage(writePng({ width: W, height: H, colorType: 0, bitDepth, channels: 1, samples, filter: 1 }), LIMITS);
+      const png = writePng({ width: W, height: H, colorType: 0, bitDepth, channels: 1, samples, filter: 1 });
+      const image = await decodeImage(png, LIMITS);
       const expected = samples.flatMap((v) => {
         const g = Math.round((v * 255) / max);
         return [g, g, g, 255];
@@ -248,18 +271,21 @@ describe("png decoding across colour types", () => {
     const palette = [255, 0, 0, 0, 255, 0, 0, 0, 255, 9, 9, 9];
     const trns = [0, 128];
     const samples = pixels((x, y) => [(x + 2 * y) % 4]);
-    const png = writePng({ width: W, height: H, colorType: 3, bitDepth: 2, channels: 1, samples, palette, trns, interlace: true, filter: 4 });
+    const spec = { width: W, height: H, colorType: 3, bitDepth: 2, channels: 1, samples, palette, trns };
+    const png = writePng({ ...spec, interlace: true, filter: 4 });
     const image = await decodeImage(png, LIMITS);
     const expected = samples.flatMap((i) => [...palette.slice(3 * i, 3 * i + 3), trns[i] ?? 255]);
     expect([...image.data]).toEqual(expected);
   });
 
   test("truecolour 16 bit with a tRNS colour key, interlaced", async () => {
-    const samples = pixels((x, y) => [x * 5000, y * 257 * 40, (x * y * 999) % 65536]);
-    const key = samples.slice(0, 3); // pixel (0,0) becomes transparent
-    const png = writePng({ width: W, height: H, colorType: 2, bitDepth: 16, channels: 3, samples, trns: key.flatMap((v) => [v >> 8, v & 255]), interlace: true, filter: 3 });
+    const rgb16 = (x: number, y: number) => [x * 5000, y * 257 * 40, (x * y * 999) % 65536];
+    const samples = pixels(rgb16);
+    const trns = samples.slice(0, 3).flatMap((v) => [v >> 8, v & 255]); // pixel (0,0) becomes transparent
+    const spec = { width: W, height: H, colorType: 2, bitDepth: 16, channels: 3, samples, trns };
+    const png = writePng({ ...spec, interlace: true, filter: 3 });
     const image = await decodeImage(png, LIMITS);
-    const expected = pixels((x, y) => [...[x * 5000, y * 257 * 40, (x * y * 999) % 65536].map((v) => Math.round(v / 257)), x === 0 && y === 0 ? 0 : 255]);
+    const expected = pixels((x, y) => [...rgb16(x, y).map((v) => Math.round(v / 257)), x === 0 && y === 0 ? 0 : 255]);
     expect([...image.data]).toEqual(expected);
   });
 
@@ -267,11 +293,13 @@ describe("png decoding across colour types", () => {
     for (const [width, height] of [[1, 1], [3, 2], [9, 9]]) {
       for (const filter of [0, 1, 2, 3, 4]) {
         const rgba = Array.from({ length: width * height * 4 }, (_, i) => (i * 53 + filter) % 256);
-        const image = await decodeImage(writePng({ width, height, colorType: 6, bitDepth: 8, channels: 4, samples: rgba, interlace: true, filter }), LIMITS);
-        expect([...image.data]).toEqual(rgba);
+        const spec = { width, height, colorType: 6, bitDepth: 8, channels: 4, samples: rgba };
+        const rgbaPng = writePng({ ...spec, interlace: true, filter });
+        expect([...(await decodeImage(rgbaPng, LIMITS)).data]).toEqual(rgba);
         const ga = rgba.slice(0, width * height * 2);
-        const grey = await decodeImage(writePng({ width, height, colorType: 4, bitDepth: 8, channels: 2, samples: ga, filter }), LIMITS);
-        expect([...grey.data]).toEqual(Array.from({ length: width * height }, (_, p) => [ga[2 * p]!, ga[2 * p]!, ga[2 * p]!, ga[2 * p + 1]!]).flat());
+        const gaPng = writePng({ width, height, colorType: 4, bitDepth: 8, channels: 2, samples: ga, filter });
+        const expected = Array.from({ length: width * height }, (_, p) => [ga[2 * p]!, ga[2 * p]!, ga[2 * p]!, ga[2 * p + 1]!]);
+        expect([...(await decodeImage(gaPng, LIMITS)).data]).toEqual(expected.flat());
       }
     }
   });

@@ -18,7 +18,7 @@ const WAV = new Uint8Array([...Buffer.from("RIFF"), 36, 0, 0, 0, ...Buffer.from(
 let scratch: string;
 let root: string;
 let outside: string;
-let png: Uint8Array;
+let png: Uint8Array<ArrayBuffer>;
 let jpeg: Uint8Array;
 
 beforeAll(async () => {
@@ -50,7 +50,13 @@ function policy(overrides: Partial<ReferencePolicy> = {}): ReferencePolicy {
   };
 }
 
-const image = (value: string, param = "image_reference[0].image_url"): ReferenceInput => ({ media: "image", source: { kind: "string", value }, param });
+const image = (value: string, param = "image_reference[0].image_url"): ReferenceInput => ({
+  media: "image",
+  source: { kind: "string", value },
+  param,
+});
+const base64Png = () => `data:image/png;base64,${Buffer.from(png).toString("base64")}`;
+const framePath = () => path.join(root, "frame.png");
 
 async function rejection(id: string, inputs: ReferenceInput[], p: ReferencePolicy): Promise<InvalidMediaError> {
   const error = await materializeReferences(id, inputs, p).then(
@@ -83,20 +89,25 @@ async function expectImage(id: string, ref: { kind: string; path: string; width?
 describe("data URLs", () => {
   test("base64", async () => {
     const id = newId();
-    const [ref] = await materializeReferences(id, [image(`data:image/png;base64,${Buffer.from(png).toString("base64")}`)], policy());
+    const [ref] = await materializeReferences(id, [image(base64Png())], policy());
     expect([...(await expectImage(id, ref!)).data]).toEqual([...RGBA]);
   });
 
   test("percent-encoded (not base64), and a jpeg is stored as png", async () => {
-    const encoded = [...jpeg].map((b) => (/[A-Za-z0-9]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).padStart(2, "0")}`)).join("");
+    const escape = (b: number) => {
+      const char = String.fromCharCode(b);
+      return /[A-Za-z0-9]/.test(char) ? char : `%${b.toString(16).padStart(2, "0")}`;
+    };
+    const encoded = [...jpeg].map(escape).join("");
     const id = newId();
     const [ref] = await materializeReferences(id, [image(`data:image/jpeg,${encoded}`)], policy());
     await expectImage(id, ref!);
   });
 
   test("the size cap applies to the decoded size", async () => {
-    const dataUrl = `data:image/png;base64,${Buffer.from(png).toString("base64")}`;
-    await expectRejected([image(dataUrl)], policy({ maxBytes: png.length - 1 }), new RegExp(`holds ${png.length} bytes, over the limit of ${png.length - 1}`));
+    const dataUrl = base64Png();
+    const tooLarge = new RegExp(`holds ${png.length} bytes, over the limit of ${png.length - 1}`);
+    await expectRejected([image(dataUrl)], policy({ maxBytes: png.length - 1 }), tooLarge);
     await materializeReferences(newId(), [image(dataUrl)], policy({ maxBytes: png.length }));
   });
 
@@ -110,7 +121,7 @@ describe("data URLs", () => {
 describe("local paths", () => {
   test("a file under an allowed root, as a path and as a file: URL", async () => {
     const id = newId();
-    const refs = await materializeReferences(id, [image(path.join(root, "frame.png")), image(pathToFileURL(path.join(root, "frame.png")).href)], policy());
+    const refs = await materializeReferences(id, [image(framePath()), image(pathToFileURL(framePath()).href)], policy());
     expect(refs).toHaveLength(2);
     for (const ref of refs) expect([...(await expectImage(id, ref)).data]).toEqual([...RGBA]);
     expect(new Set(refs.map((r) => r.path)).size).toBe(2);
@@ -119,13 +130,15 @@ describe("local paths", () => {
   test("a relative root and a path with a harmless '..' inside the root", async () => {
     const relativeRoot = path.relative(process.cwd(), root);
     const id = newId();
-    const [ref] = await materializeReferences(id, [image(path.join(root, "sub", "..", "frame.png"))], policy({ allowedLocalRoots: [relativeRoot] }));
+    const inside = image(path.join(root, "sub", "..", "frame.png"));
+    const [ref] = await materializeReferences(id, [inside], policy({ allowedLocalRoots: [relativeRoot] }));
     await expectImage(id, ref!);
   });
 
   test("outside every root", async () => {
     await expectRejected([image(path.join(outside, "secret.png"))], policy(), /outside the allowed directories/);
-    await expectRejected([image(pathToFileURL(path.join(outside, "secret.png")).href)], policy(), /outside the allowed directories/);
+    const fileUrl = pathToFileURL(path.join(outside, "secret.png")).href;
+    await expectRejected([image(fileUrl)], policy(), /outside the allowed directories/);
   });
 
   test("'..' traversal out of the root", async () => {
@@ -138,13 +151,13 @@ describe("local paths", () => {
   });
 
   test("no roots configured rejects every local path", async () => {
-    await expectRejected([image(path.join(root, "frame.png"))], policy({ allowedLocalRoots: [] }), /local file paths are not allowed/);
+    await expectRejected([image(framePath())], policy({ allowedLocalRoots: [] }), /local file paths are not allowed/);
   });
 
   test("missing files, directories, oversized files", async () => {
     await expectRejected([image(path.join(root, "nope.png"))], policy(), /does not exist/);
     await expectRejected([image(path.join(root, "sub"))], policy(), /not a regular file/);
-    await expectRejected([image(path.join(root, "frame.png"))], policy({ maxBytes: 10 }), /over the limit of 10/);
+    await expectRejected([image(framePath())], policy({ maxBytes: 10 }), /over the limit of 10/);
   });
 });
 
@@ -177,7 +190,8 @@ describe("remote URLs", () => {
     base = `http://127.0.0.1:${server.port}`;
   });
   afterAll(() => server.stop(true));
-  const remote = (r: Partial<ReferencePolicy["remote"]> = {}) => policy({ remote: { enabled: true, allowHosts: ["127.0.0.1"], maxBytes: 20_000, timeoutMs: 2_000, ...r } });
+  const remote = (r: Partial<ReferencePolicy["remote"]> = {}) =>
+    policy({ remote: { enabled: true, allowHosts: ["127.0.0.1"], maxBytes: 20_000, timeoutMs: 2_000, ...r } });
 
   test("disabled by default, without any request made", async () => {
     const before = hits;
@@ -195,7 +209,8 @@ describe("remote URLs", () => {
 
   test("a host not on the allowlist is never contacted", async () => {
     const before = hits;
-    await expectRejected([image(`${base}/frame.png`)], remote({ allowHosts: ["images.example.com"] }), /host '127.0.0.1:\d+' is not in the allowed remote hosts/);
+    const notAllowed = /host '127.0.0.1:\d+' is not in the allowed remote hosts/;
+    await expectRejected([image(`${base}/frame.png`)], remote({ allowHosts: ["images.example.com"] }), notAllowed);
     expect(hits).toBe(before);
   });
 
@@ -244,8 +259,18 @@ describe("schemes, media kinds, uploads and cleanup", () => {
 
     const notMp4: ReferenceInput = { media: "video", source: { kind: "upload", bytes: png }, param: "input_reference" };
     await expectRejected([notMp4], policy(), /video references must be MP4/);
-    const notAudio: ReferenceInput = { media: "audio", source: { kind: "upload", bytes: png }, param: "audio_reference.audio_url" };
-    await expectRejected([notAudio], policy(), /WAV, MP3, OGG or FLAC/);
+    const audio = (bytes: Uint8Array): ReferenceInput => ({
+      media: "audio",
+      source: { kind: "upload", bytes },
+      param: "audio_reference.audio_url",
+    });
+    await expectRejected([audio(png)], policy(), /WAV, MP3, OGG or FLAC/);
+    await expectRejected([audio(new Uint8Array([0xff, 0xf1, 0x50, 0x80]))], policy(), /WAV, MP3, OGG or FLAC/); // ADTS AAC
+
+    const mpegFrame = [0xff, 0xfb, 0x90, 0x64];
+    const magic = [mpegFrame, [...Buffer.from("ID3"), 4, 0], [...Buffer.from("OggS"), 0], [...Buffer.from("fLaC"), 0]];
+    const stored = await materializeReferences(newId(), magic.map((m) => audio(new Uint8Array(m))), policy());
+    expect(stored.map((r) => path.extname(r.path))).toEqual([".mp3", ".mp3", ".ogg", ".flac"]);
   });
 
   test("uploads obey the size cap", async () => {
@@ -256,14 +281,14 @@ describe("schemes, media kinds, uploads and cleanup", () => {
   });
 
   test("the pixel cap applies to references", async () => {
-    await expectRejected([image(path.join(root, "frame.png"))], policy({ maxPixels: W * H - 1 }), /over the limit of 23 pixels/);
+    await expectRejected([image(framePath())], policy({ maxPixels: W * H - 1 }), /over the limit of 23 pixels/);
   });
 
   test("a later failure removes what earlier references wrote", async () => {
     const id = newId();
     const p = policy();
     const inputs: ReferenceInput[] = [
-      image(path.join(root, "frame.png"), "image_reference[0].image_url"),
+      image(framePath(), "image_reference[0].image_url"),
       { media: "video", source: { kind: "upload", bytes: MP4 }, param: "video_reference.video_url" },
       image("data:image/png;base64,AAAA", "image_reference[1].image_url"),
     ];
@@ -273,7 +298,7 @@ describe("schemes, media kinds, uploads and cleanup", () => {
   });
 
   test("a server-side request id that is not a safe folder name is a bug, not bad media", async () => {
-    const error = await materializeReferences("../escape", [image(path.join(root, "frame.png"))], policy()).catch((e) => e);
+    const error = await materializeReferences("../escape", [image(framePath())], policy()).catch((e) => e);
     expect(error).toBeInstanceOf(Error);
     expect(error).not.toBeInstanceOf(InvalidMediaError);
   });

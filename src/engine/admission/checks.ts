@@ -47,9 +47,14 @@ export function resolveTask(task: string | undefined, card: ModelCard): string {
   return task;
 }
 
+/**
+ * Only keys the model card declares, with their declared JSON type. Form clients can only send
+ * strings, so a string that spells the declared number or boolean is converted.
+ */
 export function checkExtraParams(extra: Record<string, unknown> | undefined, card: ModelCard): Record<string, unknown> {
   if (!extra) return {};
-  for (const [key, value] of Object.entries(extra)) {
+  const checked: Record<string, unknown> = {};
+  for (const [key, raw] of Object.entries(extra)) {
     const expected = card.extra_params[key];
     if (!expected) {
       const known = Object.keys(card.extra_params);
@@ -58,9 +63,17 @@ export function checkExtraParams(extra: Record<string, unknown> | undefined, car
         `extra_params.${key}`,
       );
     }
+    const value = typeof raw === "string" && expected !== "string" ? fromFormString(raw, expected) : raw;
     if (typeof value !== expected) throw badRequest(`extra_params.${key} must be a ${expected}`, `extra_params.${key}`);
+    checked[key] = value;
   }
-  return extra;
+  return checked;
+}
+
+function fromFormString(text: string, expected: "number" | "boolean"): unknown {
+  if (expected === "boolean") return text === "true" ? true : text === "false" ? false : text;
+  const n = Number(text);
+  return text.trim() !== "" && Number.isFinite(n) ? n : text;
 }
 
 /** "832x480" → [832, 480]. */
