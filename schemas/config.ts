@@ -49,6 +49,18 @@ const RemoteReferences = Type.Object(
   closed,
 );
 
+const Realtime = Type.Object(
+  {
+    max_sessions: PositiveInt(4, "concurrent /v1/realtime/video sessions; more get error server_busy"),
+    start_timeout_s: Type.Number({ exclusiveMinimum: 0, default: 10, description: "time for the first frame to be session.start" }),
+    stall_timeout_s: Type.Number({ exclusiveMinimum: 0, default: 60, description: "no generation progress for this long ends the session" }),
+    max_start_bytes: PositiveInt(4 * 1024 * 1024, "largest session.start message"),
+    max_control_bytes: PositiveInt(128 * 1024, "largest message after session.start"),
+    pace_lead_chunks: Type.Integer({ minimum: 0, default: 1, description: "with pace_to_media_time: chunks generated ahead of playback" }),
+  },
+  closed,
+);
+
 const Server = Type.Object(
   {
     host: Type.String({ minLength: 1, default: "0.0.0.0" }),
@@ -67,6 +79,7 @@ const Server = Type.Object(
       },
       closed,
     ),
+    realtime: Realtime,
   },
   closed,
 );

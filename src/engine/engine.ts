@@ -1,5 +1,5 @@
 import type { GenerationRequest, ModelCard } from "../pipelines/pipeline.ts";
-import type { FromWorker, OutputSpec, TaskResult, WorkerInit } from "./ipc.ts";
+import type { FromWorker, InteractionMessage, OutputSpec, StreamEvent, TaskResult, WorkerInit } from "./ipc.ts";
 import { WorkerProcess } from "./worker-process.ts";
 
 /** A generation failure (the job fails with code generation_failed); `aborted` when we cancelled it. */
@@ -19,10 +19,14 @@ export interface EngineTask {
   /** The task left the queue and a worker started it. */
   onStart?(): void;
   onProgress?(fraction: number, stage: string): void;
+  /** Streams: chunks and interaction failures as the worker reports them. */
+  onStreamEvent?(event: StreamEvent): void;
 }
 
 interface PendingTask {
   task: EngineTask;
+  /** Interactions that arrived while the task was queued; sent right after it starts. */
+  inbox: InteractionMessage[];
   resolve(result: TaskResult): void;
   reject(err: GenerationError): void;
 }
@@ -101,12 +105,24 @@ export class Engine {
   run(task: EngineTask): Promise<TaskResult> {
     if (!this.open) return Promise.reject(new GenerationError("The engine is closed"));
     return new Promise((resolve, reject) => {
-      this.queue.push({ task, resolve, reject });
+      this.queue.push({ task, resolve, reject, inbox: [] });
       this.dispatch();
     });
   }
 
-  /** Removes a queued task at once, or asks the worker to stop a running one at its next step. */
+  /** Forwards a realtime interaction to the worker running the task (or holds it until it starts). */
+  interact(message: InteractionMessage): void {
+    const queued = this.queue.find((p) => p.task.id === message.taskId);
+    if (queued) return void queued.inbox.push(message);
+    for (const [worker, pending] of this.running) {
+      if (pending.task.id === message.taskId) worker.send(message);
+    }
+  }
+
+  /**
+   * Removes a queued task at once, or asks the worker to stop a running one at its next step (a
+   * stream stops gracefully: it finishes with its trailer).
+   */
   cancel(taskId: string): void {
     const index = this.queue.findIndex((p) => p.task.id === taskId);
     if (index >= 0) {
@@ -133,6 +149,7 @@ export class Engine {
       this.running.set(worker, pending);
       pending.task.onStart?.();
       worker.send({ type: "run", taskId: pending.task.id, request: pending.task.request, output: pending.task.output });
+      for (const message of pending.inbox.splice(0)) worker.send(message);
     }
   }
 
@@ -153,6 +170,10 @@ export class Engine {
         return;
       case "progress":
         this.running.get(worker)?.task.onProgress?.(message.fraction, message.stage);
+        return;
+      case "chunk":
+      case "interaction_failed":
+        this.running.get(worker)?.task.onStreamEvent?.(message);
         return;
       case "done":
       case "failed": {

@@ -1,11 +1,36 @@
-// Messages between the server (engine) and a worker process. JSON over Bun's IPC channel.
+// Messages between the server (engine) and a worker process, over Bun's IPC channel with structured
+// clone ("advanced") serialization, so stream fragments travel as Uint8Array without base64.
 import type { GenerationRequest, ModelCard, StageDurations } from "../pipelines/pipeline.ts";
 import type { ImageFormat } from "../media/images.ts";
 
 /** Where the worker writes what it generated. Paths are chosen by the server, under output_dir. */
 export type OutputSpec =
   | { kind: "mp4"; path: string }
-  | { kind: "images"; paths: string[]; format: ImageFormat; quality: number };
+  | { kind: "images"; paths: string[]; format: ImageFormat; quality: number }
+  /** A realtime stream: fMP4 fragments go back as `chunk` messages; paced to media time when set. */
+  | { kind: "stream"; pacing: { leadChunks: number } | null };
+
+/** A prompt update forwarded by a realtime session (already validated and deduplicated there). */
+export interface InteractionMessage {
+  type: "interaction";
+  taskId: string;
+  eventId: string;
+  event: Record<string, unknown>;
+  transitionChunks: number | undefined;
+}
+
+/** One generation chunk of a stream, encoded: the bytes are one binary WebSocket message. */
+export interface StreamChunk {
+  generation_chunk_index: number;
+  num_frames: number;
+  bytes: Uint8Array;
+  started_event_ids: string[];
+  active_event_ids: string[];
+  completed_event_ids: string[];
+  superseded_event_ids: string[];
+  /** The active transition's progress k/N in this chunk, when one is under way. */
+  transition: { event_id: string; k: number; n: number } | null;
+}
 
 export interface WorkerInit {
   type: "init";
@@ -17,10 +42,13 @@ export interface WorkerInit {
 export type ToWorker =
   | WorkerInit
   | { type: "run"; taskId: string; request: GenerationRequest; output: OutputSpec }
-  | { type: "abort"; taskId: string };
+  | { type: "abort"; taskId: string }
+  | InteractionMessage;
 
 export interface TaskResult {
   files: { path: string; bytes: number }[];
+  /** Streams: what closing the fMP4 stream produced (an mfra index), and whether it was stopped early. */
+  stream?: { trailer: Uint8Array; stopped: boolean; chunks: number };
   inference_time_s: number;
   stage_durations: StageDurations;
   peak_memory_mb: number | null;
@@ -31,4 +59,9 @@ export type FromWorker =
   | { type: "init_failed"; message: string }
   | { type: "progress"; taskId: string; fraction: number; stage: string }
   | { type: "done"; taskId: string; result: TaskResult }
-  | { type: "failed"; taskId: string; message: string; aborted: boolean };
+  | { type: "failed"; taskId: string; message: string; aborted: boolean }
+  | { type: "chunk"; taskId: string; chunk: StreamChunk }
+  | { type: "interaction_failed"; taskId: string; eventId: string; message: string };
+
+/** Stream messages the engine passes through to the task's owner (the realtime session). */
+export type StreamEvent = Extract<FromWorker, { type: "chunk" | "interaction_failed" }>;

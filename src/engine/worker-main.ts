@@ -1,10 +1,11 @@
 // `kino worker`: the child process that owns the backend and the loaded pipeline. It receives one
-// task at a time from the engine, runs the pipeline, encodes, and writes the output files itself
-// (frames never cross the process boundary).
+// task at a time from the engine, runs the pipeline, encodes, and writes the output files itself or,
+// for a realtime stream, sends each chunk's fMP4 fragment back (frames never cross the process boundary).
 import { loadPipeline } from "../pipelines/load.ts";
 import type { Pipeline } from "../pipelines/pipeline.ts";
 import { writeOutputs } from "../media/write-outputs.ts";
-import type { FromWorker, ToWorker } from "./ipc.ts";
+import { StreamTask } from "../realtime/stream-task.ts";
+import type { FromWorker, TaskResult, ToWorker } from "./ipc.ts";
 
 /** Share of the job's progress bar given to encoding and writing after the pipeline finishes. */
 const ENCODE_SHARE = 0.1;
@@ -12,6 +13,7 @@ const ENCODE_SHARE = 0.1;
 export function runWorker(): void {
   let pipeline: Pipeline | null = null;
   const running = new Map<string, AbortController>();
+  let stream: StreamTask | null = null;
   const send = (message: FromWorker) => process.send!(message);
   // The worker has no reason to outlive the server: if the IPC channel closes, exit.
   process.on("disconnect", () => process.exit(0));
@@ -30,6 +32,9 @@ export function runWorker(): void {
       case "abort":
         running.get(message.taskId)?.abort();
         return;
+      case "interaction":
+        stream?.interact(message);
+        return;
       case "run": {
         const controller = new AbortController();
         running.set(message.taskId, controller);
@@ -42,31 +47,34 @@ export function runWorker(): void {
         };
         try {
           if (!pipeline) throw new Error("The worker has no model loaded");
-          const result = await pipeline.generate(request, {
-            signal: controller.signal,
-            onProgress: (p) => progress(p.fraction * (1 - ENCODE_SHARE), p.stage),
-          });
-          controller.signal.throwIfAborted();
-          progress(1 - ENCODE_SHARE, "encode");
-          const encodeStart = performance.now();
-          const files = await writeOutputs(result, output);
-          const stages = { ...result.stage_durations, encode: (performance.now() - encodeStart) / 1000 };
-          peakRss = Math.max(peakRss, process.memoryUsage().rss);
-          send({
-            type: "done",
-            taskId,
-            result: {
+          let result: TaskResult;
+          if (output.kind === "stream") {
+            stream = new StreamTask(pipeline, taskId, request, output.pacing, send);
+            result = await stream.run(controller.signal, (fraction) => progress(fraction, "denoise"));
+          } else {
+            const generated = await pipeline.generate(request, {
+              signal: controller.signal,
+              onProgress: (p) => progress(p.fraction * (1 - ENCODE_SHARE), p.stage),
+            });
+            controller.signal.throwIfAborted();
+            progress(1 - ENCODE_SHARE, "encode");
+            const encodeStart = performance.now();
+            const files = await writeOutputs(generated, output);
+            peakRss = Math.max(peakRss, process.memoryUsage().rss);
+            result = {
               files,
               inference_time_s: (performance.now() - started) / 1000,
-              stage_durations: stages,
-              peak_memory_mb: result.peak_memory_mb ?? Math.round(peakRss / 2 ** 20),
-            },
-          });
+              stage_durations: { ...generated.stage_durations, encode: (performance.now() - encodeStart) / 1000 },
+              peak_memory_mb: generated.peak_memory_mb ?? Math.round(peakRss / 2 ** 20),
+            };
+          }
+          send({ type: "done", taskId, result });
         } catch (err) {
           const aborted = controller.signal.aborted;
           send({ type: "failed", taskId, message: aborted ? "Cancelled" : (err as Error).message, aborted });
         } finally {
           running.delete(taskId);
+          stream = null;
         }
       }
     }

@@ -28,7 +28,7 @@ export class WorkerProcess {
     this.closing = false;
     const proc = Bun.spawn(selfCommand("worker"), {
       ipc: (message) => this.events.onMessage(this, message as FromWorker),
-      serialization: "json",
+      serialization: "advanced",
       stdio: ["ignore", "inherit", "inherit"],
       env: { ...process.env, KINO_WORKER_INDEX: String(this.index) },
     });

@@ -9,6 +9,7 @@ import { healthRoutes } from "./routes/health.ts";
 import { imageRoutes } from "./routes/images.ts";
 import { modelRoutes } from "./routes/models.ts";
 import { videoRoutes } from "./routes/videos.ts";
+import { realtimeRoutes } from "../realtime/route.ts";
 
 export function createApp(ctx: ServerContext) {
   const apiKey = ctx.config.config.server.api_key;
@@ -34,5 +35,6 @@ export function createApp(ctx: ServerContext) {
     .use(healthRoutes(ctx))
     .use(modelRoutes(ctx))
     .use(videoRoutes(ctx))
-    .use(imageRoutes(ctx));
+    .use(imageRoutes(ctx))
+    .use(realtimeRoutes(ctx));
 }

@@ -11,7 +11,10 @@ import { Mp4FileWriter } from "./mp4/index.ts";
 /** QP for REST outputs: visually clean for generated content at a moderate bitrate. */
 export const DEFAULT_VIDEO_QP = 23;
 
-export async function writeOutputs(result: GenerationResult, output: OutputSpec): Promise<{ path: string; bytes: number }[]> {
+/** REST outputs (streams are encoded chunk by chunk in src/realtime/stream-task.ts). */
+type FileOutput = Exclude<OutputSpec, { kind: "stream" }>;
+
+export async function writeOutputs(result: GenerationResult, output: FileOutput): Promise<{ path: string; bytes: number }[]> {
   if (output.kind === "mp4") return [await writeMp4(result, output.path)];
   if (output.paths.length !== result.frames.length) {
     throw new Error(`Expected ${output.paths.length} images, the pipeline produced ${result.frames.length}`);

@@ -92,7 +92,31 @@ export interface GenerationResult {
   peak_memory_mb: number | null;
 }
 
+/**
+ * What a prompt becomes in the model: the text encoder's output, flattened. Streaming transitions
+ * interpolate it linearly between source and target, so it must be a fixed-size vector per model.
+ */
+export type Conditioning = Float32Array;
+
+export interface StreamContext extends RunContext {
+  /**
+   * Asked at every chunk boundary, before chunk `index` is generated: the conditioning for that chunk
+   * (the runner resolves pending prompt updates and transitions here).
+   */
+  conditioningFor(index: number): Conditioning;
+}
+
+/** One generation chunk of a stream: `frames` are RGB24 like GenerationResult's. */
+export interface GenerationChunk {
+  generation_chunk_index: number;
+  frames: Uint8Array[];
+}
+
 export interface Pipeline {
   readonly card: ModelCard;
   generate(req: GenerationRequest, ctx: RunContext): Promise<GenerationResult>;
+  /** Streaming models (card.supports_streaming): text-encode a prompt once, e.g. a transition target. */
+  encodePrompt?(prompt: string, negativePrompt: string): Promise<Conditioning>;
+  /** Streaming models: chunk by chunk, each conditioned on what ctx.conditioningFor returns. */
+  stream?(req: GenerationRequest, ctx: StreamContext): AsyncIterable<GenerationChunk>;
 }

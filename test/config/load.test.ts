@@ -57,6 +57,14 @@ describe("defaults", () => {
         max_pixels: 16777216,
         remote: { enabled: false, allow_hosts: [], max_bytes: 33554432, timeout_ms: 15000 },
       },
+      realtime: {
+        max_sessions: 4,
+        start_timeout_s: 10,
+        stall_timeout_s: 60,
+        max_start_bytes: 4194304,
+        max_control_bytes: 131072,
+        pace_lead_chunks: 1,
+      },
     });
     expect(loaded.config.default_request).toEqual({ sampling: {} });
     expect([...loaded.explicit]).toEqual([]);

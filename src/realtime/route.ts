@@ -1,0 +1,36 @@
+// WebSocket /v1/realtime/video through Elysia (Bun's built-in WebSockets). The route is thin: one
+// RealtimeSession per connection does the protocol.
+import { Elysia } from "elysia";
+import type { ServerContext } from "../http/context.ts";
+import { RealtimeSession } from "./session.ts";
+
+export function realtimeRoutes(ctx: ServerContext) {
+  const config = ctx.config.config.server.realtime;
+  const sessions = new Set<RealtimeSession>();
+  const byConnection = new Map<string, RealtimeSession>();
+  return new Elysia({ name: "realtime" }).ws("/v1/realtime/video", {
+    // Frames over the session.start limit are refused by Bun itself (close 1009); smaller
+    // oversize control messages get an error from the session, which goes on.
+    maxPayloadLength: config.max_start_bytes,
+    // A slow viewer must not make Bun drop chunks: queue generously instead.
+    backpressureLimit: 1 << 30,
+    closeOnBackpressureLimit: true,
+    idleTimeout: 255,
+    open(ws) {
+      const session = new RealtimeSession(
+        { send: (data) => void ws.raw.send(data), close: () => ws.raw.close() },
+        ctx,
+        sessions,
+      );
+      byConnection.set(ws.id, session);
+      session.opened();
+    },
+    message(ws, message) {
+      byConnection.get(ws.id)?.received(message);
+    },
+    close(ws) {
+      byConnection.get(ws.id)?.closed();
+      byConnection.delete(ws.id);
+    },
+  });
+}

@@ -1,0 +1,276 @@
+// One WebSocket connection = one realtime generation (reference/realtime-protocol.md, "Lifecycle"):
+// awaiting_start → streaming → ended. The session validates every client message, answers
+// interactions at once (queued / errors), relays the worker's fMP4 chunks as metadata + binary pairs,
+// and runs the start and stall watchdogs.
+import { randomUUID } from "node:crypto";
+import { SessionInteractionSchema, type ChunkMetadata, type RealtimeErrorCode, type ServerMessage } from "../../schemas/realtime.ts";
+import type { GenerationError } from "../engine/engine.ts";
+import { newStreamRequestId } from "../engine/ids.ts";
+import type { StreamChunk, StreamEvent } from "../engine/ipc.ts";
+import type { ServerContext } from "../http/context.ts";
+import { ApiError } from "../http/errors.ts";
+import { validateOrThrow } from "../http/validate.ts";
+import { InvalidMediaError } from "../media/errors.ts";
+import { materializeReferences } from "../media/references.ts";
+import { removeReferences } from "../engine/video-jobs.ts";
+import { EventRegistry } from "./event-registry.ts";
+import { admitStart } from "./start.ts";
+
+/** The two things a session does with its socket; Bun's ServerWebSocket in production. */
+export interface SessionSocket {
+  send(data: string | Uint8Array): void;
+  close(): void;
+}
+
+type State = "awaiting_start" | "starting" | "streaming" | "ended";
+
+export class RealtimeSession {
+  private state: State = "awaiting_start";
+  private requestId: string | undefined;
+  private transportIndex = 0;
+  private stopRequested = false;
+  private startTimer: Timer | undefined;
+  private stallTimer: Timer | undefined;
+  private readonly events = new EventRegistry();
+
+  constructor(
+    private readonly socket: SessionSocket,
+    private readonly ctx: ServerContext,
+    /** Sessions holding a slot (started or starting), shared by the route for the capacity limit. */
+    private readonly sessions: Set<RealtimeSession>,
+  ) {}
+
+  private get config() {
+    return this.ctx.config.config.server.realtime;
+  }
+
+  opened(): void {
+    this.startTimer = setTimeout(() => {
+      if (this.state !== "awaiting_start") return;
+      this.error("start_timeout", "Timeout waiting for session.start");
+      this.end();
+    }, this.config.start_timeout_s * 1000);
+  }
+
+  /** A client frame as Elysia delivers it: JSON text parsed to a value, bad JSON as a string, binary as a Buffer. */
+  received(message: unknown): void {
+    if (this.state === "ended") return;
+    if (message instanceof Uint8Array) return this.error("invalid_message", "Binary frames are not accepted; send JSON text frames");
+    if (typeof message === "string") return this.error("invalid_json", "The message is not valid JSON");
+    if (typeof message !== "object" || message === null || Array.isArray(message)) {
+      return this.error("invalid_message", "Every message must be a JSON object with a 'type'");
+    }
+    const limit = this.state === "awaiting_start" ? this.config.max_start_bytes : this.config.max_control_bytes;
+    const bytes = Buffer.byteLength(JSON.stringify(message));
+    if (bytes > limit) return this.error("message_too_large", `The message is ${bytes} bytes; the limit is ${limit}`);
+    const body = message as Record<string, unknown>;
+    switch (body.type) {
+      case "session.start":
+        if (this.state !== "awaiting_start") return this.error("session_already_started", "The session has already started");
+        return void this.start(body);
+      case "session.interaction":
+        return this.interact(body);
+      case "session.stop":
+        return this.stop();
+      case "session.ping":
+        this.refreshStall();
+        return this.send({ type: "session.pong" });
+      default:
+        return this.error("unknown_message_type", `Unknown message type: ${typeof body.type === "string" ? body.type : JSON.stringify(body.type)}`);
+    }
+  }
+
+  /** The client went away: abort generation at once and free the engine; send nothing. */
+  closed(): void {
+    const wasStreaming = this.state === "streaming";
+    this.release();
+    if (wasStreaming && this.requestId) this.ctx.engine.cancel(this.requestId);
+  }
+
+  private async start(message: Record<string, unknown>): Promise<void> {
+    clearTimeout(this.startTimer);
+    this.state = "starting";
+    if (this.sessions.size >= this.config.max_sessions) {
+      this.error("server_busy", `The server is at its limit of ${this.config.max_sessions} realtime sessions; try again later`);
+      return this.end();
+    }
+    this.sessions.add(this);
+    const requestId = newStreamRequestId();
+    let started;
+    try {
+      started = await admitStart(message, requestId, this.ctx.admission, this.config.pace_lead_chunks);
+      started.admitted.request.references = await materializeReferences(requestId, started.admitted.references, this.ctx.references);
+    } catch (err) {
+      if (err instanceof ApiError || err instanceof InvalidMediaError) {
+        this.error(err.param === "model" ? "model_mismatch" : "invalid_request", err.message, { param: err.param ?? undefined });
+      } else {
+        this.ctx.log(`realtime: session.start failed: ${(err as Error)?.stack ?? err}`);
+        this.error("internal_error", `Internal error: ${(err as Error)?.message ?? err}`);
+      }
+      return this.end();
+    }
+    if ((this.state as State) === "ended") return void removeReferences(this.ctx.references.outputDir, started.admitted.request); // the client left during admission
+    const { admitted, pacing } = started;
+    const { request } = admitted;
+    const card = this.ctx.engine.card;
+    this.requestId = requestId;
+    this.state = "streaming";
+    this.send({
+      type: "video.start",
+      request_id: requestId,
+      format: "m4s",
+      config: {
+        model: this.ctx.admission.servedModelId,
+        prompt: request.prompt,
+        negative_prompt: request.negative_prompt,
+        size: admitted.size,
+        width: request.width,
+        height: request.height,
+        fps: request.fps,
+        num_frames: request.num_frames,
+        seconds: admitted.seconds,
+        num_inference_steps: request.num_inference_steps,
+        guidance_scale: request.guidance_scale,
+        seed: request.seed,
+        task: request.task,
+        extra_params: request.extra_params,
+        frames_per_chunk: card.frames_per_chunk,
+        num_chunks: Math.ceil(request.num_frames / card.frames_per_chunk),
+        default_transition_chunks: card.default_transition_chunks,
+        supports_prompt_updates: card.supports_prompt_updates,
+        pace_to_media_time: pacing !== null,
+        pace_lead_chunks: pacing?.leadChunks ?? null,
+      },
+    });
+    this.refreshStall();
+    this.ctx.engine
+      .run({
+        id: requestId,
+        request,
+        output: { kind: "stream", pacing },
+        onProgress: () => this.refreshStall(),
+        onStreamEvent: (event) => this.streamEvent(event),
+      })
+      .finally(() => removeReferences(this.ctx.references.outputDir, request))
+      .then(
+        (result) => this.finish(result.stream!.trailer, result.stream!.stopped),
+        (err: GenerationError) => {
+          if (this.state !== "streaming") return;
+          this.error("generation_failed", `Generation failed: ${err.message}`);
+          this.end();
+        },
+      );
+  }
+
+  private interact(message: Record<string, unknown>): void {
+    const claimed = (message.interaction as { event_id?: unknown } | undefined)?.event_id;
+    const eventId = typeof claimed === "string" && claimed ? claimed : undefined;
+    if (this.state !== "streaming") {
+      return this.error("session_not_started", "Send session.start and wait for video.start before interactions", { event_id: eventId });
+    }
+    let interaction;
+    try {
+      interaction = validateOrThrow(SessionInteractionSchema, message, "session.interaction").interaction;
+    } catch (err) {
+      return this.error("invalid_request", (err as ApiError).message, { event_id: eventId, param: (err as ApiError).param ?? undefined });
+    }
+    const { prompt } = interaction.event;
+    if (typeof prompt !== "string" || prompt.trim() === "") {
+      return this.error("invalid_request", "interaction.event.prompt must be a non-empty string", { event_id: eventId, param: "interaction.event.prompt" });
+    }
+    const id = interaction.event_id ?? randomUUID();
+    const transitionChunks = interaction.transition_chunks ?? this.ctx.engine.card.default_transition_chunks;
+    switch (this.events.admit(id, { event: interaction.event, transition_chunks: transitionChunks })) {
+      case "conflict":
+        return this.error("event_id_conflict", `event_id '${id}' was already used with a different payload`, { event_id: id });
+      case "new":
+        this.ctx.engine.interact({ type: "interaction", taskId: this.requestId!, eventId: id, event: interaction.event, transitionChunks });
+      // falls through: a retry is acknowledged again but applied only once
+      case "retry":
+        this.send({ type: "session.interaction.queued", request_id: this.requestId!, event_id: id });
+    }
+  }
+
+  private stop(): void {
+    if (this.state !== "streaming") return this.error("session_not_started", "There is no generation to stop");
+    this.stopRequested = true;
+    this.ctx.engine.cancel(this.requestId!); // the worker ends the stream with its trailer: no frame is lost
+  }
+
+  private streamEvent(event: StreamEvent): void {
+    if (this.state !== "streaming") return;
+    this.refreshStall();
+    if (event.type === "chunk") return this.sendPair("media", event.chunk);
+    this.events.release(event.eventId);
+    this.error("interaction_failed", event.message, { event_id: event.eventId });
+  }
+
+  private finish(trailer: Uint8Array, stopped: boolean): void {
+    if (this.state !== "streaming") return;
+    this.sendPair("trailer", null, trailer);
+    this.send({ type: "session.done", request_id: this.requestId!, chunks: this.transportIndex, stopped: stopped || this.stopRequested });
+    this.end();
+  }
+
+  /** A metadata message and its binary payload, sent back to back so nothing can come between them. */
+  private sendPair(kind: "media" | "trailer", chunk: StreamChunk | null, trailer?: Uint8Array): void {
+    const bytes = chunk?.bytes ?? trailer!;
+    const metadata: ChunkMetadata = {
+      type: "video.chunk_metadata",
+      request_id: this.requestId!,
+      kind,
+      transport_chunk_index: this.transportIndex++,
+      generation_chunk_index: chunk?.generation_chunk_index ?? null,
+      num_frames: chunk?.num_frames ?? 0,
+      byte_length: bytes.byteLength,
+      started_event_ids: chunk?.started_event_ids ?? [],
+      active_event_ids: chunk?.active_event_ids ?? [],
+      completed_event_ids: chunk?.completed_event_ids ?? [],
+      superseded_event_ids: chunk?.superseded_event_ids ?? [],
+    };
+    const t = chunk?.transition;
+    if (t) metadata.transition = { ...t, progress: t.k / t.n };
+    this.socket.send(JSON.stringify(metadata));
+    this.socket.send(bytes);
+  }
+
+  private refreshStall(): void {
+    if (this.state !== "streaming") return;
+    clearTimeout(this.stallTimer);
+    this.stallTimer = setTimeout(() => {
+      if (this.state !== "streaming") return;
+      this.error("stall_timeout", "Stall timeout: no generation progress");
+      this.ctx.engine.cancel(this.requestId!);
+      this.send({ type: "session.done", request_id: this.requestId!, chunks: this.transportIndex, stopped: true });
+      this.end();
+    }, this.config.stall_timeout_s * 1000);
+  }
+
+  private error(code: RealtimeErrorCode, message: string, extra: { event_id?: string; param?: string } = {}): void {
+    this.send({
+      type: "error",
+      code,
+      message,
+      ...(this.requestId ? { request_id: this.requestId } : {}),
+      ...(extra.event_id ? { event_id: extra.event_id } : {}),
+      ...(extra.param ? { param: extra.param } : {}),
+    });
+  }
+
+  private send(message: ServerMessage): void {
+    this.socket.send(JSON.stringify(message));
+  }
+
+  private release(): void {
+    this.state = "ended";
+    clearTimeout(this.startTimer);
+    clearTimeout(this.stallTimer);
+    this.sessions.delete(this);
+  }
+
+  /** Ends the session from our side: close the socket (closed() then finds nothing left to abort). */
+  private end(): void {
+    this.release();
+    this.socket.close();
+  }
+}

@@ -1,0 +1,196 @@
+// The one interface every compute backend implements (WebAssembly CPU in backends/wasm.ts, CUDA in
+// backends/cuda.ts), in the spirit of ggml's backend API: a fixed set of ops, each one present on every
+// backend, measured against the plain TypeScript reference in reference.ts by test/runtime/ops.test.ts.
+//
+// Conventions (they hold for every op below unless its comment says otherwise):
+//
+// - Output first. Every op writes into a caller-provided `out` tensor that already has the right shape
+//   and dtype; ops never allocate results. Models reuse activation buffers this way, and the CUDA side
+//   can put a caching allocator under `alloc`. `out` must not overlap any input unless the op says
+//   "in place allowed" (then `out` may be exactly the same tensor as that input).
+// - Ops are enqueued, not awaited: they return void and may run asynchronously (a CUDA stream). Results
+//   are visible to later ops in program order. The only awaits are `download*` and `sync`.
+// - Tensors are contiguous row-major. Activations and everything computed are f32; "weight" operands
+//   (GEMM `w`, conv `w`, embedding `table`) may be f32, bf16 or f16 and are widened to f32 with f32
+//   accumulation. Small parameter vectors (norm weights, biases, modulation tables) are f32. u8 exists
+//   only for video frames (YUV conversion).
+// - Layouts follow Wan: activations [B, L, C]; Linear weights as PyTorch stores them, [N_out, K_in];
+//   attention q/k/v [B, L, H, D]; video tensors [B, C, T, H, W]; conv weights [Cout, Cin, kt, kh, kw].
+// - Shapes are checked (op-shapes.ts has the checks both backends share); a mismatch throws at the
+//   call, naming the op and the shapes.
+// - Memory is explicit: `free` returns an allocation, nothing is garbage collected.
+
+import type { DType, DeviceKind, Shape, Tensor } from "./tensor.ts";
+
+export type BackendName = "wasm" | "cuda";
+
+/** Host data accepted by `upload`/`write`. Float32Array: values, converted to the tensor's dtype
+ *  (round-to-nearest-even for bf16/f16). Uint16Array: raw bf16/f16 bits (dtype must be bf16 or f16).
+ *  Uint8Array: u8 values (dtype u8). */
+export type HostData = Float32Array | Uint16Array | Uint8Array;
+
+export interface AttentionOptions {
+  /** Multiplies q·k before the softmax: 1/sqrt(D) for Wan, 1 for umT5 (T5 does not scale). */
+  scale: number;
+  /** Attend to keys [0, kvLen) only: reading the filled part of a KV cache laid out [B, Lmax, H, D].
+   *  Default: k.shape[1]. */
+  kvLen?: number;
+  /** Block-causal mask: key j is visible to query i iff floor(j / blockSize) <= floor((qOffset + i) /
+   *  blockSize). qOffset is the absolute position of the first query (a chunk of a streaming model
+   *  sees all earlier blocks and its own block). Absent: no mask (every query sees every key). */
+  blockCausal?: { blockSize: number; qOffset: number };
+  /** Additive logits [H, Lq, kvLen] (f32), shared by every batch item: the T5 position bias. Added
+   *  after `scale`. */
+  bias?: Tensor;
+}
+
+export interface RopeOptions {
+  /** Angle tables [P, pairs] (f32), P positions; cos and sin of the same angles. Column c rotates pair
+   *  c of every head. Wan concatenates three per-axis tables (frame, height, width) column-wise. */
+  cos: Tensor;
+  sin: Tensor;
+  /** How many of the `pairs` columns belong to each axis, in order (frame, height, width); Wan with
+   *  D = 128 uses [22, 21, 21]. Pairs past their sum (and past `pairs`) pass through unchanged. */
+  axisPairs: readonly [number, number, number];
+  /** Token grid (frames, height, width); token l = (f·H + h)·W + w. Tokens past F·H·W pass through. */
+  grid: readonly [number, number, number];
+  /** Added to the frame position (causal chunks start at an absolute frame). Default 0. */
+  frameOffset?: number;
+}
+
+export interface Conv3dOptions {
+  /** Stride (t, h, w). Default [1, 1, 1]. */
+  stride?: readonly [number, number, number];
+  /** Spatial zero padding [top, bottom, left, right]. Default [0, 0, 0, 0]. */
+  pad?: readonly [number, number, number, number];
+  /** Frames that precede the input in time (causal padding). Default kt − 1. They come from `prev`
+   *  ([B, Cin, timePad, H, W], a streaming conv's cache of the previous chunk's last frames) or are
+   *  zeros when `prev` is absent. Nothing is padded after the input. */
+  timePad?: number;
+  prev?: Tensor;
+}
+
+export interface Conv2dOptions {
+  stride?: readonly [number, number];
+  pad?: readonly [number, number, number, number];
+}
+
+export interface T5BiasOptions {
+  numBuckets: number;
+  maxDistance: number;
+  /** T5 encoders are bidirectional (half the buckets for keys before the query, half after). */
+  bidirectional: boolean;
+}
+
+/** Value range of float frames: [-1, 1] from the Wan VAE, [0, 1] from TAEHV / image decoders. */
+export type FrameRange = readonly [lo: number, hi: number];
+
+export interface MemoryStats {
+  /** Bytes held by live allocations, and the most held at once since the backend opened. */
+  inUse: number;
+  peak: number;
+}
+
+export interface Backend {
+  readonly name: BackendName;
+  readonly device: DeviceKind;
+  /** One human line: "WebAssembly SIMD128, 2 threads" / "CUDA NVIDIA H200 (sm_90, 139 GiB)". */
+  readonly description: string;
+
+  // ---- memory ------------------------------------------------------------------------------------
+  /** New tensor, contents undefined. */
+  alloc(shape: Shape, dtype?: DType): Tensor;
+  /** alloc + write. dtype defaults to f32 for Float32Array, u8 for Uint8Array; required for Uint16Array. */
+  upload(data: HostData, shape: Shape, dtype?: DType): Tensor;
+  /** Overwrite a tensor (or view) from host data; `data.length` must equal `t.numel`. */
+  write(t: Tensor, data: HostData): void;
+  /** Values as f32 (f32/bf16/f16/u8 tensors); waits for the ops that write `t`. */
+  download(t: Tensor): Promise<Float32Array>;
+  /** The raw bytes, any dtype (u8 frames, bf16 bits). */
+  downloadRaw(t: Tensor): Promise<Uint8Array>;
+  /** Give allocations back. Views cannot be freed; a freed tensor (and its views) must not be used. */
+  free(...tensors: Tensor[]): void;
+  /** Wait until every enqueued op has finished. */
+  sync(): Promise<void>;
+  memory(): MemoryStats;
+  /** Release everything the backend holds (threads, device context). The backend is unusable after. */
+  dispose(): void;
+
+  // ---- linear algebra ----------------------------------------------------------------------------
+  /** out[M, N] = a[M, K] · w[N, K]ᵀ + bias[N]. `a` may have any leading dims ([B, L, K] → M = B·L);
+   *  out has a's leading dims and N. w: f32/bf16/f16. bias optional. */
+  gemm(out: Tensor, a: Tensor, w: Tensor, bias?: Tensor | null): void;
+  /** Softmax(scale · q·kᵀ (+ bias) (masked)) · v per batch item and head. q [B, Lq, H, D], k and v
+   *  [B, Lk, H, D] (Lk ≥ kvLen), out [B, Lq, H, D]. Lq ≠ Lk is normal (chunk vs cache, cross-attn).
+   *  D ≤ 512. A query that sees no key gets zeros. */
+  attention(out: Tensor, q: Tensor, k: Tensor, v: Tensor, opts: AttentionOptions): void;
+
+  // ---- normalisation -----------------------------------------------------------------------------
+  /** Over the last dim: (x − mean) / sqrt(var + eps) · weight + bias (each optional). In place allowed. */
+  layerNorm(out: Tensor, x: Tensor, eps: number, weight?: Tensor | null, bias?: Tensor | null): void;
+  /** Over the last dim: x / sqrt(mean(x²) + eps) · weight (optional). In place allowed. */
+  rmsNorm(out: Tensor, x: Tensor, eps: number, weight?: Tensor | null): void;
+  /** Over dim 1 of [B, C, ...]: x / max(‖x‖₂, eps) · scale · gamma[c] (the Wan-VAE "RMS_norm", with
+   *  scale = sqrt(C), eps = 1e-12). gamma [C] optional. In place allowed. */
+  l2NormChannels(out: Tensor, x: Tensor, eps: number, scale: number, gamma?: Tensor | null): void;
+  /** Over the last dim. In place allowed. */
+  softmax(out: Tensor, x: Tensor): void;
+
+  // ---- elementwise -------------------------------------------------------------------------------
+  /** GELU, tanh approximation. In place allowed. */
+  gelu(out: Tensor, x: Tensor): void;
+  /** x · sigmoid(x). In place allowed. */
+  silu(out: Tensor, x: Tensor): void;
+  /** out = a · b, same shapes. In place allowed (out = a or b). */
+  mul(out: Tensor, a: Tensor, b: Tensor): void;
+  /** out = alpha·a + beta·b, same shapes (residual add, CFG mix, sampler steps). In place allowed. */
+  axpby(out: Tensor, a: Tensor, b: Tensor, alpha: number, beta: number): void;
+  /** Every element = value. */
+  fill(out: Tensor, value: number): void;
+  /** x [B, L, C]; scale, shift [B, G, C] with G dividing L: token l uses row floor(l / (L/G)), so G = 1
+   *  is per sample, G = frames is per frame, G = L per token. out = x·(1 + scale) + shift. In place
+   *  allowed. */
+  modulate(out: Tensor, x: Tensor, scale: Tensor, shift: Tensor): void;
+  /** out = x + gate · y; x, y [B, L, C], gate [B, G, C] as in `modulate`. In place allowed (out = x). */
+  gatedAdd(out: Tensor, x: Tensor, y: Tensor, gate: Tensor): void;
+  /** 3D rotary embedding on adjacent pairs (x[2c], x[2c+1]) of x [B, L, H, D]. In place allowed. */
+  rope3d(out: Tensor, x: Tensor, opts: RopeOptions): void;
+
+  // ---- lookup and position bias ------------------------------------------------------------------
+  /** out[i, :] = table[ids[i], :]; table [V, C] (f32/bf16/f16), out [ids.length, C]. */
+  embedding(out: Tensor, table: Tensor, ids: Int32Array): void;
+  /** T5 relative position bias: out[h, i, j] = table[bucket(j − i), h]; table [numBuckets, H],
+   *  out [H, Lq, Lk]. */
+  t5RelativeBias(out: Tensor, table: Tensor, opts: T5BiasOptions): void;
+
+  // ---- convolution and resampling ----------------------------------------------------------------
+  /** x [B, Cin, T, H, W], w [Cout, Cin, kt, kh, kw] (f32/bf16/f16), bias [Cout] optional,
+   *  out [B, Cout, T', H', W'] with T' = (timePad + T − kt) / st + 1 (floored), H' = (H + top + bottom
+   *  − kh) / sh + 1, W' likewise. */
+  conv3d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts?: Conv3dOptions): void;
+  /** x [B, Cin, H, W], w [Cout, Cin, kh, kw], out [B, Cout, H', W']. */
+  conv2d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts?: Conv2dOptions): void;
+  /** Nearest-neighbour upsampling by an integer factor per dim: every out dim is a multiple of x's. */
+  upsampleNearest(out: Tensor, x: Tensor): void;
+
+  // ---- data movement (any dtype; out.dtype = input dtype) ----------------------------------------
+  /** Inputs joined along `dim`; all other dims equal. */
+  concat(out: Tensor, inputs: readonly Tensor[], dim: number): void;
+  /** out = x[..., start : start + out.shape[dim], ...]. */
+  slice(out: Tensor, x: Tensor, dim: number, start: number): void;
+  /** dst[..., start : start + src.shape[dim], ...] = src — appending to a KV cache [B, Lmax, H, D] is
+   *  writeSlice(cache, kNew, 1, filled). */
+  writeSlice(dst: Tensor, src: Tensor, dim: number, start: number): void;
+  /** out.shape[i] = x.shape[perm[i]]. */
+  permute(out: Tensor, x: Tensor, perm: readonly number[]): void;
+  /** Same shape, converting dtype (f32 ↔ bf16/f16, round-to-nearest-even). */
+  cast(out: Tensor, x: Tensor): void;
+
+  // ---- video frames ------------------------------------------------------------------------------
+  /** x [3, T, H, W] f32 RGB in `range` (clamped) → out u8 [T, H·W·3/2], I420 per frame (Y, then U, then
+   *  V planes), BT.601 limited range, chroma from the 2×2 average. H and W even. */
+  rgbToYuv420(out: Tensor, x: Tensor, range: FrameRange): void;
+  /** Inverse: u8 I420 [T, H·W·3/2] → f32 RGB [3, T, H, W] in `range` (chroma sample shared by its 2×2
+   *  block). */
+  yuv420ToRgb(out: Tensor, x: Tensor, range: FrameRange): void;
+}

@@ -1,0 +1,316 @@
+// The plain TypeScript reference of every Backend op: host arrays in, a new host array out, float64
+// accumulation, written for obviousness, not speed. test/runtime/ops.test.ts measures every backend
+// against it; model tests may use it for small cases. Weights are taken as the f32 values the device
+// tensor holds (round them through bf16/f16 with dtype.ts first when the backend gets half weights).
+// Semantics and shape rules are the ones documented in backend.ts, checked by op-params.ts.
+
+import type { AttentionOptions, Conv2dOptions, Conv3dOptions, FrameRange, T5BiasOptions } from "./backend.ts";
+import * as P from "./op-params.ts";
+import { type DType, type Shape, numelOf } from "./tensor.ts";
+
+export class Host {
+  readonly dtype: DType;
+  constructor(readonly shape: number[], readonly data: Float32Array | Uint8Array = new Float32Array(numelOf(shape))) {
+    this.dtype = data instanceof Uint8Array ? "u8" : "f32";
+    if (data.length !== numelOf(shape)) throw new Error(`data length ${data.length} ≠ shape [${shape}]`);
+  }
+  get f32(): Float32Array {
+    if (!(this.data instanceof Float32Array)) throw new Error("not an f32 host tensor");
+    return this.data;
+  }
+}
+
+const zeros = (shape: number[]) => new Host(shape);
+
+export function gemm(a: Host, w: Host, bias?: Host | null): Host {
+  const { M, N, K } = P.gemmDims({ shape: [...a.shape.slice(0, -1), w.shape[0]!], dtype: "f32" }, a, w, bias);
+  const out = zeros([...a.shape.slice(0, -1), N]);
+  const A = a.f32, W = w.f32, o = out.f32;
+  for (let m = 0; m < M; m++) {
+    for (let n = 0; n < N; n++) {
+      let s = bias ? bias.f32[n]! : 0;
+      for (let k = 0; k < K; k++) s += A[m * K + k]! * W[n * K + k]!;
+      o[m * N + n] = s;
+    }
+  }
+  return out;
+}
+
+export function attention(q: Host, k: Host, v: Host, opts: AttentionOptions & { biasHost?: Host }): Host {
+  const { B, Lq, Lk, kvLen, H, D } = P.attentionDims(q, q, k, v, { ...opts, bias: opts.biasHost });
+  const out = zeros([...q.shape]);
+  const Q = q.f32, Kd = k.f32, V = v.f32, o = out.f32, bias = opts.biasHost?.f32;
+  const s = new Float64Array(kvLen);
+  for (let b = 0; b < B; b++) for (let h = 0; h < H; h++) for (let i = 0; i < Lq; i++) {
+    const n = P.visibleKeys(i, kvLen, opts);
+    if (n === 0) continue;
+    const qo = ((b * Lq + i) * H + h) * D;
+    let max = -Infinity;
+    for (let j = 0; j < n; j++) {
+      const ko = ((b * Lk + j) * H + h) * D;
+      let dot = 0;
+      for (let d = 0; d < D; d++) dot += Q[qo + d]! * Kd[ko + d]!;
+      s[j] = dot * opts.scale + (bias ? bias[(h * Lq + i) * kvLen + j]! : 0);
+      max = Math.max(max, s[j]!);
+    }
+    let sum = 0;
+    for (let j = 0; j < n; j++) sum += s[j] = Math.exp(s[j]! - max);
+    for (let d = 0; d < D; d++) {
+      let acc = 0;
+      for (let j = 0; j < n; j++) acc += s[j]! * V[((b * Lk + j) * H + h) * D + d]!;
+      o[qo + d] = acc / sum;
+    }
+  }
+  return out;
+}
+
+function overRows(x: Host, f: (row: Float32Array, out: Float32Array) => void): Host {
+  const { rows, cols } = P.rowsOf("reference", x, x);
+  const out = zeros([...x.shape]);
+  for (let r = 0; r < rows; r++) f(x.f32.subarray(r * cols, (r + 1) * cols), out.f32.subarray(r * cols, (r + 1) * cols));
+  return out;
+}
+
+export function layerNorm(x: Host, eps: number, weight?: Host | null, bias?: Host | null): Host {
+  return overRows(x, (row, o) => {
+    let mean = 0, vr = 0;
+    for (const v of row) mean += v;
+    mean /= row.length;
+    for (const v of row) vr += (v - mean) ** 2;
+    const inv = 1 / Math.sqrt(vr / row.length + eps);
+    for (let c = 0; c < row.length; c++) o[c] = (row[c]! - mean) * inv * (weight ? weight.f32[c]! : 1) + (bias ? bias.f32[c]! : 0);
+  });
+}
+
+export function rmsNorm(x: Host, eps: number, weight?: Host | null): Host {
+  return overRows(x, (row, o) => {
+    let ss = 0;
+    for (const v of row) ss += v * v;
+    const inv = 1 / Math.sqrt(ss / row.length + eps);
+    for (let c = 0; c < row.length; c++) o[c] = row[c]! * inv * (weight ? weight.f32[c]! : 1);
+  });
+}
+
+export function softmax(x: Host): Host {
+  return overRows(x, (row, o) => {
+    const max = Math.max(...row);
+    let sum = 0;
+    for (const v of row) sum += Math.exp(v - max);
+    for (let c = 0; c < row.length; c++) o[c] = Math.exp(row[c]! - max) / sum;
+  });
+}
+
+export function l2NormChannels(x: Host, eps: number, scale: number, gamma?: Host | null): Host {
+  const [B, C] = x.shape as [number, number];
+  const S = numelOf(x.shape.slice(2));
+  const out = zeros([...x.shape]);
+  for (let b = 0; b < B; b++) for (let s = 0; s < S; s++) {
+    let ss = 0;
+    for (let c = 0; c < C; c++) ss += x.f32[(b * C + c) * S + s]! ** 2;
+    const inv = scale / Math.max(Math.sqrt(ss), eps);
+    for (let c = 0; c < C; c++) out.f32[(b * C + c) * S + s] = x.f32[(b * C + c) * S + s]! * inv * (gamma ? gamma.f32[c]! : 1);
+  }
+  return out;
+}
+
+const map = (x: Host, f: (v: number, i: number) => number) => new Host([...x.shape], x.f32.map(f));
+
+export const gelu = (x: Host) => map(x, (v) => 0.5 * v * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (v + 0.044715 * v ** 3))));
+export const silu = (x: Host) => map(x, (v) => v / (1 + Math.exp(-v)));
+export const mul = (a: Host, b: Host) => map(a, (v, i) => v * b.f32[i]!);
+export const axpby = (a: Host, b: Host, alpha: number, beta: number) => map(a, (v, i) => alpha * v + beta * b.f32[i]!);
+
+function grouped(x: Host, tables: Host[], f: (v: number, i: number, row: number) => number): Host {
+  const { L, C, G, per } = P.groupedDims("reference", x, x, tables);
+  return map(x, (v, i) => {
+    const c = i % C, l = Math.floor(i / C) % L, b = Math.floor(i / (C * L));
+    return f(v, i, (b * G + Math.floor(l / per)) * C + c);
+  });
+}
+
+export const modulate = (x: Host, scale: Host, shift: Host) =>
+  grouped(x, [scale, shift], (v, _i, r) => v * (1 + scale.f32[r]!) + shift.f32[r]!);
+export const gatedAdd = (x: Host, y: Host, gate: Host) =>
+  grouped(x, [gate], (v, i, r) => v + gate.f32[r]! * y.f32[i]!);
+
+export interface HostRopeOptions {
+  cos: Host; sin: Host;
+  axisPairs: readonly [number, number, number];
+  grid: readonly [number, number, number];
+  frameOffset?: number;
+}
+
+export function rope3d(x: Host, o: HostRopeOptions): Host {
+  const { B, L, H, D, pairs, pt, ph, F, GH, GW, f0 } = P.ropeDims(x, x, o);
+  const out = new Host([...x.shape], x.f32.slice());
+  const cos = o.cos.f32, sin = o.sin.f32, X = out.f32;
+  const used = pt + ph + o.axisPairs[2];
+  for (let b = 0; b < B; b++) for (let l = 0; l < F * GH * GW; l++) {
+    const pos = [f0 + Math.floor(l / (GH * GW)), Math.floor(l / GW) % GH, l % GW];
+    for (let h = 0; h < H; h++) for (let c = 0; c < used; c++) {
+      const p = pos[c < pt ? 0 : c < pt + ph ? 1 : 2]!;
+      const i = ((b * L + l) * H + h) * D + 2 * c;
+      const re = X[i]!, im = X[i + 1]!, cs = cos[p * pairs + c]!, sn = sin[p * pairs + c]!;
+      X[i] = re * cs - im * sn;
+      X[i + 1] = re * sn + im * cs;
+    }
+  }
+  return out;
+}
+
+export function embedding(table: Host, ids: Int32Array): Host {
+  const C = table.shape[1]!;
+  const out = zeros([ids.length, C]);
+  ids.forEach((id, i) => out.f32.set(table.f32.subarray(id * C, (id + 1) * C), i * C));
+  return out;
+}
+
+export function t5RelativeBias(table: Host, Lq: number, Lk: number, o: T5BiasOptions): Host {
+  const H = table.shape[1]!;
+  const out = zeros([H, Lq, Lk]);
+  for (let h = 0; h < H; h++) for (let i = 0; i < Lq; i++) for (let j = 0; j < Lk; j++) {
+    out.f32[(h * Lq + i) * Lk + j] = table.f32[P.t5Bucket(j - i, o) * H + h]!;
+  }
+  return out;
+}
+
+export function conv3d(x: Host, w: Host, bias: Host | null, opts: Conv3dOptions & { prevHost?: Host } = {}): Host {
+  const oshape = P.conv3dOutputShape(x.shape, w.shape, opts);
+  const g = P.conv3dGeometry({ shape: oshape, dtype: "f32" }, x, w, bias, { ...opts, prev: opts.prevHost });
+  const out = zeros(oshape);
+  const X = x.f32, Wt = w.f32, prev = opts.prevHost?.f32;
+  const at = (b: number, c: number, t: number, y: number, xx: number): number => {
+    if (y < 0 || y >= g.H || xx < 0 || xx >= g.W) return 0;
+    if (t >= 0) return X[(((b * g.Cin + c) * g.T + t) * g.H + y) * g.W + xx]!;
+    if (!prev) return 0;
+    return prev[(((b * g.Cin + c) * g.timePad + g.timePad + t) * g.H + y) * g.W + xx]!;
+  };
+  let i = 0;
+  for (let b = 0; b < g.B; b++) for (let co = 0; co < g.Cout; co++)
+    for (let to = 0; to < g.To; to++) for (let yo = 0; yo < g.Ho; yo++) for (let xo = 0; xo < g.Wo; xo++) {
+      let s = bias ? bias.f32[co]! : 0;
+      for (let ci = 0; ci < g.Cin; ci++) for (let a = 0; a < g.kt; a++) for (let r = 0; r < g.kh; r++) for (let q = 0; q < g.kw; q++) {
+        const wv = Wt[(((co * g.Cin + ci) * g.kt + a) * g.kh + r) * g.kw + q]!;
+        s += wv * at(b, ci, to * g.st + a - g.timePad, yo * g.sh + r - g.top, xo * g.sw + q - g.left);
+      }
+      out.f32[i++] = s;
+    }
+  return out;
+}
+
+/** conv2d is conv3d with one frame and kt = 1 (the same for every backend). */
+export function conv2d(x: Host, w: Host, bias: Host | null, opts: Conv2dOptions = {}): Host {
+  const [B, C, H, W] = x.shape as [number, number, number, number];
+  const [sh, sw] = opts.stride ?? [1, 1];
+  const x5 = new Host([B, C, 1, H, W], x.f32);
+  const w5 = new Host([w.shape[0]!, w.shape[1]!, 1, w.shape[2]!, w.shape[3]!], w.f32);
+  const o = conv3d(x5, w5, bias, { stride: [1, sh, sw], pad: opts.pad, timePad: 0 });
+  return new Host([o.shape[0]!, o.shape[1]!, o.shape[3]!, o.shape[4]!], o.f32);
+}
+
+function stridesOf(shape: Shape): number[] {
+  const s = new Array<number>(shape.length).fill(1);
+  for (let i = shape.length - 2; i >= 0; i--) s[i] = s[i + 1]! * shape[i + 1]!;
+  return s;
+}
+
+/** Calls f(outIndex, inIndex) for every element, with in-coordinate = inCoord(out-coordinate). */
+function gather(outShape: number[], inShape: Shape, inCoord: (c: number[]) => number[], f: (o: number, i: number) => void) {
+  const is = stridesOf(inShape);
+  const c = new Array<number>(outShape.length).fill(0);
+  const n = numelOf(outShape);
+  for (let o = 0; o < n; o++) {
+    let rem = o;
+    for (let d = outShape.length - 1; d >= 0; d--) {
+      c[d] = rem % outShape[d]!;
+      rem = Math.floor(rem / outShape[d]!);
+    }
+    f(o, inCoord(c).reduce((acc, v, d) => acc + v * is[d]!, 0));
+  }
+}
+
+function like(x: Host, shape: number[]): Host {
+  return new Host(shape, x.data instanceof Uint8Array ? new Uint8Array(numelOf(shape)) : new Float32Array(numelOf(shape)));
+}
+
+export function upsampleNearest(x: Host, outShape: number[]): Host {
+  const out = like(x, outShape);
+  const fac = P.upsampleFactors(out, x);
+  gather(outShape, x.shape, (c) => c.map((v, d) => Math.floor(v / fac[d]!)), (o, i) => (out.data[o] = x.data[i]!));
+  return out;
+}
+
+export function permute(x: Host, perm: readonly number[]): Host {
+  const out = like(x, perm.map((p) => x.shape[p]!));
+  P.permuteCheck(out, x, perm);
+  gather(out.shape, x.shape, (c) => { const ic = new Array<number>(c.length); perm.forEach((p, i) => (ic[p] = c[i]!)); return ic; },
+    (o, i) => (out.data[o] = x.data[i]!));
+  return out;
+}
+
+export function slice(x: Host, dim: number, start: number, len: number): Host {
+  const d = P.normDim("slice", dim, x.shape.length);
+  const out = like(x, x.shape.map((s, i) => (i === d ? len : s)));
+  P.sliceDims("slice", x, out, d, start);
+  gather(out.shape, x.shape, (c) => c.map((v, i) => (i === d ? v + start : v)), (o, i) => (out.data[o] = x.data[i]!));
+  return out;
+}
+
+export function writeSlice(dst: Host, src: Host, dim: number, start: number): Host {
+  const { d } = P.sliceDims("writeSlice", dst, src, dim, start);
+  const out = like(dst, [...dst.shape]);
+  out.data.set(dst.data);
+  gather(src.shape, dst.shape, (c) => c.map((v, i) => (i === d ? v + start : v)), (s, o) => (out.data[o] = src.data[s]!));
+  return out;
+}
+
+export function concat(inputs: Host[], dim: number): Host {
+  const d = P.normDim("concat", dim, inputs[0]!.shape.length);
+  let out = like(inputs[0]!, inputs[0]!.shape.map((s, i) => (i === d ? inputs.reduce((n, t) => n + t.shape[d]!, 0) : s)));
+  let at = 0;
+  for (const t of inputs) { out = writeSlice(out, t, d, at); at += t.shape[d]!; }
+  return out;
+}
+
+const u8 = (v: number) => Math.min(255, Math.max(0, Math.floor(v + 0.5)));
+
+export function rgbToYuv420(x: Host, range: FrameRange): Host {
+  const [, T, H, W] = x.shape as [number, number, number, number];
+  const out = new Host([T, (H * W * 3) / 2], new Uint8Array((T * H * W * 3) / 2));
+  P.yuvDims("rgbToYuv420", x, out);
+  const [lo, hi] = range;
+  const px = (c: number, t: number, y: number, xx: number) =>
+    Math.min(1, Math.max(0, (x.f32[((c * T + t) * H + y) * W + xx]! - lo) / (hi - lo)));
+  const Y = out.data;
+  for (let t = 0; t < T; t++) {
+    const base = (t * H * W * 3) / 2;
+    for (let y = 0; y < H; y++) for (let xx = 0; xx < W; xx++) {
+      Y[base + y * W + xx] = u8(16 + 65.481 * px(0, t, y, xx) + 128.553 * px(1, t, y, xx) + 24.966 * px(2, t, y, xx));
+    }
+    for (let y = 0; y < H / 2; y++) for (let xx = 0; xx < W / 2; xx++) {
+      const avg = (c: number) => (px(c, t, 2 * y, 2 * xx) + px(c, t, 2 * y, 2 * xx + 1) + px(c, t, 2 * y + 1, 2 * xx) + px(c, t, 2 * y + 1, 2 * xx + 1)) / 4;
+      const r = avg(0), g = avg(1), b = avg(2), ci = y * (W / 2) + xx;
+      Y[base + H * W + ci] = u8(128 - 37.797 * r - 74.203 * g + 112.0 * b);
+      Y[base + H * W + (H * W) / 4 + ci] = u8(128 + 112.0 * r - 93.786 * g - 18.214 * b);
+    }
+  }
+  return out;
+}
+
+export function yuv420ToRgb(yuv: Host, H: number, W: number, range: FrameRange): Host {
+  const T = yuv.shape[0]!;
+  const out = zeros([3, T, H, W]);
+  P.yuvDims("yuv420ToRgb", out, yuv);
+  const [lo, hi] = range;
+  for (let t = 0; t < T; t++) {
+    const base = (t * H * W * 3) / 2;
+    for (let y = 0; y < H; y++) for (let xx = 0; xx < W; xx++) {
+      const ci = (y >> 1) * (W / 2) + (xx >> 1);
+      const l = (yuv.data[base + y * W + xx]! - 16) / 219;
+      const pb = (yuv.data[base + H * W + ci]! - 128) / 224, pr = (yuv.data[base + (H * W * 5) / 4 + ci]! - 128) / 224;
+      const rgb = [l + 1.402 * pr, l - 0.344136 * pb - 0.714136 * pr, l + 1.772 * pb];
+      rgb.forEach((v, c) => (out.f32[((c * T + t) * H + y) * W + xx] = lo + (hi - lo) * Math.min(1, Math.max(0, v))));
+    }
+  }
+  return out;
+}
