@@ -9,11 +9,11 @@ import { healthRoutes } from "./routes/health.ts";
 import { imageRoutes } from "./routes/images.ts";
 import { modelRoutes } from "./routes/models.ts";
 import { videoRoutes } from "./routes/videos.ts";
-import { realtimeRoutes } from "../realtime/route.ts";
+import { realtimeRoutes, realtimeSocketSettings } from "../realtime/route.ts";
 
 export function createApp(ctx: ServerContext) {
   const apiKey = ctx.config.config.server.api_key;
-  return new Elysia()
+  return new Elysia({ websocket: realtimeSocketSettings(ctx) })
     .onRequest(({ request }) => {
       try {
         checkApiKey(request, apiKey);

@@ -4,18 +4,25 @@ import { Elysia } from "elysia";
 import type { ServerContext } from "../http/context.ts";
 import { RealtimeSession } from "./session.ts";
 
-export function realtimeRoutes(ctx: ServerContext) {
-  const config = ctx.config.config.server.realtime;
-  const sessions = new Set<RealtimeSession>();
-  const byConnection = new Map<string, RealtimeSession>();
-  return new Elysia({ name: "realtime" }).ws("/v1/realtime/video", {
-    // Frames over the session.start limit are refused by Bun itself (close 1009); smaller
-    // oversize control messages get an error from the session, which goes on.
-    maxPayloadLength: config.max_start_bytes,
-    // A slow viewer must not make Bun drop chunks: queue generously instead.
+/**
+ * Bun's WebSocket settings are server-wide, so createApp passes these to the Elysia instance.
+ * Frames over the session.start limit are refused by Bun itself (close 1009); smaller oversize
+ * control messages get an error from the session, which goes on.
+ */
+export function realtimeSocketSettings(ctx: ServerContext) {
+  return {
+    maxPayloadLength: ctx.config.config.server.realtime.max_start_bytes,
+    // A slow viewer must not make Bun drop chunks: queue generously, close only past 1 GiB.
     backpressureLimit: 1 << 30,
     closeOnBackpressureLimit: true,
     idleTimeout: 255,
+  };
+}
+
+export function realtimeRoutes(ctx: ServerContext) {
+  const sessions = new Set<RealtimeSession>();
+  const byConnection = new Map<string, RealtimeSession>();
+  return new Elysia({ name: "realtime" }).ws("/v1/realtime/video", {
     open(ws) {
       const session = new RealtimeSession(
         { send: (data) => void ws.raw.send(data), close: () => ws.raw.close() },

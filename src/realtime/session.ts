@@ -62,7 +62,11 @@ export class RealtimeSession {
     }
     const limit = this.state === "awaiting_start" ? this.config.max_start_bytes : this.config.max_control_bytes;
     const bytes = Buffer.byteLength(JSON.stringify(message));
-    if (bytes > limit) return this.error("message_too_large", `The message is ${bytes} bytes; the limit is ${limit}`);
+    if (bytes > limit) {
+      this.error("message_too_large", `The message is ${bytes} bytes; the limit is ${limit}`);
+      // Without a start there is no session to go on with.
+      return this.state === "awaiting_start" ? this.end() : undefined;
+    }
     const body = message as Record<string, unknown>;
     switch (body.type) {
       case "session.start":
