@@ -25,8 +25,8 @@ export class RealtimeClient {
     });
   }
 
-  static async connect(baseUrl: string, headers: Record<string, string> = {}): Promise<RealtimeClient> {
-    const ws = new WebSocket(`${baseUrl.replace(/^http/, "ws")}/v1/realtime/video`, { headers } as never);
+  static async connect(baseUrl: string, headers: Record<string, string> = {}, query = ""): Promise<RealtimeClient> {
+    const ws = new WebSocket(`${baseUrl.replace(/^http/, "ws")}/v1/realtime/video${query}`, { headers } as never);
     const client = new RealtimeClient(ws);
     await new Promise((resolve, reject) => {
       ws.onopen = resolve;

@@ -197,3 +197,23 @@ describe("stall watchdog", () => {
     await client.closed;
   });
 });
+
+describe("API key", () => {
+  let keyed: TestServer;
+  beforeAll(async () => {
+    keyed = await startTestServer({ "server.api_key": "sk-rt" });
+  });
+  afterAll(() => keyed.close());
+
+  test("the upgrade needs the key, as a bearer header or ?api_key= (browsers cannot set headers)", async () => {
+    await expect(RealtimeClient.connect(keyed.url)).rejects.toBeDefined();
+    const viaHeader = await RealtimeClient.connect(keyed.url, { authorization: "Bearer sk-rt" });
+    viaHeader.send({ type: "session.ping" });
+    expect((await viaHeader.nextOfType("session.pong")).type).toBe("session.pong");
+    viaHeader.close();
+    const viaQuery = await RealtimeClient.connect(keyed.url, {}, "?api_key=sk-rt");
+    viaQuery.send({ type: "session.ping" });
+    expect((await viaQuery.nextOfType("session.pong")).type).toBe("session.pong");
+    viaQuery.close();
+  });
+});
