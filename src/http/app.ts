@@ -5,6 +5,7 @@ import { InvalidMediaError } from "../media/errors.ts";
 import { checkApiKey } from "./auth.ts";
 import type { ServerContext } from "./context.ts";
 import { ApiError, errorResponse } from "./errors.ts";
+import { openapiPlugin } from "./openapi.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { imageRoutes } from "./routes/images.ts";
 import { modelRoutes } from "./routes/models.ts";
@@ -32,6 +33,7 @@ export function createApp(ctx: ServerContext) {
       ctx.log(`internal error on ${request.method} ${request.url}: ${(error as Error)?.stack ?? error}`);
       return errorResponse(new ApiError(500, `Internal server error: ${(error as Error)?.message ?? error}`));
     })
+    .use(openapiPlugin())
     .use(healthRoutes(ctx))
     .use(modelRoutes(ctx))
     .use(videoRoutes(ctx))

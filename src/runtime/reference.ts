@@ -6,7 +6,7 @@
 
 import type { AttentionOptions, Conv2dOptions, Conv3dOptions, FrameRange, T5BiasOptions } from "./backend.ts";
 import * as P from "./op-params.ts";
-import { type DType, type Shape, numelOf } from "./tensor.ts";
+import { type DType, type Shape, numelOf, stridesOf } from "./tensor.ts";
 
 export class Host {
   readonly dtype: DType;
@@ -206,12 +206,6 @@ export function conv2d(x: Host, w: Host, bias: Host | null, opts: Conv2dOptions 
   const w5 = new Host([w.shape[0]!, w.shape[1]!, 1, w.shape[2]!, w.shape[3]!], w.f32);
   const o = conv3d(x5, w5, bias, { stride: [1, sh, sw], pad: opts.pad, timePad: 0 });
   return new Host([o.shape[0]!, o.shape[1]!, o.shape[3]!, o.shape[4]!], o.f32);
-}
-
-function stridesOf(shape: Shape): number[] {
-  const s = new Array<number>(shape.length).fill(1);
-  for (let i = shape.length - 2; i >= 0; i--) s[i] = s[i + 1]! * shape[i + 1]!;
-  return s;
 }
 
 /** Calls f(outIndex, inIndex) for every element, with in-coordinate = inCoord(out-coordinate). */

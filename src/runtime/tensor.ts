@@ -21,6 +21,13 @@ export function numelOf(shape: Shape): number {
   return n;
 }
 
+/** Row-major element strides of a contiguous tensor of this shape. */
+export function stridesOf(shape: Shape): number[] {
+  const s = new Array<number>(shape.length).fill(1);
+  for (let i = shape.length - 2; i >= 0; i--) s[i] = s[i + 1]! * shape[i + 1]!;
+  return s;
+}
+
 export class Tensor {
   readonly numel: number;
   readonly bytes: number;

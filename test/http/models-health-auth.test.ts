@@ -66,3 +66,31 @@ describe("API key and LoRA nickname", () => {
     expect((await expectEnvelope(await create({ lora: { name: "fasth3-dense", lora_name: "x" } }), 400)).param).toBe("lora.lora_name");
   });
 });
+
+describe("OpenAPI", () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ "server.api_key": "sk-doc" });
+  });
+  afterAll(() => server.close());
+
+  test("/openapi.json documents every route with the TypeBox schemas, without needing the key", async () => {
+    const res = await fetch(`${server.url}/openapi.json`);
+    expect(res.status).toBe(200);
+    const doc = await res.json();
+    expect(doc.openapi).toMatch(/^3\./);
+    for (const [path, method] of [
+      ["/v1/models", "get"], ["/v1/videos", "post"], ["/v1/videos", "get"], ["/v1/videos/sync", "post"],
+      ["/v1/videos/generations", "post"], ["/v1/videos/{id}", "get"], ["/v1/videos/{id}", "delete"],
+      ["/v1/videos/{id}/content", "get"], ["/v1/images", "post"], ["/v1/images/edits", "post"],
+      ["/v1/images/{id}/content", "get"], ["/health", "get"],
+    ]) {
+      expect(doc.paths[path]?.[method]).toBeDefined();
+    }
+    const create = doc.paths["/v1/videos"].post;
+    expect(create.requestBody.content["application/json"].schema.properties.prompt.type).toBe("string");
+    expect(create.requestBody.content["multipart/form-data"]).toBeDefined();
+    expect(create.responses["400"].content["application/json"].schema.properties.error).toBeDefined();
+    expect(doc.components.schemas.RealtimeChunkMetadata.properties.superseded_event_ids).toBeDefined();
+  });
+});

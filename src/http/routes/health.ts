@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import type { ServerContext } from "../context.ts";
 import { ApiError, errorResponse } from "../errors.ts";
+import { errorResponses } from "../openapi.ts";
 
 /** Liveness: the engine is open and every worker process is alive with its model loaded. */
 export function healthRoutes(ctx: ServerContext) {
@@ -8,5 +9,6 @@ export function healthRoutes(ctx: ServerContext) {
     ctx.engine.healthy()
       ? { status: "ok" }
       : errorResponse(new ApiError(503, "The generation engine is not available (a worker process is down or restarting)")),
+    { detail: { tags: ["health"], summary: "Liveness: engine open and every worker alive", responses: { 200: { description: '{"status":"ok"}' }, ...errorResponses(503) } } },
   );
 }

@@ -1,7 +1,7 @@
 // /v1/images: generate (+ /v1/images/generations), edits, and content downloads.
 import { Elysia } from "elysia";
 import type { TObject } from "@sinclair/typebox";
-import { ImageEditSchema, ImageGenerateSchema, type ImagesResponse } from "../../../schemas/images.ts";
+import { ImageEditSchema, ImageGenerateSchema, ImagesResponseSchema, type ImagesResponse } from "../../../schemas/images.ts";
 import { admitImages } from "../../engine/admission/image.ts";
 import { GenerationError } from "../../engine/engine.ts";
 import { newImageRequestId } from "../../engine/ids.ts";
@@ -10,6 +10,7 @@ import { materializeReferences } from "../../media/references.ts";
 import { decodeBody } from "../body.ts";
 import type { ServerContext } from "../context.ts";
 import { ApiError, notFound } from "../errors.ts";
+import { createBody, errorResponses, jsonResponse } from "../openapi.ts";
 import { fileResponse } from "../range.ts";
 import { validateOrThrow } from "../validate.ts";
 
@@ -49,13 +50,19 @@ async function generate(request: Request, ctx: ServerContext, schema: TObject, e
 
 export function imageRoutes(ctx: ServerContext) {
   const create = ({ request }: { request: Request }) => generate(request, ctx, ImageGenerateSchema, false);
+  const tags = ["images"];
+  const responses = { ...jsonResponse("the images", ImagesResponseSchema), ...errorResponses(400, 401, 413, 500) };
+  const detail = { tags, summary: "Generate images", requestBody: createBody(ImageGenerateSchema), responses };
   return new Elysia({ name: "images" })
-    .post("/v1/images", create, { parse: "none" })
-    .post("/v1/images/generations", create, { parse: "none" })
-    .post("/v1/images/edits", ({ request }) => generate(request, ctx, ImageEditSchema, true), { parse: "none" })
+    .post("/v1/images", create, { parse: "none", detail })
+    .post("/v1/images/generations", create, { parse: "none", detail: { ...detail, summary: "Alias of POST /v1/images" } })
+    .post("/v1/images/edits", ({ request }) => generate(request, ctx, ImageEditSchema, true), {
+      parse: "none",
+      detail: { tags, summary: "Generate images from input images (multipart image / image[], or JSON references)", requestBody: createBody(ImageEditSchema), responses },
+    })
     .get("/v1/images/:id/content", ({ params, request }) => {
       const image = ctx.images.get(params.id);
       if (!image) throw notFound(`No image with id '${params.id}'`, "image_id");
       return fileResponse(image.path, image.mime, request.headers.get("range"));
-    });
+    }, { detail: { tags, summary: "Download a generated image", responses: { 200: { description: "the image" }, ...errorResponses(401, 404) } } });
 }

@@ -2,7 +2,13 @@
 import { Elysia } from "elysia";
 import { Value } from "@sinclair/typebox/value";
 import { rm } from "node:fs/promises";
-import { VideoCreateSchema, VideoListQuerySchema } from "../../../schemas/videos.ts";
+import {
+  VideoCreateSchema,
+  VideoDeletedSchema,
+  VideoJobSchema,
+  VideoListQuerySchema,
+  VideoListSchema,
+} from "../../../schemas/videos.ts";
 import { admitVideo } from "../../engine/admission/video.ts";
 import { GenerationError } from "../../engine/engine.ts";
 import { newSyncRequestId, newVideoJobId } from "../../engine/ids.ts";
@@ -11,6 +17,7 @@ import { materializeReferences } from "../../media/references.ts";
 import { decodeBody } from "../body.ts";
 import type { ServerContext } from "../context.ts";
 import { ApiError, badRequest, notFound } from "../errors.ts";
+import { createBody, errorResponses, jsonResponse } from "../openapi.ts";
 import { fileResponse } from "../range.ts";
 import { validateOrThrow } from "../validate.ts";
 
@@ -34,16 +41,34 @@ export function videoRoutes(ctx: ServerContext) {
     return record;
   };
 
+  const tags = ["videos"];
+  const createDetail = {
+    tags,
+    summary: "Submit an asynchronous video job",
+    requestBody: createBody(VideoCreateSchema),
+    responses: { ...jsonResponse("the job, queued", VideoJobSchema), ...errorResponses(400, 401, 413) },
+  };
+  const mp4 = { content: { "video/mp4": { schema: { type: "string", format: "binary" } } } };
   return new Elysia({ name: "videos" })
-    .post("/v1/videos", create, { parse: "none" })
-    .post("/v1/videos/generations", create, { parse: "none" })
-    .post("/v1/videos/sync", ({ request }) => sync(request, ctx), { parse: "none" })
+    .post("/v1/videos", create, { parse: "none", detail: createDetail })
+    .post("/v1/videos/generations", create, { parse: "none", detail: { ...createDetail, summary: "Alias of POST /v1/videos" } })
+    .post("/v1/videos/sync", ({ request }) => sync(request, ctx), {
+      parse: "none",
+      detail: {
+        tags,
+        summary: "Generate and return the MP4 directly (X-Request-Id, X-Model, X-Inference-Time-S, X-Stage-Durations, X-Peak-Memory-MB)",
+        requestBody: createBody(VideoCreateSchema),
+        responses: { 200: { description: "the MP4", ...mp4 }, ...errorResponses(400, 401, 413, 500) },
+      },
+    })
     .get("/v1/videos", ({ query }) => {
       const q = validateOrThrow(VideoListQuerySchema, Value.Convert(VideoListQuerySchema, { ...query }), "list query");
       const { data, has_more } = ctx.videos.store.list({ after: q.after, limit: q.limit ?? 20, order: q.order ?? "desc" });
       return { object: "list", data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more };
+    }, { detail: { tags, summary: "List jobs (after, limit 1–100, order asc|desc)", responses: { ...jsonResponse("a page", VideoListSchema), ...errorResponses(400, 401) } } })
+    .get("/v1/videos/:id", ({ params }) => job(params.id).job, {
+      detail: { tags, summary: "Retrieve a job (a failed job is 200 with status failed)", responses: { ...jsonResponse("the job", VideoJobSchema), ...errorResponses(401, 404) } },
     })
-    .get("/v1/videos/:id", ({ params }) => job(params.id).job)
     .get("/v1/videos/:id/content", ({ params, query, request }) => {
       const variant = query.variant ?? "video";
       if (variant !== "video") throw badRequest(`Variant '${variant}' is not available; kino stores only 'video'`, "variant");
@@ -55,11 +80,11 @@ export function videoRoutes(ctx: ServerContext) {
       return fileResponse(record.outputPath, "video/mp4", request.headers.get("range"), {
         "Content-Disposition": `inline; filename="${record.job.file_name}"`,
       });
-    })
+    }, { detail: { tags, summary: "Download a completed MP4 (Range requests served)", responses: { 200: { description: "the MP4", ...mp4 }, ...errorResponses(400, 401, 404, 416, 422) } } })
     .delete("/v1/videos/:id", ({ params }) => {
       if (!ctx.videos.delete(params.id)) throw notFound(`No video with id '${params.id}'`, "video_id");
       return { id: params.id, object: "video.deleted", deleted: true };
-    });
+    }, { detail: { tags, summary: "Delete a job and its artifact", responses: { ...jsonResponse("deleted", VideoDeletedSchema), ...errorResponses(401, 404) } } });
 }
 
 /** POST /v1/videos/sync: generate, stream the MP4 with timing headers, then remove the temporary file. */

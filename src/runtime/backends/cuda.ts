@@ -1,0 +1,413 @@
+// The CUDA backend: kino's Backend over build/libkino_cuda.so (kernels/cuda, built by
+// tools/build/cuda.ts), called through bun:ffi. Every op validates its shapes with op-params.ts (the
+// same checks as the wasm backend), then enqueues kernels on the library's one stream; only
+// download* and sync wait. Device memory comes from the library's caching allocator.
+//
+// Where the library comes from, in order: $KINO_CUDA_LIB; a file embedded in the compiled executable
+// (`bun build --compile … build/libkino_cuda.so` puts it in Bun.embeddedFiles, and it is copied to a
+// private temp file because dlopen needs a real path); build/libkino_cuda.so of the checkout; a
+// libkino_cuda.so beside the executable. It is resolved at run time, not imported, so a checkout built
+// without nvcc still starts (and opening this backend then fails with "CUDA library unavailable:").
+
+import { type Pointer, dlopen, FFIType } from "bun:ffi";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import type { AttentionOptions, Backend, Conv2dOptions, Conv3dOptions, FrameRange, HostData, MemoryStats, RopeOptions, T5BiasOptions } from "../backend.ts";
+import * as P from "../op-params.ts";
+import { type DType, type Shape, DTYPE_BYTES, Tensor, numelOf } from "../tensor.ts";
+
+const { ptr, i32, i64, u64, f32, f64, cstring } = FFIType;
+
+/** The library's C ABI (kernels/cuda/*.cu, every KC_API function). All but the memory and info
+ *  calls return 0 or an error code whose message is kc_last_error(ctx). */
+export const CUDA_SYMBOLS = {
+  kc_create: { args: [i32, ptr, ptr, i32], returns: ptr },
+  kc_destroy: { args: [ptr], returns: FFIType.void },
+  kc_last_error: { args: [ptr], returns: cstring },
+  kc_error_string: { args: [i32], returns: cstring },
+  kc_device_info: { args: [ptr, ptr, i32, ptr], returns: i32 },
+  kc_memory_stats: { args: [ptr, ptr], returns: FFIType.void },
+  kc_alloc: { args: [ptr, u64], returns: ptr },
+  kc_free: { args: [ptr, ptr], returns: i32 },
+  kc_empty_cache: { args: [ptr], returns: i32 },
+  kc_upload: { args: [ptr, ptr, ptr, u64], returns: i32 },
+  kc_download: { args: [ptr, ptr, ptr, u64], returns: i32 },
+  kc_copy: { args: [ptr, ptr, ptr, u64], returns: i32 },
+  kc_memset: { args: [ptr, ptr, i32, u64], returns: i32 },
+  kc_synchronize: { args: [ptr], returns: i32 },
+  kc_timer_start: { args: [ptr], returns: i32 },
+  kc_timer_stop: { args: [ptr], returns: f64 },
+  kc_convert: { args: [ptr, ptr, i32, ptr, i32, i64], returns: i32 },
+  kc_gemm: { args: [ptr, ptr, ptr, i32, ptr, i32, ptr, i32, i32, i32], returns: i32 },
+  kc_attention: { args: [ptr, ptr, ptr, ptr, ptr, i32, ptr, i32, i32, i32, i32, i32, i32, f32, i32, i32], returns: i32 },
+  kc_layer_norm: { args: [ptr, ptr, ptr, i64, i32, f32, ptr, ptr, ptr, ptr, i32, i32], returns: i32 },
+  kc_rms_norm: { args: [ptr, ptr, ptr, i64, i32, f32, ptr], returns: i32 },
+  kc_softmax: { args: [ptr, ptr, ptr, i64, i32], returns: i32 },
+  kc_l2_norm_channels: { args: [ptr, ptr, ptr, i32, i32, i64, f32, f32, ptr], returns: i32 },
+  kc_gelu: { args: [ptr, ptr, ptr, i64], returns: i32 },
+  kc_silu: { args: [ptr, ptr, ptr, i64], returns: i32 },
+  kc_mul: { args: [ptr, ptr, ptr, ptr, i64], returns: i32 },
+  kc_axpby: { args: [ptr, ptr, ptr, ptr, f32, f32, i64], returns: i32 },
+  kc_fill: { args: [ptr, ptr, f32, i64], returns: i32 },
+  kc_modulate: { args: [ptr, ptr, ptr, ptr, ptr, i32, i32, i32, i32], returns: i32 },
+  kc_gated_add: { args: [ptr, ptr, ptr, ptr, ptr, i32, i32, i32, i32], returns: i32 },
+  kc_rope3d: { args: [ptr, ptr, ptr, i32, i32, i32, i32, ptr, ptr, i32, i32, i32, i32, i32, i32, i32, i32], returns: i32 },
+  kc_embedding: { args: [ptr, ptr, ptr, i32, ptr, i32, i32], returns: i32 },
+  kc_t5_relative_bias: { args: [ptr, ptr, ptr, ptr, i32, i32, i32], returns: i32 },
+  kc_conv3d: { args: [ptr, ptr, ptr, ptr, ptr, i32, ptr, i32, ptr], returns: i32 },
+  kc_copy_rows: { args: [ptr, ptr, i64, ptr, i64, i64, i64], returns: i32 },
+  kc_gather: { args: [ptr, ptr, ptr, i32, i32, ptr, ptr, ptr], returns: i32 },
+  kc_rgb_to_yuv420: { args: [ptr, ptr, ptr, i32, i32, i32, f64, f64], returns: i32 },
+  kc_yuv420_to_rgb: { args: [ptr, ptr, ptr, i32, i32, i32, f64, f64], returns: i32 },
+} as const;
+
+export type CudaLibrary = ReturnType<typeof dlopen<typeof CUDA_SYMBOLS>>;
+
+/** Dtype codes of the C ABI (kernels/cuda/common.cuh KcDtype; u8 only as a conversion source). */
+const DT: Record<DType, number> = { f32: 0, bf16: 1, f16: 2, u8: 3 };
+
+/** A path dlopen can take, or a reason why there is none. The returned cleanup removes a temp copy. */
+export async function locateCudaLibrary(): Promise<{ path: string; cleanup: () => void } | { missing: string }> {
+  const none = () => {};
+  const env = process.env.KINO_CUDA_LIB;
+  if (env) return existsSync(env) ? { path: env, cleanup: none } : { missing: `KINO_CUDA_LIB=${env} does not exist` };
+  const embedded = Bun.embeddedFiles.find((f) => /^libkino_cuda(-[a-z0-9]+)?\.so$/.test((f as Blob & { name: string }).name));
+  if (embedded) {
+    const dir = mkdtempSync(join(tmpdir(), "kino-cuda-"));
+    const path = join(dir, "libkino_cuda.so");
+    await Bun.write(path, embedded);
+    return { path, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  const candidates = [resolve(import.meta.dir, "../../../build/libkino_cuda.so"), join(dirname(process.execPath), "libkino_cuda.so")];
+  const found = candidates.find((p) => existsSync(p));
+  if (found) return { path: found, cleanup: none };
+  return { missing: `no libkino_cuda.so (looked in ${candidates.join(", ")}; build with nvcc via build.ts)` };
+}
+
+/** Opens GPU `device` (default 0). Rejects with "CUDA library unavailable: …" when the library cannot
+ *  be found or loaded, and "no device: …" when it loads but no GPU answers (no driver: CUDA error 35). */
+export async function openCudaBackend(device = 0): Promise<Backend> {
+  const where = await locateCudaLibrary();
+  if ("missing" in where) throw new Error(`CUDA library unavailable: ${where.missing}`);
+  let lib: CudaLibrary;
+  try {
+    lib = dlopen(where.path, CUDA_SYMBOLS);
+  } catch (e) {
+    throw new Error(`CUDA library unavailable: ${(e as Error).message}`);
+  } finally {
+    where.cleanup(); // the mapping stays valid after the temp file is gone
+  }
+  const code = new Int32Array(1);
+  const message = new Uint8Array(512);
+  const ctx = lib.symbols.kc_create(device, code, message, message.length);
+  if (!ctx) {
+    lib.close();
+    const text = new TextDecoder().decode(message.subarray(0, message.indexOf(0)));
+    throw new Error(`no device: ${text} (CUDA error ${code[0]})`);
+  }
+  return new CudaBackend(lib, ctx);
+}
+
+export class CudaBackend implements Backend {
+  readonly name = "cuda" as const;
+  readonly device = "cuda" as const;
+  readonly description: string;
+  readonly smVersion: number;
+  #disposed = false;
+
+  /** lib and ctx are public for benchmarks (tools/gpu-check) that call the C ABI with bf16 buffers. */
+  constructor(readonly lib: CudaLibrary, readonly ctx: Pointer) {
+    const name = new Uint8Array(256);
+    const info = new BigInt64Array(8);
+    this.check(lib.symbols.kc_device_info(ctx, name, name.length, info), "device info");
+    this.smVersion = Number(info[0]) * 10 + Number(info[1]);
+    const gib = Math.round(Number(info[3]) / 2 ** 30);
+    this.description = `CUDA ${new TextDecoder().decode(name.subarray(0, name.indexOf(0)))} (sm_${this.smVersion}, ${gib} GiB)`;
+  }
+
+  private get k() {
+    if (this.#disposed) throw new Error("cuda backend used after dispose()");
+    return this.lib.symbols;
+  }
+
+  /** Throws with the library's message when a C call failed. */
+  check(rc: number, op: string): void {
+    if (rc !== 0) throw new Error(`cuda ${op}: ${this.lib.symbols.kc_last_error(this.ctx)}`);
+  }
+
+  // ---- memory ------------------------------------------------------------------------------------
+  alloc(shape: Shape, dtype: DType = "f32"): Tensor {
+    const bytes = numelOf(shape) * DTYPE_BYTES[dtype];
+    const p = this.k.kc_alloc(this.ctx, Math.max(bytes, 1));
+    if (!p) throw new Error(`cuda alloc [${shape.join(", ")}] ${dtype}: ${this.k.kc_last_error(this.ctx)}`);
+    return new Tensor("cuda", shape, dtype, Number(p));
+  }
+
+  upload(data: HostData, shape: Shape, dtype?: DType): Tensor {
+    const dt = dtype ?? (data instanceof Float32Array ? "f32" : data instanceof Uint8Array ? "u8" : undefined);
+    if (!dt) throw new Error("upload: a Uint16Array needs dtype bf16 or f16");
+    const t = this.alloc(shape, dt);
+    try {
+      this.write(t, data);
+    } catch (e) {
+      this.free(t);
+      throw e;
+    }
+    return t;
+  }
+
+  write(t: Tensor, data: HostData): void {
+    if (data.length !== t.numel) throw new Error(`write: ${data.length} values for ${t}`);
+    if (t.numel === 0) return;
+    const raw = (data instanceof Float32Array && t.dtype === "f32") || (data instanceof Uint16Array && (t.dtype === "bf16" || t.dtype === "f16")) ||
+      (data instanceof Uint8Array && t.dtype === "u8");
+    if (raw) return this.check(this.k.kc_upload(this.ctx, t.ptr, data, data.byteLength), "upload");
+    if (!(data instanceof Float32Array) || t.dtype === "u8") throw new Error(`write: cannot store ${data.constructor.name} in ${t}`);
+    // f32 values into a bf16/f16 tensor: round on the device (round-to-nearest-even, like dtype.ts).
+    const staging = this.upload(data, t.shape, "f32");
+    try {
+      this.check(this.k.kc_convert(this.ctx, t.ptr, DT[t.dtype], staging.ptr, DT.f32, t.numel), "write (convert)");
+    } finally {
+      this.free(staging);
+    }
+  }
+
+  async download(t: Tensor): Promise<Float32Array> {
+    const out = new Float32Array(t.numel);
+    if (t.numel === 0) return out;
+    if (t.dtype === "f32") {
+      this.check(this.k.kc_download(this.ctx, out, t.ptr, t.bytes), "download");
+      return out;
+    }
+    const wide = this.alloc(t.shape, "f32");
+    try {
+      this.check(this.k.kc_convert(this.ctx, wide.ptr, DT.f32, t.ptr, DT[t.dtype], t.numel), "download (convert)");
+      this.check(this.k.kc_download(this.ctx, out, wide.ptr, wide.bytes), "download");
+    } finally {
+      this.free(wide);
+    }
+    return out;
+  }
+
+  async downloadRaw(t: Tensor): Promise<Uint8Array> {
+    const out = new Uint8Array(t.bytes);
+    if (t.bytes > 0) this.check(this.k.kc_download(this.ctx, out, t.ptr, t.bytes), "downloadRaw");
+    return out;
+  }
+
+  free(...tensors: Tensor[]): void {
+    for (const t of tensors) {
+      t.markFreed();
+      this.check(this.k.kc_free(this.ctx, t.ptr), "free");
+    }
+  }
+
+  async sync(): Promise<void> {
+    this.check(this.k.kc_synchronize(this.ctx), "sync");
+  }
+
+  memory(): MemoryStats {
+    const s = new BigInt64Array(4);
+    this.k.kc_memory_stats(this.ctx, s);
+    return { inUse: Number(s[0]), peak: Number(s[2]) };
+  }
+
+  dispose(): void {
+    if (this.#disposed) return;
+    this.lib.symbols.kc_destroy(this.ctx);
+    this.lib.close();
+    this.#disposed = true;
+  }
+
+  // ---- linear algebra ----------------------------------------------------------------------------
+  gemm(out: Tensor, a: Tensor, w: Tensor, bias?: Tensor | null): void {
+    const { M, N, K } = P.gemmDims(out, a, w, bias);
+    if (M === 0 || N === 0) return;
+    if (K === 0) return bias ? this.broadcastRows(out, bias, M, N) : this.fill(out, 0);
+    this.check(this.k.kc_gemm(this.ctx, out.ptr, a.ptr, DT.f32, w.ptr, DT[w.dtype], bias?.ptr ?? null, M, N, K), "gemm");
+  }
+
+  /** out[m, :] = bias for every row (a GEMM with K = 0). */
+  private broadcastRows(out: Tensor, bias: Tensor, M: number, N: number): void {
+    this.check(this.k.kc_copy_rows(this.ctx, out.ptr, N * 4, bias.ptr, 0, M, N * 4), "gemm (bias rows)");
+  }
+
+  attention(out: Tensor, q: Tensor, k: Tensor, v: Tensor, opts: AttentionOptions): void {
+    const { B, Lq, Lk, kvLen, H, D } = P.attentionDims(out, q, k, v, opts);
+    const bc = opts.blockCausal;
+    this.check(this.k.kc_attention(this.ctx, out.ptr, q.ptr, k.ptr, v.ptr, DT.f32, opts.bias?.ptr ?? null, B, Lq, Lk, kvLen, H, D,
+      opts.scale, bc?.blockSize ?? 0, bc?.qOffset ?? 0), "attention");
+  }
+
+  // ---- normalisation -----------------------------------------------------------------------------
+  layerNorm(out: Tensor, x: Tensor, eps: number, weight?: Tensor | null, bias?: Tensor | null): void {
+    const { rows, cols } = P.rowsOf("layerNorm", out, x);
+    P.optionalVector("layerNorm", "weight", weight, cols);
+    P.optionalVector("layerNorm", "bias", bias, cols);
+    this.check(this.k.kc_layer_norm(this.ctx, out.ptr, x.ptr, rows, cols, eps, weight?.ptr ?? null, bias?.ptr ?? null, null, null, 0, 0),
+      "layerNorm");
+  }
+
+  rmsNorm(out: Tensor, x: Tensor, eps: number, weight?: Tensor | null): void {
+    const { rows, cols } = P.rowsOf("rmsNorm", out, x);
+    P.optionalVector("rmsNorm", "weight", weight, cols);
+    this.check(this.k.kc_rms_norm(this.ctx, out.ptr, x.ptr, rows, cols, eps, weight?.ptr ?? null), "rmsNorm");
+  }
+
+  l2NormChannels(out: Tensor, x: Tensor, eps: number, scale: number, gamma?: Tensor | null): void {
+    P.sameShapeF32("l2NormChannels", out, x);
+    if (x.rank < 2) P.fail("l2NormChannels", `x must be [B, C, ...], got [${x.shape.join(", ")}]`);
+    const [B, C] = x.shape as [number, number];
+    P.optionalVector("l2NormChannels", "gamma", gamma, C);
+    const S = numelOf(x.shape.slice(2));
+    this.check(this.k.kc_l2_norm_channels(this.ctx, out.ptr, x.ptr, B, C, S, eps, scale, gamma?.ptr ?? null), "l2NormChannels");
+  }
+
+  softmax(out: Tensor, x: Tensor): void {
+    const { rows, cols } = P.rowsOf("softmax", out, x);
+    this.check(this.k.kc_softmax(this.ctx, out.ptr, x.ptr, rows, cols), "softmax");
+  }
+
+  // ---- elementwise -------------------------------------------------------------------------------
+  gelu(out: Tensor, x: Tensor): void {
+    this.check(this.k.kc_gelu(this.ctx, out.ptr, x.ptr, P.sameShapeF32("gelu", out, x)), "gelu");
+  }
+
+  silu(out: Tensor, x: Tensor): void {
+    this.check(this.k.kc_silu(this.ctx, out.ptr, x.ptr, P.sameShapeF32("silu", out, x)), "silu");
+  }
+
+  mul(out: Tensor, a: Tensor, b: Tensor): void {
+    this.check(this.k.kc_mul(this.ctx, out.ptr, a.ptr, b.ptr, P.sameShapeF32("mul", out, a, b)), "mul");
+  }
+
+  axpby(out: Tensor, a: Tensor, b: Tensor, alpha: number, beta: number): void {
+    this.check(this.k.kc_axpby(this.ctx, out.ptr, a.ptr, b.ptr, alpha, beta, P.sameShapeF32("axpby", out, a, b)), "axpby");
+  }
+
+  fill(out: Tensor, value: number): void {
+    this.check(this.k.kc_fill(this.ctx, out.ptr, value, P.sameShapeF32("fill", out)), "fill");
+  }
+
+  modulate(out: Tensor, x: Tensor, scale: Tensor, shift: Tensor): void {
+    const { B, L, C, G } = P.groupedDims("modulate", out, x, [scale, shift]);
+    this.check(this.k.kc_modulate(this.ctx, out.ptr, x.ptr, scale.ptr, shift.ptr, B, L, C, G), "modulate");
+  }
+
+  gatedAdd(out: Tensor, x: Tensor, y: Tensor, gate: Tensor): void {
+    const { B, L, C, G } = P.groupedDims("gatedAdd", out, x, [gate]);
+    P.sameShapeF32("gatedAdd", out, y);
+    this.check(this.k.kc_gated_add(this.ctx, out.ptr, x.ptr, y.ptr, gate.ptr, B, L, C, G), "gatedAdd");
+  }
+
+  rope3d(out: Tensor, x: Tensor, opts: RopeOptions): void {
+    const d = P.ropeDims(out, x, opts);
+    this.check(this.k.kc_rope3d(this.ctx, out.ptr, x.ptr, d.B, d.L, d.H, d.D, opts.cos.ptr, opts.sin.ptr, d.pairs, d.pt, d.ph, d.pw,
+      d.F, d.GH, d.GW, d.f0), "rope3d");
+  }
+
+  // ---- lookup and position bias ------------------------------------------------------------------
+  embedding(out: Tensor, table: Tensor, ids: Int32Array): void {
+    const op = "embedding";
+    P.expectDtype(op, "table", table, ...P.WEIGHT_DTYPES);
+    P.expectDtype(op, "out", out, "f32");
+    if (table.rank !== 2) P.fail(op, `table must be [V, C], got [${table.shape.join(", ")}]`);
+    const [V, C] = table.shape as [number, number];
+    P.expectShape(op, "out", out, [ids.length, C]);
+    for (const id of ids) if (id < 0 || id >= V) P.fail(op, `id ${id} outside [0, ${V})`);
+    this.check(this.k.kc_embedding(this.ctx, out.ptr, table.ptr, DT[table.dtype], ids, ids.length, C), op);
+  }
+
+  t5RelativeBias(out: Tensor, table: Tensor, opts: T5BiasOptions): void {
+    const { H, Lq, Lk } = P.t5Dims(out, table, opts);
+    if (H * Lq * Lk === 0) return;
+    const buckets = P.t5BucketTable(Lq, Lk, opts);
+    this.check(this.k.kc_t5_relative_bias(this.ctx, out.ptr, table.ptr, buckets, H, Lq, Lk), "t5RelativeBias");
+  }
+
+  // ---- convolution and resampling ----------------------------------------------------------------
+  conv3d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts: Conv3dOptions = {}): void {
+    const g = P.conv3dGeometry(out, x, w, bias, opts);
+    const geom = new Int32Array([g.Cin, g.Cout, g.T, g.H, g.W, g.kt, g.kh, g.kw, g.st, g.sh, g.sw, g.timePad, g.top, g.left, g.To, g.Ho, g.Wo]);
+    this.check(this.k.kc_conv3d(this.ctx, out.ptr, x.ptr, opts.prev?.ptr ?? null, w.ptr, DT[w.dtype], bias?.ptr ?? null, g.B, geom), "conv3d");
+  }
+
+  conv2d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts: Conv2dOptions = {}): void {
+    const op = "conv2d";
+    if (x.rank !== 4 || w.rank !== 4 || out.rank !== 4) P.fail(op, `x, w and out must be 4-D, got ${x}, ${w}, ${out}`);
+    const [sh, sw] = opts.stride ?? [1, 1];
+    const as5 = (t: Tensor) => t.reshape([t.dim(0), t.dim(1), 1, t.dim(2), t.dim(3)]);
+    this.conv3d(as5(out), as5(x), as5(w), bias, { stride: [1, sh, sw], pad: opts.pad, timePad: 0 });
+  }
+
+  upsampleNearest(out: Tensor, x: Tensor): void {
+    const factors = P.upsampleFactors(out, x);
+    if (out.numel === 0) return;
+    this.gather(out, x, out.shape, factors, stridesOf(x.shape), "upsampleNearest");
+  }
+
+  // ---- data movement -----------------------------------------------------------------------------
+  concat(out: Tensor, inputs: readonly Tensor[], dim: number): void {
+    if (inputs.length === 0) P.fail("concat", "no inputs");
+    const d = P.normDim("concat", dim, out.rank);
+    const total = inputs.reduce((n, t) => n + t.dim(d), 0);
+    if (total !== out.dim(d)) P.fail("concat", `inputs sum to ${total} along dim ${d}, out has ${out.dim(d)}`);
+    let at = 0;
+    for (const t of inputs) {
+      this.writeSlice(out, t, d, at);
+      at += t.dim(d);
+    }
+  }
+
+  slice(out: Tensor, x: Tensor, dim: number, start: number): void {
+    const s = P.sliceDims("slice", x, out, dim, start);
+    const e = DTYPE_BYTES[x.dtype];
+    const row = s.smallLen * s.inner * e;
+    this.check(this.k.kc_copy_rows(this.ctx, out.ptr, row, x.ptr + start * s.inner * e, s.bigLen * s.inner * e, s.outer, row), "slice");
+  }
+
+  writeSlice(dst: Tensor, src: Tensor, dim: number, start: number): void {
+    const s = P.sliceDims("writeSlice", dst, src, dim, start);
+    const e = DTYPE_BYTES[dst.dtype];
+    const row = s.smallLen * s.inner * e;
+    this.check(this.k.kc_copy_rows(this.ctx, dst.ptr + start * s.inner * e, s.bigLen * s.inner * e, src.ptr, row, s.outer, row), "writeSlice");
+  }
+
+  permute(out: Tensor, x: Tensor, perm: readonly number[]): void {
+    P.permuteCheck(out, x, perm);
+    if (out.numel === 0) return;
+    const xs = stridesOf(x.shape);
+    this.gather(out, x, out.shape, perm.map(() => 1), perm.map((p) => xs[p]!), "permute");
+  }
+
+  cast(out: Tensor, x: Tensor): void {
+    P.expectShape("cast", "out", out, x.shape);
+    P.expectDtype("cast", "out", out, "f32", "bf16", "f16");
+    P.expectDtype("cast", "x", x, "f32", "bf16", "f16");
+    this.check(this.k.kc_convert(this.ctx, out.ptr, DT[out.dtype], x.ptr, DT[x.dtype], x.numel), "cast");
+  }
+
+  private gather(out: Tensor, x: Tensor, shape: Shape, div: number[], inStride: number[], op: string): void {
+    if (shape.length === 0) return this.check(this.k.kc_copy(this.ctx, out.ptr, x.ptr, out.bytes), op);
+    const big = (v: readonly number[]) => BigInt64Array.from(v, (n) => BigInt(n));
+    this.check(this.k.kc_gather(this.ctx, out.ptr, x.ptr, DTYPE_BYTES[x.dtype], shape.length, big(shape), big(div), big(inStride)), op);
+  }
+
+  // ---- video frames ------------------------------------------------------------------------------
+  rgbToYuv420(out: Tensor, x: Tensor, range: FrameRange): void {
+    const { T, H, W } = P.yuvDims("rgbToYuv420", x, out);
+    this.check(this.k.kc_rgb_to_yuv420(this.ctx, out.ptr, x.ptr, T, H, W, range[0], range[1]), "rgbToYuv420");
+  }
+
+  yuv420ToRgb(out: Tensor, x: Tensor, range: FrameRange): void {
+    const { T, H, W } = P.yuvDims("yuv420ToRgb", out, x);
+    this.check(this.k.kc_yuv420_to_rgb(this.ctx, out.ptr, x.ptr, T, H, W, range[0], range[1]), "yuv420ToRgb");
+  }
+}
+
+function stridesOf(shape: Shape): number[] {
+  const s = new Array<number>(shape.length).fill(1);
+  for (let i = shape.length - 2; i >= 0; i--) s[i] = s[i + 1]! * shape[i + 1]!;
+  return s;
+}

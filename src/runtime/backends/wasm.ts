@@ -1,0 +1,346 @@
+// The WebAssembly CPU backend: kernels/cpu/*.c compiled to wasm32 + SIMD128 (tools/build/cpu.ts),
+// tensors in the module's linear memory, work split over a pool of threads sharing that memory
+// (wasm-pool.ts). Every op checks its operands with op-params.ts, then runs one kernel; all ops are
+// synchronous, so `download` and `sync` resolve at once. Without SharedArrayBuffer the single-threaded
+// build (no shared memory) runs on the calling thread.
+
+import wasmPath from "../../../build/kino-cpu.wasm" with { type: "file" };
+import wasmSingleThreadPath from "../../../build/kino-cpu-st.wasm" with { type: "file" };
+import type * as B from "../backend.ts";
+import { fromHalf, toHalf } from "../dtype.ts";
+import * as P from "../op-params.ts";
+import { DTYPE_BYTES, type DType, type Shape, Tensor, numelOf, stridesOf } from "../tensor.ts";
+import { WasmHeap } from "./wasm-heap.ts";
+import { WasmPool } from "./wasm-pool.ts";
+
+export interface WasmBackendOptions {
+  /** Pool size; default min(2, hardware threads). 1 = no workers. */
+  threads?: number;
+}
+
+const KERNELS = [
+  "kino_gemm", "kino_attention", "kino_layer_norm", "kino_rms_norm", "kino_softmax", "kino_l2norm_channels",
+  "kino_gelu", "kino_silu", "kino_mul", "kino_axpby", "kino_fill", "kino_modulate", "kino_gated_add", "kino_rope3d",
+  "kino_embedding", "kino_t5_bias", "kino_conv3d", "kino_copy_rows", "kino_permute", "kino_upsample_nearest",
+  "kino_cast", "kino_rgb_to_yuv420", "kino_yuv420_to_rgb",
+];
+const DT_CODE: Record<DType, number> = { f32: 0, bf16: 1, f16: 2, u8: 3 };
+const MAX_PAGES = 65536; // wasm32: 4 GiB
+const WORKER_STACK = 1 << 20;
+/** Below this much work (elements or FLOPs / 16) an op runs on the calling thread: waking the pool costs
+ *  more than it saves. */
+const PARALLEL_MIN_WORK = 1 << 15;
+
+function sharedMemoryAvailable(): boolean {
+  try {
+    return typeof SharedArrayBuffer !== "undefined" && new WebAssembly.Memory({ initial: 1, maximum: 1, shared: true }) !== null;
+  } catch {
+    return false;
+  }
+}
+
+export async function openWasmBackend(opts: WasmBackendOptions = {}): Promise<B.Backend> {
+  const shared = sharedMemoryAvailable();
+  const want = Math.max(1, Math.floor(opts.threads ?? Math.min(2, navigator.hardwareConcurrency || 1)));
+  const module = await WebAssembly.compile(await Bun.file(shared ? wasmPath : wasmSingleThreadPath).arrayBuffer());
+  const memory = new WebAssembly.Memory({ initial: 256, maximum: MAX_PAGES, shared });
+  const instance = await WebAssembly.instantiate(module, { env: { memory } });
+  const exports = instance.exports as Record<string, any>;
+  const heap = new WasmHeap(memory, exports.__heap_base.value as number, MAX_PAGES * 65536);
+  const threads = shared ? want : 1;
+  const scratchBytes = exports.kino_scratch_bytes() as number;
+  exports.kino_set_scratch(heap.alloc(scratchBytes * threads));
+  const stacks = Array.from({ length: threads - 1 }, () => heap.alloc(WORKER_STACK) + WORKER_STACK);
+  const pool = await WasmPool.start(module, memory, exports, KERNELS, stacks);
+  const why = shared ? "" : " (no SharedArrayBuffer: single-threaded)";
+  return new WasmBackend(memory, heap, pool, `WebAssembly SIMD128, ${threads} thread${threads > 1 ? "s" : ""}${why}`);
+}
+
+class WasmBackend implements B.Backend {
+  readonly name = "wasm";
+  readonly device = "cpu";
+  readonly #owned = new WeakSet<Tensor>();
+
+  constructor(
+    readonly wasmMemory: WebAssembly.Memory,
+    readonly heap: WasmHeap,
+    readonly pool: WasmPool,
+    readonly description: string,
+  ) {}
+
+  // ---- memory ------------------------------------------------------------------------------------
+
+  alloc(shape: Shape, dtype: DType = "f32"): Tensor {
+    const t = new Tensor("cpu", shape, dtype, this.heap.alloc(numelOf(shape) * DTYPE_BYTES[dtype]));
+    this.#owned.add(t);
+    return t;
+  }
+
+  upload(data: B.HostData, shape: Shape, dtype?: DType): Tensor {
+    const dt = dtype ?? (data instanceof Float32Array ? "f32" : data instanceof Uint8Array ? "u8" : undefined);
+    if (!dt) throw new Error("upload: a Uint16Array needs dtype bf16 or f16");
+    const t = this.alloc(shape, dt);
+    this.write(t, data);
+    return t;
+  }
+
+  write(t: Tensor, data: B.HostData): void {
+    const ptr = this.#ptr(t);
+    if (data.length !== t.numel) throw new Error(`write: ${data.length} values for ${t}`);
+    const buf = this.wasmMemory.buffer;
+    if (data instanceof Float32Array) {
+      if (t.dtype === "f32") new Float32Array(buf, ptr, t.numel).set(data);
+      else if (t.dtype === "bf16" || t.dtype === "f16") new Uint16Array(buf, ptr, t.numel).set(toHalf(data, t.dtype));
+      else throw new Error(`write: Float32Array into ${t}`);
+    } else if (data instanceof Uint16Array && (t.dtype === "bf16" || t.dtype === "f16")) {
+      new Uint16Array(buf, ptr, t.numel).set(data);
+    } else if (data instanceof Uint8Array && t.dtype === "u8") {
+      new Uint8Array(buf, ptr, t.numel).set(data);
+    } else {
+      throw new Error(`write: ${data.constructor.name} into ${t}`);
+    }
+  }
+
+  async download(t: Tensor): Promise<Float32Array> {
+    const ptr = this.#ptr(t), buf = this.wasmMemory.buffer;
+    if (t.dtype === "f32") return new Float32Array(buf, ptr, t.numel).slice();
+    if (t.dtype === "u8") return Float32Array.from(new Uint8Array(buf, ptr, t.numel));
+    return fromHalf(new Uint16Array(buf, ptr, t.numel), t.dtype);
+  }
+
+  async downloadRaw(t: Tensor): Promise<Uint8Array> {
+    return new Uint8Array(this.wasmMemory.buffer, this.#ptr(t), t.bytes).slice();
+  }
+
+  free(...tensors: Tensor[]): void {
+    for (const t of tensors) {
+      if (!this.#owned.has(t.owner)) throw new Error(`free: ${t} does not belong to this backend`);
+      t.markFreed();
+      this.heap.free(t.ptr);
+    }
+  }
+
+  async sync(): Promise<void> {}
+
+  memory(): B.MemoryStats {
+    return { inUse: this.heap.inUse, peak: this.heap.peak };
+  }
+
+  dispose(): void {
+    this.pool.stop();
+  }
+
+  /** The byte address of a live tensor of this backend. */
+  #ptr(t: Tensor): number {
+    if (!this.#owned.has(t.owner)) throw new Error(`${t} does not belong to this wasm backend`);
+    if (t.freed) throw new Error(`${t} was freed`);
+    return t.ptr;
+  }
+
+  #opt(t: Tensor | null | undefined): number {
+    return t ? this.#ptr(t) : 0;
+  }
+
+  #run(kernel: string, args: number[], work: number): void {
+    this.pool.run(kernel, args, work < PARALLEL_MIN_WORK ? 1 : this.pool.threads);
+  }
+
+  /** Runs `f` with `data` copied into a temporary block of wasm memory (shape/index tables). */
+  #withInts<T>(data: Int32Array, f: (ptr: number) => T): T {
+    const ptr = this.heap.alloc(data.byteLength);
+    try {
+      new Int32Array(this.wasmMemory.buffer, ptr, data.length).set(data);
+      return f(ptr);
+    } finally {
+      this.heap.free(ptr);
+    }
+  }
+
+  // ---- ops ---------------------------------------------------------------------------------------
+
+  gemm(out: Tensor, a: Tensor, w: Tensor, bias?: Tensor | null): void {
+    const { M, N, K } = P.gemmDims(out, a, w, bias);
+    const args = [this.#ptr(out), this.#ptr(a), this.#ptr(w), DT_CODE[w.dtype], this.#opt(bias), M, N, K];
+    this.#run("kino_gemm", args, (M * N * K) / 16);
+  }
+
+  attention(out: Tensor, q: Tensor, k: Tensor, v: Tensor, o: B.AttentionOptions): void {
+    const d = P.attentionDims(out, q, k, v, o);
+    const bc = o.blockCausal;
+    const args = [this.#ptr(out), this.#ptr(q), this.#ptr(k), this.#ptr(v), this.#opt(o.bias), d.B, d.Lq, d.Lk,
+      d.kvLen, d.H, d.D, o.scale, bc?.blockSize ?? 0, bc?.qOffset ?? 0];
+    this.#run("kino_attention", args, (d.B * d.H * d.Lq * d.kvLen * d.D) / 16);
+  }
+
+  layerNorm(out: Tensor, x: Tensor, eps: number, weight?: Tensor | null, bias?: Tensor | null): void {
+    const { rows, cols } = P.rowsOf("layerNorm", out, x);
+    P.optionalVector("layerNorm", "weight", weight, cols);
+    P.optionalVector("layerNorm", "bias", bias, cols);
+    this.#run("kino_layer_norm", [this.#ptr(out), this.#ptr(x), this.#opt(weight), this.#opt(bias), rows, cols, eps], rows * cols);
+  }
+
+  rmsNorm(out: Tensor, x: Tensor, eps: number, weight?: Tensor | null): void {
+    const { rows, cols } = P.rowsOf("rmsNorm", out, x);
+    P.optionalVector("rmsNorm", "weight", weight, cols);
+    this.#run("kino_rms_norm", [this.#ptr(out), this.#ptr(x), this.#opt(weight), rows, cols, eps], rows * cols);
+  }
+
+  l2NormChannels(out: Tensor, x: Tensor, eps: number, scale: number, gamma?: Tensor | null): void {
+    P.sameShapeF32("l2NormChannels", out, x);
+    if (x.rank < 2) P.fail("l2NormChannels", `x must be [B, C, ...], got ${x}`);
+    const [Bn, C] = x.shape as [number, number];
+    P.optionalVector("l2NormChannels", "gamma", gamma, C);
+    const S = numelOf(x.shape.slice(2));
+    this.#run("kino_l2norm_channels", [this.#ptr(out), this.#ptr(x), this.#opt(gamma), Bn, C, S, eps, scale], x.numel);
+  }
+
+  softmax(out: Tensor, x: Tensor): void {
+    const { rows, cols } = P.rowsOf("softmax", out, x);
+    this.#run("kino_softmax", [this.#ptr(out), this.#ptr(x), rows, cols], rows * cols);
+  }
+
+  gelu(out: Tensor, x: Tensor): void {
+    this.#run("kino_gelu", [this.#ptr(out), this.#ptr(x), P.sameShapeF32("gelu", out, x)], x.numel);
+  }
+
+  silu(out: Tensor, x: Tensor): void {
+    this.#run("kino_silu", [this.#ptr(out), this.#ptr(x), P.sameShapeF32("silu", out, x)], x.numel);
+  }
+
+  mul(out: Tensor, a: Tensor, b: Tensor): void {
+    this.#run("kino_mul", [this.#ptr(out), this.#ptr(a), this.#ptr(b), P.sameShapeF32("mul", out, a, b)], out.numel);
+  }
+
+  axpby(out: Tensor, a: Tensor, b: Tensor, alpha: number, beta: number): void {
+    const n = P.sameShapeF32("axpby", out, a, b);
+    this.#run("kino_axpby", [this.#ptr(out), this.#ptr(a), this.#ptr(b), n, alpha, beta], n);
+  }
+
+  fill(out: Tensor, value: number): void {
+    this.#run("kino_fill", [this.#ptr(out), P.sameShapeF32("fill", out), value], out.numel);
+  }
+
+  modulate(out: Tensor, x: Tensor, scale: Tensor, shift: Tensor): void {
+    const g = P.groupedDims("modulate", out, x, [scale, shift]);
+    const args = [this.#ptr(out), this.#ptr(x), this.#ptr(scale), this.#ptr(shift), g.B, g.L, g.C, g.G];
+    this.#run("kino_modulate", args, x.numel);
+  }
+
+  gatedAdd(out: Tensor, x: Tensor, y: Tensor, gate: Tensor): void {
+    const g = P.groupedDims("gatedAdd", out, x, [gate]);
+    P.expectShape("gatedAdd", "y", y, x.shape);
+    P.expectDtype("gatedAdd", "y", y, "f32");
+    const args = [this.#ptr(out), this.#ptr(x), this.#ptr(y), this.#ptr(gate), g.B, g.L, g.C, g.G];
+    this.#run("kino_gated_add", args, x.numel);
+  }
+
+  rope3d(out: Tensor, x: Tensor, o: B.RopeOptions): void {
+    const d = P.ropeDims(out, x, o);
+    const args = [this.#ptr(out), this.#ptr(x), this.#ptr(o.cos), this.#ptr(o.sin), d.B, d.L, d.H, d.D, d.pairs,
+      d.pt, d.ph, d.pw, d.F, d.GH, d.GW, d.f0];
+    this.#run("kino_rope3d", args, x.numel);
+  }
+
+  embedding(out: Tensor, table: Tensor, ids: Int32Array): void {
+    P.expectDtype("embedding", "table", table, ...P.WEIGHT_DTYPES);
+    if (table.rank !== 2) P.fail("embedding", `table must be [V, C], got ${table}`);
+    const [V, C] = table.shape as [number, number];
+    P.expectDtype("embedding", "out", out, "f32");
+    P.expectShape("embedding", "out", out, [ids.length, C]);
+    const bad = ids.findIndex((id) => id < 0 || id >= V);
+    if (bad >= 0) P.fail("embedding", `id ${ids[bad]} at ${bad} outside [0, ${V})`);
+    this.#withInts(ids, (idp) =>
+      this.#run("kino_embedding", [this.#ptr(out), this.#ptr(table), DT_CODE[table.dtype], idp, ids.length, C], out.numel));
+  }
+
+  t5RelativeBias(out: Tensor, table: Tensor, o: B.T5BiasOptions): void {
+    const { H, Lq, Lk } = P.t5Dims(out, table, o);
+    this.#withInts(P.t5BucketTable(Lq, Lk, o), (bp) =>
+      this.#run("kino_t5_bias", [this.#ptr(out), this.#ptr(table), bp, H, Lq, Lk], out.numel));
+  }
+
+  conv3d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts: B.Conv3dOptions = {}): void {
+    const g = P.conv3dGeometry(out, x, w, bias, opts);
+    const args = [this.#ptr(out), this.#ptr(x), this.#opt(opts.prev), this.#ptr(w), DT_CODE[w.dtype], this.#opt(bias),
+      g.B, g.Cin, g.Cout, g.T, g.H, g.W, g.kt, g.kh, g.kw, g.st, g.sh, g.sw, g.timePad, g.top, g.left, g.To, g.Ho, g.Wo];
+    this.#run("kino_conv3d", args, (out.numel * g.Cin * g.kt * g.kh * g.kw) / 16);
+  }
+
+  conv2d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts: B.Conv2dOptions = {}): void {
+    const as5 = (t: Tensor, op: string) => {
+      if (t.rank !== 4) P.fail("conv2d", `${op} must be rank 4, got ${t}`);
+      const [a, b, c, d] = t.shape as [number, number, number, number];
+      return t.reshape([a, b, 1, c, d]);
+    };
+    const [sh, sw] = opts.stride ?? [1, 1];
+    this.conv3d(as5(out, "out"), as5(x, "x"), as5(w, "w"), bias, { stride: [1, sh, sw], pad: opts.pad, timePad: 0 });
+  }
+
+  upsampleNearest(out: Tensor, x: Tensor): void {
+    const factors = P.upsampleFactors(out, x);
+    if (out.numel === 0) return;
+    const table = Int32Array.from([...out.shape, ...factors, ...stridesOf(x.shape)]);
+    const r = out.rank;
+    this.#withInts(table, (p) =>
+      this.#run("kino_upsample_nearest", [this.#ptr(out), this.#ptr(x), r, p, p + 4 * r, p + 8 * r], out.numel));
+  }
+
+  concat(out: Tensor, inputs: readonly Tensor[], dim: number): void {
+    const d = P.normDim("concat", dim, out.rank);
+    let at = 0;
+    for (const t of inputs) {
+      this.#copySlice(out, t, d, at, "concat", true);
+      at += t.shape[d]!;
+    }
+    if (at !== out.shape[d]) P.fail("concat", `inputs fill ${at} of ${out.shape[d]} along dim ${d}`);
+  }
+
+  slice(out: Tensor, x: Tensor, dim: number, start: number): void {
+    this.#copySlice(x, out, dim, start, "slice", false);
+  }
+
+  writeSlice(dst: Tensor, src: Tensor, dim: number, start: number): void {
+    this.#copySlice(dst, src, dim, start, "writeSlice", true);
+  }
+
+  /** Copies between `big` and the range [start, start + len) of its dim `dim` held by `small`. */
+  #copySlice(big: Tensor, small: Tensor, dim: number, start: number, op: string, intoBig: boolean): void {
+    const s = P.sliceDims(op, big, small, dim, start);
+    const es = DTYPE_BYTES[big.dtype];
+    const rowBig = s.bigLen * s.inner * es, rowSmall = s.smallLen * s.inner * es;
+    const bigPtr = this.#ptr(big) + start * s.inner * es, smallPtr = this.#ptr(small);
+    const args = intoBig
+      ? [bigPtr, rowBig, smallPtr, rowSmall, rowSmall, s.outer]
+      : [smallPtr, rowSmall, bigPtr, rowBig, rowSmall, s.outer];
+    if (rowSmall > 0 && s.outer > 0) this.#run("kino_copy_rows", args, small.numel);
+  }
+
+  permute(out: Tensor, x: Tensor, perm: readonly number[]): void {
+    P.permuteCheck(out, x, perm);
+    if (out.numel === 0) return;
+    if (out.rank === 0) return this.#run("kino_copy_rows", [this.#ptr(out), 0, this.#ptr(x), 0, x.bytes, 1], 1);
+    const xs = stridesOf(x.shape);
+    const table = Int32Array.from([...out.shape, ...perm.map((p) => xs[p]!)]);
+    const r = out.rank;
+    this.#withInts(table, (p) =>
+      this.#run("kino_permute", [this.#ptr(out), this.#ptr(x), DTYPE_BYTES[x.dtype], r, p, p + 4 * r], out.numel));
+  }
+
+  cast(out: Tensor, x: Tensor): void {
+    P.expectShape("cast", "out", out, x.shape);
+    P.expectDtype("cast", "x", x, ...P.WEIGHT_DTYPES);
+    P.expectDtype("cast", "out", out, ...P.WEIGHT_DTYPES);
+    this.#run("kino_cast", [this.#ptr(out), DT_CODE[out.dtype], this.#ptr(x), DT_CODE[x.dtype], x.numel], x.numel);
+  }
+
+  rgbToYuv420(out: Tensor, x: Tensor, range: B.FrameRange): void {
+    const { T, H, W } = P.yuvDims("rgbToYuv420", x, out);
+    this.#run("kino_rgb_to_yuv420", [this.#ptr(out), this.#ptr(x), T, H, W, range[0], range[1]], x.numel);
+  }
+
+  yuv420ToRgb(out: Tensor, x: Tensor, range: B.FrameRange): void {
+    const { T, H, W } = P.yuvDims("yuv420ToRgb", out, x);
+    this.#run("kino_yuv420_to_rgb", [this.#ptr(out), this.#ptr(x), T, H, W, range[0], range[1]], out.numel);
+  }
+}
+

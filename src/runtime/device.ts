@@ -1,0 +1,68 @@
+// Backend selection for `generator.engine.device`:
+//   cuda — the CUDA backend or an error saying why not;
+//   cpu  — the WebAssembly backend;
+//   auto — CUDA when the library loads and a device answers, else WebAssembly, with one log line that
+//          says which backend runs and why.
+// Both backends are imported lazily: a CPU-only process never loads the CUDA library, and a CUDA
+// process never compiles the wasm module.
+
+import type { Backend } from "./backend.ts";
+
+export type DeviceSetting = "auto" | "cuda" | "cpu";
+
+export interface OpenBackendOptions {
+  /** Threads of the WebAssembly backend (default: min(2, hardware threads)). */
+  threads?: number;
+  /** Where the one selection line goes (default console.log). */
+  log?: (line: string) => void;
+}
+
+/** Opens the CUDA backend or throws an Error whose message says why it is unavailable. */
+async function openCuda(): Promise<Backend> {
+  let mod: { openCudaBackend(): Promise<Backend> };
+  try {
+    mod = await import("./backends/cuda.ts");
+  } catch (e) {
+    throw new Error(`the CUDA backend did not load: ${(e as Error).message}`);
+  }
+  return mod.openCudaBackend();
+}
+
+async function openWasm(threads?: number): Promise<Backend> {
+  const { openWasmBackend } = await import("./backends/wasm.ts");
+  return openWasmBackend({ threads });
+}
+
+export async function openBackend(setting: DeviceSetting, opts: OpenBackendOptions = {}): Promise<Backend> {
+  const log = opts.log ?? ((line: string) => console.log(line));
+  switch (setting) {
+    case "cuda": {
+      let be: Backend;
+      try {
+        be = await openCuda();
+      } catch (e) {
+        throw new Error(`generator.engine.device is cuda, but CUDA is unavailable: ${(e as Error).message}`);
+      }
+      log(`runtime: using ${be.description} (device: cuda)`);
+      return be;
+    }
+    case "cpu": {
+      const be = await openWasm(opts.threads);
+      log(`runtime: using ${be.description} (device: cpu)`);
+      return be;
+    }
+    case "auto": {
+      try {
+        const be = await openCuda();
+        log(`runtime: using ${be.description} (device: auto, a CUDA device answered)`);
+        return be;
+      } catch (e) {
+        const be = await openWasm(opts.threads);
+        log(`runtime: using ${be.description} (device: auto, CUDA unavailable: ${(e as Error).message})`);
+        return be;
+      }
+    }
+    default:
+      throw new Error(`unknown device setting ${JSON.stringify(setting)} (auto | cuda | cpu)`);
+  }
+}
