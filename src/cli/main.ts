@@ -5,6 +5,7 @@ import { ConfigError, loadServeConfig } from "../config/load.ts";
 import { runWorker } from "../engine/worker-main.ts";
 import { startServer } from "../http/server.ts";
 import { parseArgs, UsageError, type ParsedArgs } from "./args.ts";
+import { generate } from "./generate.ts";
 import { HELP, SERVE_HELP } from "./help.ts";
 
 async function serve(args: ParsedArgs): Promise<void> {
@@ -31,6 +32,10 @@ async function main(argv: string[]): Promise<void> {
       return serve(args);
     case "worker":
       return runWorker();
+    case "generate": {
+      const configFile = typeof args.flags.config === "string" ? args.flags.config : undefined;
+      return generate(args, loadServeConfig({ configFile, overrides: args.overrides }));
+    }
     case null:
       if (args.flags.help) return void console.log(HELP);
       throw new UsageError("No command given (see kino --help)");

@@ -1,0 +1,83 @@
+// `kino generate --prompt "..." -o out.mp4`: one generation without a server. The request goes
+// through the same admission as POST /v1/videos (defaults, model card checks), the pipeline runs in
+// this process, and a progress bar is drawn on stderr when it is a terminal.
+import { resolve } from "node:path";
+import type { LoadedConfig } from "../config/load.ts";
+import type { OperatorDefaults } from "../engine/admission/context.ts";
+import { admitVideo } from "../engine/admission/video.ts";
+import { newVideoJobId } from "../engine/ids.ts";
+import { ApiError } from "../http/errors.ts";
+import { writeOutputs } from "../media/write-outputs.ts";
+import { loadPipeline } from "../pipelines/load.ts";
+import type { ParsedArgs } from "./args.ts";
+import { UsageError } from "./args.ts";
+
+/** CLI flag → request field (and whether it is a number). */
+const FLAGS: Record<string, [field: string, numeric: boolean]> = {
+  prompt: ["prompt", false],
+  "negative-prompt": ["negative_prompt", false],
+  size: ["size", false],
+  seconds: ["seconds", false],
+  "num-frames": ["num_frames", true],
+  fps: ["fps", true],
+  seed: ["seed", true],
+  steps: ["num_inference_steps", true],
+  "guidance-scale": ["guidance_scale", true],
+};
+
+export async function generate(args: ParsedArgs, loaded: LoadedConfig): Promise<void> {
+  const output = args.flags.o ?? args.flags.output;
+  if (typeof output !== "string") throw new UsageError("kino generate needs -o FILE.mp4");
+  const body: Record<string, unknown> = {};
+  for (const [flag, value] of Object.entries(args.flags)) {
+    if (["o", "output", "config", "quiet"].includes(flag)) continue;
+    const known = FLAGS[flag];
+    if (!known) throw new UsageError(`Unknown option --${flag} for 'kino generate' (see kino --help)`);
+    if (value === true) throw new UsageError(`--${flag} needs a value`);
+    body[known[0]] = known[1] ? Number(value) : value;
+  }
+  if (typeof body.prompt !== "string") throw new UsageError('kino generate needs --prompt "..."');
+
+  const { generator } = loaded.config;
+  const lora = loaded.startupLora();
+  const { pipeline } = await loadPipeline({
+    type: "init",
+    modelPath: generator.model_path,
+    device: generator.engine.device,
+    lora: lora && { path: lora.path, strength: lora.strength },
+  });
+  const admission = {
+    card: pipeline.card,
+    servedModelId: loaded.servedModelId(),
+    operatorDefaults: loaded.operatorDefaults() as OperatorDefaults,
+    startupLora: lora,
+  };
+  let request;
+  try {
+    request = (await admitVideo(body as never, new Map(), newVideoJobId(), admission)).request;
+  } catch (err) {
+    if (err instanceof ApiError) throw new UsageError(err.message);
+    throw err;
+  }
+  const bar = progressBar(Boolean(process.stderr.isTTY) && !args.flags.quiet);
+  const started = performance.now();
+  const result = await pipeline.generate(request, { signal: new AbortController().signal, onProgress: (p) => bar(p.fraction * 0.95, p.stage) });
+  bar(0.95, "encode");
+  const path = resolve(output);
+  const [file] = await writeOutputs(result, { kind: "mp4", path });
+  bar(1, "done");
+  console.error(
+    `kino: wrote ${path} (${request.width}x${request.height}, ${request.num_frames} frames at ${request.fps} fps, ${file!.bytes} bytes) in ${((performance.now() - started) / 1000).toFixed(2)} s`,
+  );
+}
+
+/** A one-line bar redrawn in place; silent when stderr is not a terminal. */
+function progressBar(enabled: boolean): (fraction: number, stage: string) => void {
+  const width = 30;
+  return (fraction, stage) => {
+    if (!enabled) return;
+    const filled = Math.round(Math.min(1, fraction) * width);
+    process.stderr.write(`\r[${"#".repeat(filled)}${".".repeat(width - filled)}] ${String(Math.floor(fraction * 100)).padStart(3)}% ${stage.padEnd(10)}`);
+    if (fraction >= 1) process.stderr.write("\n");
+  };
+}

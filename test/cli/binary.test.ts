@@ -1,0 +1,81 @@
+// The single executable: built by `npm run build`, copied ALONE into an empty folder, it serves (REST
+// and realtime), generates with a progress bar on a terminal, and starts its own worker processes.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { probeMp4 } from "../helpers/ffprobe.ts";
+import { RealtimeClient } from "../helpers/realtime-client.ts";
+import { waitForJob } from "../helpers/server.ts";
+
+const root = join(import.meta.dir, "../..");
+let dir: string;
+let kino: string;
+
+beforeAll(() => {
+  const build = Bun.spawnSync([process.execPath, "build.ts", "--compile"], { cwd: root, stderr: "pipe", stdout: "pipe" });
+  if (build.exitCode !== 0) throw new Error(`build failed: ${build.stderr.toString()}`);
+  dir = mkdtempSync(join(tmpdir(), "kino-binary-"));
+  kino = join(dir, "kino");
+  copyFileSync(join(root, "dist/kino"), kino);
+}, 180_000);
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+test("--version and --help", () => {
+  expect(Bun.spawnSync([kino, "--version"], { cwd: dir }).stdout.toString()).toMatch(/^kino \d+\.\d+\.\d+/);
+  const help = Bun.spawnSync([kino, "serve", "--help"], { cwd: dir }).stdout.toString();
+  expect(help).toContain("--server.port");
+  expect(help).toContain("8000");
+});
+
+test("generate writes a playable MP4 and draws a progress bar on a terminal", () => {
+  // `script` gives the command a pseudo-terminal, as a person running it would have.
+  const run = Bun.spawnSync(["script", "-qec", `${kino} generate --prompt "a green circle moving up" --size 96x64 --seconds 1 -o clip.mp4`, "/dev/null"], { cwd: dir });
+  const out = run.stdout.toString();
+  expect(run.exitCode).toBe(0);
+  expect(out).toContain("100%");
+  expect(out).toMatch(/\[#+\.*\]/);
+  expect(existsSync(join(dir, "clip.mp4"))).toBe(true);
+});
+
+describe("kino serve from an empty folder", () => {
+  let proc: ReturnType<typeof Bun.spawn>;
+  const port = 19000 + Math.floor(Math.random() * 1000);
+  const url = `http://127.0.0.1:${port}`;
+  beforeAll(async () => {
+    proc = Bun.spawn([kino, "serve", "--server.port", String(port), "--server.host", "127.0.0.1"], { cwd: dir, stdout: "pipe", stderr: "pipe" });
+    for (let i = 0; i < 150; i++) {
+      if (await fetch(`${url}/health`).then((r) => r.ok, () => false)) return;
+      await Bun.sleep(100);
+    }
+    throw new Error("the binary did not become healthy");
+  });
+  afterAll(async () => {
+    proc.kill();
+    await proc.exited;
+  });
+
+  test("REST smoke: models, a job through to its MP4, sync, images, errors", async () => {
+    const models = await (await fetch(`${url}/v1/models`)).json();
+    expect(models.data[0].id).toBe("builtin:kino-tiny");
+    const job = await (await fetch(`${url}/v1/videos`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ prompt: "a red square", size: "64x64", seconds: "1" }) })).json();
+    expect((await waitForJob(url, job.id)).status).toBe("completed");
+    const mp4 = new Uint8Array(await (await fetch(`${url}/v1/videos/${job.id}/content`)).arrayBuffer());
+    expect((await probeMp4(mp4)).codec).toBe("h264");
+    const sync = await fetch(`${url}/v1/videos/sync`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ prompt: "a red square", size: "64x64", num_frames: 5 }) });
+    expect((await probeMp4(new Uint8Array(await sync.arrayBuffer()))).frames).toBe(5);
+    const images = await (await fetch(`${url}/v1/images`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ prompt: "x", size: "64x64", output_format: "jpeg" }) })).json();
+    expect(images.data[0].b64_json.length).toBeGreaterThan(100);
+    const bad = await fetch(`${url}/v1/videos`, { method: "POST", headers: { "content-type": "application/json" }, body: "{" });
+    expect(bad.status).toBe(400);
+    // Its outputs land beside it, in ./outputs.
+    expect(readdirSync(join(dir, "outputs", "videos"))).toContain(`${job.id}.mp4`);
+  });
+
+  test("a realtime session streams from the binary", async () => {
+    const client = await RealtimeClient.connect(url);
+    client.send({ type: "session.start", prompt: "a blue ring", size: "64x64", num_frames: 9 });
+    await client.untilDone();
+    expect(client.jsonMessages().at(-1)).toMatchObject({ type: "session.done", stopped: false });
+  });
+});
