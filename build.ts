@@ -2,6 +2,7 @@
 // bundles everything into one executable, dist/kino. Each step skips work that is already up to date,
 // so `npm start` and `npm test` can run it every time.
 import { $ } from "bun";
+import { buildCudaLib } from "./tools/build/cuda.ts";
 import { buildH264Wasm } from "./tools/build/h264.ts";
 
 const compile = process.argv.includes("--compile");
@@ -9,8 +10,12 @@ const compile = process.argv.includes("--compile");
 const started = performance.now();
 const h264 = await buildH264Wasm();
 console.log(`build: ${h264} ready (${Math.round(performance.now() - started)} ms)`);
+// The CUDA library needs nvcc; without it kino still builds and runs on the WebAssembly backend.
+const cuda = await buildCudaLib();
+if (cuda) console.log(`build: ${cuda} ready (${Math.round(performance.now() - started)} ms)`);
 
 if (compile) {
-  await $`${process.execPath} build --compile --minify-syntax src/cli/main.ts --outfile dist/kino`;
+  // An extra entrypoint is embedded as a file; src/runtime/backends/cuda.ts finds it in Bun.embeddedFiles.
+  await $`${process.execPath} build --compile --minify-syntax src/cli/main.ts ${cuda ? [cuda] : []} --outfile dist/kino`;
   console.log("build: dist/kino written");
 }

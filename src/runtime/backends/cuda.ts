@@ -18,48 +18,51 @@ import * as P from "../op-params.ts";
 import { type DType, type Shape, DTYPE_BYTES, Tensor, numelOf } from "../tensor.ts";
 
 const { ptr, i32, i64, u64, f32, f64, cstring } = FFIType;
+/** Device addresses travel as plain integers (Tensor.ptr); `ptr` is for the context and host arrays. */
+const dev = u64;
 
 /** The library's C ABI (kernels/cuda/*.cu, every KC_API function). All but the memory and info
- *  calls return 0 or an error code whose message is kc_last_error(ctx). */
+ *  calls return 0 or an error code whose message is kc_last_error(ctx). A null device pointer is 0. */
 export const CUDA_SYMBOLS = {
   kc_create: { args: [i32, ptr, ptr, i32], returns: ptr },
   kc_destroy: { args: [ptr], returns: FFIType.void },
+  kc_set_paths: { args: [ptr, i32, i32], returns: i32 },
   kc_last_error: { args: [ptr], returns: cstring },
   kc_error_string: { args: [i32], returns: cstring },
   kc_device_info: { args: [ptr, ptr, i32, ptr], returns: i32 },
   kc_memory_stats: { args: [ptr, ptr], returns: FFIType.void },
   kc_alloc: { args: [ptr, u64], returns: ptr },
-  kc_free: { args: [ptr, ptr], returns: i32 },
+  kc_free: { args: [ptr, dev], returns: i32 },
   kc_empty_cache: { args: [ptr], returns: i32 },
-  kc_upload: { args: [ptr, ptr, ptr, u64], returns: i32 },
-  kc_download: { args: [ptr, ptr, ptr, u64], returns: i32 },
-  kc_copy: { args: [ptr, ptr, ptr, u64], returns: i32 },
-  kc_memset: { args: [ptr, ptr, i32, u64], returns: i32 },
+  kc_upload: { args: [ptr, dev, ptr, u64], returns: i32 },
+  kc_download: { args: [ptr, ptr, dev, u64], returns: i32 },
+  kc_copy: { args: [ptr, dev, dev, u64], returns: i32 },
+  kc_memset: { args: [ptr, dev, i32, u64], returns: i32 },
   kc_synchronize: { args: [ptr], returns: i32 },
   kc_timer_start: { args: [ptr], returns: i32 },
   kc_timer_stop: { args: [ptr], returns: f64 },
-  kc_convert: { args: [ptr, ptr, i32, ptr, i32, i64], returns: i32 },
-  kc_gemm: { args: [ptr, ptr, ptr, i32, ptr, i32, ptr, i32, i32, i32], returns: i32 },
-  kc_attention: { args: [ptr, ptr, ptr, ptr, ptr, i32, ptr, i32, i32, i32, i32, i32, i32, f32, i32, i32], returns: i32 },
-  kc_layer_norm: { args: [ptr, ptr, ptr, i64, i32, f32, ptr, ptr, ptr, ptr, i32, i32], returns: i32 },
-  kc_rms_norm: { args: [ptr, ptr, ptr, i64, i32, f32, ptr], returns: i32 },
-  kc_softmax: { args: [ptr, ptr, ptr, i64, i32], returns: i32 },
-  kc_l2_norm_channels: { args: [ptr, ptr, ptr, i32, i32, i64, f32, f32, ptr], returns: i32 },
-  kc_gelu: { args: [ptr, ptr, ptr, i64], returns: i32 },
-  kc_silu: { args: [ptr, ptr, ptr, i64], returns: i32 },
-  kc_mul: { args: [ptr, ptr, ptr, ptr, i64], returns: i32 },
-  kc_axpby: { args: [ptr, ptr, ptr, ptr, f32, f32, i64], returns: i32 },
-  kc_fill: { args: [ptr, ptr, f32, i64], returns: i32 },
-  kc_modulate: { args: [ptr, ptr, ptr, ptr, ptr, i32, i32, i32, i32], returns: i32 },
-  kc_gated_add: { args: [ptr, ptr, ptr, ptr, ptr, i32, i32, i32, i32], returns: i32 },
-  kc_rope3d: { args: [ptr, ptr, ptr, i32, i32, i32, i32, ptr, ptr, i32, i32, i32, i32, i32, i32, i32, i32], returns: i32 },
-  kc_embedding: { args: [ptr, ptr, ptr, i32, ptr, i32, i32], returns: i32 },
-  kc_t5_relative_bias: { args: [ptr, ptr, ptr, ptr, i32, i32, i32], returns: i32 },
-  kc_conv3d: { args: [ptr, ptr, ptr, ptr, ptr, i32, ptr, i32, ptr], returns: i32 },
-  kc_copy_rows: { args: [ptr, ptr, i64, ptr, i64, i64, i64], returns: i32 },
-  kc_gather: { args: [ptr, ptr, ptr, i32, i32, ptr, ptr, ptr], returns: i32 },
-  kc_rgb_to_yuv420: { args: [ptr, ptr, ptr, i32, i32, i32, f64, f64], returns: i32 },
-  kc_yuv420_to_rgb: { args: [ptr, ptr, ptr, i32, i32, i32, f64, f64], returns: i32 },
+  kc_convert: { args: [ptr, dev, i32, dev, i32, i64], returns: i32 },
+  kc_gemm: { args: [ptr, dev, dev, i32, dev, i32, dev, i32, i32, i32], returns: i32 },
+  kc_attention: { args: [ptr, dev, dev, dev, dev, i32, dev, i32, i32, i32, i32, i32, i32, f32, i32, i32], returns: i32 },
+  kc_layer_norm: { args: [ptr, dev, dev, i64, i32, f32, dev, dev, dev, dev, i32, i32], returns: i32 },
+  kc_rms_norm: { args: [ptr, dev, dev, i64, i32, f32, dev], returns: i32 },
+  kc_softmax: { args: [ptr, dev, dev, i64, i32], returns: i32 },
+  kc_l2_norm_channels: { args: [ptr, dev, dev, i32, i32, i64, f32, f32, dev], returns: i32 },
+  kc_gelu: { args: [ptr, dev, dev, i64], returns: i32 },
+  kc_silu: { args: [ptr, dev, dev, i64], returns: i32 },
+  kc_mul: { args: [ptr, dev, dev, dev, i64], returns: i32 },
+  kc_axpby: { args: [ptr, dev, dev, dev, f32, f32, i64], returns: i32 },
+  kc_fill: { args: [ptr, dev, f32, i64], returns: i32 },
+  kc_modulate: { args: [ptr, dev, dev, dev, dev, i32, i32, i32, i32], returns: i32 },
+  kc_gated_add: { args: [ptr, dev, dev, dev, dev, i32, i32, i32, i32], returns: i32 },
+  kc_rope3d: { args: [ptr, dev, dev, i32, i32, i32, i32, dev, dev, i32, i32, i32, i32, i32, i32, i32, i32], returns: i32 },
+  kc_embedding: { args: [ptr, dev, dev, i32, ptr, i32, i32], returns: i32 },
+  kc_t5_relative_bias: { args: [ptr, dev, dev, ptr, i32, i32, i32], returns: i32 },
+  kc_conv3d: { args: [ptr, dev, dev, dev, dev, i32, dev, i32, ptr], returns: i32 },
+  kc_copy_rows: { args: [ptr, dev, i64, dev, i64, i64, i64], returns: i32 },
+  kc_gather: { args: [ptr, dev, dev, i32, i32, ptr, ptr, ptr], returns: i32 },
+  kc_rgb_to_yuv420: { args: [ptr, dev, dev, i32, i32, i32, f64, f64], returns: i32 },
+  kc_yuv420_to_rgb: { args: [ptr, dev, dev, i32, i32, i32, f64, f64], returns: i32 },
 } as const;
 
 export type CudaLibrary = ReturnType<typeof dlopen<typeof CUDA_SYMBOLS>>;
@@ -85,9 +88,21 @@ export async function locateCudaLibrary(): Promise<{ path: string; cleanup: () =
   return { missing: `no libkino_cuda.so (looked in ${candidates.join(", ")}; build with nvcc via build.ts)` };
 }
 
-/** Opens GPU `device` (default 0). Rejects with "CUDA library unavailable: …" when the library cannot
- *  be found or loaded, and "no device: …" when it loads but no GPU answers (no driver: CUDA error 35). */
-export async function openCudaBackend(device = 0): Promise<Backend> {
+export interface CudaOptions {
+  /** GPU index (default 0). */
+  device?: number;
+  /** Exact f32 arithmetic: GEMMs with half weights multiply f32 activations on the SIMT kernel and
+   *  attention runs the f32 kernel, instead of rounding activations (and attention's P) to bf16 for
+   *  the tensor cores. Several times slower; for tests that hold every backend to f32 tolerances. */
+  exact?: boolean;
+}
+
+/** Opens a GPU. Rejects with "CUDA library unavailable: …" when the library cannot be found or
+ *  loaded, and "no device: …" when it loads but no GPU answers (no driver: CUDA error 35).
+ *  By default GEMMs with bf16/f16 weights round the f32 activations to that type for the tensor cores
+ *  and attention rounds q, k, v and P to bf16 (f32 accumulation throughout); see `exact`. */
+export async function openCudaBackend(options: CudaOptions = {}): Promise<Backend> {
+  const device = options.device ?? 0;
   const where = await locateCudaLibrary();
   if ("missing" in where) throw new Error(`CUDA library unavailable: ${where.missing}`);
   let lib: CudaLibrary;
@@ -104,9 +119,11 @@ export async function openCudaBackend(device = 0): Promise<Backend> {
   if (!ctx) {
     lib.close();
     const text = new TextDecoder().decode(message.subarray(0, message.indexOf(0)));
-    throw new Error(`no device: ${text} (CUDA error ${code[0]})`);
+    throw new Error(`no device: ${text}`);
   }
-  return new CudaBackend(lib, ctx);
+  const backend = new CudaBackend(lib, ctx as Pointer);
+  if (options.exact) backend.check(lib.symbols.kc_set_paths(ctx, 2, 1), "exact mode");
+  return backend;
 }
 
 export class CudaBackend implements Backend {
@@ -225,7 +242,7 @@ export class CudaBackend implements Backend {
     const { M, N, K } = P.gemmDims(out, a, w, bias);
     if (M === 0 || N === 0) return;
     if (K === 0) return bias ? this.broadcastRows(out, bias, M, N) : this.fill(out, 0);
-    this.check(this.k.kc_gemm(this.ctx, out.ptr, a.ptr, DT.f32, w.ptr, DT[w.dtype], bias?.ptr ?? null, M, N, K), "gemm");
+    this.check(this.k.kc_gemm(this.ctx, out.ptr, a.ptr, DT.f32, w.ptr, DT[w.dtype], bias?.ptr ?? 0, M, N, K), "gemm");
   }
 
   /** out[m, :] = bias for every row (a GEMM with K = 0). */
@@ -236,7 +253,7 @@ export class CudaBackend implements Backend {
   attention(out: Tensor, q: Tensor, k: Tensor, v: Tensor, opts: AttentionOptions): void {
     const { B, Lq, Lk, kvLen, H, D } = P.attentionDims(out, q, k, v, opts);
     const bc = opts.blockCausal;
-    this.check(this.k.kc_attention(this.ctx, out.ptr, q.ptr, k.ptr, v.ptr, DT.f32, opts.bias?.ptr ?? null, B, Lq, Lk, kvLen, H, D,
+    this.check(this.k.kc_attention(this.ctx, out.ptr, q.ptr, k.ptr, v.ptr, DT.f32, opts.bias?.ptr ?? 0, B, Lq, Lk, kvLen, H, D,
       opts.scale, bc?.blockSize ?? 0, bc?.qOffset ?? 0), "attention");
   }
 
@@ -245,14 +262,14 @@ export class CudaBackend implements Backend {
     const { rows, cols } = P.rowsOf("layerNorm", out, x);
     P.optionalVector("layerNorm", "weight", weight, cols);
     P.optionalVector("layerNorm", "bias", bias, cols);
-    this.check(this.k.kc_layer_norm(this.ctx, out.ptr, x.ptr, rows, cols, eps, weight?.ptr ?? null, bias?.ptr ?? null, null, null, 0, 0),
+    this.check(this.k.kc_layer_norm(this.ctx, out.ptr, x.ptr, rows, cols, eps, weight?.ptr ?? 0, bias?.ptr ?? 0, 0, 0, 0, 0),
       "layerNorm");
   }
 
   rmsNorm(out: Tensor, x: Tensor, eps: number, weight?: Tensor | null): void {
     const { rows, cols } = P.rowsOf("rmsNorm", out, x);
     P.optionalVector("rmsNorm", "weight", weight, cols);
-    this.check(this.k.kc_rms_norm(this.ctx, out.ptr, x.ptr, rows, cols, eps, weight?.ptr ?? null), "rmsNorm");
+    this.check(this.k.kc_rms_norm(this.ctx, out.ptr, x.ptr, rows, cols, eps, weight?.ptr ?? 0), "rmsNorm");
   }
 
   l2NormChannels(out: Tensor, x: Tensor, eps: number, scale: number, gamma?: Tensor | null): void {
@@ -261,7 +278,7 @@ export class CudaBackend implements Backend {
     const [B, C] = x.shape as [number, number];
     P.optionalVector("l2NormChannels", "gamma", gamma, C);
     const S = numelOf(x.shape.slice(2));
-    this.check(this.k.kc_l2_norm_channels(this.ctx, out.ptr, x.ptr, B, C, S, eps, scale, gamma?.ptr ?? null), "l2NormChannels");
+    this.check(this.k.kc_l2_norm_channels(this.ctx, out.ptr, x.ptr, B, C, S, eps, scale, gamma?.ptr ?? 0), "l2NormChannels");
   }
 
   softmax(out: Tensor, x: Tensor): void {
@@ -330,7 +347,7 @@ export class CudaBackend implements Backend {
   conv3d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts: Conv3dOptions = {}): void {
     const g = P.conv3dGeometry(out, x, w, bias, opts);
     const geom = new Int32Array([g.Cin, g.Cout, g.T, g.H, g.W, g.kt, g.kh, g.kw, g.st, g.sh, g.sw, g.timePad, g.top, g.left, g.To, g.Ho, g.Wo]);
-    this.check(this.k.kc_conv3d(this.ctx, out.ptr, x.ptr, opts.prev?.ptr ?? null, w.ptr, DT[w.dtype], bias?.ptr ?? null, g.B, geom), "conv3d");
+    this.check(this.k.kc_conv3d(this.ctx, out.ptr, x.ptr, opts.prev?.ptr ?? 0, w.ptr, DT[w.dtype], bias?.ptr ?? 0, g.B, geom), "conv3d");
   }
 
   conv2d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts: Conv2dOptions = {}): void {

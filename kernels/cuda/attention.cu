@@ -1,0 +1,332 @@
+// Attention forward: out = softmax(scale · q·kᵀ + bias, masked) · v, per batch item and head.
+//
+// CPU reference (src/runtime/reference.ts `attention`; layouts [B, L, H, D], row-major):
+//   for b, h, i < Lq:
+//     n = visible(i)   // kvLen, or min(kvLen, (floor((qOffset + i) / blockSize) + 1) · blockSize)
+//     s[j] = scale · Σ_d q[b,i,h,d] · k[b,j,h,d] + bias[h,i,j]     for j < n
+//     out[b,i,h,:] = Σ_j softmax(s)[j] · v[b,j,h,:]                 (zeros when n = 0)
+// Under every mask we support the visible keys of a query are a prefix [0, n), so a q block only
+// visits key tiles below the largest n of its rows (block-causal chunks skip the future).
+//
+// Kernels:
+//   attention_mma_kernel  bf16 q/k/v (f32 inputs are rounded to bf16 first, kc_attention does it),
+//     D ∈ {16, 32, 64, 128}: FlashAttention-2 style. 4 warps × 16 query rows; key tiles of 64 stream
+//     through a 2-stage cp.async ring; S = Q·Kᵀ and O += P·V with mma.sync m16n8k16, online softmax in
+//     f32 on the S fragments (exp2 domain), P re-packed to bf16 straight from the S accumulators.
+//   attention_simt_kernel f32 everything, any D ≤ 512: one warp per query row, lanes split D. The
+//     fallback for other head sizes and the exact path (kc_set_paths, KINO_CUDA_ATTENTION=f32).
+#include "common.cuh"
+
+namespace {
+constexpr float LOG2E = 1.4426950408889634f;
+
+__device__ __forceinline__ int visible_keys(int i, int kv_len, int block_size, int q_offset) {
+  if (block_size <= 0) return kv_len;
+  long long lim = ((long long)(q_offset + i) / block_size + 1) * block_size;
+  return lim < kv_len ? (int)lim : kv_len;
+}
+
+// ---- tensor-core kernel ----------------------------------------------------------------------------
+constexpr int WARPS = 4, BQ = WARPS * 16, BKV = 64;
+
+template <int D>
+struct Tile {
+  static constexpr int CHUNKS = D / 8;                        // 16-byte chunks per row
+  static constexpr int XOR = CHUNKS >= 8 ? 7 : CHUNKS - 1;    // swizzle: chunk ^ (row & XOR)
+  static constexpr int BYTES_Q = BQ * D * 2, BYTES_KV = BKV * D * 2;
+  static constexpr int SMEM = BYTES_Q + 4 * BYTES_KV;         // q, 2 stages of k and of v
+  __device__ static uint32_t at(int row, int chunk) { return (uint32_t)(row * D * 2 + ((chunk ^ (row & XOR)) << 4)); }
+};
+
+// Stages `rows` rows (starting at token r0) of one head of a [B, L, H, D] bf16 tensor; rows ≥ limit are
+// zero-filled so masked keys contribute exactly 0 · 0 (never 0 · garbage).
+template <int D, int ROWS>
+__device__ __forceinline__ void load_rows(uint32_t dst, const __nv_bfloat16* base, int r0, int limit, int H) {
+  using T = Tile<D>;
+  for (int idx = threadIdx.x; idx < ROWS * T::CHUNKS; idx += WARPS * 32) {
+    int row = idx / T::CHUNKS, chunk = idx % T::CHUNKS, r = r0 + row;
+    bool ok = r < limit;
+    const __nv_bfloat16* src = ok ? base + (int64_t)r * H * D + chunk * 8 : base;
+    kc_cp_async16(dst + T::at(row, chunk), src, ok ? 16 : 0);
+  }
+}
+
+template <int D>
+__global__ void __launch_bounds__(WARPS * 32)
+    attention_mma_kernel(float* __restrict__ out, const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k,
+                         const __nv_bfloat16* __restrict__ v, const float* __restrict__ bias, int Lq, int Lkv,
+                         int kv_len, int H, float scale, int block_size, int q_offset) {
+  using T = Tile<D>;
+  extern __shared__ __align__(128) uint8_t smem[];
+  const uint32_t sq = kc_smem_addr(smem);
+  auto sk = [&](int s) { return sq + T::BYTES_Q + s * T::BYTES_KV; };
+  auto sv = [&](int s) { return sq + T::BYTES_Q + (2 + s) * T::BYTES_KV; };
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int q0 = blockIdx.x * BQ, h = blockIdx.y, b = blockIdx.z;
+  const __nv_bfloat16* qb = q + ((int64_t)b * Lq * H + h) * D;
+  const __nv_bfloat16* kb = k + ((int64_t)b * Lkv * H + h) * D;
+  const __nv_bfloat16* vb = v + ((int64_t)b * Lkv * H + h) * D;
+
+  const int kv_end = visible_keys(min(q0 + BQ, Lq) - 1, kv_len, block_size, q_offset);
+  const int ntiles = (kv_end + BKV - 1) / BKV;
+  // The two query rows this thread accumulates (fragment rows lane/4 and lane/4 + 8 of its warp).
+  const int row_a = q0 + warp * 16 + lane / 4, row_b = row_a + 8;
+  const int lim_a = row_a < Lq ? visible_keys(row_a, kv_len, block_size, q_offset) : 0;
+  const int lim_b = row_b < Lq ? visible_keys(row_b, kv_len, block_size, q_offset) : 0;
+  const float sl2 = scale * LOG2E;
+
+  load_rows<D, BQ>(sq, qb + (int64_t)q0 * H * D, 0, Lq - q0, H);
+  if (ntiles > 0) {
+    load_rows<D, BKV>(sk(0), kb, 0, kv_end, H);
+    load_rows<D, BKV>(sv(0), vb, 0, kv_end, H);
+  }
+  kc_cp_async_commit();
+
+  uint32_t qf[D / 16][4];
+  float o[D / 8][4] = {};
+  float m_a = -INFINITY, m_b = -INFINITY, l_a = 0.f, l_b = 0.f;  // running max (log2 units), partial sums
+
+  for (int t = 0; t < ntiles; t++) {
+    if (t + 1 < ntiles) {
+      load_rows<D, BKV>(sk((t + 1) & 1), kb + (int64_t)(t + 1) * BKV * H * D, 0, kv_end - (t + 1) * BKV, H);
+      load_rows<D, BKV>(sv((t + 1) & 1), vb + (int64_t)(t + 1) * BKV * H * D, 0, kv_end - (t + 1) * BKV, H);
+    }
+    kc_cp_async_commit();
+    kc_cp_async_wait<1>();
+    __syncthreads();
+    if (t == 0) {
+#pragma unroll
+      for (int kk = 0; kk < D / 16; kk++) {
+        int row = warp * 16 + (lane % 16), chunk = kk * 2 + lane / 16;
+        kc_ldmatrix_x4(sq + T::at(row, chunk), qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
+      }
+    }
+    const uint32_t ks = sk(t & 1), vs = sv(t & 1);
+
+    // S = Q · Kᵀ for 16 rows × 64 keys: 8 fragments of 8 keys.
+    float s[8][4] = {};
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk++) {
+#pragma unroll
+      for (int p = 0; p < 4; p++) {
+        uint32_t kf[2][2];
+        int row = p * 16 + (lane % 8) + (lane / 16) * 8, chunk = kk * 2 + (lane / 8) % 2;
+        kc_ldmatrix_x4(ks + T::at(row, chunk), kf[0][0], kf[0][1], kf[1][0], kf[1][1]);
+        kc_mma_16816<false>(s[2 * p], qf[kk], kf[0]);
+        kc_mma_16816<false>(s[2 * p + 1], qf[kk], kf[1]);
+      }
+    }
+
+    // Scale, bias and mask in the log2 domain, then the online-softmax update.
+    float mx_a = -INFINITY, mx_b = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        int col = t * BKV + j * 8 + (lane % 4) * 2 + (e & 1);
+        bool second = e >= 2;
+        int row = second ? row_b : row_a, lim = second ? lim_b : lim_a;
+        float x = s[j][e] * sl2;
+        if (bias && col < lim) x += bias[((int64_t)h * Lq + row) * kv_len + col] * LOG2E;
+        x = col < lim ? x : -INFINITY;
+        s[j][e] = x;
+        if (second) mx_b = fmaxf(mx_b, x);
+        else mx_a = fmaxf(mx_a, x);
+      }
+    }
+#pragma unroll
+    for (int off = 1; off <= 2; off <<= 1) {
+      mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, off));
+      mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, off));
+    }
+    const float new_a = fmaxf(m_a, mx_a), new_b = fmaxf(m_b, mx_b);
+    // A row with nothing visible yet keeps max -inf; subtracting 0 instead keeps exp2 at 0, not NaN.
+    const float base_a = new_a == -INFINITY ? 0.f : new_a, base_b = new_b == -INFINITY ? 0.f : new_b;
+    const float alpha_a = exp2f(m_a - base_a), alpha_b = exp2f(m_b - base_b);
+    m_a = new_a;
+    m_b = new_b;
+    l_a *= alpha_a;
+    l_b *= alpha_b;
+#pragma unroll
+    for (int j = 0; j < D / 8; j++) {
+      o[j][0] *= alpha_a;
+      o[j][1] *= alpha_a;
+      o[j][2] *= alpha_b;
+      o[j][3] *= alpha_b;
+    }
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+      s[j][0] = exp2f(s[j][0] - base_a);
+      s[j][1] = exp2f(s[j][1] - base_a);
+      s[j][2] = exp2f(s[j][2] - base_b);
+      s[j][3] = exp2f(s[j][3] - base_b);
+      l_a += s[j][0] + s[j][1];
+      l_b += s[j][2] + s[j][3];
+    }
+
+    // O += P · V. The S accumulator layout of two neighbouring 8-key fragments is exactly the A
+    // operand layout of one 16-key step, so P never leaves registers.
+#pragma unroll
+    for (int kstep = 0; kstep < BKV / 16; kstep++) {
+      uint32_t pf[4] = {kc_pack_bf16(s[2 * kstep][0], s[2 * kstep][1]), kc_pack_bf16(s[2 * kstep][2], s[2 * kstep][3]),
+                        kc_pack_bf16(s[2 * kstep + 1][0], s[2 * kstep + 1][1]),
+                        kc_pack_bf16(s[2 * kstep + 1][2], s[2 * kstep + 1][3])};
+#pragma unroll
+      for (int dp = 0; dp < D / 16; dp++) {
+        uint32_t vf[2][2];
+        int row = kstep * 16 + (lane % 8) + ((lane / 8) % 2) * 8, chunk = dp * 2 + lane / 16;
+        kc_ldmatrix_x4_trans(vs + T::at(row, chunk), vf[0][0], vf[0][1], vf[1][0], vf[1][1]);
+        kc_mma_16816<false>(o[2 * dp], pf, vf[0]);
+        kc_mma_16816<false>(o[2 * dp + 1], pf, vf[1]);
+      }
+    }
+    __syncthreads();  // every warp is done with stage t&1 before iteration t+1 refills it
+  }
+  kc_cp_async_wait<0>();
+
+#pragma unroll
+  for (int off = 1; off <= 2; off <<= 1) {
+    l_a += __shfl_xor_sync(0xffffffffu, l_a, off);
+    l_b += __shfl_xor_sync(0xffffffffu, l_b, off);
+  }
+  const float inv_a = l_a > 0.f ? 1.f / l_a : 0.f, inv_b = l_b > 0.f ? 1.f / l_b : 0.f;
+#pragma unroll
+  for (int half = 0; half < 2; half++) {
+    int row = half ? row_b : row_a;
+    if (row >= Lq) continue;
+    float inv = half ? inv_b : inv_a;
+    float* dst = out + (((int64_t)b * Lq + row) * H + h) * D + (lane % 4) * 2;
+#pragma unroll
+    for (int j = 0; j < D / 8; j++)
+      *reinterpret_cast<float2*>(dst + j * 8) = make_float2(o[j][2 * half] * inv, o[j][2 * half + 1] * inv);
+  }
+}
+
+// ---- SIMT f32 kernel ---------------------------------------------------------------------------------
+constexpr int SIMT_MAX_PER_LANE = 16;  // D ≤ 512
+
+__global__ void __launch_bounds__(128)
+    attention_simt_kernel(float* __restrict__ out, const float* __restrict__ q, const float* __restrict__ k,
+                          const float* __restrict__ v, const float* __restrict__ bias, int B, int Lq, int Lk,
+                          int kv_len, int H, int D, float scale, int block_size, int q_offset) {
+  const int lane = threadIdx.x % 32;
+  const int64_t row = (int64_t)blockIdx.x * 4 + threadIdx.x / 32;  // over B · H · Lq, query fastest
+  if (row >= (int64_t)B * H * Lq) return;
+  const int i = (int)(row % Lq), h = (int)((row / Lq) % H), b = (int)(row / ((int64_t)Lq * H));
+  const float* qr = q + (((int64_t)b * Lq + i) * H + h) * D;
+  float qv[SIMT_MAX_PER_LANE], acc[SIMT_MAX_PER_LANE];
+#pragma unroll
+  for (int r = 0; r < SIMT_MAX_PER_LANE; r++) {
+    int d = lane + 32 * r;
+    qv[r] = d < D ? qr[d] : 0.f;
+    acc[r] = 0.f;
+  }
+  const int n = visible_keys(i, kv_len, block_size, q_offset);
+  float m = -INFINITY, l = 0.f;
+  for (int j = 0; j < n; j++) {
+    const float* kr = k + (((int64_t)b * Lk + j) * H + h) * D;
+    const float* vr = v + (((int64_t)b * Lk + j) * H + h) * D;
+    float dot = 0.f;
+#pragma unroll
+    for (int r = 0; r < SIMT_MAX_PER_LANE; r++) {
+      int d = lane + 32 * r;
+      if (d < D) dot = fmaf(qv[r], kr[d], dot);
+    }
+    float s = kc_warp_sum(dot) * scale + (bias ? bias[((int64_t)h * Lq + i) * kv_len + j] : 0.f);
+    float nm = fmaxf(m, s), alpha = expf(m - nm), p = expf(s - nm);
+    l = l * alpha + p;
+    m = nm;
+#pragma unroll
+    for (int r = 0; r < SIMT_MAX_PER_LANE; r++) {
+      int d = lane + 32 * r;
+      if (d < D) acc[r] = acc[r] * alpha + p * vr[d];
+    }
+  }
+  float inv = l > 0.f ? 1.f / l : 0.f;
+  float* o = out + (((int64_t)b * Lq + i) * H + h) * D;
+#pragma unroll
+  for (int r = 0; r < SIMT_MAX_PER_LANE; r++) {
+    int d = lane + 32 * r;
+    if (d < D) o[d] = acc[r] * inv;
+  }
+}
+
+template <int D>
+int launch_mma(KcContext* ctx, float* out, const void* q, const void* k, const void* v, const float* bias, int B,
+               int Lq, int Lkv, int kv_len, int H, float scale, int block_size, int q_offset) {
+  static bool configured = false;
+  constexpr int smem = Tile<D>::SMEM;
+  if (!configured) {
+    KC_TRY(kc_check(ctx, cudaFuncSetAttribute(attention_mma_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
+                    "cudaFuncSetAttribute(attention_mma_kernel)"));
+    configured = true;
+  }
+  dim3 grid((Lq + BQ - 1) / BQ, H, B);
+  attention_mma_kernel<D><<<grid, WARPS * 32, smem, ctx->stream>>>(
+      out, (const __nv_bfloat16*)q, (const __nv_bfloat16*)k, (const __nv_bfloat16*)v, bias, Lq, Lkv, kv_len, H, scale,
+      block_size, q_offset);
+  return kc_launched(ctx, "attention_mma_kernel");
+}
+
+int launch_mma_any(KcContext* ctx, float* out, const void* q, const void* k, const void* v, const float* bias, int B,
+                   int Lq, int Lkv, int kv_len, int H, int D, float scale, int block_size, int q_offset) {
+  switch (D) {
+    case 16: return launch_mma<16>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
+    case 32: return launch_mma<32>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
+    case 64: return launch_mma<64>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
+    case 128: return launch_mma<128>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
+  }
+  return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention", "tensor-core attention needs D in {16, 32, 64, 128}");
+}
+
+// f32 → bf16 of the first `rows` tokens of each batch item of a [B, L, H, D] tensor (a KV cache is
+// converted only up to kvLen). Returns the scratch block or null.
+void* to_bf16_rows(KcContext* ctx, const float* src, int B, int L, int rows, int64_t row_elems, int* rc) {
+  void* dst = kc_scratch(ctx, (size_t)B * rows * row_elems * 2 + 16);
+  if (!dst) {
+    *rc = KC_E_OOM;
+    return nullptr;
+  }
+  for (int b = 0; b < B && *rc == 0; b++)
+    *rc = kc_convert_launch(ctx, src + (int64_t)b * L * row_elems, KC_F32,
+                            (__nv_bfloat16*)dst + (int64_t)b * rows * row_elems, KC_BF16, (int64_t)rows * row_elems);
+  return dst;
+}
+}  // namespace
+
+// q [B, Lq, H, D], k and v [B, Lk, H, D] of dtype `dt` (f32, or bf16 for the tensor-core kernel
+// directly); out [B, Lq, H, D] f32. bias [H, Lq, kv_len] f32 or null. block_size 0 = no mask.
+KC_API int kc_attention(KcContext* ctx, float* out, const void* q, const void* k, const void* v, int dt,
+                        const float* bias, int B, int Lq, int Lk, int kv_len, int H, int D, float scale,
+                        int block_size, int q_offset) {
+  if (B <= 0 || Lq <= 0 || H <= 0 || D <= 0) return 0;
+  if (kv_len == 0) return kc_check(ctx, cudaMemsetAsync(out, 0, (size_t)B * Lq * H * D * 4, ctx->stream), "kc_attention");
+  const bool exact = ctx->attention_path == 1;
+  // The tensor-core kernel stores float2 pairs, so out must be 8-byte aligned (a view may not be).
+  const bool tc_shape =
+      (D == 16 || D == 32 || D == 64 || D == 128) && ctx->sm_major >= 8 && ((uintptr_t)out & 7) == 0;
+  if (dt == KC_BF16) {
+    if (!tc_shape || (((uintptr_t)q | (uintptr_t)k | (uintptr_t)v) & 15))
+      return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention", "bf16 attention needs D in {16, 32, 64, 128}, sm_80+ "
+                     "and aligned buffers");
+    return launch_mma_any(ctx, out, q, k, v, bias, B, Lq, Lk, kv_len, H, D, scale, block_size, q_offset);
+  }
+  if (dt != KC_F32) return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention", "q/k/v must be f32 or bf16");
+  if (exact || !tc_shape) {
+    int64_t rows = (int64_t)B * H * Lq;
+    attention_simt_kernel<<<(unsigned)((rows + 3) / 4), 128, 0, ctx->stream>>>(
+        out, (const float*)q, (const float*)k, (const float*)v, bias, B, Lq, Lk, kv_len, H, D, scale, block_size,
+        q_offset);
+    return kc_launched(ctx, "attention_simt_kernel");
+  }
+  int rc = 0;
+  const int64_t row = (int64_t)H * D;
+  void* q16 = to_bf16_rows(ctx, (const float*)q, B, Lq, Lq, row, &rc);
+  void* k16 = rc ? nullptr : to_bf16_rows(ctx, (const float*)k, B, Lk, kv_len, row, &rc);
+  void* v16 = rc ? nullptr : to_bf16_rows(ctx, (const float*)v, B, Lk, kv_len, row, &rc);
+  if (!rc) rc = launch_mma_any(ctx, out, q16, k16, v16, bias, B, Lq, kv_len, kv_len, H, D, scale, block_size, q_offset);
+  kc_scratch_release(ctx, q16);
+  kc_scratch_release(ctx, k16);
+  kc_scratch_release(ctx, v16);
+  return rc;
+}

@@ -1,0 +1,159 @@
+// Shared by every kernel file of libkino_cuda.so: the context handle, dtype codes, error plumbing and
+// small device helpers (bf16/f16 conversion, warp reductions, cp.async / ldmatrix / mma.sync wrappers).
+//
+// The C ABI (every symbol starts with kc_) is the only thing exported: the library is compiled with
+// -fvisibility=hidden and KC_API marks the entry points. Every entry point returns 0 on success or a
+// cudaError_t / KC_E* code; kc_last_error(ctx) then holds a message naming the failing call.
+#pragma once
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#define KC_API extern "C" __attribute__((visibility("default")))
+
+// Element types, shared with src/runtime/backends/cuda.ts.
+enum KcDtype { KC_F32 = 0, KC_BF16 = 1, KC_F16 = 2 };
+
+// Error codes of our own live above CUDA's range (cudaError_t values are < 1000).
+enum KcError { KC_OK = 0, KC_E_ARG = 10001, KC_E_UNSUPPORTED = 10002, KC_E_OOM = 10003 };
+
+struct KcAllocator;  // context.cu
+
+struct KcContext {
+  int device;
+  int sm_major, sm_minor, sm_count;
+  size_t smem_optin;           // max dynamic shared memory per block after opt-in
+  cudaStream_t stream;
+  KcAllocator* alloc;
+  void* encode_tensor_map;     // cuTensorMapEncodeTiled from the driver (sm_90 GEMM), or null
+  int gemm_path;               // 0 auto, 1 force mma.sync, 2 force SIMT (KINO_CUDA_GEMM=mma|simt)
+  int attention_path;          // 0 auto, 1 force the f32 SIMT kernel (KINO_CUDA_ATTENTION=f32)
+  cudaEvent_t timer[2];        // kc_timer_start / kc_timer_stop, created on first use
+  char error[512];
+};
+
+// Error plumbing. kc_fail records "where: message" and returns the code.
+int kc_fail(KcContext* ctx, int code, const char* where, const char* detail = nullptr);
+static inline int kc_check(KcContext* ctx, cudaError_t e, const char* where) {
+  return e == cudaSuccess ? 0 : kc_fail(ctx, (int)e, where, cudaGetErrorString(e));
+}
+// After a kernel launch: reports configuration errors (bad grid, too much shared memory) at once.
+static inline int kc_launched(KcContext* ctx, const char* kernel) {
+  return kc_check(ctx, cudaGetLastError(), kernel);
+}
+#define KC_TRY(expr)              \
+  do {                            \
+    int kc_rc_ = (expr);          \
+    if (kc_rc_ != 0) return kc_rc_; \
+  } while (0)
+
+// Scratch memory from the caching allocator (context.cu); released to the cache, stream-ordered.
+void* kc_scratch(KcContext* ctx, size_t bytes);
+void kc_scratch_release(KcContext* ctx, void* p);
+
+// f32 → bf16/f16 conversion of a whole buffer on the context stream (elementwise.cu).
+int kc_convert_launch(KcContext* ctx, const void* src, int src_dt, void* dst, int dst_dt, int64_t n);
+
+static inline unsigned kc_blocks(int64_t n, int threads) { return (unsigned)((n + threads - 1) / threads); }
+
+// ---- device helpers ------------------------------------------------------------------------------
+
+// Loads one element of any supported dtype as f32.
+__device__ __forceinline__ float kc_ld(const void* p, int dt, int64_t i) {
+  if (dt == KC_F32) return ((const float*)p)[i];
+  if (dt == KC_BF16) return __bfloat162float(((const __nv_bfloat16*)p)[i]);
+  return __half2float(((const __half*)p)[i]);
+}
+__device__ __forceinline__ void kc_st(void* p, int dt, int64_t i, float v) {
+  if (dt == KC_F32) ((float*)p)[i] = v;
+  else if (dt == KC_BF16) ((__nv_bfloat16*)p)[i] = __float2bfloat16(v);
+  else ((__half*)p)[i] = __float2half(v);
+}
+
+__device__ __forceinline__ float kc_warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float kc_warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+// Block-wide sum for blockDim.x a multiple of 32 (≤ 1024); every thread gets the result.
+__device__ __forceinline__ float kc_block_sum(float v) {
+  __shared__ float partial[32];
+  __syncthreads();  // partial[] may still be read by a previous call
+  v = kc_warp_sum(v);
+  int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nwarps = blockDim.x >> 5;
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  v = lane < nwarps ? partial[lane] : 0.f;
+  return kc_warp_sum(v);
+}
+__device__ __forceinline__ float kc_block_max(float v) {
+  __shared__ float partial[32];
+  __syncthreads();
+  v = kc_warp_max(v);
+  int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nwarps = blockDim.x >> 5;
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  v = lane < nwarps ? partial[lane] : -INFINITY;
+  return kc_warp_max(v);
+}
+
+__device__ __forceinline__ uint32_t kc_smem_addr(const void* p) {
+  return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+// 16-byte global→shared copy that bypasses L1; src_bytes < 16 zero-fills the rest (0 = all zeros),
+// which is how every tiled kernel here handles rows and columns past the end of a matrix.
+__device__ __forceinline__ void kc_cp_async16(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void kc_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void kc_cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+__device__ __forceinline__ void kc_ldmatrix_x4(uint32_t addr, uint32_t& r0, uint32_t& r1, uint32_t& r2,
+                                               uint32_t& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+__device__ __forceinline__ void kc_ldmatrix_x4_trans(uint32_t addr, uint32_t& r0, uint32_t& r1, uint32_t& r2,
+                                                     uint32_t& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+
+// D(16x8, f32) += A(16x16) · B(16x8) with bf16 or f16 inputs (IS_F16 picks the PTX type).
+template <bool IS_F16>
+__device__ __forceinline__ void kc_mma_16816(float* d, const uint32_t* a, const uint32_t* b) {
+  if constexpr (IS_F16) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+}
+
+// Two f32 → one packed pair of bf16 (low half = first element), the A-operand register format.
+__device__ __forceinline__ uint32_t kc_pack_bf16(float lo, float hi) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+__device__ __forceinline__ uint32_t kc_pack_f16(float lo, float hi) {
+  __half2 v = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&v);
+}

@@ -1,0 +1,281 @@
+// The context handle and everything that is not a kernel: device discovery, the stream, the caching
+// allocator, host↔device copies, timing events and error strings.
+//
+// One context owns one device and one stream; every op of the library is enqueued on that stream, so
+// stream order alone makes it safe to hand a freed block to the next allocation without a sync.
+// The context is not thread-safe: kino gives each worker process (and so each GPU) one context.
+#include "common.cuh"
+#include <cuda.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <map>
+#include <unordered_map>
+#include <vector>
+
+int kc_fail(KcContext* ctx, int code, const char* where, const char* detail) {
+  if (ctx) snprintf(ctx->error, sizeof ctx->error, "%s: %s (error %d)", where, detail ? detail : "failed", code);
+  return code;
+}
+
+// ---- caching allocator ---------------------------------------------------------------------------
+// cudaMalloc/cudaFree are slow and cudaFree synchronizes the device, so freed blocks go to free lists
+// keyed by their rounded size and are handed out again. Small requests round to 512 B, large ones to
+// 2 MiB; a cached block is reused for a request up to 1/8 smaller than it. When cudaMalloc runs out
+// of memory the cache is returned to the driver and the allocation retried once.
+struct KcAllocator {
+  std::multimap<size_t, void*> free_blocks;       // rounded size → block
+  std::unordered_map<void*, size_t> live_blocks;  // block → rounded size
+  size_t in_use = 0, cached = 0, peak = 0, mallocs = 0;
+};
+
+static size_t kc_round_size(size_t n) {
+  const size_t small = 512, large = 2u << 20;
+  if (n == 0) n = 1;
+  return n <= (1u << 20) ? (n + small - 1) / small * small : (n + large - 1) / large * large;
+}
+
+static void kc_release_cache(KcAllocator* a) {
+  for (auto& kv : a->free_blocks) cudaFree(kv.second);
+  a->free_blocks.clear();
+  a->cached = 0;
+}
+
+static void* kc_alloc_impl(KcContext* ctx, size_t bytes) {
+  KcAllocator* a = ctx->alloc;
+  size_t size = kc_round_size(bytes);
+  auto it = a->free_blocks.lower_bound(size);
+  if (it != a->free_blocks.end() && it->first <= size + size / 8) {
+    void* p = it->second;
+    size = it->first;
+    a->free_blocks.erase(it);
+    a->cached -= size;
+    a->live_blocks[p] = size;
+    a->in_use += size;
+    if (a->in_use > a->peak) a->peak = a->in_use;
+    return p;
+  }
+  void* p = nullptr;
+  cudaError_t e = cudaMalloc(&p, size);
+  if (e == cudaErrorMemoryAllocation) {
+    cudaGetLastError();  // clear the sticky-free error before retrying
+    kc_release_cache(a);
+    e = cudaMalloc(&p, size);
+  }
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    char detail[160];
+    snprintf(detail, sizeof detail, "%s while allocating %zu bytes (%zu in use, %zu cached)",
+             cudaGetErrorString(e), size, a->in_use, a->cached);
+    kc_fail(ctx, KC_E_OOM, "kc_alloc", detail);
+    return nullptr;
+  }
+  a->mallocs++;
+  a->live_blocks[p] = size;
+  a->in_use += size;
+  if (a->in_use > a->peak) a->peak = a->in_use;
+  return p;
+}
+
+static int kc_free_impl(KcContext* ctx, void* p) {
+  if (!p) return 0;
+  KcAllocator* a = ctx->alloc;
+  auto it = a->live_blocks.find(p);
+  if (it == a->live_blocks.end()) return kc_fail(ctx, KC_E_ARG, "kc_free", "pointer not allocated by this context");
+  size_t size = it->second;
+  a->live_blocks.erase(it);
+  a->in_use -= size;
+  a->cached += size;
+  a->free_blocks.emplace(size, p);
+  return 0;
+}
+
+void* kc_scratch(KcContext* ctx, size_t bytes) { return kc_alloc_impl(ctx, bytes); }
+void kc_scratch_release(KcContext* ctx, void* p) { kc_free_impl(ctx, p); }
+
+// ---- context -------------------------------------------------------------------------------------
+
+static void kc_copy_message(char* dst, int len, const char* msg) {
+  if (dst && len > 0) {
+    strncpy(dst, msg, (size_t)len - 1);
+    dst[len - 1] = 0;
+  }
+}
+
+// Creates a context on `device`. On failure returns null, stores the CUDA error code in *code and a
+// message in err: with no driver or no GPU, cudaGetDeviceCount answers 35 (insufficient driver) or
+// 100 (no device) and that is what the caller reports as "no device".
+KC_API KcContext* kc_create(int device, int32_t* code, char* err, int err_len) {
+  char msg[512];
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    if (e == cudaSuccess) e = cudaErrorNoDevice;
+    snprintf(msg, sizeof msg, "cudaGetDeviceCount: %s (error %d)", cudaGetErrorString(e), (int)e);
+    cudaGetLastError();
+    if (code) *code = (int32_t)e;
+    kc_copy_message(err, err_len, msg);
+    return nullptr;
+  }
+  if (device < 0 || device >= count) {
+    snprintf(msg, sizeof msg, "device %d requested but %d device(s) present", device, count);
+    if (code) *code = (int32_t)cudaErrorInvalidDevice;
+    kc_copy_message(err, err_len, msg);
+    return nullptr;
+  }
+  cudaDeviceProp prop;
+  if ((e = cudaSetDevice(device)) != cudaSuccess || (e = cudaGetDeviceProperties(&prop, device)) != cudaSuccess) {
+    snprintf(msg, sizeof msg, "cudaSetDevice(%d): %s (error %d)", device, cudaGetErrorString(e), (int)e);
+    if (code) *code = (int32_t)e;
+    kc_copy_message(err, err_len, msg);
+    return nullptr;
+  }
+  KcContext* ctx = new KcContext();
+  memset(ctx->error, 0, sizeof ctx->error);
+  ctx->device = device;
+  ctx->sm_major = prop.major;
+  ctx->sm_minor = prop.minor;
+  ctx->sm_count = prop.multiProcessorCount;
+  ctx->smem_optin = prop.sharedMemPerBlockOptin;
+  ctx->alloc = new KcAllocator();
+  ctx->encode_tensor_map = nullptr;
+  ctx->gemm_path = 0;
+  ctx->timer[0] = ctx->timer[1] = nullptr;
+  const char* path = getenv("KINO_CUDA_GEMM");
+  if (path && strcmp(path, "mma") == 0) ctx->gemm_path = 1;
+  if (path && strcmp(path, "simt") == 0) ctx->gemm_path = 2;
+  const char* attention = getenv("KINO_CUDA_ATTENTION");
+  ctx->attention_path = attention && strcmp(attention, "f32") == 0 ? 1 : 0;
+  if ((e = cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking)) != cudaSuccess) {
+    snprintf(msg, sizeof msg, "cudaStreamCreate: %s (error %d)", cudaGetErrorString(e), (int)e);
+    if (code) *code = (int32_t)e;
+    kc_copy_message(err, err_len, msg);
+    delete ctx->alloc;
+    delete ctx;
+    return nullptr;
+  }
+  // The sm_90 GEMM describes its operands with TMA tensor maps, which only the driver API encodes;
+  // the runtime hands out the driver's entry point so the library needs no link against libcuda.
+  if (ctx->sm_major == 9) {
+    cudaDriverEntryPointQueryResult q;
+    void* fn = nullptr;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) ==
+            cudaSuccess &&
+        q == cudaDriverEntryPointSuccess)
+      ctx->encode_tensor_map = fn;
+    cudaGetLastError();
+  }
+  if (code) *code = 0;
+  kc_copy_message(err, err_len, "");
+  return ctx;
+}
+
+KC_API void kc_destroy(KcContext* ctx) {
+  if (!ctx) return;
+  cudaStreamSynchronize(ctx->stream);
+  for (auto& kv : ctx->alloc->live_blocks) cudaFree(kv.first);
+  kc_release_cache(ctx->alloc);
+  cudaStreamDestroy(ctx->stream);
+  if (ctx->timer[0]) cudaEventDestroy(ctx->timer[0]);
+  if (ctx->timer[1]) cudaEventDestroy(ctx->timer[1]);
+  delete ctx->alloc;
+  delete ctx;
+}
+
+// Kernel choice: gemm_path 0 auto / 1 mma.sync / 2 SIMT; attention_path 0 auto / 1 f32 SIMT. Paths 2
+// and 1 are the exact ones (f32 products, no bf16 rounding of activations), for tests and comparisons.
+KC_API int kc_set_paths(KcContext* ctx, int gemm_path, int attention_path) {
+  if (gemm_path < 0 || gemm_path > 2 || attention_path < 0 || attention_path > 1)
+    return kc_fail(ctx, KC_E_ARG, "kc_set_paths", "gemm_path must be 0..2 and attention_path 0..1");
+  ctx->gemm_path = gemm_path;
+  ctx->attention_path = attention_path;
+  return 0;
+}
+
+KC_API const char* kc_last_error(KcContext* ctx) { return ctx ? ctx->error : "no context"; }
+
+KC_API const char* kc_error_string(int code) {
+  switch (code) {
+    case KC_E_ARG: return "invalid argument";
+    case KC_E_UNSUPPORTED: return "unsupported dtype or shape";
+    case KC_E_OOM: return "out of device memory";
+    default: return cudaGetErrorString((cudaError_t)code);
+  }
+}
+
+// name: the device name; out[0..7]: sm major, sm minor, multiprocessors, total bytes, free bytes,
+// shared memory per block (opt-in), driver version, runtime version.
+KC_API int kc_device_info(KcContext* ctx, char* name, int name_len, int64_t* out) {
+  cudaDeviceProp prop;
+  KC_TRY(kc_check(ctx, cudaGetDeviceProperties(&prop, ctx->device), "cudaGetDeviceProperties"));
+  kc_copy_message(name, name_len, prop.name);
+  size_t free_b = 0, total_b = 0;
+  KC_TRY(kc_check(ctx, cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo"));
+  int drv = 0, rt = 0;
+  cudaDriverGetVersion(&drv);
+  cudaRuntimeGetVersion(&rt);
+  int64_t v[8] = {prop.major, prop.minor, prop.multiProcessorCount, (int64_t)total_b, (int64_t)free_b,
+                  (int64_t)prop.sharedMemPerBlockOptin, drv, rt};
+  memcpy(out, v, sizeof v);
+  return 0;
+}
+
+// out[0..3]: bytes in use, bytes cached in free lists, peak bytes in use, cudaMalloc calls.
+KC_API void kc_memory_stats(KcContext* ctx, int64_t* out) {
+  KcAllocator* a = ctx->alloc;
+  out[0] = (int64_t)a->in_use;
+  out[1] = (int64_t)a->cached;
+  out[2] = (int64_t)a->peak;
+  out[3] = (int64_t)a->mallocs;
+}
+
+// Returns a device pointer of at least `bytes` (256-byte aligned), or null with kc_last_error set.
+KC_API void* kc_alloc(KcContext* ctx, uint64_t bytes) { return kc_alloc_impl(ctx, (size_t)bytes); }
+KC_API int kc_free(KcContext* ctx, void* p) { return kc_free_impl(ctx, p); }
+// Hands every cached block back to the driver (waits for the stream first).
+KC_API int kc_empty_cache(KcContext* ctx) {
+  KC_TRY(kc_check(ctx, cudaStreamSynchronize(ctx->stream), "cudaStreamSynchronize"));
+  kc_release_cache(ctx->alloc);
+  return 0;
+}
+
+// Copies are enqueued on the context stream (after every op already enqueued) and waited for, because
+// the host side is a JS-owned buffer that must not be touched by the device after we return.
+KC_API int kc_upload(KcContext* ctx, void* dst, const void* src, uint64_t bytes) {
+  if (bytes == 0) return 0;
+  KC_TRY(kc_check(ctx, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, ctx->stream), "kc_upload"));
+  return kc_check(ctx, cudaStreamSynchronize(ctx->stream), "kc_upload (sync)");
+}
+KC_API int kc_download(KcContext* ctx, void* dst, const void* src, uint64_t bytes) {
+  if (bytes == 0) return 0;
+  KC_TRY(kc_check(ctx, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, ctx->stream), "kc_download"));
+  return kc_check(ctx, cudaStreamSynchronize(ctx->stream), "kc_download (sync)");
+}
+KC_API int kc_copy(KcContext* ctx, void* dst, const void* src, uint64_t bytes) {
+  if (bytes == 0) return 0;
+  return kc_check(ctx, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, ctx->stream), "kc_copy");
+}
+KC_API int kc_memset(KcContext* ctx, void* dst, int byte, uint64_t bytes) {
+  if (bytes == 0) return 0;
+  return kc_check(ctx, cudaMemsetAsync(dst, byte, bytes, ctx->stream), "kc_memset");
+}
+KC_API int kc_synchronize(KcContext* ctx) {
+  return kc_check(ctx, cudaStreamSynchronize(ctx->stream), "cudaStreamSynchronize");
+}
+
+// Timing for benchmarks: kc_timer_start records an event on the stream; kc_timer_stop records a
+// second one, waits for it and returns the elapsed milliseconds (negative on error).
+KC_API int kc_timer_start(KcContext* ctx) {
+  if (!ctx->timer[0]) {
+    KC_TRY(kc_check(ctx, cudaEventCreate(&ctx->timer[0]), "cudaEventCreate"));
+    KC_TRY(kc_check(ctx, cudaEventCreate(&ctx->timer[1]), "cudaEventCreate"));
+  }
+  return kc_check(ctx, cudaEventRecord(ctx->timer[0], ctx->stream), "cudaEventRecord");
+}
+KC_API double kc_timer_stop(KcContext* ctx) {
+  if (!ctx->timer[0] || kc_check(ctx, cudaEventRecord(ctx->timer[1], ctx->stream), "cudaEventRecord")) return -1;
+  if (kc_check(ctx, cudaEventSynchronize(ctx->timer[1]), "cudaEventSynchronize")) return -1;
+  float ms = 0;
+  if (kc_check(ctx, cudaEventElapsedTime(&ms, ctx->timer[0], ctx->timer[1]), "cudaEventElapsedTime")) return -1;
+  return ms;
+}

@@ -1,0 +1,143 @@
+// Elementwise ops on f32 activations, and dtype conversion. All are memory-bound: one grid-stride
+// pass, one read per input and one write, in place allowed (each element reads before it writes).
+//
+// CPU reference (src/runtime/reference.ts), for every element i:
+//   gelu      out = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
+//   silu      out = x / (1 + e^(−x))
+//   mul       out = a·b
+//   axpby     out = α·a + β·b
+//   fill      out = value
+//   modulate  out = x·(1 + scale[r]) + shift[r]     x [B, L, C], tables [B, G, C],
+//   gated_add out = x + gate[r]·y                   r = (b·G + floor(l / (L/G)))·C + c
+//   convert   out = x widened or rounded (f32 → bf16/f16 round-to-nearest-even; u8 → f32 values)
+#include "common.cuh"
+
+namespace {
+constexpr int THREADS = 256;
+
+unsigned grid_for(KcContext* ctx, int64_t n) {
+  int64_t want = (n + THREADS - 1) / THREADS, cap = (int64_t)ctx->sm_count * 16;
+  return (unsigned)(want < cap ? (want > 0 ? want : 1) : cap);
+}
+
+#define KC_GRID_STRIDE(i, n) \
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
+
+enum Unary { GELU = 0, SILU = 1 };
+
+__global__ void unary_kernel(float* out, const float* x, int64_t n, int op) {
+  KC_GRID_STRIDE(i, n) {
+    float v = x[i];
+    if (op == GELU) out[i] = 0.5f * v * (1.f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+    else out[i] = v / (1.f + expf(-v));
+  }
+}
+
+__global__ void mul_kernel(float* out, const float* a, const float* b, int64_t n) {
+  KC_GRID_STRIDE(i, n) out[i] = a[i] * b[i];
+}
+
+__global__ void axpby_kernel(float* out, const float* a, const float* b, float alpha, float beta, int64_t n) {
+  KC_GRID_STRIDE(i, n) out[i] = alpha * a[i] + beta * b[i];
+}
+
+__global__ void fill_kernel(float* out, float value, int64_t n) {
+  KC_GRID_STRIDE(i, n) out[i] = value;
+}
+
+__device__ __forceinline__ int64_t group_row(int64_t i, int L, int C, int G) {
+  int64_t c = i % C, l = (i / C) % L, b = i / ((int64_t)C * L);
+  return (b * G + l / (L / G)) * C + c;
+}
+
+__global__ void modulate_kernel(float* out, const float* x, const float* scale, const float* shift, int64_t n, int L,
+                                int C, int G) {
+  KC_GRID_STRIDE(i, n) {
+    int64_t r = group_row(i, L, C, G);
+    out[i] = x[i] * (1.f + scale[r]) + shift[r];
+  }
+}
+
+__global__ void gated_add_kernel(float* out, const float* x, const float* y, const float* gate, int64_t n, int L, int C,
+                                 int G) {
+  KC_GRID_STRIDE(i, n) out[i] = x[i] + gate[group_row(i, L, C, G)] * y[i];
+}
+
+// Conversion: f32 → bf16 is the hot case (every GEMM and attention call rounds its f32 operand), so
+// it moves 4 elements per thread when both buffers allow 16/8-byte accesses.
+__global__ void f32_to_bf16_x4_kernel(__nv_bfloat16* out, const float* x, int64_t n4) {
+  KC_GRID_STRIDE(i, n4) {
+    float4 v = reinterpret_cast<const float4*>(x)[i];
+    uint2 packed = make_uint2(kc_pack_bf16(v.x, v.y), kc_pack_bf16(v.z, v.w));
+    reinterpret_cast<uint2*>(out)[i] = packed;
+  }
+}
+
+__device__ __forceinline__ float load_any(const void* p, int dt, int64_t i) {
+  if (dt == 3) return (float)((const uint8_t*)p)[i];  // u8 (frames), only ever read
+  return kc_ld(p, dt, i);
+}
+
+__global__ void convert_kernel(void* out, int out_dt, const void* x, int x_dt, int64_t n) {
+  KC_GRID_STRIDE(i, n) kc_st(out, out_dt, i, load_any(x, x_dt, i));
+}
+}  // namespace
+
+int kc_convert_launch(KcContext* ctx, const void* src, int src_dt, void* dst, int dst_dt, int64_t n) {
+  if (n <= 0) return 0;
+  if (src_dt == dst_dt) return kc_check(ctx, cudaMemcpyAsync(dst, src, (size_t)n * (src_dt == KC_F32 ? 4 : 2),
+                                                             cudaMemcpyDeviceToDevice, ctx->stream), "kc_convert");
+  if (src_dt == KC_F32 && dst_dt == KC_BF16 && n % 4 == 0 && ((uintptr_t)src & 15) == 0 && ((uintptr_t)dst & 7) == 0) {
+    f32_to_bf16_x4_kernel<<<grid_for(ctx, n / 4), THREADS, 0, ctx->stream>>>((__nv_bfloat16*)dst, (const float*)src, n / 4);
+    return kc_launched(ctx, "f32_to_bf16_x4_kernel");
+  }
+  convert_kernel<<<grid_for(ctx, n), THREADS, 0, ctx->stream>>>(dst, dst_dt, src, src_dt, n);
+  return kc_launched(ctx, "convert_kernel");
+}
+
+// src_dt: 0 f32, 1 bf16, 2 f16, 3 u8; dst_dt: 0 f32, 1 bf16, 2 f16.
+KC_API int kc_convert(KcContext* ctx, void* dst, int dst_dt, const void* src, int src_dt, int64_t n) {
+  if (dst_dt < 0 || dst_dt > 2 || src_dt < 0 || src_dt > 3)
+    return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_convert", "unsupported dtype");
+  return kc_convert_launch(ctx, src, src_dt, dst, dst_dt, n);
+}
+
+KC_API int kc_gelu(KcContext* ctx, float* out, const float* x, int64_t n) {
+  if (n <= 0) return 0;
+  unary_kernel<<<grid_for(ctx, n), THREADS, 0, ctx->stream>>>(out, x, n, GELU);
+  return kc_launched(ctx, "kc_gelu");
+}
+KC_API int kc_silu(KcContext* ctx, float* out, const float* x, int64_t n) {
+  if (n <= 0) return 0;
+  unary_kernel<<<grid_for(ctx, n), THREADS, 0, ctx->stream>>>(out, x, n, SILU);
+  return kc_launched(ctx, "kc_silu");
+}
+KC_API int kc_mul(KcContext* ctx, float* out, const float* a, const float* b, int64_t n) {
+  if (n <= 0) return 0;
+  mul_kernel<<<grid_for(ctx, n), THREADS, 0, ctx->stream>>>(out, a, b, n);
+  return kc_launched(ctx, "kc_mul");
+}
+KC_API int kc_axpby(KcContext* ctx, float* out, const float* a, const float* b, float alpha, float beta, int64_t n) {
+  if (n <= 0) return 0;
+  axpby_kernel<<<grid_for(ctx, n), THREADS, 0, ctx->stream>>>(out, a, b, alpha, beta, n);
+  return kc_launched(ctx, "kc_axpby");
+}
+KC_API int kc_fill(KcContext* ctx, float* out, float value, int64_t n) {
+  if (n <= 0) return 0;
+  fill_kernel<<<grid_for(ctx, n), THREADS, 0, ctx->stream>>>(out, value, n);
+  return kc_launched(ctx, "kc_fill");
+}
+KC_API int kc_modulate(KcContext* ctx, float* out, const float* x, const float* scale, const float* shift, int B, int L,
+                       int C, int G) {
+  int64_t n = (int64_t)B * L * C;
+  if (n <= 0) return 0;
+  modulate_kernel<<<grid_for(ctx, n), THREADS, 0, ctx->stream>>>(out, x, scale, shift, n, L, C, G);
+  return kc_launched(ctx, "kc_modulate");
+}
+KC_API int kc_gated_add(KcContext* ctx, float* out, const float* x, const float* y, const float* gate, int B, int L,
+                        int C, int G) {
+  int64_t n = (int64_t)B * L * C;
+  if (n <= 0) return 0;
+  gated_add_kernel<<<grid_for(ctx, n), THREADS, 0, ctx->stream>>>(out, x, y, gate, n, L, C, G);
+  return kc_launched(ctx, "kc_gated_add");
+}

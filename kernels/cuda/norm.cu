@@ -1,0 +1,124 @@
+// Row normalisations (LayerNorm, RMSNorm, softmax over the last dim) and the channel L2 norm of the
+// Wan VAE. All accumulate in f32; in place allowed (every thread reads its elements before writing).
+//
+// CPU reference (src/runtime/reference.ts), per row x of `cols` values:
+//   layer_norm   y = (x − mean) / sqrt(var + eps) · weight + bias        (var: biased, 1/cols)
+//                and, fused when scale/shift are given (Wan's adaLN, LongLive's fused kernel):
+//                y = y · (1 + scale[r]) + shift[r] with r as in modulate (elementwise.cu)
+//   rms_norm     y = x / sqrt(mean(x²) + eps) · weight
+//   softmax      y = e^(x − max) / Σ e^(x − max)
+//   l2_norm_channels  over dim 1 of [B, C, S]: y = x / max(‖x‖₂, eps) · scale · gamma[c]
+//
+// One block per row: rows are 16…10 240 wide here (head dims, 1536, 4096 hidden), so a block of up to
+// 256 threads strides the row and reduces through shared memory; the row is re-read from L1/L2 for
+// each pass instead of being held in registers, which keeps one kernel for every width. LayerNorm uses
+// two passes (mean, then squared deviations) because one-pass E[x²] − mean² cancels badly for
+// activations with a large mean.
+#include "common.cuh"
+
+namespace {
+int threads_for(int cols) {
+  int t = (cols + 31) / 32 * 32;
+  return t < 256 ? (t > 32 ? t : 32) : 256;
+}
+
+__global__ void layer_norm_kernel(float* out, const float* x, int cols, float eps, const float* weight,
+                                  const float* bias, const float* scale, const float* shift, int L, int G) {
+  const int64_t row = blockIdx.x;
+  const float* xr = x + row * cols;
+  float* yr = out + row * cols;
+  float s = 0.f;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) s += xr[c];
+  const float mean = kc_block_sum(s) / cols;
+  float v = 0.f;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+    float d = xr[c] - mean;
+    v += d * d;
+  }
+  const float inv = rsqrtf(kc_block_sum(v) / cols + eps);
+  const float* sc = nullptr;
+  const float* sh = nullptr;
+  if (scale) {
+    int64_t b = row / L, l = row % L;
+    int64_t t = (b * G + l / (L / G)) * cols;
+    sc = scale + t;
+    sh = shift + t;
+  }
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+    float y = (xr[c] - mean) * inv;
+    if (weight) y *= weight[c];
+    if (bias) y += bias[c];
+    if (sc) y = y * (1.f + sc[c]) + sh[c];
+    yr[c] = y;
+  }
+}
+
+__global__ void rms_norm_kernel(float* out, const float* x, int cols, float eps, const float* weight) {
+  const int64_t row = blockIdx.x;
+  const float* xr = x + row * cols;
+  float* yr = out + row * cols;
+  float s = 0.f;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) s += xr[c] * xr[c];
+  const float inv = rsqrtf(kc_block_sum(s) / cols + eps);
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) yr[c] = xr[c] * inv * (weight ? weight[c] : 1.f);
+}
+
+__global__ void softmax_kernel(float* out, const float* x, int cols) {
+  const int64_t row = blockIdx.x;
+  const float* xr = x + row * cols;
+  float* yr = out + row * cols;
+  float m = -INFINITY;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) m = fmaxf(m, xr[c]);
+  m = kc_block_max(m);
+  float s = 0.f;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) s += expf(xr[c] - m);
+  const float inv = 1.f / kc_block_sum(s);
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) yr[c] = expf(xr[c] - m) * inv;
+}
+
+// One thread per (b, s) position; channels are S apart, so a warp reads 32 consecutive positions of
+// one channel at a time (coalesced).
+__global__ void l2_norm_channels_kernel(float* out, const float* x, int B, int C, int64_t S, float eps, float scale,
+                                        const float* gamma) {
+  int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (idx >= (int64_t)B * S) return;
+  int64_t b = idx / S, s = idx % S;
+  const float* xp = x + b * C * S + s;
+  float* yp = out + b * C * S + s;
+  float ss = 0.f;
+  for (int c = 0; c < C; c++) ss += xp[c * S] * xp[c * S];
+  const float inv = scale / fmaxf(sqrtf(ss), eps);
+  for (int c = 0; c < C; c++) yp[c * S] = xp[c * S] * inv * (gamma ? gamma[c] : 1.f);
+}
+}  // namespace
+
+// scale/shift (both or neither): [B, G, cols] modulation tables, rows = B·L.
+KC_API int kc_layer_norm(KcContext* ctx, float* out, const float* x, int64_t rows, int cols, float eps,
+                         const float* weight, const float* bias, const float* scale, const float* shift, int L, int G) {
+  if (rows <= 0 || cols <= 0) return 0;
+  if ((scale != nullptr) != (shift != nullptr) || (scale && (L <= 0 || G <= 0 || L % G)))
+    return kc_fail(ctx, KC_E_ARG, "kc_layer_norm", "modulation needs scale and shift with G dividing L");
+  layer_norm_kernel<<<(unsigned)rows, threads_for(cols), 0, ctx->stream>>>(out, x, cols, eps, weight, bias, scale, shift,
+                                                                          L, G);
+  return kc_launched(ctx, "kc_layer_norm");
+}
+
+KC_API int kc_rms_norm(KcContext* ctx, float* out, const float* x, int64_t rows, int cols, float eps, const float* weight) {
+  if (rows <= 0 || cols <= 0) return 0;
+  rms_norm_kernel<<<(unsigned)rows, threads_for(cols), 0, ctx->stream>>>(out, x, cols, eps, weight);
+  return kc_launched(ctx, "kc_rms_norm");
+}
+
+KC_API int kc_softmax(KcContext* ctx, float* out, const float* x, int64_t rows, int cols) {
+  if (rows <= 0 || cols <= 0) return 0;
+  softmax_kernel<<<(unsigned)rows, threads_for(cols), 0, ctx->stream>>>(out, x, cols);
+  return kc_launched(ctx, "kc_softmax");
+}
+
+KC_API int kc_l2_norm_channels(KcContext* ctx, float* out, const float* x, int B, int C, int64_t S, float eps,
+                               float scale, const float* gamma) {
+  int64_t n = (int64_t)B * S;
+  if (n <= 0 || C <= 0) return 0;
+  l2_norm_channels_kernel<<<kc_blocks(n, 256), 256, 0, ctx->stream>>>(out, x, B, C, S, eps, scale, gamma);
+  return kc_launched(ctx, "kc_l2_norm_channels");
+}

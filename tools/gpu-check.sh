@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# The one prepared check for a GPU machine (`npm run gpu:check`), sized for a lent H200 (< 6 minutes
+# including the build). In order, each step reporting even when a later one fails:
+#   1. builds build/libkino_cuda.so (tools/build/cuda.ts through bun when bun is there, else the same
+#      nvcc flags directly) and counts wgmma (HGMMA) instructions in its sm_90a code;
+#   2. checks the CUDA kernels against PyTorch (fp64/fp32 references on the GPU) at awkward shapes —
+#      every GEMM path (wgmma, mma.sync, SIMT; bf16 and f32 activations) and the attention kernels
+#      (D 16…128, Lq ≠ Lk, kvLen < Lk, block-causal, T5 bias, SIMT head sizes);
+#   3. benchmarks bf16 GEMM (4096³ and the Wan-1.3B shapes at M = 4680) and attention (12 heads × 128,
+#      Lq 4680, Lk 4680/18720/32760) in TFLOP/s, side by side with PyTorch (cuBLAS, SDPA) in the same
+#      run, as one table;
+#   4. runs the op sweep (test/runtime/ops.test.ts + cuda.test.ts) when bun is available.
+# GPU machines of the lab image have python3 + torch but no bun: carry one compressed
+# (`gzip -9 -c node_modules/bun/bin/bun.exe > .gpu/bun.gz`, ~50 MB) or set KINO_BUN.
+# Results are also written to $OUT/gpu-check.log when OUT is set.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+LOG="${OUT:-/tmp}/gpu-check.log"
+exec > >(tee "$LOG") 2>&1
+status=0
+step() { echo; echo "== $*"; }
+
+find_bun() {
+  if [ -n "${KINO_BUN:-}" ]; then echo "$KINO_BUN"; return; fi
+  if command -v bun >/dev/null; then command -v bun; return; fi
+  if [ -x node_modules/.bin/bun ]; then echo node_modules/.bin/bun; return; fi
+  for z in .gpu/bun.gz .gpu/bun.xz; do
+    if [ -f "$z" ]; then
+      case "$z" in *.gz) gzip -dc "$z" >/tmp/kino-bun ;; *.xz) xz -dc "$z" >/tmp/kino-bun ;; esac
+      chmod +x /tmp/kino-bun && echo /tmp/kino-bun && return
+    fi
+  done
+}
+BUN="$(find_bun)"
+
+step "device"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader || status=1
+
+step "build (nvcc)"
+start=$(date +%s)
+if [ -n "$BUN" ]; then
+  "$BUN" tools/build/cuda.ts || exit 1
+else
+  # Same flags as tools/build/cuda.ts (kept in step with it).
+  mkdir -p build/cuda-obj
+  flags=(-O3 -std=c++17 --expt-relaxed-constexpr -Xcompiler -fPIC -Xcompiler -fvisibility=hidden
+    -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_80,code=sm_80 -gencode arch=compute_80,code=compute_80)
+  for f in kernels/cuda/*.cu; do
+    nvcc "${flags[@]}" -c "$f" -o "build/cuda-obj/$(basename "${f%.cu}").o" &
+  done
+  wait || true
+  echo '{ global: kc_*; local: *; };' >build/cuda-obj/exports.map
+  nvcc -shared -cudart static -Xlinker --version-script=build/cuda-obj/exports.map -o build/libkino_cuda.so build/cuda-obj/*.o || exit 1
+fi
+echo "built in $(( $(date +%s) - start )) s: $(ls -la build/libkino_cuda.so)"
+if command -v cuobjdump >/dev/null; then
+  sass=$(cuobjdump --dump-sass --gpu-architecture sm_90a build/libkino_cuda.so 2>/dev/null)
+  echo "sm_90a SASS: $(grep -c HGMMA <<<"$sass") HGMMA, $(grep -c UTMALDG <<<"$sass") UTMALDG (TMA), $(grep -c 'HMMA' <<<"$sass") HMMA instructions"
+fi
+
+step "kernels vs PyTorch, then benchmarks"
+timeout 300 python3 - <<'PY' || status=1
+import ctypes as C, math, os, sys
+import torch
+
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+lib = C.CDLL(os.path.abspath("build/libkino_cuda.so"))
+vp, i32, i64, f32 = C.c_void_p, C.c_int, C.c_int64, C.c_float
+lib.kc_create.restype = vp
+lib.kc_create.argtypes = [i32, C.POINTER(C.c_int32), C.c_char_p, i32]
+lib.kc_last_error.restype = C.c_char_p
+lib.kc_last_error.argtypes = [vp]
+lib.kc_synchronize.argtypes = [vp]
+lib.kc_timer_start.argtypes = [vp]
+lib.kc_timer_stop.argtypes = [vp]
+lib.kc_timer_stop.restype = C.c_double
+lib.kc_gemm.argtypes = [vp, vp, vp, i32, vp, i32, vp, i32, i32, i32]
+lib.kc_attention.argtypes = [vp, vp, vp, vp, vp, i32, vp, i32, i32, i32, i32, i32, i32, f32, i32, i32]
+lib.kc_set_paths.argtypes = [vp, i32, i32]
+F32, BF16 = 0, 1
+failures = []
+
+def context(gemm_path):
+    if gemm_path: os.environ["KINO_CUDA_GEMM"] = gemm_path
+    else: os.environ.pop("KINO_CUDA_GEMM", None)
+    code, msg = C.c_int32(0), C.create_string_buffer(512)
+    ctx = lib.kc_create(0, C.byref(code), msg, 512)
+    if not ctx: sys.exit(f"kc_create failed: {msg.value.decode()}")
+    return ctx
+
+def call(ctx, rc, what):
+    if rc != 0: raise RuntimeError(f"{what}: {lib.kc_last_error(ctx).decode()}")
+    rc = lib.kc_synchronize(ctx)
+    if rc != 0: raise RuntimeError(f"{what} (sync): {lib.kc_last_error(ctx).decode()}")
+
+def p(t): return C.c_void_p(t.data_ptr()) if t is not None else None
+
+def report(name, err, tol):
+    ok = err <= tol and math.isfinite(err)
+    if not ok: failures.append(name)
+    print(f"  {'ok  ' if ok else 'FAIL'} {name:58s} rel err {err:.2e} (tol {tol:.0e})", flush=True)
+
+def rel(got, want):
+    return ((got.double() - want.double()).abs().max() / want.double().abs().max().clamp_min(1e-30)).item()
+
+def kino_gemm(ctx, a, w, bias):
+    M, K = a.shape; N = w.shape[0]
+    out = torch.empty(M, N, device="cuda", dtype=torch.float32)
+    torch.cuda.synchronize()
+    call(ctx, lib.kc_gemm(ctx, p(out), p(a), F32 if a.dtype == torch.float32 else BF16, p(w),
+                          F32 if w.dtype == torch.float32 else BF16, p(bias), M, N, K), f"gemm {M}x{N}x{K}")
+    return out
+
+def kino_attention(ctx, q, k, v, kv_len, scale, bias=None, block=0, qoff=0):
+    B, Lq, H, D = q.shape; Lk = k.shape[1]
+    out = torch.empty(B, Lq, H, D, device="cuda", dtype=torch.float32)
+    torch.cuda.synchronize()
+    call(ctx, lib.kc_attention(ctx, p(out), p(q), p(k), p(v), F32 if q.dtype == torch.float32 else BF16, p(bias),
+                               B, Lq, Lk, kv_len, H, D, scale, block, qoff), f"attention {q.shape}")
+    return out
+
+def ref_attention(q, k, v, kv_len, scale, bias=None, block=0, qoff=0):
+    q, k, v = (t.double().transpose(1, 2) for t in (q, k[:, :kv_len], v[:, :kv_len]))  # [B, H, L, D]
+    s = q @ k.transpose(-1, -2) * scale
+    if bias is not None: s = s + bias.double()
+    Lq = q.shape[2]
+    if block:
+        i = torch.arange(Lq, device="cuda")[:, None]; j = torch.arange(kv_len, device="cuda")[None, :]
+        s = s.masked_fill(j // block > (qoff + i) // block, float("-inf"))
+    w = torch.softmax(s, -1).nan_to_num(0.0)
+    return (w @ v).transpose(1, 2)
+
+gen = torch.Generator(device="cuda").manual_seed(0)
+def rnd(*shape, dtype=torch.float32): return (torch.rand(*shape, device="cuda", generator=gen) * 2 - 1).to(dtype)
+bf = lambda t: t.to(torch.bfloat16).float()
+
+ctxs = {"mma.sync": context("mma"), "simt": context("simt"), "auto (wgmma on sm_90)": context(None)}
+os.environ.pop("KINO_CUDA_GEMM", None)
+print("GEMM correctness (out = a·wᵀ + bias):")
+shapes = [(1, 8, 8), (133, 264, 200), (77, 40, 24), (4680, 1536, 1536), (4680, 4608, 1536), (300, 1536, 8960), (257, 520, 4104)]
+for path in ["mma.sync", "auto (wgmma on sm_90)", "simt"]:
+    ctx = ctxs[path]
+    for M, N, K in shapes:
+        if path == "simt" and M * N * K > 2e9: continue
+        a, w, bias = rnd(M, K), rnd(N, K, dtype=torch.bfloat16), rnd(N)
+        # Tensor-core paths round f32 activations to bf16 first; SIMT multiplies them exactly.
+        want = (a.double() if path == "simt" else bf(a).double()) @ w.double().T + bias.double()
+        report(f"{path}: a f32 {M}x{N}x{K}", rel(kino_gemm(ctx, a, w, bias), want), 2e-3)
+        report(f"{path}: a bf16 {M}x{N}x{K}", rel(kino_gemm(ctx, a.to(torch.bfloat16), w, None), bf(a) @ w.float().T), 2e-3)
+ctx = ctxs["auto (wgmma on sm_90)"]
+for M, N, K in [(133, 264, 200), (64, 96, 13)]:  # f32 weights (SIMT), K off 8
+    a, w = rnd(M, K), rnd(N, K)
+    report(f"f32 weights {M}x{N}x{K}", rel(kino_gemm(ctx, a, w, None), a.double() @ w.double().T), 1e-5)
+
+print("attention correctness:")
+for D in (16, 32, 64, 128, 80):
+    for (B, Lq, Lk, kv, H, block, qoff, with_bias) in [(2, 100, 230, 200, 3, 0, 0, False), (1, 130, 260, 260, 2, 50, 100, False),
+                                                      (1, 64, 512, 300, 2, 0, 0, True), (1, 1, 7, 7, 1, 0, 0, False)]:
+        q, k, v = rnd(B, Lq, H, D), rnd(B, Lk, H, D), rnd(B, Lk, H, D)
+        bias = rnd(H, Lq, kv) * 3 if with_bias else None
+        scale = 1 / math.sqrt(D)
+        got = kino_attention(ctx, q, k, v, kv, scale, bias, block, qoff)
+        tc = D in (16, 32, 64, 128)
+        want = ref_attention(bf(q), bf(k), bf(v), kv, scale, bias, block, qoff) if tc else ref_attention(q, k, v, kv, scale, bias, block, qoff)
+        name = f"D={D} B={B} Lq={Lq} Lk={Lk} kv={kv} H={H} block={block}/{qoff}{' bias' if with_bias else ''}"
+        report(("bf16 mma " if tc else "f32 simt ") + name, rel(got, want), 2e-2 if tc else 1e-5)
+exact = context("simt")
+lib.kc_set_paths(exact, 2, 1)  # what openCudaBackend({ exact: true }) does
+q, k, v = rnd(1, 100, 2, 128), rnd(1, 230, 2, 128), rnd(1, 230, 2, 128)
+report("f32 simt (exact mode) D=128 Lq=100 Lk=230 block=50/100",
+       rel(kino_attention(exact, q, k, v, 230, 128 ** -0.5, None, 50, 100), ref_attention(q, k, v, 230, 128 ** -0.5, None, 50, 100)), 1e-5)
+
+def bench(ctx, fn, flops, iters=20):
+    for _ in range(3): fn()
+    torch.cuda.synchronize()
+    lib.kc_timer_start(ctx)
+    for _ in range(iters): fn()
+    ms = lib.kc_timer_stop(ctx) / iters
+    return flops / (ms * 1e-3) / 1e12
+
+def torch_bench(fn, flops, iters=20):
+    for _ in range(3): fn()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    for _ in range(iters): fn()
+    e.record(); e.synchronize()
+    return flops / (s.elapsed_time(e) / iters * 1e-3) / 1e12
+
+rows = []
+print("\nbenchmarks (bf16 inputs, f32 accumulation and output):", flush=True)
+for label, (M, N, K) in [("4096³", (4096, 4096, 4096)), ("Wan QKV", (4680, 4608, 1536)), ("Wan O / cross-Q", (4680, 1536, 1536)),
+                         ("Wan FFN up", (4680, 8960, 1536)), ("Wan FFN down", (4680, 1536, 8960))]:
+    a, w = rnd(M, K, dtype=torch.bfloat16), rnd(N, K, dtype=torch.bfloat16)
+    out = torch.empty(M, N, device="cuda")
+    flops = 2 * M * N * K
+    for path in ["auto (wgmma on sm_90)", "mma.sync"] if label == "4096³" else ["auto (wgmma on sm_90)"]:
+        c = ctxs[path]
+        kt = bench(c, lambda: lib.kc_gemm(c, p(out), p(a), BF16, p(w), BF16, None, M, N, K), flops)
+        tt = torch_bench(lambda: torch.matmul(a, w.T), flops)
+        rows.append((f"gemm {label} {M}x{N}x{K} [{path.split()[0]}]", kt, tt))
+for Lk in (4680, 18720, 32760):
+    B, Lq, H, D = 1, 4680, 12, 128
+    q, k, v = rnd(B, Lq, H, D, dtype=torch.bfloat16), rnd(B, Lk, H, D, dtype=torch.bfloat16), rnd(B, Lk, H, D, dtype=torch.bfloat16)
+    out = torch.empty(B, Lq, H, D, device="cuda")
+    flops = 4 * B * H * Lq * Lk * D
+    kt = bench(ctx, lambda: lib.kc_attention(ctx, p(out), p(q), p(k), p(v), BF16, None, B, Lq, Lk, Lk, H, D, D ** -0.5, 0, 0), flops, 10)
+    qt, kt_, vt = (t.transpose(1, 2) for t in (q, k, v))
+    tt = torch_bench(lambda: torch.nn.functional.scaled_dot_product_attention(qt, kt_, vt), flops, 10)
+    rows.append((f"attention 12x128 Lq={Lq} Lk={Lk}", kt, tt))
+print(f"\n| {'op':60s} | kino TFLOP/s | torch TFLOP/s | kino/torch |")
+print(f"|{'-' * 62}|--------------|---------------|------------|")
+for name, k_, t_ in rows:
+    print(f"| {name:60s} | {k_:12.1f} | {t_:13.1f} | {k_ / t_:10.2f} |")
+print(f"\ntargets: GEMM ≥ 600, attention ≥ 450 TFLOP/s")
+if failures:
+    print(f"\n{len(failures)} correctness check(s) FAILED: {failures}")
+    sys.exit(1)
+print("\nall correctness checks passed")
+PY
+
+step "op sweep (bun test)"
+if [ -n "$BUN" ]; then
+  sweep=(test/runtime/cuda.test.ts)
+  [ -f test/runtime/ops.test.ts ] && sweep+=(test/runtime/ops.test.ts)
+  timeout 180 "$BUN" test --timeout 120000 "${sweep[@]}" || status=1
+else
+  echo "skipped: no bun on this machine (carry .gpu/bun.gz or set KINO_BUN)"
+fi
+
+step "done (status $status)"
+exit $status
