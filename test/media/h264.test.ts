@@ -2,7 +2,7 @@
 // every stream must decode without errors to exactly the pictures the encoder reconstructed
 // (so reference pictures cannot drift), at the quality each QP promises.
 import { describe, expect, test } from "bun:test";
-import { H264Encoder, toAnnexB, type EncodedFrame, type H264EncoderOptions } from "../../src/media/h264/encoder.ts";
+import { H264Encoder, h264KernelSelfTest, toAnnexB, type EncodedFrame, type H264EncoderOptions } from "../../src/media/h264/encoder.ts";
 import { parseSps } from "../../src/media/mp4/index.ts";
 import { decodeH264, flatFrame, frameOf, lumaOf, noiseFrame, probeFrames, psnr, sceneFrame } from "./helpers/h264.ts";
 
@@ -51,6 +51,34 @@ function lumaPsnrs(clip: Clip, yuv: Uint8Array): number[] {
 }
 
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+describe("H264Encoder kernels", () => {
+  test("every SIMD kernel matches its scalar reference", async () => {
+    for (const seed of [1, 2, 3]) expect(await h264KernelSelfTest(seed)).toBe(0);
+  });
+
+  test("RGB is converted with BT.601 limited range (as the VUI declares)", async () => {
+    // Float reference of the documented matrix: the encoder's fixed point must round it correctly.
+    const bt601 = (r: number, g: number, b: number) => [
+      16 + (65.481 * r + 128.553 * g + 24.966 * b) / 255,
+      128 + (-37.797 * r - 74.203 * g + 112 * b) / 255,
+      128 + (112 * r - 93.786 * g - 18.214 * b) / 255,
+    ];
+    const colours = [[0, 0, 0], [255, 255, 255], [255, 0, 0], [0, 255, 0], [0, 0, 255], [128, 64, 200], [17, 230, 99]];
+    const w = 34, h = 18; // not a multiple of 16: exercises the vector body and the scalar tail
+    const enc = await H264Encoder.create({ width: w, height: h });
+    for (const [r, g, b] of colours) {
+      const frame = new Uint8Array(w * h * 3);
+      for (let i = 0; i < w * h; i++) frame.set([r!, g!, b!], i * 3);
+      enc.encode(frame);
+      const yuv = enc.sourceI420();
+      const [y, u, v] = bt601(r!, g!, b!);
+      for (const sample of yuv.subarray(0, w * h)) expect(Math.abs(sample - y!)).toBeLessThanOrEqual(0.5 + 1e-9);
+      for (const sample of yuv.subarray(w * h, w * h * 1.25)) expect(Math.abs(sample - u!)).toBeLessThanOrEqual(0.5 + 1e-9);
+      for (const sample of yuv.subarray(w * h * 1.25)) expect(Math.abs(sample - v!)).toBeLessThanOrEqual(0.5 + 1e-9);
+    }
+  });
+});
 
 describe("H264Encoder parameter sets", () => {
   test("constrained baseline SPS with the picture size, cropping and a level fitting size x rate", async () => {
@@ -217,6 +245,7 @@ describe("H264Encoder validation", () => {
     await expect(H264Encoder.create({ width: 32, height: 31 })).rejects.toThrow(/height/);
     await expect(H264Encoder.create({ width: 8, height: 32 })).rejects.toThrow(/width/);
     await expect(H264Encoder.create({ width: 32, height: 32.5 })).rejects.toThrow(/height/);
+    await expect(H264Encoder.create({ width: 16384, height: 16384 })).rejects.toThrow(/largest H.264 level/);
   });
 
   test("invalid qp, keyframeInterval, fps and input throw", async () => {

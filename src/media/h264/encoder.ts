@@ -10,7 +10,10 @@ export interface H264EncoderOptions {
   height: number;
   /** Pixel layout of the frames passed to encode(); default rgb24. */
   input?: "rgb24" | "rgba";
-  /** Constant quantiser 0..51 (lower is better quality, more bits); default 26. */
+  /**
+   * Constant quantiser 0..51 (lower is better quality, more bits); default 26. P pictures use it
+   * as given, IDR pictures 3 steps lower (like x264's ipratio 1.4), since the whole GOP predicts from them.
+   */
   qp?: number;
   /** An IDR every N frames counted from the last IDR (forced ones included); 0 = only the first frame. */
   keyframeInterval?: number;
@@ -40,7 +43,11 @@ interface EncoderExports {
   h264_source_stride(handle: number, plane: number): number;
   h264_recon_plane(handle: number, plane: number): number;
   h264_recon_stride(handle: number, plane: number): number;
+  h264_selftest(seed: number): number;
 }
+
+/** MaxFS of level 6.2 (H.264 Table A-1), e.g. 8192x4320; the wasm side enforces the same limit. */
+const MAX_FRAME_MACROBLOCKS = 139264;
 
 let compiled: Promise<WebAssembly.Module> | undefined;
 
@@ -86,6 +93,10 @@ export class H264Encoder {
   static async create(opts: H264EncoderOptions): Promise<H264Encoder> {
     const width = checkDimension("width", opts.width);
     const height = checkDimension("height", opts.height);
+    const macroblocks = Math.ceil(width / 16) * Math.ceil(height / 16);
+    if (macroblocks > MAX_FRAME_MACROBLOCKS) {
+      throw new Error(`H264Encoder: width x height ${width}x${height} exceeds the largest H.264 level (${MAX_FRAME_MACROBLOCKS} macroblocks)`);
+    }
     const qp = checkInteger("qp", opts.qp ?? 26, 0, 51);
     const keyint = checkInteger("keyframeInterval", opts.keyframeInterval ?? 0, 0, 1 << 30);
     const fps = opts.fps ?? 24;
@@ -151,6 +162,15 @@ export class H264Encoder {
     }
     return out;
   }
+}
+
+/**
+ * Runs the wasm module's own check of each SIMD kernel against its scalar reference on random
+ * inputs (kernels/h264/selftest.c). Returns the number of mismatches; 0 means they all agree.
+ */
+export async function h264KernelSelfTest(seed = 1): Promise<number> {
+  const instance = await WebAssembly.instantiate(await wasmModule(), {});
+  return (instance.exports as unknown as EncoderExports).h264_selftest(seed);
 }
 
 const START_CODE = new Uint8Array([0, 0, 0, 1]);

@@ -1,7 +1,7 @@
 // Helpers for the H.264 encoder tests: deterministic synthetic video (a panning textured scene
 // with moving shapes and mild noise, like camera footage), ffmpeg/ffprobe as independent decoder,
 // and PSNR.
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -102,7 +102,7 @@ export interface DecodedVideo {
 export function decodeH264(stream: Uint8Array, width: number, height: number): DecodedVideo {
   return withScratch((dir) => {
     const path = join(dir, "in.h264");
-    Bun.write(path, stream);
+    writeFileSync(path, stream);
     const proc = Bun.spawnSync(
       ["ffmpeg", "-v", "error", "-err_detect", "crccheck+bitstream+buffer+explode", "-f", "h264", "-i", path,
         "-f", "rawvideo", "-pix_fmt", "yuv420p", "-vsync", "passthrough", "-"],
@@ -124,7 +124,7 @@ export interface ProbedFrame {
 export function probeFrames(stream: Uint8Array): { width: number; height: number; profile: string; level: number; frames: ProbedFrame[] } {
   return withScratch((dir) => {
     const path = join(dir, "in.h264");
-    Bun.write(path, stream);
+    writeFileSync(path, stream);
     const proc = Bun.spawnSync(
       ["ffprobe", "-v", "error", "-f", "h264", "-select_streams", "v:0", "-show_entries",
         "stream=width,height,profile,level:frame=key_frame,pict_type", "-of", "json", path],

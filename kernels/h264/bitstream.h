@@ -1,0 +1,64 @@
+/*
+ * MSB-first bit writer for RBSP payloads and the Exp-Golomb codes of H.264 clause 9.1.
+ * Inline because every syntax element of every macroblock goes through it.
+ */
+#ifndef KINO_H264_BITSTREAM_H
+#define KINO_H264_BITSTREAM_H
+#include "common.h"
+
+typedef struct {
+  u8 *start;
+  u8 *ptr;
+  u64 acc;   /* pending bits, right-aligned; only the low `count` bits are still unwritten */
+  int count; /* 0..7 between calls */
+} bitwriter_t;
+
+static inline void bw_init(bitwriter_t *bw, u8 *buf) {
+  bw->start = bw->ptr = buf;
+  bw->acc = 0;
+  bw->count = 0;
+}
+
+/* Appends the low n bits of value (n <= 32). */
+static inline void bw_put(bitwriter_t *bw, u32 value, int n) {
+  bw->acc = (bw->acc << n) | (value & (u32)((1ull << n) - 1));
+  bw->count += n;
+  while (bw->count >= 8) {
+    bw->count -= 8;
+    *bw->ptr++ = (u8)(bw->acc >> bw->count);
+  }
+}
+
+static inline int ilog2(u32 v) { return 31 - __builtin_clz(v); } /* v > 0 */
+
+/* ue(v): codeNum v as (len-1) zeros followed by v+1 in len bits. */
+static inline void bw_ue(bitwriter_t *bw, u32 v) {
+  u32 code = v + 1;
+  int len = ilog2(code) + 1;
+  if (len <= 16) {
+    bw_put(bw, code, 2 * len - 1);
+  } else {
+    bw_put(bw, 0, len - 1);
+    bw_put(bw, code, len);
+  }
+}
+
+/* se(v): 1 -> 1, -1 -> 2, 2 -> 3, ... (Table 9-3). */
+static inline u32 se_to_ue(int v) { return v > 0 ? 2u * (u32)v - 1u : 2u * (u32)(-v); }
+static inline void bw_se(bitwriter_t *bw, int v) { bw_ue(bw, se_to_ue(v)); }
+
+static inline int ue_bits(u32 v) { return 2 * ilog2(v + 1) + 1; }
+static inline int se_bits(int v) { return ue_bits(se_to_ue(v)); }
+
+/* rbsp_trailing_bits(): a stop bit, then zero bits to the byte boundary. */
+static inline void bw_trailing(bitwriter_t *bw) {
+  bw_put(bw, 1, 1);
+  if (bw->count) bw_put(bw, 0, 8 - bw->count);
+}
+
+static inline int bw_aligned_size(const bitwriter_t *bw) { return (int)(bw->ptr - bw->start); }
+
+/* bitstream.c: wraps an RBSP into a NAL unit (header byte + emulation prevention, clause 7.4.1). */
+int nal_wrap(u8 *dst, int header, const u8 *rbsp, int rbsp_size);
+
+#endif

@@ -1,0 +1,139 @@
+/*
+ * Motion estimation for P_L0_16x16: integer-sample hexagon search from the best of a few
+ * predictors (median prediction, zero, the neighbours' vectors and the co-located vector of the
+ * previous picture) and an 8-neighbour square refinement, then half-sample square steps and
+ * quarter-sample diamond steps measured with SATD on the real interpolated prediction.
+ *
+ * Costs are distortion + lambda * (bits of the mvd), the usual Lagrangian shortcut.
+ */
+#include "encoder.h"
+
+#define HPEL_ITERATIONS 2
+#define QPEL_ITERATIONS 4
+
+/* Integer-sample range of the block's top-left corner so that it and the interpolation taps stay
+ * inside the replicated border (see PAD_Y / MV_MARGIN), intersected with the level's vertical limit. */
+static void mv_bounds(const encoder_t *e, int mbx, int mby, int *xmin, int *xmax, int *ymin, int *ymax) {
+  int px = mbx * 16, py = mby * 16;
+  *xmin = -(px + PAD_Y - MV_MARGIN);
+  *xmax = e->coded_w - px - 16 + PAD_Y - MV_MARGIN - 1;
+  *ymin = -(py + PAD_Y - MV_MARGIN);
+  *ymax = e->coded_h - py - 16 + PAD_Y - MV_MARGIN - 1;
+  int lim = e->mv_limit_y / 4 - 1;
+  if (*ymin < -lim) *ymin = -lim;
+  if (*ymax > lim - 1) *ymax = lim - 1;
+}
+
+/* A quarter-sample MV is usable when its integer part (floor) lies inside the bounds. */
+int mv_in_range(const encoder_t *e, int mbx, int mby, int mvx, int mvy) {
+  int xmin, xmax, ymin, ymax;
+  mv_bounds(e, mbx, mby, &xmin, &xmax, &ymin, &ymax);
+  int xi = mvx >> 2, yi = mvy >> 2;
+  return xi >= xmin && xi <= xmax && yi >= ymin && yi <= ymax;
+}
+
+typedef struct {
+  encoder_t *e;
+  const u8 *src;
+  int src_stride;
+  const u8 *ref; /* integer plane at the macroblock's position */
+  int stride;
+  int mvp[2];
+  int xmin, xmax, ymin, ymax;
+  int best_x, best_y, best_cost; /* integer samples */
+} search_t;
+
+static inline int mv_cost(const search_t *s, int qx, int qy) {
+  return s->e->lambda * (se_bits(qx - s->mvp[0]) + se_bits(qy - s->mvp[1]));
+}
+
+/* Evaluates an integer MV (in samples); returns 1 when it became the best. */
+static int try_int(search_t *s, int x, int y) {
+  if (x < s->xmin || x > s->xmax || y < s->ymin || y > s->ymax) return 0;
+  int cost = sad16x16(s->src, s->src_stride, s->ref + y * s->stride + x, s->stride) + mv_cost(s, x * 4, y * 4);
+  if (cost < s->best_cost) {
+    s->best_cost = cost;
+    s->best_x = x;
+    s->best_y = y;
+    return 1;
+  }
+  return 0;
+}
+
+static void hexagon_search(search_t *s) {
+  static const int hex[6][2] = {{-2, 0}, {-1, -2}, {1, -2}, {2, 0}, {1, 2}, {-1, 2}};
+  for (int iter = 0; iter < 32; iter++) {
+    int cx = s->best_x, cy = s->best_y, moved = 0;
+    for (int k = 0; k < 6; k++) moved |= try_int(s, cx + hex[k][0], cy + hex[k][1]);
+    if (!moved) break;
+  }
+  int cx = s->best_x, cy = s->best_y;
+  for (int dy = -1; dy <= 1; dy++)
+    for (int dx = -1; dx <= 1; dx++)
+      if (dx || dy) try_int(s, cx + dx, cy + dy);
+}
+
+static int subpel_cost(search_t *s, const picture_t *ref, int mbx, int mby, int qx, int qy) {
+  u8 pred[256];
+  mc_luma16(pred, ref, s->stride, mbx * 16, mby * 16, qx, qy);
+  return satd16x16(s->src, s->src_stride, pred, 16) + mv_cost(s, qx, qy);
+}
+
+/* Moves (bx, by) to the cheapest neighbour in `pattern` (quarter-sample offsets) until none improves. */
+static void refine(search_t *s, const picture_t *ref, const mb_t *mb, const int (*pattern)[2], int n, int iterations, int *bx,
+                   int *by, int *best) {
+  for (int iter = 0; iter < iterations; iter++) {
+    int cx = *bx, cy = *by;
+    for (int k = 0; k < n; k++) {
+      int qx = cx + pattern[k][0], qy = cy + pattern[k][1];
+      if (!mv_in_range(s->e, mb->x, mb->y, qx, qy)) continue;
+      int c = subpel_cost(s, ref, mb->x, mb->y, qx, qy);
+      if (c < *best) *best = c, *bx = qx, *by = qy;
+    }
+    if (*bx == cx && *by == cy) break;
+  }
+}
+
+/* Returns the cost (SATD + MV bits) of the chosen quarter-sample MV written to mv. */
+int motion_search(encoder_t *e, mb_t *mb, int mv[2]) {
+  const picture_t *ref = &e->pic[e->cur ^ 1];
+  search_t s;
+  s.e = e;
+  s.src = e->src_y + mb->y * 16 * e->coded_w + mb->x * 16;
+  s.src_stride = e->coded_w;
+  s.stride = e->stride_y;
+  s.ref = ref->y + mb->y * 16 * s.stride + mb->x * 16;
+  s.mvp[0] = mb->mvp[0];
+  s.mvp[1] = mb->mvp[1];
+  mv_bounds(e, mb->x, mb->y, &s.xmin, &s.xmax, &s.ymin, &s.ymax);
+  s.best_cost = 0x7fffffff;
+  s.best_x = s.best_y = 0;
+
+  /* Start candidates, rounded to whole samples. */
+  int cand[8][2], n = 0;
+  cand[n][0] = mb->mvp[0], cand[n][1] = mb->mvp[1], n++;
+  cand[n][0] = 0, cand[n][1] = 0, n++;
+  int idx = mb->y * e->mb_w + mb->x;
+  cand[n][0] = e->prev_mv[idx][0], cand[n][1] = e->prev_mv[idx][1], n++;
+  if (mb->x > 0) cand[n][0] = e->mbs[idx - 1].mv[0], cand[n][1] = e->mbs[idx - 1].mv[1], n++;
+  if (mb->y > 0) {
+    cand[n][0] = e->mbs[idx - e->mb_w].mv[0], cand[n][1] = e->mbs[idx - e->mb_w].mv[1], n++;
+    if (mb->x + 1 < e->mb_w) cand[n][0] = e->mbs[idx - e->mb_w + 1].mv[0], cand[n][1] = e->mbs[idx - e->mb_w + 1].mv[1], n++;
+  }
+  for (int k = 0; k < n; k++) {
+    int x = clip3(s.xmin, s.xmax, (cand[k][0] + 2) >> 2), y = clip3(s.ymin, s.ymax, (cand[k][1] + 2) >> 2);
+    try_int(&s, x, y);
+  }
+  hexagon_search(&s);
+
+  /* Sub-sample refinement around the best integer position. */
+  static const int square[8][2] = {{-2, -2}, {0, -2}, {2, -2}, {-2, 0}, {2, 0}, {-2, 2}, {0, 2}, {2, 2}};
+  static const int diamond[4][2] = {{0, -1}, {-1, 0}, {1, 0}, {0, 1}};
+  int bx = s.best_x * 4, by = s.best_y * 4;
+  int best = subpel_cost(&s, ref, mb->x, mb->y, bx, by);
+  refine(&s, ref, mb, square, 8, HPEL_ITERATIONS, &bx, &by, &best);
+  refine(&s, ref, mb, diamond, 4, QPEL_ITERATIONS, &bx, &by, &best);
+  mv[0] = bx;
+  mv[1] = by;
+  return best;
+}

@@ -1,0 +1,270 @@
+/*
+ * 4x4 integer transform, Hadamard transforms of the DC coefficients, quantisation and the
+ * normative scaling (H.264 clauses 8.5.6 - 8.5.12).
+ *
+ * The forward direction is the encoder's choice; only the inverse (scaling + inverse transform)
+ * must match the decoder bit for bit, so it follows the spec's equations literally. Arrays are
+ * raster order c[i*4+j] with i the vertical frequency (row) and j the horizontal one, as in the
+ * spec's c_ij.
+ */
+#include "encoder.h"
+#ifdef __wasm_simd128__
+#include <wasm_simd128.h>
+#endif
+
+/* Frame zig-zag scan (Table 8-13): scan index -> raster index. */
+const u8 zigzag4x4[16] = {0, 1, 4, 8, 5, 2, 3, 6, 9, 12, 13, 10, 7, 11, 14, 15};
+
+/* QPc as a function of qPI (Table 8-15); identity below 30. */
+const u8 chroma_qp_table[52] = {
+    0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
+    26, 27, 28, 29, 29, 30, 31, 32, 32, 33, 34, 34, 35, 35, 36, 36, 37, 37, 37, 38, 38, 38, 39, 39, 39, 39};
+
+/* normAdjust4x4 v (clause 8.5.9): columns are positions with (i,j) both even, both odd, mixed. */
+static const int norm_adjust[6][3] = {{10, 16, 13}, {11, 18, 14}, {13, 20, 16}, {14, 23, 18}, {16, 25, 20}, {18, 29, 23}};
+/* Forward multipliers chosen so that quant_mf * norm_adjust ~= 2^21 / 16, 2^21 / 25, 2^21 / 20 for the
+ * three position classes: quantising then scaling back undoes the forward transform's gain. */
+static const int quant_mf[6][3] = {{13107, 5243, 8066}, {11916, 4660, 7490}, {10082, 4194, 6554},
+                                   {9362, 3647, 5825},  {8192, 3355, 5243},  {7282, 2893, 4559}};
+
+static int mf_table[6][16], scale_table[6][16];
+
+/* CAVLC in Baseline cannot code level_prefix > 15, which caps |level| at 2063 when suffixLength is 0. */
+#define MAX_LEVEL 2063
+
+static int position_class(int idx) {
+  int i = idx >> 2, j = idx & 3;
+  if (!(i & 1) && !(j & 1)) return 0;
+  if ((i & 1) && (j & 1)) return 1;
+  return 2;
+}
+
+void quant_init(void) {
+  for (int m = 0; m < 6; m++)
+    for (int k = 0; k < 16; k++) {
+      mf_table[m][k] = quant_mf[m][position_class(k)];
+      scale_table[m][k] = norm_adjust[m][position_class(k)];
+    }
+}
+
+/* Y = Cf * (src - pred) * Cf^T with Cf = [1 1 1 1; 2 1 -1 -2; 1 -1 -1 1; 1 -2 2 -1]. */
+void fdct4x4(i16 out[16], const u8 *src, int src_stride, const u8 *pred, int pred_stride) {
+  int t[16];
+  for (int y = 0; y < 4; y++) {
+    const u8 *s = src + y * src_stride, *p = pred + y * pred_stride;
+    int d0 = s[0] - p[0], d1 = s[1] - p[1], d2 = s[2] - p[2], d3 = s[3] - p[3];
+    int s03 = d0 + d3, d03 = d0 - d3, s12 = d1 + d2, d12 = d1 - d2;
+    t[y * 4 + 0] = s03 + s12;
+    t[y * 4 + 1] = 2 * d03 + d12;
+    t[y * 4 + 2] = s03 - s12;
+    t[y * 4 + 3] = d03 - 2 * d12;
+  }
+  for (int x = 0; x < 4; x++) {
+    int d0 = t[x], d1 = t[4 + x], d2 = t[8 + x], d3 = t[12 + x];
+    int s03 = d0 + d3, d03 = d0 - d3, s12 = d1 + d2, d12 = d1 - d2;
+    out[x] = (i16)(s03 + s12);
+    out[4 + x] = (i16)(2 * d03 + d12);
+    out[8 + x] = (i16)(s03 - s12);
+    out[12 + x] = (i16)(d03 - 2 * d12);
+  }
+}
+
+/* Two horizontally adjacent blocks at once (src/pred point at the left one). */
+#ifdef __wasm_simd128__
+/* Transposes the two 4x4 blocks held in lanes 0-3 and 4-7 of four i16x8 rows. */
+static inline void transpose_two_4x4(v128_t v[4]) {
+  v128_t lo01 = wasm_i16x8_shuffle(v[0], v[1], 0, 8, 1, 9, 2, 10, 3, 11);
+  v128_t hi01 = wasm_i16x8_shuffle(v[0], v[1], 4, 12, 5, 13, 6, 14, 7, 15);
+  v128_t lo23 = wasm_i16x8_shuffle(v[2], v[3], 0, 8, 1, 9, 2, 10, 3, 11);
+  v128_t hi23 = wasm_i16x8_shuffle(v[2], v[3], 4, 12, 5, 13, 6, 14, 7, 15);
+  v128_t x0 = wasm_i32x4_shuffle(lo01, lo23, 0, 4, 1, 5), x1 = wasm_i32x4_shuffle(lo01, lo23, 2, 6, 3, 7);
+  v128_t y0 = wasm_i32x4_shuffle(hi01, hi23, 0, 4, 1, 5), y1 = wasm_i32x4_shuffle(hi01, hi23, 2, 6, 3, 7);
+  v[0] = wasm_i64x2_shuffle(x0, y0, 0, 2);
+  v[1] = wasm_i64x2_shuffle(x0, y0, 1, 3);
+  v[2] = wasm_i64x2_shuffle(x1, y1, 0, 2);
+  v[3] = wasm_i64x2_shuffle(x1, y1, 1, 3);
+}
+
+/* The 1-D core transform applied lane-wise across four vectors. */
+static inline void dct4_lanes(v128_t v[4]) {
+  v128_t s03 = wasm_i16x8_add(v[0], v[3]), d03 = wasm_i16x8_sub(v[0], v[3]);
+  v128_t s12 = wasm_i16x8_add(v[1], v[2]), d12 = wasm_i16x8_sub(v[1], v[2]);
+  v[0] = wasm_i16x8_add(s03, s12);
+  v[1] = wasm_i16x8_add(wasm_i16x8_shl(d03, 1), d12);
+  v[2] = wasm_i16x8_sub(s03, s12);
+  v[3] = wasm_i16x8_sub(d03, wasm_i16x8_shl(d12, 1));
+}
+
+void fdct4x4_pair(i16 out_a[16], i16 out_b[16], const u8 *src, int src_stride, const u8 *pred, int pred_stride) {
+  v128_t v[4];
+  for (int y = 0; y < 4; y++)
+    v[y] = wasm_i16x8_sub(wasm_u16x8_load8x8(src + y * src_stride), wasm_u16x8_load8x8(pred + y * pred_stride));
+  dct4_lanes(v);          /* columns: v[i] = vertical frequency i */
+  transpose_two_4x4(v);   /* v[j] = spatial column j */
+  dct4_lanes(v);          /* rows: v[k] lane i = coefficient (i, k) */
+  transpose_two_4x4(v);   /* v[i] = coefficient row i, raster */
+  wasm_v128_store(out_a, wasm_i64x2_shuffle(v[0], v[1], 0, 2));
+  wasm_v128_store(out_a + 8, wasm_i64x2_shuffle(v[2], v[3], 0, 2));
+  wasm_v128_store(out_b, wasm_i64x2_shuffle(v[0], v[1], 1, 3));
+  wasm_v128_store(out_b + 8, wasm_i64x2_shuffle(v[2], v[3], 1, 3));
+}
+#else
+void fdct4x4_pair(i16 out_a[16], i16 out_b[16], const u8 *src, int src_stride, const u8 *pred, int pred_stride) {
+  fdct4x4(out_a, src, src_stride, pred, pred_stride);
+  fdct4x4(out_b, src + 4, src_stride, pred + 4, pred_stride);
+}
+#endif
+
+static inline int quant_one(int c, int mf, int bias, int shift) {
+  int level = (int)(((u32)iabs(c) * (u32)mf + (u32)bias) >> shift);
+  if (level > MAX_LEVEL) level = MAX_LEVEL;
+  return c < 0 ? -level : level;
+}
+
+/* Dead-zone quantiser: rounding offset 1/3 for intra, 1/6 for inter (the JM/x264 defaults).
+ * Quantises positions first..15 in place and returns how many levels are non-zero. */
+int quant4x4_ref(i16 c[16], int qp, int intra, int first) {
+  int shift = 15 + qp / 6, bias = (1 << shift) / (intra ? 3 : 6), nz = 0;
+  const int *mf = mf_table[qp % 6];
+  for (int k = first; k < 16; k++) {
+    c[k] = (i16)quant_one(c[k], mf[k], bias, shift);
+    nz += c[k] != 0;
+  }
+  return nz;
+}
+
+#ifdef __wasm_simd128__
+/* Same arithmetic on eight coefficients at a time: |c| * mf + bias in 32 bits, shift, cap, sign back. */
+int quant4x4(i16 c[16], int qp, int intra, int first) {
+  int shift = 15 + qp / 6;
+  const int *mf = mf_table[qp % 6];
+  v128_t bias = wasm_i32x4_splat((1 << shift) / (intra ? 3 : 6)), cap = wasm_i16x8_splat(MAX_LEVEL);
+  i16 keep = c[0];
+  v128_t nonzero = wasm_i16x8_splat(0);
+  for (int half = 0; half < 2; half++) {
+    v128_t v = wasm_v128_load(c + 8 * half);
+    v128_t sign = wasm_i16x8_shr(v, 15);
+    v128_t a = wasm_i16x8_abs(v);
+    v128_t lo = wasm_i32x4_mul(wasm_u32x4_extend_low_u16x8(a), wasm_v128_load(mf + 8 * half));
+    v128_t hi = wasm_i32x4_mul(wasm_u32x4_extend_high_u16x8(a), wasm_v128_load(mf + 8 * half + 4));
+    lo = wasm_u32x4_shr(wasm_i32x4_add(lo, bias), shift);
+    hi = wasm_u32x4_shr(wasm_i32x4_add(hi, bias), shift);
+    v128_t level = wasm_i16x8_min(wasm_i16x8_narrow_i32x4(lo, hi), cap);
+    level = wasm_i16x8_sub(wasm_v128_xor(level, sign), sign);
+    wasm_v128_store(c + 8 * half, level);
+    nonzero = wasm_i16x8_sub(nonzero, wasm_i16x8_ne(level, wasm_i16x8_splat(0))); /* ne is -1 per lane */
+  }
+  int nz = 0;
+  for (int k = 0; k < 8; k++) nz += ((const i16 *)&nonzero)[k];
+  if (first) { /* position 0 (a DC coded elsewhere) is left as it was */
+    nz -= c[0] != 0;
+    c[0] = keep;
+  }
+  return nz;
+}
+#else
+int quant4x4(i16 c[16], int qp, int intra, int first) { return quant4x4_ref(c, qp, intra, first); }
+#endif
+
+/* DC coefficients after their Hadamard transform: one more bit of shift, as the transform gain is doubled. */
+int quant_dc(int *c, int n, int qp, int intra, i16 *levels) {
+  int shift = 16 + qp / 6, bias = (1 << shift) / (intra ? 3 : 6), nz = 0;
+  int mf = mf_table[qp % 6][0];
+  for (int k = 0; k < n; k++) {
+    levels[k] = (i16)quant_one(c[k], mf, bias, shift);
+    nz += levels[k] != 0;
+  }
+  return nz;
+}
+
+/* Clause 8.5.12.1 with flat weighting: d = c * LevelScale4x4 << (qP/6 - 4), LevelScale = 16 * v. */
+void dequant4x4(int d[16], const i16 levels[16], int qp) {
+  const int *v = scale_table[qp % 6];
+  int shift = qp / 6;
+  for (int k = 0; k < 16; k++) d[k] = (levels[k] * v[k]) << shift;
+}
+
+/* Clause 8.5.12.2: rows, then columns, then (x + 32) >> 6, added to the prediction already in dst. */
+void idct4x4_add(u8 *dst, int stride, const int d[16]) {
+  int f[16];
+  for (int i = 0; i < 4; i++) {
+    const int *r = d + i * 4;
+    int e0 = r[0] + r[2], e1 = r[0] - r[2], e2 = (r[1] >> 1) - r[3], e3 = r[1] + (r[3] >> 1);
+    f[i * 4 + 0] = e0 + e3;
+    f[i * 4 + 1] = e1 + e2;
+    f[i * 4 + 2] = e1 - e2;
+    f[i * 4 + 3] = e0 - e3;
+  }
+  for (int j = 0; j < 4; j++) {
+    int g0 = f[j] + f[8 + j], g1 = f[j] - f[8 + j];
+    int g2 = (f[4 + j] >> 1) - f[12 + j], g3 = f[4 + j] + (f[12 + j] >> 1);
+    int h[4] = {g0 + g3, g1 + g2, g1 - g2, g0 - g3};
+    for (int i = 0; i < 4; i++) {
+      u8 *p = dst + i * stride + j;
+      *p = clip_pixel(*p + ((h[i] + 32) >> 6));
+    }
+  }
+}
+
+/* 4x4 Hadamard H*X*H with H = [1 1 1 1; 1 1 -1 -1; 1 -1 -1 1; 1 -1 1 -1] (clause 8.5.10). */
+static void hadamard4x4(int out[16], const int in[16]) {
+  int t[16];
+  for (int i = 0; i < 4; i++) {
+    const int *r = in + i * 4;
+    int s01 = r[0] + r[1], d01 = r[0] - r[1], s23 = r[2] + r[3], d23 = r[2] - r[3];
+    t[i * 4 + 0] = s01 + s23;
+    t[i * 4 + 1] = s01 - s23;
+    t[i * 4 + 2] = d01 - d23;
+    t[i * 4 + 3] = d01 + d23;
+  }
+  for (int j = 0; j < 4; j++) {
+    int s01 = t[j] + t[4 + j], d01 = t[j] - t[4 + j], s23 = t[8 + j] + t[12 + j], d23 = t[8 + j] - t[12 + j];
+    out[j] = s01 + s23;
+    out[4 + j] = s01 - s23;
+    out[8 + j] = d01 - d23;
+    out[12 + j] = d01 + d23;
+  }
+}
+
+/* Forward transform of the Intra16x16 DC array, halved (rounding) so it quantises like quant_dc expects. */
+void luma_dc_forward(int dc[16]) {
+  int t[16];
+  hadamard4x4(t, dc);
+  for (int k = 0; k < 16; k++) dc[k] = (t[k] + (t[k] < 0 ? -1 : 1)) / 2; /* round half away from zero */
+}
+
+/* Clause 8.5.10: inverse Hadamard then scaling of Intra16x16 DC levels. */
+void luma_dc_dequant(int out[16], const i16 levels[16], int qp) {
+  int c[16], f[16];
+  for (int k = 0; k < 16; k++) c[k] = levels[k];
+  hadamard4x4(f, c);
+  int scale = 16 * norm_adjust[qp % 6][0];
+  for (int k = 0; k < 16; k++) {
+    if (qp >= 36)
+      out[k] = (f[k] * scale) << (qp / 6 - 6);
+    else
+      out[k] = (f[k] * scale + (1 << (5 - qp / 6))) >> (6 - qp / 6);
+  }
+}
+
+/* 2x2 transform of chroma DC (clause 8.5.11.1); its own inverse up to scale. */
+static void hadamard2x2(int out[4], const int in[4]) {
+  out[0] = in[0] + in[1] + in[2] + in[3];
+  out[1] = in[0] - in[1] + in[2] - in[3];
+  out[2] = in[0] + in[1] - in[2] - in[3];
+  out[3] = in[0] - in[1] - in[2] + in[3];
+}
+
+void chroma_dc_forward(int dc[4]) {
+  int t[4];
+  hadamard2x2(t, dc);
+  for (int k = 0; k < 4; k++) dc[k] = t[k];
+}
+
+/* Clause 8.5.11.2 for 4:2:0: dcC = ((f * LevelScale(qP % 6, 0, 0)) << (qP / 6)) >> 5. */
+void chroma_dc_dequant(int out[4], const i16 levels[4], int qp) {
+  int c[4] = {levels[0], levels[1], levels[2], levels[3]}, f[4];
+  hadamard2x2(f, c);
+  int scale = 16 * norm_adjust[qp % 6][0];
+  for (int k = 0; k < 4; k++) out[k] = ((f[k] * scale) << (qp / 6)) >> 5;
+}
