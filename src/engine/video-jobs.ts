@@ -72,11 +72,14 @@ export class VideoJobs {
     }
   }
 
-  /** Gone from the API at once; a running generation is cancelled and its artifact removed when it returns. */
-  delete(id: string): boolean {
+  /**
+   * Gone from the API at once. A finished job's file is removed before this returns; a running
+   * generation is cancelled and its artifact removed when the engine call returns.
+   */
+  async delete(id: string): Promise<boolean> {
     const record = this.store.delete(id);
     if (!record) return false;
-    if (record.job.status === "completed" || record.job.status === "failed") void rm(record.outputPath, { force: true });
+    if (record.job.status === "completed" || record.job.status === "failed") await rm(record.outputPath, { force: true });
     else this.engine.cancel(record.taskId);
     return true;
   }

@@ -81,8 +81,8 @@ export function videoRoutes(ctx: ServerContext) {
         "Content-Disposition": `inline; filename="${record.job.file_name}"`,
       });
     }, { detail: { tags, summary: "Download a completed MP4 (Range requests served)", responses: { 200: { description: "the MP4", ...mp4 }, ...errorResponses(400, 401, 404, 416, 422) } } })
-    .delete("/v1/videos/:id", ({ params }) => {
-      if (!ctx.videos.delete(params.id)) throw notFound(`No video with id '${params.id}'`, "video_id");
+    .delete("/v1/videos/:id", async ({ params }) => {
+      if (!(await ctx.videos.delete(params.id))) throw notFound(`No video with id '${params.id}'`, "video_id");
       return { id: params.id, object: "video.deleted", deleted: true };
     }, { detail: { tags, summary: "Delete a job and its artifact", responses: { ...jsonResponse("deleted", VideoDeletedSchema), ...errorResponses(401, 404) } } });
 }
