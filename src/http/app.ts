@@ -10,6 +10,7 @@ import { healthRoutes } from "./routes/health.ts";
 import { imageRoutes } from "./routes/images.ts";
 import { modelRoutes } from "./routes/models.ts";
 import { videoRoutes } from "./routes/videos.ts";
+import { webRoutes } from "./routes/web.ts";
 import { realtimeRoutes, realtimeSocketSettings } from "../realtime/route.ts";
 
 export function createApp(ctx: ServerContext) {
@@ -38,5 +39,6 @@ export function createApp(ctx: ServerContext) {
     .use(modelRoutes(ctx))
     .use(videoRoutes(ctx))
     .use(imageRoutes(ctx))
-    .use(realtimeRoutes(ctx));
+    .use(realtimeRoutes(ctx))
+    .use(webRoutes(ctx));
 }
