@@ -4,6 +4,9 @@
 import { Elysia } from "elysia";
 import type { ServerContext } from "../context.ts";
 import indexHtml from "../../../web/index.html" with { type: "file" };
+import docsHtml from "../../../web/docs.html" with { type: "file" };
+import docsCss from "../../../web/docs.css" with { type: "file" };
+import docsJs from "../../../web/docs.js" with { type: "file" };
 import appCss from "../../../web/app.css" with { type: "file" };
 import apiJs from "../../../web/api.js" with { type: "file" };
 import domJs from "../../../web/dom.js" with { type: "file" };
@@ -21,6 +24,8 @@ const JS = "text/javascript; charset=utf-8";
 /** Public path → embedded file and its content type. */
 const ASSETS: Record<string, [path: unknown, type: string]> = {
   "/web/app.css": [appCss, "text/css; charset=utf-8"],
+  "/web/docs.css": [docsCss, "text/css; charset=utf-8"],
+  "/web/docs.js": [docsJs, JS],
   "/web/api.js": [apiJs, JS],
   "/web/dom.js": [domJs, JS],
   "/web/generate.js": [generateJs, JS],
@@ -39,7 +44,10 @@ function serve(path: unknown, type: string): Response {
 }
 
 export function webRoutes(_ctx: ServerContext) {
-  const app = new Elysia({ name: "web" }).get("/", () => serve(indexHtml, "text/html; charset=utf-8"));
+  const app = new Elysia({ name: "web" })
+    .get("/", () => serve(indexHtml, "text/html; charset=utf-8"))
+    // The API reference, rendered in the browser from /openapi.json (no CDN-hosted viewer).
+    .get("/docs", () => serve(docsHtml, "text/html; charset=utf-8"));
   for (const [route, [path, type]] of Object.entries(ASSETS)) app.get(route, () => serve(path, type));
   return app;
 }
