@@ -2,14 +2,16 @@
 // bundles everything into one executable, dist/kino. Each step skips work that is already up to date,
 // so `npm start` and `npm test` can run it every time.
 import { $ } from "bun";
+import { buildCpuWasm } from "./tools/build/cpu.ts";
 import { buildCudaLib } from "./tools/build/cuda.ts";
 import { buildH264Wasm } from "./tools/build/h264.ts";
 
 const compile = process.argv.includes("--compile");
 
 const started = performance.now();
-const h264 = await buildH264Wasm();
-console.log(`build: ${h264} ready (${Math.round(performance.now() - started)} ms)`);
+for (const built of [await buildH264Wasm(), await buildCpuWasm()]) {
+  console.log(`build: ${built} ready (${Math.round(performance.now() - started)} ms)`);
+}
 // The CUDA library needs nvcc; without it kino still builds and runs on the WebAssembly backend.
 const cuda = await buildCudaLib();
 if (cuda) console.log(`build: ${cuda} ready (${Math.round(performance.now() - started)} ms)`);

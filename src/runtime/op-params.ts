@@ -66,7 +66,12 @@ export function gemmDims(out: Shaped, a: Shaped, w: Shaped, bias?: Shaped | null
   return { M: K === 0 ? numelOf(a.shape.slice(0, -1)) : numelOf(a.shape) / K, N, K };
 }
 
-export function attentionDims(out: Shaped, q: Shaped, k: Shaped, v: Shaped, opts: AttentionOptions) {
+/** The options of the ops, with tensors loosened to `Shaped` so the reference's host tensors fit too. */
+export type AttentionParams = Omit<AttentionOptions, "bias"> & { bias?: Shaped };
+export type RopeParams = Omit<RopeOptions, "cos" | "sin"> & { cos: Shaped; sin: Shaped };
+export type Conv3dParams = Omit<Conv3dOptions, "prev"> & { prev?: Shaped };
+
+export function attentionDims(out: Shaped, q: Shaped, k: Shaped, v: Shaped, opts: AttentionParams) {
   const op = "attention";
   for (const [n, t] of [["out", out], ["q", q], ["k", k], ["v", v]] as const) {
     expectDtype(op, n, t, "f32");
@@ -92,7 +97,7 @@ export function attentionDims(out: Shaped, q: Shaped, k: Shaped, v: Shaped, opts
 }
 
 /** Number of keys visible to query i (keys are a prefix [0, limit) under every mask we support). */
-export function visibleKeys(i: number, kvLen: number, opts: AttentionOptions): number {
+export function visibleKeys(i: number, kvLen: number, opts: AttentionParams): number {
   const bc = opts.blockCausal;
   if (!bc) return kvLen;
   const block = Math.floor((bc.qOffset + i) / bc.blockSize);
@@ -113,7 +118,7 @@ export function groupedDims(op: string, out: Shaped, x: Shaped, tables: Shaped[]
   return { B, L, C, G, per: L / G };
 }
 
-export function ropeDims(out: Shaped, x: Shaped, o: RopeOptions) {
+export function ropeDims(out: Shaped, x: Shaped, o: RopeParams) {
   const op = "rope3d";
   sameShapeF32(op, out, x);
   if (x.shape.length !== 4) fail(op, `x must be [B, L, H, D], got ${fmt(x.shape)}`);
@@ -180,7 +185,7 @@ export interface ConvGeometry {
 }
 
 /** Output shape [B, Cout, T', H', W'] of conv3d (see Backend.conv3d); models size buffers with it. */
-export function conv3dOutputShape(x: Shape, w: Shape, opts: Conv3dOptions = {}): number[] {
+export function conv3dOutputShape(x: Shape, w: Shape, opts: Conv3dParams = {}): number[] {
   const [st, sh, sw] = opts.stride ?? [1, 1, 1];
   const [top, bottom, left, right] = opts.pad ?? [0, 0, 0, 0];
   const kt = w[2]!, kh = w[3]!, kw = w[4]!;
@@ -189,7 +194,7 @@ export function conv3dOutputShape(x: Shape, w: Shape, opts: Conv3dOptions = {}):
   return [x[0]!, w[0]!, span(timePad + x[2]!, kt, st), span(x[3]! + top + bottom, kh, sh), span(x[4]! + left + right, kw, sw)];
 }
 
-export function conv3dGeometry(out: Shaped, x: Shaped, w: Shaped, bias: Shaped | null, opts: Conv3dOptions = {}): ConvGeometry {
+export function conv3dGeometry(out: Shaped, x: Shaped, w: Shaped, bias: Shaped | null | undefined, opts: Conv3dParams = {}): ConvGeometry {
   const op = "conv3d";
   expectDtype(op, "x", x, "f32");
   expectDtype(op, "out", out, "f32");

@@ -21,6 +21,7 @@ export class WasmPool {
   readonly #workers: Worker[];
   readonly #ctrl: Int32Array;
   readonly #args: Float64Array;
+  #stopped = false;
 
   private constructor(names: string[], fns: Kernel[], workers: Worker[], ctrl: SharedArrayBuffer, args: SharedArrayBuffer) {
     names.forEach((n, i) => this.#ids.set(n, i));
@@ -69,12 +70,14 @@ export class WasmPool {
     } finally {
       if (url) URL.revokeObjectURL(url);
     }
-    for (const w of workers) w.unref(); // an idle pool never keeps the process alive
+    // an idle pool never keeps the process alive (Bun's Worker has unref; the DOM typings lack it)
+    for (const w of workers) (w as Worker & { unref(): void }).unref();
     return new WasmPool(names, fns, workers, ctrl, args);
   }
 
   /** Runs kernel `name`(tid, nth, ...args) on `nth` threads (clamped to the pool) and waits for all. */
   run(name: string, args: number[], nth = this.threads): void {
+    if (this.#stopped) throw new Error("wasm backend: used after dispose()");
     const id = this.#ids.get(name);
     if (id === undefined) throw new Error(`wasm backend: unknown kernel ${name}`);
     const fn = this.#fns[id]!;
@@ -108,6 +111,7 @@ export class WasmPool {
   }
 
   stop(): void {
+    this.#stopped = true;
     if (!this.#workers.length) return;
     this.#ctrl[FN] = -1;
     Atomics.add(this.#ctrl, SEQ, 1);

@@ -16,6 +16,12 @@ import { WasmPool } from "./wasm-pool.ts";
 export interface WasmBackendOptions {
   /** Pool size; default min(2, hardware threads). 1 = no workers. */
   threads?: number;
+  /** Ops with less work than this (elements, or FLOPs / 16) run on the calling thread only. The op
+   *  sweep sets 0 so that every op's thread split is exercised. */
+  parallelMinWork?: number;
+  /** false: use the single-threaded build over an unshared memory even where SharedArrayBuffer
+   *  exists (what hosts without it get; the op sweep covers that build this way). */
+  sharedMemory?: boolean;
 }
 
 const KERNELS = [
@@ -27,8 +33,7 @@ const KERNELS = [
 const DT_CODE: Record<DType, number> = { f32: 0, bf16: 1, f16: 2, u8: 3 };
 const MAX_PAGES = 65536; // wasm32: 4 GiB
 const WORKER_STACK = 1 << 20;
-/** Below this much work (elements or FLOPs / 16) an op runs on the calling thread: waking the pool costs
- *  more than it saves. */
+/** Below this much work an op runs on the calling thread: waking the pool costs more than it saves. */
 const PARALLEL_MIN_WORK = 1 << 15;
 
 function sharedMemoryAvailable(): boolean {
@@ -40,7 +45,7 @@ function sharedMemoryAvailable(): boolean {
 }
 
 export async function openWasmBackend(opts: WasmBackendOptions = {}): Promise<B.Backend> {
-  const shared = sharedMemoryAvailable();
+  const shared = opts.sharedMemory !== false && sharedMemoryAvailable();
   const want = Math.max(1, Math.floor(opts.threads ?? Math.min(2, navigator.hardwareConcurrency || 1)));
   const module = await WebAssembly.compile(await Bun.file(shared ? wasmPath : wasmSingleThreadPath).arrayBuffer());
   const memory = new WebAssembly.Memory({ initial: 256, maximum: MAX_PAGES, shared });
@@ -52,8 +57,9 @@ export async function openWasmBackend(opts: WasmBackendOptions = {}): Promise<B.
   exports.kino_set_scratch(heap.alloc(scratchBytes * threads));
   const stacks = Array.from({ length: threads - 1 }, () => heap.alloc(WORKER_STACK) + WORKER_STACK);
   const pool = await WasmPool.start(module, memory, exports, KERNELS, stacks);
-  const why = shared ? "" : " (no SharedArrayBuffer: single-threaded)";
-  return new WasmBackend(memory, heap, pool, `WebAssembly SIMD128, ${threads} thread${threads > 1 ? "s" : ""}${why}`);
+  const why = shared ? "" : " (no shared memory: single-threaded)";
+  const description = `WebAssembly SIMD128, ${threads} thread${threads > 1 ? "s" : ""}${why}`;
+  return new WasmBackend(memory, heap, pool, description, opts.parallelMinWork ?? PARALLEL_MIN_WORK);
 }
 
 class WasmBackend implements B.Backend {
@@ -66,6 +72,7 @@ class WasmBackend implements B.Backend {
     readonly heap: WasmHeap,
     readonly pool: WasmPool,
     readonly description: string,
+    readonly parallelMinWork: number,
   ) {}
 
   // ---- memory ------------------------------------------------------------------------------------
@@ -142,7 +149,7 @@ class WasmBackend implements B.Backend {
   }
 
   #run(kernel: string, args: number[], work: number): void {
-    this.pool.run(kernel, args, work < PARALLEL_MIN_WORK ? 1 : this.pool.threads);
+    this.pool.run(kernel, args, work < this.parallelMinWork ? 1 : this.pool.threads);
   }
 
   /** Runs `f` with `data` copied into a temporary block of wasm memory (shape/index tables). */

@@ -1,0 +1,89 @@
+/*
+ * The blocked GEMM core shared by linear layers (gemm.c), convolutions (conv.c, as implicit GEMM)
+ * and attention (attention.c uses the micro-kernel directly).
+ *
+ * C[M×N] (+)= A[M×K] · B[K×N], GotoBLAS-style: B is packed per (KC × NC) block into NR-wide panels
+ * ([k][NR], contiguous), A per (MC × KC) block into MR-tall panels ([k][MR]), and the micro-kernel
+ * keeps an MR×NR tile of C in registers while it streams both panels. Packing is what makes the
+ * inner loop a pure load/splat/mul/add sequence, and it is also where the operand layouts differ:
+ * Linear weights are [N, K] (each panel is a transpose), conv inputs are gathered im2col-style, and
+ * bf16/f16 weights are widened. So the core takes two packing callbacks instead of matrices.
+ */
+#ifndef KINO_GEMM_H
+#define KINO_GEMM_H
+
+#include "common.h"
+
+/* Register tile: MR rows × NR columns = MR·NR/4 v128 accumulators. x86 engines give WebAssembly 16
+ * vector registers; 4×8 keeps 8 accumulators, 2 B vectors and a splat live and measured best in
+ * JavaScriptCore next to 3×12, 4×12, 5×8, 6×8 and 8×8 (the larger tiles spill). */
+#define MR 4
+#define NR 8
+#define NV (NR / 4)
+/* Cache blocking: a KC×NR B panel (8 KiB) stays in L1 across a whole MC block of A panels; the
+ * MC×KC A block (96 KiB) and the KC×NC B block (512 KiB) stay in L2. */
+#define KC 256
+#define MC 96
+#define NC 512
+
+/* Scratch floats one thread needs for gemm_blocked. */
+#define GEMM_SCRATCH_FLOATS ((size_t)KC * (NC + MC))
+
+/* Fill dst with the A block rows [i0, i0+mc) × k [k0, k0+kc) as ceil(mc/MR) panels [kc][MR],
+ * zero-padding rows past mc. */
+typedef void (*pack_a_fn)(const void *ctx, float *dst, int i0, int mc, int k0, int kc);
+/* Fill dst with the B block k [k0, k0+kc) × columns [j0, j0+nc) as ceil(nc/NR) panels [kc][NR],
+ * zero-padding columns past nc. */
+typedef void (*pack_b_fn)(const void *ctx, float *dst, int j0, int nc, int k0, int kc);
+
+/* Packing source for a row-major [rows, ld] matrix of any weight dtype (dtype.h codes): linear
+ * activations as A (f32), linear weights as B (gemm.c), conv weights as A (conv.c). */
+typedef struct {
+  const void *p;
+  int dt, ld;
+} rows_src;
+
+/* pack_a_fn over a rows_src. */
+void pack_a_rows(const void *ctx, float *dst, int i0, int mc, int k0, int kc);
+
+/* C[i, j] for i in [i_lo, i_hi), j in [j_lo, j_hi): overwritten with the product (accumulate = 0) or
+ * added to (accumulate = 1). C has row stride ldc. */
+void gemm_blocked(int i_lo, int i_hi, int j_lo, int j_hi, int K, pack_a_fn pack_a, const void *actx,
+                  pack_b_fn pack_b, const void *bctx, float *C, int ldc, int accumulate, float *scratch);
+
+/*
+ * The micro-kernel: the MR×NR tile at c (row stride ldc) = / += pa[kc][MR] · pb[kc][NR-wide rows
+ * ldb apart]. ldb = NR for packed panels; attention passes V rows directly with ldb = H·D.
+ */
+static inline void micro_kernel(int kc, const float *pa, const float *pb, int ldb, float *c, int ldc, int accumulate) {
+  v4f acc[MR][NV] = {{{0}}};
+  for (int k = 0; k < kc; k++, pa += MR, pb += ldb) {
+    v4f b[NV];
+    KINO_UNROLL
+    for (int v = 0; v < NV; v++) b[v] = vload(pb + 4 * v);
+    KINO_UNROLL
+    for (int r = 0; r < MR; r++) {
+      v4f a = vsplat(pa[r]);
+      KINO_UNROLL
+      for (int v = 0; v < NV; v++) acc[r][v] += a * b[v];
+    }
+  }
+  KINO_UNROLL
+  for (int r = 0; r < MR; r++)
+    KINO_UNROLL
+    for (int v = 0; v < NV; v++) {
+      if (accumulate) acc[r][v] += vload(c + r * ldc + 4 * v);
+      vstore(c + r * ldc + 4 * v, acc[r][v]);
+    }
+}
+
+/* Edge tiles (fewer than MR rows or NR columns): the full tile into a temporary, then the valid part. */
+static inline void micro_kernel_edge(int kc, const float *pa, const float *pb, int ldb, float *c, int ldc, int mr, int nr,
+                                     int accumulate) {
+  float tile[MR * NR];
+  micro_kernel(kc, pa, pb, ldb, tile, NR, 0);
+  for (int i = 0; i < mr; i++)
+    for (int j = 0; j < nr; j++) c[i * ldc + j] = (accumulate ? c[i * ldc + j] : 0.0f) + tile[i * NR + j];
+}
+
+#endif

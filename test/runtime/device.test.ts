@@ -1,0 +1,38 @@
+// Backend selection for generator.engine.device: one log line says which backend runs and why.
+import { describe, expect, test } from "bun:test";
+import { openBackend } from "../../src/runtime/device.ts";
+import { buildCpuWasm } from "../../tools/build/cpu.ts";
+
+await buildCpuWasm();
+
+describe("openBackend", () => {
+  test("cpu opens the WebAssembly backend and says so", async () => {
+    const lines: string[] = [];
+    const be = await openBackend("cpu", { threads: 1, log: (l) => lines.push(l) });
+    expect(be.name).toBe("wasm");
+    expect(lines).toEqual(["runtime: using WebAssembly SIMD128, 1 thread (device: cpu)"]);
+    be.dispose();
+  });
+  test("auto takes CUDA when a device answers, else WebAssembly with the reason", async () => {
+    const lines: string[] = [];
+    const be = await openBackend("auto", { log: (l) => lines.push(l) });
+    expect(lines.length).toBe(1);
+    if (be.name === "cuda") expect(lines[0]).toContain("a CUDA device answered");
+    else expect(lines[0]).toMatch(/^runtime: using WebAssembly SIMD128, \d threads? \(device: auto, CUDA unavailable: .+\)$/);
+    be.dispose();
+  });
+  test("cuda either opens or fails with the reason, never falls back", async () => {
+    const lines: string[] = [];
+    try {
+      const be = await openBackend("cuda", { log: (l) => lines.push(l) });
+      expect(be.name).toBe("cuda");
+      be.dispose();
+    } catch (e) {
+      expect((e as Error).message).toMatch(/^generator\.engine\.device is cuda, but CUDA is unavailable: .+/);
+      expect(lines).toEqual([]);
+    }
+  });
+  test("an unknown setting is an error", async () => {
+    await expect(openBackend("tpu" as never)).rejects.toThrow('unknown device setting "tpu"');
+  });
+});

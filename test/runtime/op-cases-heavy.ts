@@ -1,0 +1,144 @@
+// Op-sweep cases for the three compute-heavy ops (GEMM, attention, convolution): the shapes walk
+// across every blocking boundary of the CPU kernels (kernels/cpu/gemm.h: MR 4, NR 8, KC 256, MC 96,
+// NC 512; attention.c: 128-query chunks, 64-key blocks) and the thread split thresholds. Tolerances scale with the reduction length: an f32 sum of K terms carries
+// an error of order sqrt(K)·ε relative to the output scale.
+import type { Conv3dOptions } from "../../src/runtime/backend.ts";
+import { conv3dOutputShape } from "../../src/runtime/op-params.ts";
+import * as R from "../../src/runtime/reference.ts";
+import type { DType } from "../../src/runtime/tensor.ts";
+import { type OpCase, asStored, host, rng, runOp } from "./op-helpers.ts";
+
+const reductionTol = (K: number) => ({ atol: 1e-6, rtol: 1e-6 * Math.sqrt(Math.max(K, 1)) });
+
+export function gemmCases(): OpCase[] {
+  const r = rng(11);
+  const cases: OpCase[] = [];
+  const shapes: [number[], number, DType, boolean][] = [
+    [[1, 1], 1, "f32", false],
+    [[1, 13], 7, "f32", true],
+    [[3, 17], 5, "f32", true], // M ≤ 4: the matrix-vector path
+    [[3, 100], 2001, "bf16", true], // M ≤ 4, threaded over N
+    [[5, 3], 9, "f32", false],
+    [[2, 3, 65], 33, "f32", true], // leading dims
+    [[37, 129], 53, "f32", true],
+    [[37, 129], 53, "bf16", true],
+    [[37, 129], 53, "f16", false],
+    [[8, 4096], 16, "f32", false], // large K, many KC blocks
+    [[130, 300], 600, "f32", true], // crosses MC, KC and NC; threaded
+    [[97, 520], 70, "f16", true],
+  ];
+  for (const [aShape, N, dt, withBias] of shapes) {
+    const K = aShape[aShape.length - 1]!;
+    const M = aShape.reduce((x, y) => x * y) / K;
+    const a = host(aShape, r(M * K)), w = host([N, K], r(N * K)), bias = host([N], r(N));
+    const outShape = [...aShape.slice(0, -1), N];
+    cases.push({
+      op: "gemm", name: `M ${M} N ${N} K ${K} w ${dt}${withBias ? " +bias" : ""}`, ...reductionTol(K),
+      ref: () => R.gemm(a, asStored(w, dt), withBias ? bias : null).f32,
+      run: (be) => runOp(be, (up, alloc) => {
+        const o = alloc(outShape);
+        be.gemm(o, up(a), up(w, dt), withBias ? up(bias) : null);
+        return o;
+      }),
+    });
+  }
+  return cases;
+}
+
+interface AttnCase {
+  B: number; Lq: number; Lk: number; H: number; D: number;
+  kvLen?: number; block?: [number, number]; bias?: boolean; scale?: number;
+}
+
+export function attentionCases(): OpCase[] {
+  const r = rng(12);
+  const configs: AttnCase[] = [
+    { B: 1, Lq: 1, Lk: 1, H: 1, D: 1 },
+    { B: 1, Lq: 5, Lk: 7, H: 2, D: 8 },
+    { B: 2, Lq: 13, Lk: 29, H: 3, D: 20 }, // D not a multiple of 8
+    { B: 1, Lq: 135, Lk: 130, H: 2, D: 64 }, // crosses the 128-query chunk and the 64-key block
+    { B: 1, Lq: 33, Lk: 200, H: 1, D: 128, kvLen: 150 }, // reading the filled part of a KV cache
+    { B: 1, Lq: 24, Lk: 80, H: 2, D: 16, block: [8, 56] }, // the last chunk of a block-causal sequence
+    { B: 2, Lq: 10, Lk: 30, H: 1, D: 12, block: [4, 3] }, // queries starting mid-block
+    { B: 1, Lq: 130, Lk: 130, H: 2, D: 32, block: [40, 0] }, // full block-causal self-attention
+    { B: 1, Lq: 9, Lk: 11, H: 2, D: 8, bias: true, scale: 1 }, // T5: additive bias, no scaling
+    { B: 1, Lq: 20, Lk: 20, H: 1, D: 384 }, // the VAE's single-head attention
+    { B: 1, Lq: 3, Lk: 5, H: 1, D: 5, kvLen: 0 }, // nothing visible → zeros
+  ];
+  return configs.map((c) => {
+    const { B, Lq, Lk, H, D } = c;
+    const kvLen = c.kvLen ?? Lk;
+    const q = host([B, Lq, H, D], r(B * Lq * H * D)), k = host([B, Lk, H, D], r(B * Lk * H * D));
+    const v = host([B, Lk, H, D], r(B * Lk * H * D));
+    const bias = c.bias ? host([H, Lq, kvLen], r(H * Lq * kvLen, -3, 3)) : undefined;
+    const opts = {
+      scale: c.scale ?? 1 / Math.sqrt(D),
+      kvLen: c.kvLen,
+      blockCausal: c.block ? { blockSize: c.block[0], qOffset: c.block[1] } : undefined,
+    };
+    const extras = [c.kvLen !== undefined && `kvLen ${kvLen}`, c.block && `block ${c.block[0]} q+${c.block[1]}`, c.bias && "bias"];
+    return {
+      op: "attention",
+      name: `B ${B} Lq ${Lq} Lk ${Lk} H ${H} D ${D}${extras.filter(Boolean).map((e) => `, ${e}`).join("")}`,
+      atol: 1e-5, rtol: 0,
+      ref: () => R.attention(q, k, v, { ...opts, biasHost: bias }).f32,
+      run: (be) => runOp(be, (up, alloc) => {
+        const o = alloc([B, Lq, H, D]);
+        be.attention(o, up(q), up(k), up(v), { ...opts, bias: bias && up(bias) });
+        return o;
+      }),
+    };
+  });
+}
+
+interface ConvCase {
+  x: number[]; w: number[]; opts?: Conv3dOptions; prev?: boolean; dt?: DType; bias?: boolean; label?: string;
+}
+
+export function convCases(): OpCase[] {
+  const r = rng(13);
+  const configs: ConvCase[] = [
+    { x: [1, 1, 1, 1, 1], w: [1, 1, 1, 1, 1] },
+    { x: [2, 3, 4, 7, 9], w: [5, 3, 3, 3, 3], opts: { pad: [1, 1, 1, 1] }, bias: true, label: "causal 3³" },
+    { x: [1, 3, 2, 7, 9], w: [5, 3, 3, 3, 3], opts: { pad: [1, 1, 1, 1] }, prev: true, label: "with a 2-frame cache" },
+    { x: [1, 4, 5, 6, 6], w: [4, 4, 3, 1, 1], opts: { stride: [2, 1, 1], timePad: 0 }, label: "temporal downsample" },
+    { x: [1, 16, 2, 8, 12], w: [24, 16, 1, 2, 2], opts: { stride: [1, 2, 2], timePad: 0 }, bias: true, dt: "bf16", label: "patch embed" },
+    { x: [1, 16, 3, 12, 12], w: [24, 16, 3, 3, 3], opts: { pad: [1, 1, 1, 1] }, dt: "f16", label: "threaded" },
+    { x: [1, 8, 1, 16, 20], w: [8, 8, 1, 1, 1], bias: true, label: "1×1×1" },
+    { x: [1, 3, 2, 9, 9], w: [2, 3, 2, 3, 3], opts: { stride: [1, 2, 2], pad: [0, 1, 0, 1], timePad: 1 }, label: "asymmetric pad, stride 2" },
+  ];
+  const cases: OpCase[] = configs.map((c) => {
+    const n = (s: number[]) => s.reduce((a, b) => a * b);
+    const x = host(c.x, r(n(c.x))), w = host(c.w, r(n(c.w))), bias = host([c.w[0]!], r(c.w[0]!));
+    const tp = c.opts?.timePad ?? c.w[2]! - 1;
+    const prevShape = [c.x[0]!, c.x[1]!, tp, c.x[3]!, c.x[4]!];
+    const prev = c.prev ? host(prevShape, r(n(prevShape))) : undefined;
+    const dt = c.dt ?? "f32";
+    const outShape = conv3dOutputShape(c.x, c.w, c.opts);
+    const K = c.w[1]! * c.w[2]! * c.w[3]! * c.w[4]!;
+    return {
+      op: "conv3d", name: `x [${c.x}] w [${c.w}] ${dt}${c.label ? ` (${c.label})` : ""}`, ...reductionTol(K),
+      ref: () => R.conv3d(x, asStored(w, dt), c.bias ? bias : null, { ...c.opts, prevHost: prev }).f32,
+      run: (be) => runOp(be, (up, alloc) => {
+        const o = alloc(outShape);
+        be.conv3d(o, up(x), up(w, dt), c.bias ? up(bias) : null, { ...c.opts, prev: prev && up(prev) });
+        return o;
+      }),
+    };
+  });
+  const conv2d: [number[], number[], [number, number], [number, number, number, number]][] = [
+    [[1, 3, 8, 10], [4, 3, 3, 3], [1, 1], [1, 1, 1, 1]],
+    [[2, 4, 9, 9], [6, 4, 3, 3], [2, 2], [0, 1, 0, 1]], // Wan-VAE downsample: ZeroPad2d((0,1,0,1)) + stride 2
+  ];
+  for (const [xs, ws, stride, pad] of conv2d) {
+    const x = host([...xs], r(xs.reduce((a, b) => a * b))), w = host([...ws], r(ws.reduce((a, b) => a * b)));
+    const o5 = conv3dOutputShape([xs[0]!, xs[1]!, 1, xs[2]!, xs[3]!], [ws[0]!, ws[1]!, 1, ws[2]!, ws[3]!], { stride: [1, ...stride], pad, timePad: 0 });
+    const outShape = [o5[0]!, o5[1]!, o5[3]!, o5[4]!];
+    cases.push({
+      op: "conv2d", name: `x [${xs}] w [${ws}] stride ${stride} pad ${pad}`, ...reductionTol(ws[1]! * ws[2]! * ws[3]!),
+      ref: () => R.conv2d(x, w, null, { stride, pad }).f32,
+      run: (be) => runOp(be, (up, alloc) => { const o = alloc(outShape); be.conv2d(o, up(x), up(w), null, { stride, pad }); return o; }),
+    });
+  }
+  return cases;
+}
