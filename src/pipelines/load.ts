@@ -1,6 +1,15 @@
+import { existsSync } from "node:fs";
+import { join, resolve } from "node:path";
 import type { WorkerInit } from "../engine/ipc.ts";
+import { resolveCheckpoint } from "../models/checkpoint.ts";
+import { loadWanModel } from "../models/wan-model.ts";
+import { openBackend } from "../runtime/device.ts";
 import type { Pipeline } from "./pipeline.ts";
 import { ProceduralPipeline } from "./procedural.ts";
+import { createWanPipeline } from "./wan-t2v.ts";
+
+/** Where the trained default model is exported (models/kino-tiny/ in the repository). */
+const KINO_TINY_DIR = resolve(import.meta.dir, "../../models/kino-tiny");
 
 export interface LoadedPipeline {
   pipeline: Pipeline;
@@ -10,14 +19,16 @@ export interface LoadedPipeline {
 
 /**
  * model_path forms:
- * - `builtin:kino-tiny` — the embedded default model. Until its weights land (the kino-tiny issue)
- *   this is the procedural renderer, behind the same Pipeline contract.
+ * - `builtin:kino-tiny` — the embedded default model: the checkpoint in models/kino-tiny/ when it
+ *   has been exported there (a model_index.json), else the procedural renderer behind the same
+ *   Pipeline contract.
  * - `pipeline:<file>` — a module exporting `createPipeline(init)`; the test suite uses it to drive
  *   the server with a controllable pipeline.
  * - a directory — a diffusers/Wan checkpoint (the models issue).
  */
 export async function loadPipeline(init: WorkerInit): Promise<LoadedPipeline> {
   const { modelPath } = init;
+  if (modelPath === "builtin:kino-tiny" && existsSync(join(KINO_TINY_DIR, "model_index.json"))) return loadCheckpoint(KINO_TINY_DIR, init);
   if (modelPath === "builtin:kino-tiny" || modelPath === "builtin:procedural") {
     if (init.lora) throw new Error(`${modelPath} has no weights to merge the LoRA adapter ${init.lora.path} into`);
     return { pipeline: new ProceduralPipeline(), backend: "cpu (procedural renderer)" };
@@ -29,5 +40,18 @@ export async function loadPipeline(init: WorkerInit): Promise<LoadedPipeline> {
     return { pipeline: await module.createPipeline(init), backend: "custom pipeline module" };
   }
   if (modelPath.startsWith("builtin:")) throw new Error(`Unknown builtin model '${modelPath}' (known: builtin:kino-tiny)`);
-  throw new Error(`Cannot load '${modelPath}': checkpoint loading is not available yet in this build`);
+  return loadCheckpoint(modelPath, init);
+}
+
+/** A diffusers or original-Wan checkpoint directory on the backend `init.device` selects. */
+async function loadCheckpoint(dir: string, init: WorkerInit): Promise<LoadedPipeline> {
+  const checkpoint = await resolveCheckpoint(dir);
+  const backend = await openBackend(init.device);
+  try {
+    const model = await loadWanModel(backend, checkpoint, { lora: init.lora });
+    return { pipeline: createWanPipeline(model), backend: backend.description };
+  } catch (err) {
+    backend.dispose();
+    throw err;
+  }
 }

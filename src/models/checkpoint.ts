@@ -1,0 +1,153 @@
+// Finding the parts of a Wan checkpoint on disk, in either layout:
+// - diffusers: model_index.json, then transformer/, text_encoder/, tokenizer/, vae/, scheduler/, each
+//   with its config and weights (single or sharded safetensors);
+// - original Wan (Wan-AI/Wan2.1-T2V-*): config.json (WanModel), diffusion_pytorch_model*.safetensors,
+//   the umT5 and VAE weights beside it (as safetensors: the .pth pickles are not read), and the
+//   tokenizer under google/umt5-xxl/.
+// Tensor key names are recognised per component (key-maps.ts), so a diffusers folder may hold a
+// Wan-named DiT and vice versa. Configs missing from the original layout are inferred from shapes.
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { type T5Config, type VaeConfig, type WanDitConfig, UMT5_XXL, parseDitConfig, parseT5Config, parseVaeConfig } from "./configs.ts";
+import { ditNameToDiffusers, ditNameToWan, isDiffusersDit, t5Renamer } from "./key-maps.ts";
+import { type KinoConfig, parseKinoConfig } from "./kino-config.ts";
+import { CheckpointError, type TensorTable, openTensorTable } from "./safetensors.ts";
+
+type Json = Record<string, unknown>;
+
+export interface Component<C> {
+  config: C;
+  table: TensorTable;
+  /** File tensor name → Wan (canonical) name; null drops it. */
+  rename: (name: string) => string | null;
+  /** Wan name → this file's name (for messages about missing tensors). */
+  fileName?: (name: string) => string;
+}
+
+export interface WanCheckpoint {
+  layout: "diffusers" | "wan";
+  root: string;
+  /** A name for the model card: model_index `_name_or_path`, or the folder name. */
+  name: string;
+  dit: Component<WanDitConfig>;
+  textEncoder: Component<T5Config>;
+  tokenizerJson: string;
+  vae: Component<VaeConfig>;
+  /** The serving/sampling settings (transformer config "kino" object, scheduler config, defaults). */
+  kino: KinoConfig;
+}
+
+async function readJson(path: string): Promise<Json> {
+  try {
+    return (await Bun.file(path).json()) as Json;
+  } catch (err) {
+    throw new CheckpointError(`${path}: cannot read JSON (${(err as Error).message})`);
+  }
+}
+
+/** The weights file of a folder: a shard index if there is one, else the single safetensors file. */
+function weightsIn(dir: string, preferred: string[], what: string): string {
+  if (!existsSync(dir)) throw new CheckpointError(`${dir}: missing ${what} folder`);
+  const files = readdirSync(dir);
+  for (const p of preferred) {
+    if (files.includes(`${p}.safetensors.index.json`)) return join(dir, `${p}.safetensors.index.json`);
+    if (files.includes(`${p}.safetensors`)) return join(dir, `${p}.safetensors`);
+  }
+  const index = files.filter((f) => f.endsWith(".safetensors.index.json"));
+  if (index.length === 1) return join(dir, index[0]!);
+  const single = files.filter((f) => f.endsWith(".safetensors"));
+  if (single.length === 1) return join(dir, single[0]!);
+  const pth = files.find((f) => f.endsWith(".pth") || f.endsWith(".bin") || f.endsWith(".pt"));
+  if (pth) throw new CheckpointError(`${join(dir, pth)}: PyTorch pickles are not read; convert the ${what} weights to safetensors`);
+  throw new CheckpointError(`${dir}: no ${what} weights (*.safetensors) found`);
+}
+
+/** The DiT's naming: diffusers or Wan, recognised from the tensors. */
+function ditComponent(config: WanDitConfig, table: TensorTable): Component<WanDitConfig> {
+  const diffusers = isDiffusersDit(table.tensors.keys());
+  return { config, table, rename: diffusers ? ditNameToWan : (n) => n, fileName: diffusers ? ditNameToDiffusers : undefined };
+}
+
+export async function resolveCheckpoint(root: string): Promise<WanCheckpoint> {
+  if (!existsSync(root)) throw new CheckpointError(`${root}: checkpoint directory not found`);
+  if (existsSync(join(root, "model_index.json"))) return resolveDiffusers(root);
+  if (existsSync(join(root, "config.json"))) return resolveOriginal(root);
+  throw new CheckpointError(`${root}: not a checkpoint (no model_index.json for diffusers, no config.json for the Wan layout)`);
+}
+
+async function resolveDiffusers(root: string): Promise<WanCheckpoint> {
+  const index = await readJson(join(root, "model_index.json"));
+  const ditCfgPath = join(root, "transformer", "config.json");
+  const ditJson = await readJson(ditCfgPath);
+  const sched = existsSync(join(root, "scheduler", "scheduler_config.json")) ? await readJson(join(root, "scheduler", "scheduler_config.json")) : {};
+  const kino = parseKinoConfig((ditJson.kino ?? null) as Json | null, sched, ditCfgPath);
+  const ditTable = await openTensorTable(weightsIn(join(root, "transformer"), ["diffusion_pytorch_model", "model"], "transformer"));
+  const t5Path = join(root, "text_encoder", "config.json");
+  const t5Table = await openTensorTable(weightsIn(join(root, "text_encoder"), ["model", "pytorch_model"], "text_encoder"));
+  const vaeCfgPath = join(root, "vae", "config.json");
+  const vaeJson = await readJson(vaeCfgPath);
+  const layout = vaeJson.key_layout ?? (vaeJson._class_name === "AutoencoderKLWan" ? "diffusers" : "wan");
+  if (layout !== "wan") throw new CheckpointError(`${vaeCfgPath}: the diffusers AutoencoderKLWan key layout is not supported yet; export the VAE with Wan key names and "key_layout": "wan"`);
+  const tokenizerJson = join(root, "tokenizer", "tokenizer.json");
+  if (!existsSync(tokenizerJson)) throw new CheckpointError(`${tokenizerJson}: missing (a tokenizer.json is needed; sentencepiece .model files are not read)`);
+  return {
+    layout: "diffusers",
+    root,
+    name: String(index._name_or_path ?? root.split("/").filter(Boolean).pop()),
+    dit: ditComponent(parseDitConfig(ditJson, ditCfgPath, kino.textLen), ditTable),
+    textEncoder: { config: parseT5Config(await readJson(t5Path), t5Path), table: t5Table, rename: t5Renamer([...t5Table.tensors.keys()]) },
+    tokenizerJson,
+    vae: { config: parseVaeConfig(vaeJson, vaeCfgPath), table: await openTensorTable(weightsIn(join(root, "vae"), ["diffusion_pytorch_model", "model"], "vae")), rename: (n) => n },
+    kino,
+  };
+}
+
+/** Wan-AI/Wan2.1-T2V-* as released, with the .pth files converted to safetensors of the same stem. */
+async function resolveOriginal(root: string): Promise<WanCheckpoint> {
+  const cfgPath = join(root, "config.json");
+  const cfg = await readJson(cfgPath);
+  const kino = parseKinoConfig((cfg.kino ?? null) as Json | null, {}, cfgPath);
+  const ditTable = await openTensorTable(weightsIn(root, ["diffusion_pytorch_model"], "DiT"));
+  const find = (prefix: string, what: string) => {
+    const f = readdirSync(root).filter((n) => n.startsWith(prefix) && (n.endsWith(".safetensors") || n.endsWith(".safetensors.index.json")));
+    if (f.length) return join(root, f.find((n) => n.endsWith(".index.json")) ?? f[0]!);
+    const pth = readdirSync(root).find((n) => n.startsWith(prefix) && n.endsWith(".pth"));
+    throw new CheckpointError(pth ? `${join(root, pth)}: PyTorch pickles are not read; convert the ${what} to safetensors (same file stem)` : `${root}: no ${what} weights (${prefix}*.safetensors)`);
+  };
+  const t5Table = await openTensorTable(find("models_t5", "umT5 text encoder"));
+  const rename = t5Renamer([...t5Table.tensors.keys()]);
+  const vaeTable = await openTensorTable(find("Wan2.1_VAE", "VAE"));
+  const tokenizerJson = [join(root, "google", "umt5-xxl", "tokenizer.json"), join(root, "tokenizer", "tokenizer.json")].find(existsSync);
+  if (!tokenizerJson) throw new CheckpointError(`${root}: missing google/umt5-xxl/tokenizer.json`);
+  return {
+    layout: "wan",
+    root,
+    name: root.split("/").filter(Boolean).pop() ?? "wan",
+    dit: ditComponent(parseDitConfig(cfg, cfgPath, kino.textLen), ditTable),
+    textEncoder: { config: inferT5Config(t5Table, rename), table: t5Table, rename },
+    tokenizerJson,
+    vae: { config: inferVaeConfig(vaeTable), table: vaeTable, rename: (n) => n },
+    kino,
+  };
+}
+
+/** umT5 hyper-parameters from tensor shapes (the original layout ships no encoder config). */
+function inferT5Config(table: TensorTable, rename: (n: string) => string | null): T5Config {
+  const shapes = new Map<string, number[]>();
+  for (const [n, info] of table.tensors) {
+    const c = rename(n);
+    if (c) shapes.set(c, info.shape);
+  }
+  const emb = shapes.get("token_embedding.weight"), q = shapes.get("blocks.0.attn.q.weight");
+  const fc1 = shapes.get("blocks.0.ffn.fc1.weight"), pos = shapes.get("blocks.0.pos_embedding.embedding.weight");
+  if (!emb || !q || !fc1 || !pos) throw new CheckpointError(`${table.files[0]}: not a umT5 encoder (token_embedding / blocks.0 tensors missing)`);
+  let layers = 0;
+  while (shapes.has(`blocks.${layers}.norm1.weight`)) layers++;
+  return { ...UMT5_XXL, vocab: emb[0]!, dim: emb[1]!, dimAttn: q[0]!, dimFfn: fc1[0]!, numHeads: pos[1]!, numBuckets: pos[0]!, numLayers: layers, sharedPos: !shapes.has("blocks.1.pos_embedding.embedding.weight") && layers > 1 };
+}
+
+function inferVaeConfig(table: TensorTable): VaeConfig {
+  const conv1 = table.tensors.get("encoder.conv1.weight")?.shape, z = table.tensors.get("conv2.weight")?.shape;
+  if (!conv1 || !z) throw new CheckpointError(`${table.files[0]}: not a Wan VAE (encoder.conv1 / conv2 missing)`);
+  return parseVaeConfig({ dim: conv1[0], z_dim: z[0] }, table.files[0]!);
+}

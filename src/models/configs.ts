@@ -1,0 +1,172 @@
+// Model hyper-parameters, read from the config files of either layout: diffusers
+// (WanTransformer3DModel / UMT5 / AutoencoderKLWan config.json keys) or the original Wan configs.
+// Everything downstream sees these typed shapes only. A value a config cannot express for the code we
+// have (image conditioning, per-head qk norm, ...) fails here with the key that says so.
+import { CheckpointError } from "./safetensors.ts";
+
+export interface WanDitConfig {
+  dim: number;
+  ffnDim: number;
+  freqDim: number;
+  textDim: number;
+  inDim: number;
+  outDim: number;
+  numHeads: number;
+  numLayers: number;
+  patch: [number, number, number];
+  eps: number;
+  /** Context rows after zero padding (512 in Wan2.1). Not in diffusers configs: kino object or 512. */
+  textLen: number;
+  /** RMSNorm over the full width on q and k (diffusers "rms_norm_across_heads"). */
+  qkNorm: boolean;
+  /** Affine LayerNorm before cross-attention (Wan "norm3"). */
+  crossAttnNorm: boolean;
+  /** Rows of the RoPE tables Wan builds (positions per axis). */
+  ropeMaxSeqLen: number;
+}
+
+export interface T5Config {
+  vocab: number;
+  dim: number;
+  /** heads × head dim */
+  dimAttn: number;
+  dimFfn: number;
+  numHeads: number;
+  numLayers: number;
+  numBuckets: number;
+  maxDistance: number;
+  eps: number;
+  /** T5 shares one position-bias table (layer 0); umT5 has one per layer. */
+  sharedPos: boolean;
+  padId: number;
+  eosId: number;
+}
+
+export interface VaeConfig {
+  dim: number;
+  zDim: number;
+  dimMult: number[];
+  numResBlocks: number;
+  temporalDownsample: boolean[];
+  /** Per-channel latent statistics: the DiT works on (mu − mean) / std. */
+  latentsMean: number[];
+  latentsStd: number[];
+}
+
+type Json = Record<string, unknown>;
+
+function need<T>(cfg: Json, file: string, ...keys: string[]): T {
+  for (const k of keys) if (cfg[k] !== undefined && cfg[k] !== null) return cfg[k] as T;
+  throw new CheckpointError(`${file}: missing config key ${keys.map((k) => `'${k}'`).join(" / ")}`);
+}
+
+function opt<T>(cfg: Json, fallback: T, ...keys: string[]): T {
+  for (const k of keys) if (cfg[k] !== undefined && cfg[k] !== null) return cfg[k] as T;
+  return fallback;
+}
+
+function positiveInt(v: unknown, file: string, key: string): number {
+  if (typeof v !== "number" || !Number.isInteger(v) || v <= 0) throw new CheckpointError(`${file}: '${key}' must be a positive integer, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+/** WanTransformer3DModel (diffusers) or WanModel (original) config. */
+export function parseDitConfig(cfg: Json, file: string, textLen?: number): WanDitConfig {
+  const diffusers = cfg.num_attention_heads !== undefined;
+  const unsupported = (key: string, why: string): never => {
+    throw new CheckpointError(`${file}: '${key}' = ${JSON.stringify(cfg[key])}: ${why}`);
+  };
+  if (cfg.image_dim != null) unsupported("image_dim", "image conditioning (i2v) is not supported, only text-to-video");
+  if (cfg.added_kv_proj_dim != null) unsupported("added_kv_proj_dim", "image conditioning (i2v) is not supported");
+  if (cfg.model_type !== undefined && cfg.model_type !== "t2v") unsupported("model_type", "only t2v checkpoints are supported");
+  const patch = need<number[]>(cfg, file, "patch_size");
+  if (!Array.isArray(patch) || patch.length !== 3) unsupported("patch_size", "must be [t, h, w]");
+  // diffusers: "rms_norm_across_heads" (Wan) or null; original: a boolean
+  const q = cfg.qk_norm;
+  if (diffusers && !(q === "rms_norm_across_heads" || q === null || q === undefined || q === false)) unsupported("qk_norm", "only 'rms_norm_across_heads' (Wan) or null");
+  const qkNorm = diffusers ? q === "rms_norm_across_heads" : opt(cfg, true, "qk_norm");
+  const heads = positiveInt(need(cfg, file, "num_attention_heads", "num_heads"), file, "num_heads");
+  const dim = diffusers ? heads * positiveInt(need(cfg, file, "attention_head_dim"), file, "attention_head_dim") : positiveInt(need(cfg, file, "dim"), file, "dim");
+  if (dim % heads) unsupported("dim", `not divisible by ${heads} heads`);
+  const window = cfg.window_size as number[] | undefined;
+  if (window && (window[0] !== -1 || window[1] !== -1)) unsupported("window_size", "only global attention (-1, -1)");
+  return {
+    dim,
+    ffnDim: positiveInt(need(cfg, file, "ffn_dim"), file, "ffn_dim"),
+    freqDim: positiveInt(need(cfg, file, "freq_dim"), file, "freq_dim"),
+    textDim: positiveInt(need(cfg, file, "text_dim"), file, "text_dim"),
+    inDim: positiveInt(need(cfg, file, "in_channels", "in_dim"), file, "in_channels"),
+    outDim: positiveInt(need(cfg, file, "out_channels", "out_dim"), file, "out_channels"),
+    numHeads: heads,
+    numLayers: positiveInt(need(cfg, file, "num_layers"), file, "num_layers"),
+    patch: patch as [number, number, number],
+    eps: opt(cfg, 1e-6, "eps"),
+    textLen: textLen ?? opt(cfg, 512, "text_len"),
+    qkNorm,
+    crossAttnNorm: opt(cfg, true, "cross_attn_norm"),
+    ropeMaxSeqLen: opt(cfg, 1024, "rope_max_seq_len"),
+  };
+}
+
+/** HF (U)MT5 config (diffusers text_encoder/config.json). */
+export function parseT5Config(cfg: Json, file: string): T5Config {
+  const ff = opt(cfg, "gated-gelu", "feed_forward_proj");
+  if (ff !== "gated-gelu") throw new CheckpointError(`${file}: 'feed_forward_proj' = ${JSON.stringify(ff)}: only gated-gelu (umT5) is supported`);
+  const heads = positiveInt(need(cfg, file, "num_heads"), file, "num_heads");
+  return {
+    vocab: positiveInt(need(cfg, file, "vocab_size"), file, "vocab_size"),
+    dim: positiveInt(need(cfg, file, "d_model"), file, "d_model"),
+    dimAttn: heads * positiveInt(need(cfg, file, "d_kv"), file, "d_kv"),
+    dimFfn: positiveInt(need(cfg, file, "d_ff"), file, "d_ff"),
+    numHeads: heads,
+    numLayers: positiveInt(need(cfg, file, "num_layers"), file, "num_layers"),
+    numBuckets: opt(cfg, 32, "relative_attention_num_buckets"),
+    maxDistance: opt(cfg, 128, "relative_attention_max_distance"),
+    eps: opt(cfg, 1e-6, "layer_norm_epsilon"),
+    sharedPos: opt<string>(cfg, "umt5", "model_type") === "t5",
+    padId: opt(cfg, 0, "pad_token_id"),
+    eosId: opt(cfg, 1, "eos_token_id"),
+  };
+}
+
+/** The real umT5-XXL (the original Wan layout ships no text encoder config). */
+export const UMT5_XXL: T5Config = {
+  vocab: 256384, dim: 4096, dimAttn: 4096, dimFfn: 10240, numHeads: 64, numLayers: 24,
+  numBuckets: 32, maxDistance: 128, eps: 1e-6, sharedPos: false, padId: 0, eosId: 1,
+};
+
+/** Wan2.1's latent statistics (wan/modules/vae.py), used when a 16-channel VAE config has none. */
+const WAN21_LATENTS_MEAN = [-0.7571, -0.7089, -0.9113, 0.1075, -0.1745, 0.9653, -0.1517, 1.5508, 0.4134, -0.0715, 0.5517, -0.3632, -0.1922, -0.9497, 0.2503, -0.2921];
+const WAN21_LATENTS_STD = [2.8184, 1.4541, 2.3275, 2.6558, 1.2196, 1.7708, 2.6052, 2.0743, 3.2687, 2.1526, 2.8652, 1.5579, 1.6382, 1.1253, 2.8251, 1.916];
+
+/** AutoencoderKLWan (diffusers keys) or WanVAE_ (original argument names) config. */
+export function parseVaeConfig(cfg: Json, file: string): VaeConfig {
+  const zDim = positiveInt(opt(cfg, 16, "z_dim"), file, "z_dim");
+  const dimMult = opt(cfg, [1, 2, 4, 4], "dim_mult");
+  const temporalDownsample = opt(cfg, [false, true, true], "temperal_downsample", "temporal_downsample");
+  if (temporalDownsample.length !== dimMult.length - 1) {
+    throw new CheckpointError(`${file}: 'temperal_downsample' needs ${dimMult.length - 1} entries (one per downsampling level)`);
+  }
+  const attnScales = opt<number[]>(cfg, [], "attn_scales");
+  if (attnScales.length) throw new CheckpointError(`${file}: 'attn_scales' ${JSON.stringify(attnScales)}: attention inside the resolution levels is not supported (Wan2.1 has none)`);
+  const wanStats = zDim === 16;
+  const latentsMean = opt(cfg, wanStats ? WAN21_LATENTS_MEAN : new Array(zDim).fill(0), "latents_mean");
+  const latentsStd = opt(cfg, wanStats ? WAN21_LATENTS_STD : new Array(zDim).fill(1), "latents_std");
+  if (latentsMean.length !== zDim || latentsStd.length !== zDim) {
+    throw new CheckpointError(`${file}: 'latents_mean' / 'latents_std' need ${zDim} values (z_dim)`);
+  }
+  return {
+    dim: positiveInt(opt(cfg, 96, "base_dim", "dim"), file, "base_dim"),
+    zDim,
+    dimMult,
+    numResBlocks: positiveInt(opt(cfg, 2, "num_res_blocks"), file, "num_res_blocks"),
+    temporalDownsample,
+    latentsMean,
+    latentsStd,
+  };
+}
+
+/** Frames → latent frames ratio and pixel → latent ratio of a VAE config. */
+export function vaeStrides(cfg: VaeConfig): { temporal: number; spatial: number } {
+  return { temporal: 2 ** cfg.temporalDownsample.filter(Boolean).length, spatial: 2 ** (cfg.dimMult.length - 1) };
+}

@@ -1,0 +1,106 @@
+// How a checkpoint wants to be served and sampled: the "kino" object of transformer/config.json (the
+// kino-tiny export writes it), else the diffusers scheduler config, else Wan2.1-T2V-1.3B's defaults.
+// Several keys have aliases — the names used by Self-Forcing / LongLive configs — so a converted
+// causal checkpoint can carry its settings under the names its training code used.
+import type { SamplerKind } from "./samplers.ts";
+import { CheckpointError } from "./safetensors.ts";
+import { type Schedule, eulerSchedule, evenStepList, explicitSchedule, unipcSchedule, warpedSchedule } from "./schedules.ts";
+
+export interface KinoConfig {
+  /** A chunked causal model (streams; generates whole clips chunk by chunk too). */
+  causal: boolean;
+  /** Latent frames per chunk (causal). */
+  chunkFrames: number;
+  /** Attention window in latent frames, current chunk included (causal); null: 21 (Self-Forcing's). */
+  windowFrames: number | null;
+  sinkFrames: number;
+  /** Context rows the DiT pads to (diffusers configs do not carry it). */
+  textLen: number | undefined;
+  sampler: SamplerKind;
+  /** Explicit denoising step list (distilled models), before warping. */
+  denoisingSteps: number[] | null;
+  /** Map the list through the shifted 1000-step grid (Self-Forcing's warp_denoising_step). */
+  warp: boolean;
+  shift: number;
+  steps: number;
+  guidance: number;
+  negativePrompt: string;
+  width: number;
+  height: number;
+  fps: number;
+  numFrames: number;
+  /** Video frames of a chunk after the first, and of the first (null: from the VAE's stride). */
+  framesPerChunk: number | null;
+  firstChunkFrames: number | null;
+  defaultTransitionChunks: number;
+  maxFrames: number;
+  maxSize: number;
+  maxPixels: number;
+}
+
+type Json = Record<string, unknown>;
+
+export function parseKinoConfig(kino: Json | null, scheduler: Json, file: string): KinoConfig {
+  const k = kino ?? {};
+  const pick = <T>(fallback: T, ...keys: string[]): T => {
+    for (const key of keys) if (k[key] !== undefined && k[key] !== null) return k[key] as T;
+    return fallback;
+  };
+  const bad = (key: string, why: string) => new CheckpointError(`${file}: kino.${key} ${why}`);
+  const count = (v: unknown, key: string, min = 1) => {
+    if (typeof v !== "number" || !Number.isInteger(v) || v < min) throw bad(key, `must be an integer ≥ ${min}, got ${JSON.stringify(v)}`);
+    return v;
+  };
+  const chunk = pick<number | null>(null, "chunk_frames", "num_frame_per_block", "chunk_latent_frames");
+  const causal = pick(chunk !== null, "causal");
+  const list = pick<number[] | null>(null, "timesteps", "denoising_step_list");
+  if (list !== null && (!Array.isArray(list) || !list.length || list.some((t) => typeof t !== "number" || t <= 0 || t > 1000))) {
+    throw bad("timesteps", `must be a non-empty list of timesteps in (0, 1000], got ${JSON.stringify(list)}`);
+  }
+  const schedClass = String(scheduler._class_name ?? "");
+  const schedulerShift = (scheduler.flow_shift ?? scheduler.shift) as number | undefined;
+  const defaultSampler: SamplerKind = list ? "distilled" : kino ? "euler" : schedClass.startsWith("UniPC") ? "unipc" : schedClass ? "euler" : "unipc";
+  const sampler = pick<SamplerKind>(defaultSampler, "sampler");
+  if (!["euler", "distilled", "unipc"].includes(sampler)) throw bad("sampler", `must be euler, distilled or unipc, got ${JSON.stringify(sampler)}`);
+  const cfg: KinoConfig = {
+    causal,
+    chunkFrames: causal ? count(chunk, "chunk_frames") : 1,
+    windowFrames: pick<number | null>(null, "window_frames", "local_attn_size"),
+    sinkFrames: pick(0, "sink_frames", "sink_size"),
+    textLen: pick<number | undefined>(undefined, "text_len"),
+    sampler,
+    denoisingSteps: list,
+    warp: pick(true, "warp_denoising_step"),
+    shift: pick(schedulerShift ?? (kino ? 1 : 3), "shift", "timestep_shift", "sample_shift"),
+    steps: count(pick(list?.length ?? (kino ? 8 : 50), "num_inference_steps", "steps"), "num_inference_steps"),
+    guidance: pick(kino ? 1 : 5, "guidance_scale", "guidance"),
+    negativePrompt: pick("", "negative_prompt"),
+    width: count(pick(kino ? 64 : 832, "width"), "width"),
+    height: count(pick(kino ? 64 : 480, "height"), "height"),
+    fps: count(pick(16, "fps"), "fps"),
+    numFrames: count(pick(kino ? 33 : 81, "num_frames"), "num_frames"),
+    framesPerChunk: pick<number | null>(null, "frames_per_chunk"),
+    firstChunkFrames: pick<number | null>(null, "first_chunk_frames"),
+    defaultTransitionChunks: count(pick(3, "default_transition_chunks"), "default_transition_chunks", 0),
+    maxFrames: count(pick(481, "max_frames"), "max_frames"),
+    maxSize: count(pick(1920, "max_size"), "max_size"),
+    maxPixels: count(pick(1920 * 1088, "max_pixels"), "max_pixels"),
+  };
+  if (cfg.windowFrames !== null && cfg.windowFrames !== -1) count(cfg.windowFrames, "window_frames");
+  if (cfg.windowFrames === -1) cfg.windowFrames = null;
+  count(cfg.sinkFrames, "sink_frames", 0);
+  if (!(cfg.shift > 0)) throw bad("shift", `must be > 0, got ${cfg.shift}`);
+  return cfg;
+}
+
+/**
+ * The schedule for `steps` denoising steps. A model with an explicit step list uses it as is for its
+ * own step count; another count gets an evenly spaced list of that length (then warped the same way).
+ */
+export function scheduleFor(k: KinoConfig, steps: number, shift = k.shift): Schedule {
+  if (k.sampler === "distilled" || k.denoisingSteps) {
+    const list = k.denoisingSteps && k.denoisingSteps.length === steps ? k.denoisingSteps : evenStepList(steps);
+    return k.warp ? warpedSchedule(list, shift) : explicitSchedule(list);
+  }
+  return k.sampler === "unipc" ? unipcSchedule(steps, shift) : eulerSchedule(steps, shift);
+}

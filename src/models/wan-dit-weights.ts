@@ -1,0 +1,98 @@
+// The WanModel / WanTransformer3DModel parameters, by their Wan-original names (key-maps.ts maps the
+// diffusers names onto these). Matrices keep the checkpoint's dtype (or the weightDtype policy);
+// norms, biases and modulation tables are f32 because the ops (and Wan's fp32 modulation) need them.
+import type { Backend } from "../runtime/backend.ts";
+import type { Tensor } from "../runtime/tensor.ts";
+import type { WanDitConfig } from "./configs.ts";
+import type { WeightReader } from "./weights.ts";
+
+export interface Linear {
+  w: Tensor;
+  b: Tensor | null;
+}
+
+export interface AttentionWeights {
+  q: Linear; k: Linear; v: Linear; o: Linear;
+  normQ: Tensor | null;
+  normK: Tensor | null;
+}
+
+export interface BlockWeights {
+  /** [6, 1, dim]: shift/scale/gate for self-attention, then for the FFN. */
+  modulation: Tensor;
+  selfAttn: AttentionWeights;
+  /** Affine LayerNorm before cross-attention (Wan "norm3"); null without cross_attn_norm. */
+  norm3: { w: Tensor; b: Tensor } | null;
+  crossAttn: AttentionWeights;
+  ffn1: Linear;
+  ffn2: Linear;
+}
+
+export interface DitWeights {
+  patch: Linear; // conv kernel [dim, in, pt, ph, pw]
+  textEmb1: Linear; textEmb2: Linear;
+  timeEmb1: Linear; timeEmb2: Linear;
+  timeProj: Linear;
+  blocks: BlockWeights[];
+  /** [2, 1, dim]: shift, scale of the output norm. */
+  headModulation: Tensor;
+  head: Linear;
+}
+
+async function linear(r: WeightReader, name: string, out: number, inp: number): Promise<Linear> {
+  return { w: await r.matrix(`${name}.weight`, [out, inp]), b: await r.vector(`${name}.bias`, [out]) };
+}
+
+async function attention(r: WeightReader, p: string, cfg: WanDitConfig): Promise<AttentionWeights> {
+  const d = cfg.dim;
+  return {
+    q: await linear(r, `${p}.q`, d, d), k: await linear(r, `${p}.k`, d, d),
+    v: await linear(r, `${p}.v`, d, d), o: await linear(r, `${p}.o`, d, d),
+    normQ: cfg.qkNorm ? await r.vector(`${p}.norm_q.weight`, [d]) : null,
+    normK: cfg.qkNorm ? await r.vector(`${p}.norm_k.weight`, [d]) : null,
+  };
+}
+
+export async function loadDitWeights(r: WeightReader, cfg: WanDitConfig): Promise<DitWeights> {
+  const { dim, ffnDim, freqDim, textDim, inDim, outDim, patch } = cfg;
+  const blocks: BlockWeights[] = [];
+  for (let i = 0; i < cfg.numLayers; i++) {
+    const p = `blocks.${i}`;
+    blocks.push({
+      modulation: (await r.vector(`${p}.modulation`, [1, 6, dim])).reshape([6, 1, dim]),
+      selfAttn: await attention(r, `${p}.self_attn`, cfg),
+      norm3: cfg.crossAttnNorm ? { w: await r.vector(`${p}.norm3.weight`, [dim]), b: await r.vector(`${p}.norm3.bias`, [dim]) } : null,
+      crossAttn: await attention(r, `${p}.cross_attn`, cfg),
+      ffn1: await linear(r, `${p}.ffn.0`, ffnDim, dim),
+      ffn2: await linear(r, `${p}.ffn.2`, dim, ffnDim),
+    });
+  }
+  return {
+    patch: { w: await r.matrix("patch_embedding.weight", [dim, inDim, ...patch]), b: await r.vector("patch_embedding.bias", [dim]) },
+    textEmb1: await linear(r, "text_embedding.0", dim, textDim),
+    textEmb2: await linear(r, "text_embedding.2", dim, dim),
+    timeEmb1: await linear(r, "time_embedding.0", dim, freqDim),
+    timeEmb2: await linear(r, "time_embedding.2", dim, dim),
+    timeProj: await linear(r, "time_projection.1", 6 * dim, dim),
+    blocks,
+    headModulation: (await r.vector("head.modulation", [1, 2, dim])).reshape([2, 1, dim]),
+    head: await linear(r, "head.head", outDim * patch[0] * patch[1] * patch[2], dim),
+  };
+}
+
+/** Every tensor, once (views resolved to the tensors that own their memory). */
+export function freeDitWeights(backend: Backend, w: DitWeights): void {
+  const all: (Tensor | null)[] = [];
+  const lin = (l: Linear) => all.push(l.w, l.b);
+  const att = (a: AttentionWeights) => (lin(a.q), lin(a.k), lin(a.v), lin(a.o), all.push(a.normQ, a.normK));
+  [w.patch, w.textEmb1, w.textEmb2, w.timeEmb1, w.timeEmb2, w.timeProj, w.head].forEach(lin);
+  all.push(w.headModulation);
+  for (const b of w.blocks) {
+    all.push(b.modulation, b.norm3?.w ?? null, b.norm3?.b ?? null);
+    att(b.selfAttn);
+    att(b.crossAttn);
+    lin(b.ffn1);
+    lin(b.ffn2);
+  }
+  backend.free(...new Set(all.filter((t): t is Tensor => t !== null).map((t) => t.owner)));
+}

@@ -1,0 +1,275 @@
+// WanTransformer3D (wan/modules/model.py WanModel, t2v) on the Backend ops, with the original's exact
+// semantics (goldens/README.md §1 lists the traps): sinusoidal time embedding [cos, sin] in float64;
+// fp32 modulation `LN(x)·(1 + scale) + shift` and gated residuals; q/k RMSNorm over the full width
+// before the head split; 3D RoPE on adjacent pairs; context zero-padded to text_len and attended
+// without a mask; affine LayerNorm before the (unmodulated, ungated) cross-attention; a head that adds
+// its table to the time embedding e itself (no SiLU).
+//
+// The forward is split into stages the chunked causal model (wan-dit-causal.ts) reuses: time
+// embedding (one timestep per token frame), text embedding + per-layer cross-attention K/V (cached
+// by the caller while the conditioning does not change), patchify, the blocks with a pluggable
+// self-attention (plain here; KV cache there), head and unpatchify.
+import type { Backend } from "../runtime/backend.ts";
+import type { Tensor } from "../runtime/tensor.ts";
+import type { WanDitConfig } from "./configs.ts";
+import { DeviceRope } from "./rope.ts";
+import type { Tap } from "./umt5.ts";
+import { type DitWeights, type Linear, freeDitWeights, loadDitWeights } from "./wan-dit-weights.ts";
+import type { WeightReader } from "./weights.ts";
+
+/** Per-layer cross-attention K/V of one conditioning: [1, text_len, heads, head_dim] each. */
+export interface CrossAttnKV {
+  k: Tensor[];
+  v: Tensor[];
+}
+
+/** Time embeddings of one forward: e [G, dim] and the per-block modulation input e0 as [6, G, dim]. */
+export interface TimeEmbedding {
+  e: Tensor;
+  e0: Tensor;
+  groups: number;
+}
+
+/** How a block's self-attention finds its keys: the chunk itself, or a KV cache around it. */
+export interface SelfAttention {
+  /** Receives the layer's rotated keys and values [1, L, H, D] (a cache writes them). */
+  store(layer: number, k: Tensor, v: Tensor): void;
+  /** out ← attention of q over the stored keys. */
+  attend(layer: number, out: Tensor, q: Tensor): void;
+}
+
+/** The token grid of a latent: (frames, height, width) after patching. */
+export type Grid = [number, number, number];
+
+export class WanDiT {
+  readonly rope: DeviceRope;
+  readonly headDim: number;
+
+  private constructor(readonly backend: Backend, readonly config: WanDitConfig, readonly weights: DitWeights) {
+    this.headDim = config.dim / config.numHeads;
+    this.rope = new DeviceRope(backend, this.headDim, config.ropeMaxSeqLen);
+  }
+
+  static async load(reader: WeightReader, config: WanDitConfig): Promise<WanDiT> {
+    return new WanDiT(reader.backend, config, await loadDitWeights(reader, config));
+  }
+
+  free(): void {
+    this.rope.free();
+    freeDitWeights(this.backend, this.weights);
+  }
+
+  #linear(out: Tensor, x: Tensor, l: Linear): void {
+    this.backend.gemm(out, x, l.w, l.b);
+  }
+
+  /** Token grid of a latent [C, F, H, W]. */
+  grid(latentShape: readonly number[]): Grid {
+    const [pt, ph, pw] = this.config.patch;
+    const [, F, H, W] = latentShape as [number, number, number, number];
+    if (F % pt || H % ph || W % pw) throw new Error(`latent [${latentShape}] is not a multiple of the patch ${this.config.patch}`);
+    return [F / pt, H / ph, W / pw];
+  }
+
+  /** e and e0 for one timestep per token frame (or one for all: groups = 1). */
+  async timeEmbedding(timesteps: readonly number[], tap?: Tap): Promise<TimeEmbedding> {
+    const b = this.backend, { dim, freqDim } = this.config, G = timesteps.length;
+    const half = freqDim / 2;
+    const sin = new Float32Array(G * freqDim);
+    timesteps.forEach((t, g) => {
+      for (let i = 0; i < half; i++) {
+        const arg = t * 10000 ** (-i / half); // float64, like Wan
+        sin[g * freqDim + i] = Math.cos(arg);
+        sin[g * freqDim + half + i] = Math.sin(arg);
+      }
+    });
+    const sinEmb = b.upload(sin, [G, freqDim]);
+    const h = b.alloc([G, dim]), e = b.alloc([G, dim]), e0 = b.alloc([G, 6 * dim]), e0p = b.alloc([6, G, dim]);
+    try {
+      await tap?.("sin_emb", sinEmb);
+      this.#linear(h, sinEmb, this.weights.timeEmb1);
+      b.silu(h, h);
+      this.#linear(e, h, this.weights.timeEmb2);
+      await tap?.("e", e);
+      b.silu(h, e);
+      this.#linear(e0, h, this.weights.timeProj);
+      await tap?.("e0", e0);
+      b.permute(e0p, e0.reshape([G, 6, dim]), [1, 0, 2]);
+      return { e, e0: e0p, groups: G };
+    } finally {
+      b.free(sinEmb, h, e0);
+    }
+  }
+
+  freeTime(t: TimeEmbedding): void {
+    this.backend.free(t.e, t.e0);
+  }
+
+  /**
+   * Cross-attention K/V of every layer for a context given as host rows [rows, text_dim] (rows ≤
+   * text_len; the rest are zeros, as Wan pads).
+   */
+  async crossAttnKV(context: Float32Array, tap?: Tap): Promise<CrossAttnKV> {
+    const b = this.backend, { dim, textDim, textLen, numHeads, eps } = this.config;
+    if (context.length % textDim || context.length / textDim > textLen) {
+      throw new Error(`context of ${context.length} values is not at most ${textLen} rows of ${textDim}`);
+    }
+    const padded = new Float32Array(textLen * textDim);
+    padded.set(context);
+    const ctx = b.upload(padded, [1, textLen, textDim]);
+    const h = b.alloc([1, textLen, dim]), emb = b.alloc([1, textLen, dim]);
+    const out: CrossAttnKV = { k: [], v: [] };
+    try {
+      await tap?.("context_padded", ctx);
+      this.#linear(h, ctx, this.weights.textEmb1);
+      b.gelu(h, h);
+      this.#linear(emb, h, this.weights.textEmb2);
+      await tap?.("context_emb", emb);
+      for (const block of this.weights.blocks) {
+        const k = b.alloc([1, textLen, numHeads, this.headDim]), v = b.alloc([1, textLen, numHeads, this.headDim]);
+        const k3 = k.reshape([1, textLen, dim]);
+        this.#linear(k3, emb, block.crossAttn.k);
+        if (block.crossAttn.normK) b.rmsNorm(k3, k3, eps, block.crossAttn.normK);
+        this.#linear(v.reshape([1, textLen, dim]), emb, block.crossAttn.v);
+        out.k.push(k);
+        out.v.push(v);
+      }
+      return out;
+    } catch (err) {
+      this.freeCross(out);
+      throw err;
+    } finally {
+      b.free(ctx, h, emb);
+    }
+  }
+
+  freeCross(c: CrossAttnKV): void {
+    this.backend.free(...c.k, ...c.v);
+    c.k.length = c.v.length = 0;
+  }
+
+  /** Latent [C, F, H, W] → tokens [1, L, dim] (patch embedding conv, flattened f-major). */
+  async patchify(latent: Tensor, tap?: Tap): Promise<Tensor> {
+    const b = this.backend, { dim, patch } = this.config;
+    const [f, h, w] = this.grid(latent.shape);
+    const conv = b.alloc([1, dim, f, h, w]);
+    const tokens = b.alloc([1, f * h * w, dim]);
+    try {
+      b.conv3d(conv, latent.reshape([1, ...latent.shape]), this.weights.patch.w, this.weights.patch.b, { stride: patch, timePad: 0 });
+      await tap?.("patch_conv_out", conv);
+      b.permute(tokens.reshape([1, f, h, w, dim]), conv, [0, 2, 3, 4, 1]);
+      await tap?.("tokens_in", tokens);
+      return tokens;
+    } catch (err) {
+      b.free(tokens);
+      throw err;
+    } finally {
+      b.free(conv);
+    }
+  }
+
+  /**
+   * Runs every block on tokens x [1, L, dim] in place. `frameOffset` is the absolute token frame of
+   * the first token (RoPE). With `kvOnly`, the last block stops once its keys are stored (a causal
+   * context pass only needs the cache).
+   */
+  async blocks(x: Tensor, grid: Grid, frameOffset: number, time: TimeEmbedding, cross: CrossAttnKV, self: SelfAttention, opts: { tap?: Tap; kvOnly?: boolean } = {}): Promise<void> {
+    const b = this.backend, { dim, ffnDim, numHeads, eps } = this.config;
+    const L = x.shape[1]!, G = time.groups, D = this.headDim;
+    const heads = (t: Tensor) => t.reshape([1, t.shape[1]!, numHeads, D]);
+    const rope = this.rope.options(grid, frameOffset);
+    const h = b.alloc([1, L, dim]), q = b.alloc([1, L, dim]), k = b.alloc([1, L, dim]), v = b.alloc([1, L, dim]);
+    const att = b.alloc([1, L, dim]), ffn = b.alloc([1, L, ffnDim]), mod = b.alloc([6, G, dim]);
+    const part = (i: number) => mod.view([1, G, dim], i * G * dim); // shift_sa, scale_sa, gate_sa, shift_ff, scale_ff, gate_ff
+    const tap = opts.tap;
+    try {
+      for (const [i, w] of this.weights.blocks.entries()) {
+        b.upsampleNearest(mod, w.modulation);
+        b.axpby(mod, mod, time.e0, 1, 1);
+        // self-attention
+        b.layerNorm(h, x, eps);
+        b.modulate(h, h, part(1), part(0));
+        this.#linear(q, h, w.selfAttn.q);
+        this.#linear(k, h, w.selfAttn.k);
+        this.#linear(v, h, w.selfAttn.v);
+        if (w.selfAttn.normQ) b.rmsNorm(q, q, eps, w.selfAttn.normQ);
+        if (w.selfAttn.normK) b.rmsNorm(k, k, eps, w.selfAttn.normK);
+        b.rope3d(heads(q), heads(q), rope);
+        b.rope3d(heads(k), heads(k), rope);
+        self.store(i, heads(k), heads(v));
+        if (opts.kvOnly && i === this.weights.blocks.length - 1) return;
+        self.attend(i, heads(att), heads(q));
+        this.#linear(h, att, w.selfAttn.o);
+        if (i === 0) await tap?.("block0_self_attn_out", h);
+        b.gatedAdd(x, x, h, part(2));
+        // cross-attention over the (cached) context keys
+        if (w.norm3) b.layerNorm(h, x, eps, w.norm3.w, w.norm3.b);
+        else b.layerNorm(h, x, eps);
+        this.#linear(q, h, w.crossAttn.q);
+        if (w.crossAttn.normQ) b.rmsNorm(q, q, eps, w.crossAttn.normQ);
+        b.attention(heads(att), heads(q), cross.k[i]!, cross.v[i]!, { scale: 1 / Math.sqrt(D) });
+        this.#linear(h, att, w.crossAttn.o);
+        if (i === 0) await tap?.("block0_cross_attn_out", h);
+        b.axpby(x, x, h, 1, 1);
+        // feed-forward
+        b.layerNorm(h, x, eps);
+        b.modulate(h, h, part(4), part(3));
+        this.#linear(ffn, h, w.ffn1);
+        b.gelu(ffn, ffn);
+        this.#linear(h, ffn, w.ffn2);
+        if (i === 0) await tap?.("block0_ffn_out", h);
+        b.gatedAdd(x, x, h, part(5));
+        await tap?.(`block${i}_out`, x);
+      }
+    } finally {
+      b.free(h, q, k, v, att, ffn, mod);
+    }
+  }
+
+  /** Output norm + projection, then unpatchify: tokens [1, L, dim] → flow prediction [C, F, H, W]. */
+  async head(x: Tensor, grid: Grid, time: TimeEmbedding, tap?: Tap): Promise<Tensor> {
+    const b = this.backend, { dim, outDim, patch, eps } = this.config;
+    const [f, gh, gw] = grid, [pt, ph, pw] = patch, G = time.groups, L = x.shape[1]!;
+    const table = b.alloc([2, G, dim]), e2 = b.alloc([2, G, dim]);
+    const h = b.alloc([1, L, dim]), out = b.alloc([1, L, outDim * pt * ph * pw]);
+    const video = b.alloc([outDim, f * pt, gh * ph, gw * pw]);
+    try {
+      b.upsampleNearest(table, this.weights.headModulation);
+      b.upsampleNearest(e2, time.e.reshape([1, G, dim]));
+      b.axpby(table, table, e2, 1, 1);
+      b.layerNorm(h, x, eps);
+      b.modulate(h, h, table.view([1, G, dim], G * dim), table.view([1, G, dim], 0));
+      this.#linear(out, h, this.weights.head);
+      await tap?.("head_out", out);
+      // features [pt, ph, pw, C] per token (C fastest) → video [C, f·pt, h·ph, w·pw]
+      b.permute(video.reshape([outDim, f, pt, gh, ph, gw, pw]), out.reshape([f, gh, gw, pt, ph, pw, outDim]), [6, 0, 3, 1, 4, 2, 5]);
+      await tap?.("out", video);
+      return video;
+    } catch (err) {
+      b.free(video);
+      throw err;
+    } finally {
+      b.free(table, e2, h, out);
+    }
+  }
+
+  /** The bidirectional forward: flow prediction for a whole latent [C, F, H, W] at timestep t. */
+  async forward(latent: Tensor, t: number, cross: CrossAttnKV, tap?: Tap): Promise<Tensor> {
+    const grid = this.grid(latent.shape);
+    const time = await this.timeEmbedding([t], tap);
+    const x = await this.patchify(latent, tap);
+    const scale = 1 / Math.sqrt(this.headDim);
+    const kv: Tensor[] = [];
+    const self: SelfAttention = {
+      store: (_layer, k, v) => void kv.splice(0, 2, k, v),
+      attend: (_layer, out, q) => this.backend.attention(out, q, kv[0]!, kv[1]!, { scale }),
+    };
+    try {
+      await this.blocks(x, grid, 0, time, cross, self, { tap });
+      return await this.head(x, grid, time, tap);
+    } finally {
+      this.backend.free(x);
+      this.freeTime(time);
+    }
+  }
+}

@@ -1,0 +1,41 @@
+// The model card of a loaded Wan checkpoint, filled from its configs: the frame grid comes from the
+// VAE strides (1 + 4k frames, sides a multiple of 8 × the DiT's spatial patch), defaults and limits
+// from the kino settings (kino-config.ts), streaming from whether the DiT is chunked causal.
+import type { WanModel } from "../models/wan-model.ts";
+import type { ModelCard } from "./pipeline.ts";
+
+export function wanCard(model: WanModel): ModelCard {
+  const { kino, dit, name } = model.checkpoint;
+  const { temporal, spatial } = model.strides;
+  const factor = spatial * Math.max(dit.config.patch[1], dit.config.patch[2]);
+  const framesPerChunk = kino.causal ? kino.framesPerChunk ?? kino.chunkFrames * temporal : 0;
+  const clamp = (v: number) => Math.max(factor, Math.round(v / factor) * factor);
+  return {
+    name,
+    tasks: ["t2v"],
+    supports_images: true,
+    frame_multiple: temporal,
+    frame_offset: 1,
+    min_frames: 1,
+    max_frames: kino.maxFrames,
+    spatial_factor: factor,
+    min_size: factor,
+    max_size: kino.maxSize,
+    max_pixels: kino.maxPixels,
+    max_inference_steps: 100,
+    defaults: {
+      width: clamp(kino.width),
+      height: clamp(kino.height),
+      fps: kino.fps,
+      num_frames: kino.numFrames,
+      num_inference_steps: kino.steps,
+      guidance_scale: kino.guidance,
+    },
+    max_references: { image: 0, video: 0, audio: 0 },
+    extra_params: {},
+    supports_streaming: kino.causal,
+    supports_prompt_updates: kino.causal,
+    frames_per_chunk: framesPerChunk,
+    default_transition_chunks: kino.defaultTransitionChunks,
+  };
+}

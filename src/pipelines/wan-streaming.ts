@@ -1,0 +1,174 @@
+// Streaming (chunked causal) Wan generation: the video is produced chunk by chunk — sample the chunk's
+// latent frames from noise with the cached context of the earlier chunks, run the t = 0 context pass
+// that writes the clean chunk into the KV cache, decode its frames with the VAE's streaming cache —
+// and each chunk's conditioning is asked for at its boundary (ctx.conditioningFor), so prompt
+// transitions interpolate the conditioning vector. The cross-attention K/V are recomputed only when
+// the conditioning changes. Whole clips from a causal model (`generate`) run the same loop.
+import { videoToRgb24 } from "../models/frames.ts";
+import { scheduleFor } from "../models/kino-config.ts";
+import { SeededRandom } from "../models/random.ts";
+import { type NoiseSource, applyGuidance, createSampler } from "../models/samplers.ts";
+import { CausalWanDiT } from "../models/wan-dit-causal.ts";
+import type { CrossAttnKV } from "../models/wan-dit.ts";
+import type { WanModel } from "../models/wan-model.ts";
+import type { Tensor } from "../runtime/tensor.ts";
+import type {
+  Conditioning, GenerationChunk, GenerationRequest, GenerationResult, ModelCard, Pipeline, RunContext, StreamContext,
+} from "./pipeline.ts";
+import { wanCard } from "./wan-card.ts";
+
+/** Self-Forcing's window: 21 latent frames (the clip length it was trained on). */
+const DEFAULT_WINDOW_FRAMES = 21;
+
+/** Lets IPC messages (an abort) in between steps: the wasm kernels never yield on their own. */
+export const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** What one request renders: a clip, or for images one single-frame clip per output (seed, seed + 1, ...). */
+export function clipsOf(req: GenerationRequest): { seed: number; frames: number }[] {
+  if (req.output !== "image") return [{ seed: req.seed, frames: req.num_frames }];
+  return Array.from({ length: req.num_frames }, (_, i) => ({ seed: req.seed + i, frames: 1 }));
+}
+
+interface ChunkRun {
+  chunks: AsyncGenerator<GenerationChunk>;
+  durations: { denoise: number; decode: number };
+}
+
+export class WanStreamingPipeline implements Pipeline {
+  readonly card: ModelCard;
+
+  constructor(private readonly model: WanModel) {
+    this.card = wanCard(model);
+    const { kino } = model.checkpoint;
+    const first = 1 + model.strides.temporal * (kino.chunkFrames - 1);
+    if (kino.firstChunkFrames !== null && kino.firstChunkFrames !== first) {
+      throw new Error(`kino.first_chunk_frames ${kino.firstChunkFrames} ≠ ${first}, what ${kino.chunkFrames} latent frames decode to`);
+    }
+    if (this.card.frames_per_chunk !== model.strides.temporal * kino.chunkFrames) {
+      throw new Error(`kino.frames_per_chunk ${this.card.frames_per_chunk} ≠ ${model.strides.temporal * kino.chunkFrames}, what a chunk of ${kino.chunkFrames} latent frames decodes to`);
+    }
+  }
+
+  async encodePrompt(prompt: string): Promise<Conditioning> {
+    return this.model.text.encode(prompt);
+  }
+
+  async *stream(req: GenerationRequest, ctx: StreamContext): AsyncIterable<GenerationChunk> {
+    yield* this.#run(req, ctx, (i) => ctx.conditioningFor(i), req.num_frames).chunks;
+  }
+
+  async generate(req: GenerationRequest, ctx: RunContext): Promise<GenerationResult> {
+    const started = performance.now();
+    const cond = await this.model.text.encode(req.prompt);
+    const textEncode = (performance.now() - started) / 1000;
+    const frames: Uint8Array[] = [];
+    const durations = { denoise: 0, decode: 0 };
+    const clips = clipsOf(req);
+    for (const [i, clip] of clips.entries()) {
+      const sub: RunContext = { signal: ctx.signal, onProgress: (p) => ctx.onProgress({ ...p, fraction: (i + p.fraction) / clips.length }) };
+      const run = this.#run({ ...req, seed: clip.seed }, sub, () => cond, clip.frames);
+      for await (const chunk of run.chunks) frames.push(...chunk.frames);
+      durations.denoise += run.durations.denoise;
+      durations.decode += run.durations.decode;
+    }
+    return {
+      frames,
+      width: req.width,
+      height: req.height,
+      fps: req.fps,
+      stage_durations: { text_encode: textEncode, ...durations },
+      peak_memory_mb: Math.round(this.model.backend.memory().peak / 2 ** 20),
+    };
+  }
+
+  #run(req: GenerationRequest, ctx: RunContext, conditioningFor: (index: number) => Conditioning, totalFrames: number): ChunkRun {
+    const durations = { denoise: 0, decode: 0 };
+    return { chunks: this.#chunks(req, ctx, conditioningFor, totalFrames, durations), durations };
+  }
+
+  async *#chunks(req: GenerationRequest, ctx: RunContext, conditioningFor: (index: number) => Conditioning, totalFrames: number, durations: ChunkRun["durations"]): AsyncGenerator<GenerationChunk> {
+    const { dit, vae, backend: b, strides, text } = this.model;
+    const { kino } = this.model.checkpoint;
+    const N = kino.chunkFrames, zDim = dit.config.inDim;
+    const [h, w] = [req.height / strides.spatial, req.width / strides.spatial];
+    const window = kino.windowFrames ?? Math.max(DEFAULT_WINDOW_FRAMES, N + kino.sinkFrames);
+    const causal = new CausalWanDiT(dit, { chunkFrames: N, windowFrames: window, sinkFrames: kino.sinkFrames, height: h, width: w });
+    const rng = new SeededRandom(req.seed);
+    const noise: NoiseSource = (out) => b.write(out, rng.normal(out.numel));
+    const schedule = scheduleFor(kino, req.num_inference_steps);
+    const steps = schedule.timesteps.length;
+    const firstFrames = 1 + strides.temporal * (N - 1), perChunk = strides.temporal * N;
+    const totalChunks = 1 + Math.max(0, Math.ceil((totalFrames - firstFrames) / perChunk));
+    const guided = req.guidance_scale > 1;
+    let cross: CrossAttnKV | null = null, crossOf: Conditioning | null = null, uncond: CrossAttnKV | null = null;
+    vae.reset();
+    try {
+      if (guided) uncond = await dit.crossAttnKV(await text.encode(req.negative_prompt || kino.negativePrompt));
+      let produced = 0;
+      for (let index = 0; produced < totalFrames; index++) {
+        ctx.signal.throwIfAborted();
+        const cond = conditioningFor(index);
+        if (!cross || !crossOf || !sameValues(cond, crossOf)) {
+          if (cross) dit.freeCross(cross);
+          cross = null;
+          cross = await dit.crossAttnKV(cond);
+          crossOf = cond.slice();
+        }
+        const context: CrossAttnKV = cross;
+        const started = performance.now();
+        const x = b.alloc([zDim, N, h, w]);
+        noise(x);
+        const sampler = createSampler(kino.sampler, b, schedule, noise);
+        try {
+          for (let i = 0; i < steps; i++) {
+            const v = (await causal.forwardChunk(x, schedule.timesteps[i]!, context))!;
+            if (uncond) {
+              const vu = (await causal.forwardChunk(x, schedule.timesteps[i]!, uncond))!;
+              applyGuidance(b, v, vu, req.guidance_scale);
+              b.free(vu);
+            }
+            sampler.step(i, x, v);
+            b.free(v);
+            ctx.onProgress({ fraction: Math.min(1, (index + (i + 1) / steps) / totalChunks), stage: "denoise" });
+            await tick();
+            ctx.signal.throwIfAborted();
+          }
+          // the context pass: the clean chunk at t = 0 writes its keys and values into the cache
+          await causal.forwardChunk(x, 0, context, true);
+          const decodeStart = performance.now();
+          durations.denoise += (decodeStart - started) / 1000;
+          const frames = await this.#decode(x, req.height, req.width);
+          durations.decode += (performance.now() - decodeStart) / 1000;
+          const keep = frames.slice(0, totalFrames - produced);
+          produced += keep.length;
+          yield { generation_chunk_index: index, frames: keep };
+        } finally {
+          sampler.free();
+          b.free(x);
+        }
+      }
+    } finally {
+      if (cross) dit.freeCross(cross);
+      if (uncond) dit.freeCross(uncond);
+      causal.free();
+      vae.reset();
+    }
+  }
+
+  async #decode(latent: Tensor, height: number, width: number): Promise<Uint8Array[]> {
+    const { vae, backend: b } = this.model;
+    const video = await vae.decode(latent);
+    try {
+      return videoToRgb24(await b.download(video), video.shape[1]!, height, width);
+    } finally {
+      b.free(video);
+    }
+  }
+}
+
+function sameValues(a: Float32Array, b: Float32Array): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}

@@ -1,0 +1,223 @@
+// Writes a tiny random-weight Wan checkpoint in the diffusers layout kino-tiny uses (model_index.json;
+// transformer/ with diffusers key names and a "kino" object; text_encoder/ with transformers UMT5
+// names; a word-level tokenizer/tokenizer.json; vae/ with Wan key names; scheduler/). Tests load it
+// through loadPipeline to prove the whole path produces frames; it is also a quick way to try the
+// server on a real (if meaningless) checkpoint.
+//
+//   bun tools/make-tiny-checkpoint.ts OUT_DIR [--bidirectional] [--bf16] [--seed N]
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { ditNameToDiffusers } from "../src/models/key-maps.ts";
+import { SeededRandom } from "../src/models/random.ts";
+import { type TensorToWrite, writeSafetensors } from "../src/models/safetensors-write.ts";
+
+export interface TinyOptions {
+  /** A chunked causal (streaming) DiT, as kino-tiny; false: a bidirectional one. Default true. */
+  causal?: boolean;
+  /** Store the big matrices as bf16. */
+  bf16?: boolean;
+  seed?: number;
+}
+
+const WORDS = ["a", "an", "the", "on", "background", "moving", "red", "orange", "yellow", "green", "cyan", "blue", "purple",
+  "pink", "white", "gray", "black", "circle", "square", "ring", "left", "right", "up", "down", "bouncing", "still"];
+
+const DIT = { heads: 2, headDim: 16, ffn: 64, freq: 16, layers: 2, patch: [1, 2, 2], channels: 4, textLen: 16 };
+const T5 = { dim: 16, heads: 2, dKv: 8, ff: 32, layers: 2, buckets: 32 };
+const VAE = { dim: 4, zDim: DIT.channels, dimMult: [1, 2, 4, 4], resBlocks: 2, temporal: [false, true, true] };
+
+type Init = "weight" | "norm" | "bias" | "table";
+
+class Tensors {
+  readonly list: TensorToWrite[] = [];
+  constructor(private readonly rng: SeededRandom, private readonly half: boolean) {}
+  add(name: string, shape: number[], init: Init): void {
+    const n = shape.reduce((a, b) => a * b, 1);
+    const z = this.rng.normal(n);
+    const fanIn = shape.length > 1 ? n / shape[0]! : 1;
+    const f = init === "weight" ? 1 / Math.sqrt(fanIn) : init === "table" ? 1 / Math.sqrt(shape[shape.length - 1]!) : init === "bias" ? 0.05 : 0.1;
+    const data = z.map((v) => (init === "norm" ? 1 + f * v : f * v));
+    this.list.push({ name, shape, data, dtype: this.half && init === "weight" && shape.length > 1 ? "BF16" : "F32" });
+  }
+  linear(name: string, out: number, inp: number, bias = true): void {
+    this.add(`${name}.weight`, [out, inp], "weight");
+    if (bias) this.add(`${name}.bias`, [out], "bias");
+  }
+}
+
+function ditTensors(t: Tensors): void {
+  const dim = DIT.heads * DIT.headDim, [pt, ph, pw] = DIT.patch as [number, number, number];
+  t.add("patch_embedding.weight", [dim, DIT.channels, pt, ph, pw], "weight");
+  t.add("patch_embedding.bias", [dim], "bias");
+  t.linear("text_embedding.0", dim, T5.dim);
+  t.linear("text_embedding.2", dim, dim);
+  t.linear("time_embedding.0", dim, DIT.freq);
+  t.linear("time_embedding.2", dim, dim);
+  t.linear("time_projection.1", 6 * dim, dim);
+  for (let i = 0; i < DIT.layers; i++) {
+    const p = `blocks.${i}`;
+    t.add(`${p}.modulation`, [1, 6, dim], "table");
+    for (const a of ["self_attn", "cross_attn"]) {
+      for (const m of ["q", "k", "v", "o"]) t.linear(`${p}.${a}.${m}`, dim, dim);
+      t.add(`${p}.${a}.norm_q.weight`, [dim], "norm");
+      t.add(`${p}.${a}.norm_k.weight`, [dim], "norm");
+    }
+    t.add(`${p}.norm3.weight`, [dim], "norm");
+    t.add(`${p}.norm3.bias`, [dim], "bias");
+    t.linear(`${p}.ffn.0`, DIT.ffn, dim);
+    t.linear(`${p}.ffn.2`, dim, DIT.ffn);
+  }
+  t.add("head.modulation", [1, 2, dim], "table");
+  t.linear("head.head", DIT.channels * pt * ph * pw, dim);
+}
+
+function t5Tensors(t: Tensors, vocab: number): void {
+  const inner = T5.heads * T5.dKv;
+  t.add("shared.weight", [vocab, T5.dim], "norm");
+  for (let i = 0; i < T5.layers; i++) {
+    const p = `encoder.block.${i}.layer`;
+    t.add(`${p}.0.layer_norm.weight`, [T5.dim], "norm");
+    for (const m of ["q", "k", "v"]) t.linear(`${p}.0.SelfAttention.${m}`, inner, T5.dim, false);
+    t.linear(`${p}.0.SelfAttention.o`, T5.dim, inner, false);
+    t.add(`${p}.0.SelfAttention.relative_attention_bias.weight`, [T5.buckets, T5.heads], "bias");
+    t.add(`${p}.1.layer_norm.weight`, [T5.dim], "norm");
+    t.linear(`${p}.1.DenseReluDense.wi_0`, T5.ff, T5.dim, false);
+    t.linear(`${p}.1.DenseReluDense.wi_1`, T5.ff, T5.dim, false);
+    t.linear(`${p}.1.DenseReluDense.wo`, T5.dim, T5.ff, false);
+  }
+  t.add("encoder.final_layer_norm.weight", [T5.dim], "norm");
+}
+
+/** The Wan-VAE tensors (the structure wan-vae.ts loads), Wan names. */
+function vaeTensors(t: Tensors): void {
+  const conv = (name: string, cout: number, cin: number, k: number[]) => {
+    t.add(`${name}.weight`, [cout, cin, ...k], "weight");
+    t.add(`${name}.bias`, [cout], "bias");
+  };
+  const res = (p: string, cin: number, cout: number) => {
+    t.add(`${p}.residual.0.gamma`, [cin, 1, 1, 1], "norm");
+    conv(`${p}.residual.2`, cout, cin, [3, 3, 3]);
+    t.add(`${p}.residual.3.gamma`, [cout, 1, 1, 1], "norm");
+    conv(`${p}.residual.6`, cout, cout, [3, 3, 3]);
+    if (cin !== cout) conv(`${p}.shortcut`, cout, cin, [1, 1, 1]);
+  };
+  const middle = (p: string, c: number) => {
+    res(`${p}.middle.0`, c, c);
+    t.add(`${p}.middle.1.norm.gamma`, [c, 1, 1], "norm");
+    conv(`${p}.middle.1.to_qkv`, 3 * c, c, [1, 1]);
+    conv(`${p}.middle.1.proj`, c, c, [1, 1]);
+    res(`${p}.middle.2`, c, c);
+  };
+  const { dim, zDim, dimMult, resBlocks } = VAE;
+  const enc = [1, ...dimMult].map((m) => m * dim);
+  conv("encoder.conv1", enc[0]!, 3, [3, 3, 3]);
+  let n = 0;
+  for (let i = 0; i < dimMult.length; i++) {
+    for (let j = 0; j < resBlocks; j++) res(`encoder.downsamples.${n++}`, j ? enc[i + 1]! : enc[i]!, enc[i + 1]!);
+    if (i < dimMult.length - 1) {
+      conv(`encoder.downsamples.${n}.resample.1`, enc[i + 1]!, enc[i + 1]!, [3, 3]);
+      if (VAE.temporal[i]) conv(`encoder.downsamples.${n}.time_conv`, enc[i + 1]!, enc[i + 1]!, [3, 1, 1]);
+      n++;
+    }
+  }
+  const top = enc[enc.length - 1]!;
+  middle("encoder", top);
+  t.add("encoder.head.0.gamma", [top, 1, 1, 1], "norm");
+  conv("encoder.head.2", 2 * zDim, top, [3, 3, 3]);
+  conv("conv1", 2 * zDim, 2 * zDim, [1, 1, 1]);
+  conv("conv2", zDim, zDim, [1, 1, 1]);
+  const dec = [dimMult[dimMult.length - 1]!, ...[...dimMult].reverse()].map((m) => m * dim);
+  conv("decoder.conv1", dec[0]!, zDim, [3, 3, 3]);
+  middle("decoder", dec[0]!);
+  const up = [...VAE.temporal].reverse();
+  n = 0;
+  for (let i = 0; i < dimMult.length; i++) {
+    let cin = i > 0 ? dec[i]! / 2 : dec[i]!;
+    for (let j = 0; j <= resBlocks; j++, cin = dec[i + 1]!) res(`decoder.upsamples.${n++}`, cin, dec[i + 1]!);
+    if (i < dimMult.length - 1) {
+      conv(`decoder.upsamples.${n}.resample.1`, dec[i + 1]! / 2, dec[i + 1]!, [3, 3]);
+      if (up[i]) conv(`decoder.upsamples.${n}.time_conv`, 2 * dec[i + 1]!, dec[i + 1]!, [3, 1, 1]);
+      n++;
+    }
+  }
+  t.add("decoder.head.0.gamma", [dec[dec.length - 1]!, 1, 1, 1], "norm");
+  conv("decoder.head.2", 3, dec[dec.length - 1]!, [3, 3, 3]);
+}
+
+function tokenizerJson(): object {
+  const special = ["<pad>", "</s>", "<unk>"];
+  const vocab = Object.fromEntries([...special, ...WORDS].map((w, i) => [w, i]));
+  return {
+    version: "1.0",
+    truncation: null,
+    padding: null,
+    added_tokens: special.map((content, id) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true })),
+    normalizer: { type: "Lowercase" },
+    pre_tokenizer: { type: "Whitespace" },
+    post_processor: {
+      type: "TemplateProcessing",
+      single: [{ Sequence: { id: "A", type_id: 0 } }, { SpecialToken: { id: "</s>", type_id: 0 } }],
+      pair: [{ Sequence: { id: "A", type_id: 0 } }, { SpecialToken: { id: "</s>", type_id: 0 } }],
+      special_tokens: { "</s>": { id: "</s>", ids: [1], tokens: ["</s>"] } },
+    },
+    decoder: null,
+    model: { type: "WordLevel", vocab, unk_token: "<unk>" },
+  };
+}
+
+export async function makeTinyCheckpoint(dir: string, opts: TinyOptions = {}): Promise<void> {
+  const causal = opts.causal ?? true;
+  const rng = new SeededRandom(opts.seed ?? 1);
+  for (const sub of ["transformer", "text_encoder", "tokenizer", "vae", "scheduler"]) mkdirSync(join(dir, sub), { recursive: true });
+  const json = (path: string, value: object) => Bun.write(join(dir, path), JSON.stringify(value, null, 1));
+  const vocab = 3 + WORDS.length;
+
+  await json("model_index.json", {
+    _class_name: "WanPipeline", _diffusers_version: "0.33.0", _name_or_path: causal ? "kino-tiny-random" : "kino-tiny-random-bidirectional",
+    transformer: ["diffusers", "WanTransformer3DModel"], text_encoder: ["transformers", "UMT5EncoderModel"],
+    tokenizer: ["transformers", "T5TokenizerFast"], vae: ["diffusers", "AutoencoderKLWan"], scheduler: ["diffusers", "FlowMatchEulerDiscreteScheduler"],
+  });
+  const kino = causal
+    ? { chunk_frames: 2, text_len: DIT.textLen, timesteps: [1000, 750, 500, 250], shift: 5, guidance_scale: 1, width: 64, height: 64, fps: 16,
+        num_frames: 21, frames_per_chunk: 8, first_chunk_frames: 5, default_transition_chunks: 2, window_frames: 6, sink_frames: 2 }
+    : { text_len: DIT.textLen, sampler: "euler", num_inference_steps: 4, shift: 3, guidance_scale: 3, width: 64, height: 64, fps: 16, num_frames: 9 };
+  await json("transformer/config.json", {
+    _class_name: "WanTransformer3DModel", patch_size: DIT.patch, num_attention_heads: DIT.heads, attention_head_dim: DIT.headDim,
+    in_channels: DIT.channels, out_channels: DIT.channels, text_dim: T5.dim, freq_dim: DIT.freq, ffn_dim: DIT.ffn, num_layers: DIT.layers,
+    cross_attn_norm: true, qk_norm: "rms_norm_across_heads", eps: 1e-6, image_dim: null, added_kv_proj_dim: null, rope_max_seq_len: 1024, kino,
+  });
+  const dit = new Tensors(rng, opts.bf16 ?? false);
+  ditTensors(dit);
+  await writeSafetensors(join(dir, "transformer/diffusion_pytorch_model.safetensors"), dit.list.map((t) => ({ ...t, name: ditNameToDiffusers(t.name) })));
+
+  await json("text_encoder/config.json", {
+    architectures: ["UMT5EncoderModel"], model_type: "umt5", vocab_size: vocab, d_model: T5.dim, d_kv: T5.dKv, d_ff: T5.ff, num_layers: T5.layers,
+    num_heads: T5.heads, relative_attention_num_buckets: T5.buckets, relative_attention_max_distance: 128, feed_forward_proj: "gated-gelu",
+    dense_act_fn: "gelu_new", layer_norm_epsilon: 1e-6, pad_token_id: 0, eos_token_id: 1,
+  });
+  const t5 = new Tensors(rng, false);
+  t5Tensors(t5, vocab);
+  await writeSafetensors(join(dir, "text_encoder/model.safetensors"), t5.list);
+  await json("tokenizer/tokenizer.json", tokenizerJson());
+
+  await json("vae/config.json", {
+    _class_name: "AutoencoderKLWan", key_layout: "wan", base_dim: VAE.dim, z_dim: VAE.zDim, dim_mult: VAE.dimMult, num_res_blocks: VAE.resBlocks,
+    attn_scales: [], temperal_downsample: VAE.temporal, latents_mean: new Array(VAE.zDim).fill(0), latents_std: new Array(VAE.zDim).fill(1),
+  });
+  const vae = new Tensors(rng, false);
+  vaeTensors(vae);
+  await writeSafetensors(join(dir, "vae/diffusion_pytorch_model.safetensors"), vae.list);
+  await json("scheduler/scheduler_config.json", { _class_name: "FlowMatchEulerDiscreteScheduler", num_train_timesteps: 1000, shift: causal ? 5 : 3 });
+}
+
+if (import.meta.main) {
+  const args = process.argv.slice(2);
+  const out = args.find((a) => !a.startsWith("--"));
+  if (!out) {
+    console.error("usage: bun tools/make-tiny-checkpoint.ts OUT_DIR [--bidirectional] [--bf16] [--seed N]");
+    process.exit(2);
+  }
+  const seedAt = args.indexOf("--seed");
+  await makeTinyCheckpoint(out, { causal: !args.includes("--bidirectional"), bf16: args.includes("--bf16"), seed: seedAt >= 0 ? Number(args[seedAt + 1]) : 1 });
+  console.log(`wrote a tiny random Wan checkpoint to ${out}`);
+}
