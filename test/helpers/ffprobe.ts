@@ -54,3 +54,17 @@ export function topLevelBoxes(bytes: Uint8Array): string[] {
   }
   return types;
 }
+
+/** Indices of the frames ffprobe reports as key frames (IDR pictures in our streams). */
+export async function keyFrameIndices(bytes: Uint8Array): Promise<number[]> {
+  const dir = mkdtempSync(join(tmpdir(), "kino-probe-"));
+  try {
+    const path = join(dir, "video.mp4");
+    await Bun.write(path, bytes);
+    const proc = Bun.spawnSync(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "frame=key_frame", "-of", "csv=p=0", path]);
+    if (proc.exitCode !== 0) throw new Error(`ffprobe failed: ${proc.stderr.toString()}`);
+    return proc.stdout.toString().trim().split("\n").flatMap((line, i) => (line.trim() === "1" ? [i] : []));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -1,6 +1,6 @@
 // The realtime session lifecycle with a real WebSocket client against a live server.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { probeMp4 } from "../helpers/ffprobe.ts";
+import { keyFrameIndices, probeMp4 } from "../helpers/ffprobe.ts";
 import { RealtimeClient, type Received } from "../helpers/realtime-client.ts";
 import { startTestServer, waitForJob, type TestServer } from "../helpers/server.ts";
 
@@ -59,6 +59,8 @@ describe("a whole session", () => {
     expect(new TextDecoder().decode(binaries.at(-1)!.subarray(4, 8))).toBe("mfra");
     const probe = await probeMp4(concat(binaries));
     expect(probe).toMatchObject({ codec: "h264", width: 64, height: 48, frames: 13 });
+    // Every chunk starts with an IDR, so a late joiner can start at any chunk.
+    expect(await keyFrameIndices(concat(binaries))).toEqual([0, 4, 8, 12]);
   });
 
   test("sampling_params are flattened: request fields lifted, the rest into extra_params", async () => {
