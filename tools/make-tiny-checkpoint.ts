@@ -1,15 +1,18 @@
 // Writes a tiny random-weight Wan checkpoint in the diffusers layout kino-tiny uses (model_index.json;
 // transformer/ with diffusers key names and a "kino" object; text_encoder/ with transformers UMT5
-// names; a word-level tokenizer/tokenizer.json; vae/ with Wan key names; scheduler/). Tests load it
+// names; a word-level tokenizer/tokenizer.json; vae/ with Wan key names, or with diffusers
+// AutoencoderKLWan names as the *-Diffusers releases ship it (--vae-layout diffusers); scheduler/). Tests load it
 // through loadPipeline to prove the whole path produces frames; it is also a quick way to try the
 // server on a real (if meaningless) checkpoint.
 //
-//   bun tools/make-tiny-checkpoint.ts OUT_DIR [--bidirectional] [--bf16] [--seed N]
+//   bun tools/make-tiny-checkpoint.ts OUT_DIR [--bidirectional] [--bf16] [--seed N] [--vae-layout wan|diffusers]
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
+import type { VaeConfig } from "../src/models/configs.ts";
 import { ditNameToDiffusers } from "../src/models/key-maps.ts";
 import { SeededRandom } from "../src/models/random.ts";
 import { type TensorToWrite, writeSafetensors } from "../src/models/safetensors-write.ts";
+import { vaeParameters } from "../src/models/wan-vae-layout.ts";
 
 export interface TinyOptions {
   /** A chunked causal (streaming) DiT, as kino-tiny; false: a bidirectional one. Default true. */
@@ -17,6 +20,9 @@ export interface TinyOptions {
   /** Store the big matrices as bf16. */
   bf16?: boolean;
   seed?: number;
+  /** Tensor names of the VAE: Wan's (as Wan2.1_VAE.pth) or diffusers AutoencoderKLWan's (as the
+   *  *-Diffusers releases). Default "wan". */
+  vaeLayout?: "wan" | "diffusers";
 }
 
 const WORDS = ["a", "an", "the", "on", "background", "moving", "red", "orange", "yellow", "green", "cyan", "blue", "purple",
@@ -24,7 +30,10 @@ const WORDS = ["a", "an", "the", "on", "background", "moving", "red", "orange", 
 
 const DIT = { heads: 2, headDim: 16, ffn: 64, freq: 16, layers: 2, patch: [1, 2, 2], channels: 4, textLen: 16 };
 const T5 = { dim: 16, heads: 2, dKv: 8, ff: 32, layers: 2, buckets: 32 };
-const VAE = { dim: 4, zDim: DIT.channels, dimMult: [1, 2, 4, 4], resBlocks: 2, temporal: [false, true, true] };
+const VAE: VaeConfig = {
+  dim: 4, zDim: DIT.channels, dimMult: [1, 2, 4, 4], numResBlocks: 2, temporalDownsample: [false, true, true],
+  latentsMean: new Array(DIT.channels).fill(0), latentsStd: new Array(DIT.channels).fill(1),
+};
 
 type Init = "weight" | "norm" | "bias" | "table";
 
@@ -88,60 +97,12 @@ function t5Tensors(t: Tensors, vocab: number): void {
   t.add("encoder.final_layer_norm.weight", [T5.dim], "norm");
 }
 
-/** The Wan-VAE tensors (the structure wan-vae.ts loads), Wan names. */
-function vaeTensors(t: Tensors): void {
-  const conv = (name: string, cout: number, cin: number, k: number[]) => {
-    t.add(`${name}.weight`, [cout, cin, ...k], "weight");
-    t.add(`${name}.bias`, [cout], "bias");
-  };
-  const res = (p: string, cin: number, cout: number) => {
-    t.add(`${p}.residual.0.gamma`, [cin, 1, 1, 1], "norm");
-    conv(`${p}.residual.2`, cout, cin, [3, 3, 3]);
-    t.add(`${p}.residual.3.gamma`, [cout, 1, 1, 1], "norm");
-    conv(`${p}.residual.6`, cout, cout, [3, 3, 3]);
-    if (cin !== cout) conv(`${p}.shortcut`, cout, cin, [1, 1, 1]);
-  };
-  const middle = (p: string, c: number) => {
-    res(`${p}.middle.0`, c, c);
-    t.add(`${p}.middle.1.norm.gamma`, [c, 1, 1], "norm");
-    conv(`${p}.middle.1.to_qkv`, 3 * c, c, [1, 1]);
-    conv(`${p}.middle.1.proj`, c, c, [1, 1]);
-    res(`${p}.middle.2`, c, c);
-  };
-  const { dim, zDim, dimMult, resBlocks } = VAE;
-  const enc = [1, ...dimMult].map((m) => m * dim);
-  conv("encoder.conv1", enc[0]!, 3, [3, 3, 3]);
-  let n = 0;
-  for (let i = 0; i < dimMult.length; i++) {
-    for (let j = 0; j < resBlocks; j++) res(`encoder.downsamples.${n++}`, j ? enc[i + 1]! : enc[i]!, enc[i + 1]!);
-    if (i < dimMult.length - 1) {
-      conv(`encoder.downsamples.${n}.resample.1`, enc[i + 1]!, enc[i + 1]!, [3, 3]);
-      if (VAE.temporal[i]) conv(`encoder.downsamples.${n}.time_conv`, enc[i + 1]!, enc[i + 1]!, [3, 1, 1]);
-      n++;
-    }
+/** The Wan-VAE tensors (the structure wan-vae.ts loads), in either layout's names. */
+function vaeTensors(t: Tensors, layout: "wan" | "diffusers"): void {
+  for (const p of vaeParameters(VAE)) {
+    const name = p[layout];
+    t.add(name, p.shape, name.endsWith(".gamma") ? "norm" : name.endsWith(".bias") ? "bias" : "weight");
   }
-  const top = enc[enc.length - 1]!;
-  middle("encoder", top);
-  t.add("encoder.head.0.gamma", [top, 1, 1, 1], "norm");
-  conv("encoder.head.2", 2 * zDim, top, [3, 3, 3]);
-  conv("conv1", 2 * zDim, 2 * zDim, [1, 1, 1]);
-  conv("conv2", zDim, zDim, [1, 1, 1]);
-  const dec = [dimMult[dimMult.length - 1]!, ...[...dimMult].reverse()].map((m) => m * dim);
-  conv("decoder.conv1", dec[0]!, zDim, [3, 3, 3]);
-  middle("decoder", dec[0]!);
-  const up = [...VAE.temporal].reverse();
-  n = 0;
-  for (let i = 0; i < dimMult.length; i++) {
-    let cin = i > 0 ? dec[i]! / 2 : dec[i]!;
-    for (let j = 0; j <= resBlocks; j++, cin = dec[i + 1]!) res(`decoder.upsamples.${n++}`, cin, dec[i + 1]!);
-    if (i < dimMult.length - 1) {
-      conv(`decoder.upsamples.${n}.resample.1`, dec[i + 1]! / 2, dec[i + 1]!, [3, 3]);
-      if (up[i]) conv(`decoder.upsamples.${n}.time_conv`, 2 * dec[i + 1]!, dec[i + 1]!, [3, 1, 1]);
-      n++;
-    }
-  }
-  t.add("decoder.head.0.gamma", [dec[dec.length - 1]!, 1, 1, 1], "norm");
-  conv("decoder.head.2", 3, dec[dec.length - 1]!, [3, 3, 3]);
 }
 
 function tokenizerJson(): object {
@@ -201,11 +162,12 @@ export async function makeTinyCheckpoint(dir: string, opts: TinyOptions = {}): P
   await json("tokenizer/tokenizer.json", tokenizerJson());
 
   await json("vae/config.json", {
-    _class_name: "AutoencoderKLWan", key_layout: "wan", base_dim: VAE.dim, z_dim: VAE.zDim, dim_mult: VAE.dimMult, num_res_blocks: VAE.resBlocks,
-    attn_scales: [], temperal_downsample: VAE.temporal, latents_mean: new Array(VAE.zDim).fill(0), latents_std: new Array(VAE.zDim).fill(1),
+    _class_name: "AutoencoderKLWan", _diffusers_version: "0.33.0", base_dim: VAE.dim, z_dim: VAE.zDim, dim_mult: VAE.dimMult,
+    num_res_blocks: VAE.numResBlocks, attn_scales: [], temperal_downsample: VAE.temporalDownsample, dropout: 0,
+    latents_mean: VAE.latentsMean, latents_std: VAE.latentsStd,
   });
   const vae = new Tensors(rng, false);
-  vaeTensors(vae);
+  vaeTensors(vae, opts.vaeLayout ?? "wan");
   await writeSafetensors(join(dir, "vae/diffusion_pytorch_model.safetensors"), vae.list);
   await json("scheduler/scheduler_config.json", { _class_name: "FlowMatchEulerDiscreteScheduler", num_train_timesteps: 1000, shift: causal ? 5 : 3 });
 }
@@ -214,10 +176,15 @@ if (import.meta.main) {
   const args = process.argv.slice(2);
   const out = args.find((a) => !a.startsWith("--"));
   if (!out) {
-    console.error("usage: bun tools/make-tiny-checkpoint.ts OUT_DIR [--bidirectional] [--bf16] [--seed N]");
+    console.error("usage: bun tools/make-tiny-checkpoint.ts OUT_DIR [--bidirectional] [--bf16] [--seed N] [--vae-layout wan|diffusers]");
     process.exit(2);
   }
-  const seedAt = args.indexOf("--seed");
-  await makeTinyCheckpoint(out, { causal: !args.includes("--bidirectional"), bf16: args.includes("--bf16"), seed: seedAt >= 0 ? Number(args[seedAt + 1]) : 1 });
+  const value = (flag: string) => (args.includes(flag) ? args[args.indexOf(flag) + 1] : undefined);
+  const vaeLayout = value("--vae-layout") ?? "wan";
+  if (vaeLayout !== "wan" && vaeLayout !== "diffusers") {
+    console.error(`--vae-layout must be wan or diffusers, got ${vaeLayout}`);
+    process.exit(2);
+  }
+  await makeTinyCheckpoint(out, { causal: !args.includes("--bidirectional"), bf16: args.includes("--bf16"), seed: Number(value("--seed") ?? 1), vaeLayout });
   console.log(`wrote a tiny random Wan checkpoint to ${out}`);
 }

@@ -4,16 +4,16 @@
 // - original Wan (Wan-AI/Wan2.1-T2V-*): config.json (WanModel), diffusion_pytorch_model*.safetensors,
 //   the umT5 and VAE weights beside it (as safetensors: the .pth pickles are not read), and the
 //   tokenizer under google/umt5-xxl/.
-// Tensor key names are recognised per component (key-maps.ts), so a diffusers folder may hold a
-// Wan-named DiT and vice versa. Configs missing from the original layout are inferred from shapes.
+// Tensor key names are recognised per component from the names themselves (key-maps.ts,
+// wan-vae-layout.ts), so a diffusers folder may hold a Wan-named DiT or VAE and vice versa. Configs
+// missing from the original layout are inferred from shapes.
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { type T5Config, type VaeConfig, type WanDitConfig, UMT5_XXL, parseDitConfig, parseT5Config, parseVaeConfig } from "./configs.ts";
-import { ditNameToDiffusers, ditNameToWan, isDiffusersDit, t5Renamer } from "./key-maps.ts";
+import { type Json, type T5Config, type VaeConfig, type WanDitConfig, UMT5_XXL, parseDitConfig, parseT5Config, parseVaeConfig } from "./configs.ts";
+import { ditNameToDiffusers, ditNameToWan, isDiffusersDit, isHfT5, t5NameToHf, t5Renamer } from "./key-maps.ts";
 import { type KinoConfig, parseKinoConfig } from "./kino-config.ts";
 import { CheckpointError, type TensorTable, openTensorTable } from "./safetensors.ts";
-
-type Json = Record<string, unknown>;
+import { isDiffusersVae, vaeKeyMap } from "./wan-vae-layout.ts";
 
 export interface Component<C> {
   config: C;
@@ -68,6 +68,22 @@ function ditComponent(config: WanDitConfig, table: TensorTable): Component<WanDi
   return { config, table, rename: diffusers ? ditNameToWan : (n) => n, fileName: diffusers ? ditNameToDiffusers : undefined };
 }
 
+/** The text encoder's naming: transformers UMT5 or Wan, recognised from the tensors. */
+function t5Component(config: T5Config, table: TensorTable): Component<T5Config> {
+  const names = [...table.tensors.keys()];
+  return { config, table, rename: t5Renamer(names), fileName: isHfT5(names) ? t5NameToHf : undefined };
+}
+
+/** The VAE's naming: AutoencoderKLWan or Wan, recognised from the tensors. */
+function vaeComponent(config: VaeConfig, table: TensorTable): Component<VaeConfig> {
+  if (!isDiffusersVae(table.tensors.keys())) return { config, table, rename: (n) => n };
+  const map = vaeKeyMap(config);
+  return { config, table, rename: map.toWan, fileName: map.toDiffusers };
+}
+
+/** The last path component (a model card name). */
+const folderName = (root: string) => root.split("/").filter(Boolean).pop() ?? "wan";
+
 export async function resolveCheckpoint(root: string): Promise<WanCheckpoint> {
   if (!existsSync(root)) throw new CheckpointError(`${root}: checkpoint directory not found`);
   if (existsSync(join(root, "model_index.json"))) return resolveDiffusers(root);
@@ -85,19 +101,17 @@ async function resolveDiffusers(root: string): Promise<WanCheckpoint> {
   const t5Path = join(root, "text_encoder", "config.json");
   const t5Table = await openTensorTable(weightsIn(join(root, "text_encoder"), ["model", "pytorch_model"], "text_encoder"));
   const vaeCfgPath = join(root, "vae", "config.json");
-  const vaeJson = await readJson(vaeCfgPath);
-  const layout = vaeJson.key_layout ?? (vaeJson._class_name === "AutoencoderKLWan" ? "diffusers" : "wan");
-  if (layout !== "wan") throw new CheckpointError(`${vaeCfgPath}: the diffusers AutoencoderKLWan key layout is not supported yet; export the VAE with Wan key names and "key_layout": "wan"`);
+  const vaeTable = await openTensorTable(weightsIn(join(root, "vae"), ["diffusion_pytorch_model", "model"], "vae"));
   const tokenizerJson = join(root, "tokenizer", "tokenizer.json");
   if (!existsSync(tokenizerJson)) throw new CheckpointError(`${tokenizerJson}: missing (a tokenizer.json is needed; sentencepiece .model files are not read)`);
   return {
     layout: "diffusers",
     root,
-    name: String(index._name_or_path ?? root.split("/").filter(Boolean).pop()),
+    name: String(index._name_or_path ?? folderName(root)),
     dit: ditComponent(parseDitConfig(ditJson, ditCfgPath, kino.textLen), ditTable),
-    textEncoder: { config: parseT5Config(await readJson(t5Path), t5Path), table: t5Table, rename: t5Renamer([...t5Table.tensors.keys()]) },
+    textEncoder: t5Component(parseT5Config(await readJson(t5Path), t5Path), t5Table),
     tokenizerJson,
-    vae: { config: parseVaeConfig(vaeJson, vaeCfgPath), table: await openTensorTable(weightsIn(join(root, "vae"), ["diffusion_pytorch_model", "model"], "vae")), rename: (n) => n },
+    vae: vaeComponent(parseVaeConfig(await readJson(vaeCfgPath), vaeCfgPath), vaeTable),
     kino,
   };
 }
@@ -115,24 +129,24 @@ async function resolveOriginal(root: string): Promise<WanCheckpoint> {
     throw new CheckpointError(pth ? `${join(root, pth)}: PyTorch pickles are not read; convert the ${what} to safetensors (same file stem)` : `${root}: no ${what} weights (${prefix}*.safetensors)`);
   };
   const t5Table = await openTensorTable(find("models_t5", "umT5 text encoder"));
-  const rename = t5Renamer([...t5Table.tensors.keys()]);
   const vaeTable = await openTensorTable(find("Wan2.1_VAE", "VAE"));
   const tokenizerJson = [join(root, "google", "umt5-xxl", "tokenizer.json"), join(root, "tokenizer", "tokenizer.json")].find(existsSync);
   if (!tokenizerJson) throw new CheckpointError(`${root}: missing google/umt5-xxl/tokenizer.json`);
   return {
     layout: "wan",
     root,
-    name: root.split("/").filter(Boolean).pop() ?? "wan",
+    name: folderName(root),
     dit: ditComponent(parseDitConfig(cfg, cfgPath, kino.textLen), ditTable),
-    textEncoder: { config: inferT5Config(t5Table, rename), table: t5Table, rename },
+    textEncoder: t5Component(inferT5Config(t5Table), t5Table),
     tokenizerJson,
-    vae: { config: inferVaeConfig(vaeTable), table: vaeTable, rename: (n) => n },
+    vae: vaeComponent(inferVaeConfig(vaeTable), vaeTable),
     kino,
   };
 }
 
 /** umT5 hyper-parameters from tensor shapes (the original layout ships no encoder config). */
-function inferT5Config(table: TensorTable, rename: (n: string) => string | null): T5Config {
+function inferT5Config(table: TensorTable): T5Config {
+  const rename = t5Renamer([...table.tensors.keys()]);
   const shapes = new Map<string, number[]>();
   for (const [n, info] of table.tensors) {
     const c = rename(n);
@@ -146,8 +160,10 @@ function inferT5Config(table: TensorTable, rename: (n: string) => string | null)
   return { ...UMT5_XXL, vocab: emb[0]!, dim: emb[1]!, dimAttn: q[0]!, dimFfn: fc1[0]!, numHeads: pos[1]!, numBuckets: pos[0]!, numLayers: layers, sharedPos: !shapes.has("blocks.1.pos_embedding.embedding.weight") && layers > 1 };
 }
 
+/** Base width and z_dim from shapes (either naming); the rest is Wan2.1's structure. */
 function inferVaeConfig(table: TensorTable): VaeConfig {
-  const conv1 = table.tensors.get("encoder.conv1.weight")?.shape, z = table.tensors.get("conv2.weight")?.shape;
+  const shape = (...names: string[]) => names.map((n) => table.tensors.get(n)?.shape).find(Boolean);
+  const conv1 = shape("encoder.conv1.weight", "encoder.conv_in.weight"), z = shape("conv2.weight", "post_quant_conv.weight");
   if (!conv1 || !z) throw new CheckpointError(`${table.files[0]}: not a Wan VAE (encoder.conv1 / conv2 missing)`);
   return parseVaeConfig({ dim: conv1[0], z_dim: z[0] }, table.files[0]!);
 }

@@ -53,7 +53,8 @@ export interface VaeConfig {
   latentsStd: number[];
 }
 
-type Json = Record<string, unknown>;
+/** A parsed config.json. */
+export type Json = Record<string, unknown>;
 
 function need<T>(cfg: Json, file: string, ...keys: string[]): T {
   for (const k of keys) if (cfg[k] !== undefined && cfg[k] !== null) return cfg[k] as T;
@@ -139,8 +140,20 @@ export const UMT5_XXL: T5Config = {
 const WAN21_LATENTS_MEAN = [-0.7571, -0.7089, -0.9113, 0.1075, -0.1745, 0.9653, -0.1517, 1.5508, 0.4134, -0.0715, 0.5517, -0.3632, -0.1922, -0.9497, 0.2503, -0.2921];
 const WAN21_LATENTS_STD = [2.8184, 1.4541, 2.3275, 2.6558, 1.2196, 1.7708, 2.6052, 2.0743, 3.2687, 2.1526, 2.8652, 1.5579, 1.6382, 1.1253, 2.8251, 1.916];
 
-/** AutoencoderKLWan (diffusers keys) or WanVAE_ (original argument names) config. */
+/**
+ * AutoencoderKLWan (diffusers keys: base_dim, z_dim, dim_mult, num_res_blocks, attn_scales,
+ * temperal_downsample, latents_mean, latents_std) or WanVAE_ (original argument names) config. The
+ * keys later diffusers versions added for the Wan2.2 VAE must keep their Wan2.1 values.
+ */
 export function parseVaeConfig(cfg: Json, file: string): VaeConfig {
+  const wan22 = (key: string, ok: (v: unknown) => boolean) => {
+    if (cfg[key] !== undefined && !ok(cfg[key])) throw new CheckpointError(`${file}: '${key}' = ${JSON.stringify(cfg[key])}: only the Wan2.1 VAE is supported (Wan2.2's residual / patchified VAE is not)`);
+  };
+  wan22("is_residual", (v) => v === false || v === null);
+  wan22("patch_size", (v) => v === null || v === 1);
+  wan22("in_channels", (v) => v === 3);
+  wan22("out_channels", (v) => v === 3);
+  wan22("decoder_base_dim", (v) => v === null || v === opt(cfg, 96, "base_dim", "dim"));
   const zDim = positiveInt(opt(cfg, 16, "z_dim"), file, "z_dim");
   const dimMult = opt(cfg, [1, 2, 4, 4], "dim_mult");
   const temporalDownsample = opt(cfg, [false, true, true], "temperal_downsample", "temporal_downsample");

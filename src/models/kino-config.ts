@@ -2,6 +2,7 @@
 // kino-tiny export writes it), else the diffusers scheduler config, else Wan2.1-T2V-1.3B's defaults.
 // Several keys have aliases — the names used by Self-Forcing / LongLive configs — so a converted
 // causal checkpoint can carry its settings under the names its training code used.
+import type { Json } from "./configs.ts";
 import type { SamplerKind } from "./samplers.ts";
 import { CheckpointError } from "./safetensors.ts";
 import { type Schedule, eulerSchedule, evenStepList, explicitSchedule, unipcSchedule, warpedSchedule } from "./schedules.ts";
@@ -37,8 +38,6 @@ export interface KinoConfig {
   maxSize: number;
   maxPixels: number;
 }
-
-type Json = Record<string, unknown>;
 
 export function parseKinoConfig(kino: Json | null, scheduler: Json, file: string): KinoConfig {
   const k = kino ?? {};

@@ -23,11 +23,15 @@ interface LowRank {
   alpha: TensorInfo | null;
 }
 
-function canonical(module: string): string {
-  let m = module;
-  for (const p of PREFIXES) if (m.startsWith(p)) m = m.slice(p.length);
-  return ditNameToWan(`${m}.weight`).replace(/\.weight$/, "");
+/** A tensor or module name without the wrappers' prefixes, in Wan naming. */
+function canonical(name: string): string {
+  let n = name;
+  for (const p of PREFIXES) if (n.startsWith(p)) n = n.slice(p.length);
+  return ditNameToWan(n);
 }
+
+/** A module name (no `.weight`), canonical: renamed as its weight would be. */
+const canonicalModule = (module: string) => canonical(`${module}.weight`).replace(/\.weight$/, "");
 
 export class LoraAdapter implements WeightPatch {
   readonly #lowRank = new Map<string, LowRank>(); // target weight name → pair
@@ -49,7 +53,7 @@ export class LoraAdapter implements WeightPatch {
     for (const [name, info] of table.tensors) {
       const m = /^(.*)\.(lora_A|lora_B|lora_down|lora_up)(?:\.default)?\.weight$/.exec(name) ?? /^(.*)\.(alpha)$/.exec(name);
       if (m) {
-        const target = `${canonical(m[1]!)}.weight`;
+        const target = `${canonicalModule(m[1]!)}.weight`;
         const entry = lora.#lowRank.get(target) ?? { down: null, up: null, alpha: null };
         if (m[2] === "lora_A" || m[2] === "lora_down") entry.down = info;
         else if (m[2] === "lora_B" || m[2] === "lora_up") entry.up = info;
@@ -59,12 +63,10 @@ export class LoraAdapter implements WeightPatch {
       }
       const diff = /^(.*)\.(diff|diff_b)$/.exec(name);
       if (diff) {
-        lora.#diffs.set(`${canonical(diff[1]!)}.${diff[2] === "diff" ? "weight" : "bias"}`, info);
+        lora.#diffs.set(`${canonicalModule(diff[1]!)}.${diff[2] === "diff" ? "weight" : "bias"}`, info);
         continue;
       }
-      let dense = name;
-      for (const p of PREFIXES) if (dense.startsWith(p)) dense = dense.slice(p.length);
-      lora.#dense.set(ditNameToWan(dense), info);
+      lora.#dense.set(canonical(name), info);
     }
     for (const [target, pair] of lora.#lowRank) {
       if (!pair.down || !pair.up) throw new CheckpointError(`${path}: LoRA for '${target}' has no ${pair.down ? "up (lora_B)" : "down (lora_A)"} matrix`);
@@ -86,7 +88,7 @@ export class LoraAdapter implements WeightPatch {
       if (pair) await this.#lowRankUpdate(backend, name, pair, upd);
       else {
         this.#expectShape(diff!, t.shape, name);
-        backend.write(upd, await this.#host(diff!));
+        backend.write(upd, await readAsF32(diff!));
         this.#applied.add(diff!.name);
       }
       const scale = pair ? this.strength * (await this.#pairScale(pair)) : this.strength;
@@ -111,9 +113,9 @@ export class LoraAdapter implements WeightPatch {
     if (up.shape[0] !== rows || upRank !== rank || downCols !== cols) {
       throw new CheckpointError(`${this.path}: LoRA '${up.name}' [${up.shape}] × '${down.name}' [${down.shape}] does not fit '${name}' [${out.shape}]`);
     }
-    const a = backend.upload(await this.#host(down), [rank, cols]);
+    const a = backend.upload(await readAsF32(down), [rank, cols]);
     const at = backend.alloc([cols, rank]);
-    const b = backend.upload(await this.#host(up), [rows, rank]);
+    const b = backend.upload(await readAsF32(up), [rows, rank]);
     backend.permute(at, a, [1, 0]);
     backend.gemm(out.reshape([rows, cols]), b, at);
     backend.free(a, at, b);
@@ -122,17 +124,13 @@ export class LoraAdapter implements WeightPatch {
 
   async #pairScale(pair: LowRank): Promise<number> {
     if (!pair.alpha) return this.defaultScale;
-    return (await this.#host(pair.alpha))[0]! / pair.down!.shape[0]!;
+    return (await readAsF32(pair.alpha))[0]! / pair.down!.shape[0]!;
   }
 
   #expectShape(info: TensorInfo, shape: readonly number[], target: string): void {
     if (info.shape.length !== shape.length || info.shape.some((d, i) => d !== shape[i])) {
       throw new CheckpointError(`${this.path}: adapter tensor '${info.name}' has shape [${info.shape}], '${target}' is [${shape}]`);
     }
-  }
-
-  #host(info: TensorInfo): Promise<Float32Array> {
-    return readAsF32(info);
   }
 
   /** After the model loaded: every adapter tensor must have been used. */

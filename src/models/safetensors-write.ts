@@ -2,6 +2,7 @@
 // (good and deliberately broken ones). Header padded with spaces to a multiple of 8, tensors stored in
 // the order given, offsets contiguous — the layout every reader accepts.
 import { toHalf } from "../runtime/dtype.ts";
+import { numelOf } from "../runtime/tensor.ts";
 
 export interface TensorToWrite {
   name: string;
@@ -17,7 +18,7 @@ export function encodeSafetensors(tensors: TensorToWrite[], metadata: Record<str
   let offset = 0;
   for (const t of tensors) {
     const dtype = t.dtype ?? "F32";
-    const numel = t.shape.reduce((a, b) => a * b, 1);
+    const numel = numelOf(t.shape);
     if (numel !== t.data.length) throw new Error(`tensor ${t.name}: ${t.data.length} values for shape [${t.shape}]`);
     const bytes = dtype === "F32"
       ? new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength)

@@ -8,6 +8,7 @@
 //   the final step — replays the goldens' FlowUniPCMultistepScheduler trajectory.
 import type { Backend } from "../runtime/backend.ts";
 import type { Tensor } from "../runtime/tensor.ts";
+import { SeededRandom } from "./random.ts";
 import type { Schedule } from "./schedules.ts";
 
 export type SamplerKind = "euler" | "distilled" | "unipc";
@@ -22,6 +23,12 @@ export interface Sampler {
 
 /** Fills a tensor with standard Gaussian noise (the pipeline's seeded generator). */
 export type NoiseSource = (out: Tensor) => void;
+
+/** Noise from a seed, made on the host: the same seed gives the same video on every backend. */
+export function seededNoise(backend: Backend, seed: number): NoiseSource {
+  const rng = new SeededRandom(seed);
+  return (out) => backend.write(out, rng.normal(out.numel));
+}
 
 export function createSampler(kind: SamplerKind, backend: Backend, schedule: Schedule, noise: NoiseSource): Sampler {
   switch (kind) {

@@ -9,7 +9,7 @@
 // training-time view, and the reference the cached path is tested against.
 import type { Tensor } from "../runtime/tensor.ts";
 import { KvCache } from "./kv-cache.ts";
-import type { CrossAttnKV, Grid, SelfAttention, WanDiT } from "./wan-dit.ts";
+import type { CrossAttnKV, SelfAttention, WanDiT } from "./wan-dit.ts";
 
 export interface CausalOptions {
   /** Latent frames per chunk (a multiple of the DiT's time patch). */
@@ -43,14 +43,6 @@ export class CausalWanDiT {
     });
   }
 
-  /** One timestep per token frame from one per latent frame (frames sharing a time patch agree). */
-  #tokenFrameTimesteps(t: number | readonly number[], latentFrames: number): number[] {
-    const pt = this.dit.config.patch[0];
-    const per = typeof t === "number" ? new Array<number>(latentFrames).fill(t) : [...t];
-    if (per.length !== latentFrames) throw new Error(`${per.length} timesteps for ${latentFrames} latent frames`);
-    return Array.from({ length: latentFrames / pt }, (_, g) => per[g * pt]!);
-  }
-
   /**
    * Flow prediction for the next chunk [C, N, H, W] at timestep(s) t, attending to the cache. With
    * `commit` the chunk's K/V join the cache (the context pass) and no prediction is computed (null).
@@ -59,7 +51,7 @@ export class CausalWanDiT {
     const dit = this.dit, grid = dit.grid(latent.shape);
     if (grid[0] * grid[1] * grid[2] !== this.chunkTokens) throw new Error(`chunk [${latent.shape}] does not match the cache's chunk of ${this.chunkTokens} tokens`);
     this.cache.begin(grid[0]);
-    const time = await dit.timeEmbedding(this.#tokenFrameTimesteps(t, latent.shape[1]!));
+    const time = await dit.timeEmbedding(tokenFrameTimesteps(t, latent.shape[1]!, dit.config.patch[0]));
     const x = await dit.patchify(latent);
     const scale = 1 / Math.sqrt(dit.headDim);
     const self: SelfAttention = {
@@ -93,23 +85,15 @@ export class CausalWanDiT {
  * Several chunks [C, k·N, H, W] in one pass with the block-causal mask (chunk j sees chunks ≤ j),
  * per-latent-frame timesteps: what chunk-by-chunk generation with committed chunks computes.
  */
-export async function forwardBlockCausal(dit: WanDiT, latent: Tensor, timesteps: readonly number[], chunkFrames: number, cross: CrossAttnKV): Promise<Tensor> {
-  const grid: Grid = dit.grid(latent.shape);
-  const pt = dit.config.patch[0];
+export function forwardBlockCausal(dit: WanDiT, latent: Tensor, timesteps: readonly number[], chunkFrames: number, cross: CrossAttnKV): Promise<Tensor> {
+  const grid = dit.grid(latent.shape), pt = dit.config.patch[0];
   const blockSize = (chunkFrames / pt) * grid[1] * grid[2];
-  const time = await dit.timeEmbedding(Array.from({ length: grid[0] }, (_, g) => timesteps[g * pt]!));
-  const x = await dit.patchify(latent);
-  const scale = 1 / Math.sqrt(dit.headDim);
-  const kv: Tensor[] = [];
-  const self: SelfAttention = {
-    store: (_layer, k, v) => void kv.splice(0, 2, k, v),
-    attend: (_layer, out, q) => dit.backend.attention(out, q, kv[0]!, kv[1]!, { scale, blockCausal: { blockSize, qOffset: 0 } }),
-  };
-  try {
-    await dit.blocks(x, grid, 0, time, cross, self);
-    return await dit.head(x, grid, time);
-  } finally {
-    dit.backend.free(x);
-    dit.freeTime(time);
-  }
+  return dit.forwardSequence(latent, tokenFrameTimesteps(timesteps, latent.shape[1]!, pt), cross, { blockCausal: { blockSize, qOffset: 0 } });
+}
+
+/** One timestep per token frame from one per latent frame, or one for all (frames sharing a time patch agree). */
+function tokenFrameTimesteps(t: number | readonly number[], latentFrames: number, pt: number): number[] {
+  const per = typeof t === "number" ? new Array<number>(latentFrames).fill(t) : [...t];
+  if (per.length !== latentFrames) throw new Error(`${per.length} timesteps for ${latentFrames} latent frames`);
+  return Array.from({ length: latentFrames / pt }, (_, g) => per[g * pt]!);
 }

@@ -4,7 +4,7 @@
 import type { Backend } from "../runtime/backend.ts";
 import type { Tensor } from "../runtime/tensor.ts";
 import type { WanDitConfig } from "./configs.ts";
-import type { WeightReader } from "./weights.ts";
+import type { WeightSource } from "./weights.ts";
 
 export interface Linear {
   w: Tensor;
@@ -39,11 +39,11 @@ export interface DitWeights {
   head: Linear;
 }
 
-async function linear(r: WeightReader, name: string, out: number, inp: number): Promise<Linear> {
+async function linear(r: WeightSource, name: string, out: number, inp: number): Promise<Linear> {
   return { w: await r.matrix(`${name}.weight`, [out, inp]), b: await r.vector(`${name}.bias`, [out]) };
 }
 
-async function attention(r: WeightReader, p: string, cfg: WanDitConfig): Promise<AttentionWeights> {
+async function attention(r: WeightSource, p: string, cfg: WanDitConfig): Promise<AttentionWeights> {
   const d = cfg.dim;
   return {
     q: await linear(r, `${p}.q`, d, d), k: await linear(r, `${p}.k`, d, d),
@@ -53,7 +53,7 @@ async function attention(r: WeightReader, p: string, cfg: WanDitConfig): Promise
   };
 }
 
-export async function loadDitWeights(r: WeightReader, cfg: WanDitConfig): Promise<DitWeights> {
+export async function loadDitWeights(r: WeightSource, cfg: WanDitConfig): Promise<DitWeights> {
   const { dim, ffnDim, freqDim, textDim, inDim, outDim, patch } = cfg;
   const blocks: BlockWeights[] = [];
   for (let i = 0; i < cfg.numLayers; i++) {

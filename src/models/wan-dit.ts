@@ -9,13 +9,13 @@
 // embedding (one timestep per token frame), text embedding + per-layer cross-attention K/V (cached
 // by the caller while the conditioning does not change), patchify, the blocks with a pluggable
 // self-attention (plain here; KV cache there), head and unpatchify.
-import type { Backend } from "../runtime/backend.ts";
+import type { AttentionOptions, Backend } from "../runtime/backend.ts";
 import type { Tensor } from "../runtime/tensor.ts";
 import type { WanDitConfig } from "./configs.ts";
 import { DeviceRope } from "./rope.ts";
 import type { Tap } from "./umt5.ts";
 import { type DitWeights, type Linear, freeDitWeights, loadDitWeights } from "./wan-dit-weights.ts";
-import type { WeightReader } from "./weights.ts";
+import type { WeightSource } from "./weights.ts";
 
 /** Per-layer cross-attention K/V of one conditioning: [1, text_len, heads, head_dim] each. */
 export interface CrossAttnKV {
@@ -50,7 +50,7 @@ export class WanDiT {
     this.rope = new DeviceRope(backend, this.headDim, config.ropeMaxSeqLen);
   }
 
-  static async load(reader: WeightReader, config: WanDitConfig): Promise<WanDiT> {
+  static async load(reader: WeightSource, config: WanDitConfig): Promise<WanDiT> {
     return new WanDiT(reader.backend, config, await loadDitWeights(reader, config));
   }
 
@@ -254,15 +254,23 @@ export class WanDiT {
   }
 
   /** The bidirectional forward: flow prediction for a whole latent [C, F, H, W] at timestep t. */
-  async forward(latent: Tensor, t: number, cross: CrossAttnKV, tap?: Tap): Promise<Tensor> {
+  forward(latent: Tensor, t: number, cross: CrossAttnKV, tap?: Tap): Promise<Tensor> {
+    return this.forwardSequence(latent, [t], cross, {}, tap);
+  }
+
+  /**
+   * A forward over a whole latent without a cache: one timestep for all token frames or one per token
+   * frame, the self-attention restricted by `attention` (a block-causal mask) or full.
+   */
+  async forwardSequence(latent: Tensor, timesteps: readonly number[], cross: CrossAttnKV, attention: Pick<AttentionOptions, "blockCausal">, tap?: Tap): Promise<Tensor> {
     const grid = this.grid(latent.shape);
-    const time = await this.timeEmbedding([t], tap);
+    const time = await this.timeEmbedding(timesteps, tap);
     const x = await this.patchify(latent, tap);
     const scale = 1 / Math.sqrt(this.headDim);
     const kv: Tensor[] = [];
     const self: SelfAttention = {
       store: (_layer, k, v) => void kv.splice(0, 2, k, v),
-      attend: (_layer, out, q) => this.backend.attention(out, q, kv[0]!, kv[1]!, { scale }),
+      attend: (_layer, out, q) => this.backend.attention(out, q, kv[0]!, kv[1]!, { ...attention, scale }),
     };
     try {
       await this.blocks(x, grid, 0, time, cross, self, { tap });

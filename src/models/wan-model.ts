@@ -55,7 +55,7 @@ export async function loadWanModel(backend: Backend, ckpt: WanCheckpoint, opts: 
 
   const loaded: { free(): void }[] = [];
   try {
-    const t5Reader = new WeightReader(backend, t5C.table, { component: "text_encoder", rename: t5C.rename, weightDtype });
+    const t5Reader = new WeightReader(backend, t5C.table, { component: "text_encoder", rename: t5C.rename, fileName: t5C.fileName, weightDtype });
     const umt5 = await UMT5Encoder.load(t5Reader, t5C.config);
     loaded.push(umt5);
     t5Reader.finish();
@@ -64,7 +64,7 @@ export async function loadWanModel(backend: Backend, ckpt: WanCheckpoint, opts: 
     loaded.push(dit);
     ditReader.finish();
     lora?.assertAllUsed();
-    const vaeReader = new WeightReader(backend, vaeC.table, { component: "vae", rename: vaeC.rename });
+    const vaeReader = new WeightReader(backend, vaeC.table, { component: "vae", rename: vaeC.rename, fileName: vaeC.fileName });
     const vae = await WanVaeDecoder.load(vaeReader, vaeC.config);
     loaded.push(vae);
     // text-to-video never encodes pixels; the encoder half stays on disk

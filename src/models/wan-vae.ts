@@ -1,7 +1,8 @@
 // The Wan-VAE (wan/modules/vae.py WanVAE_) decoder and encoder, streaming: the decoder takes one latent
 // frame per call and keeps every causal conv's cache between calls (latent frame 0 → 1 frame, each
 // later one → 4), so a streaming pipeline decodes chunk after chunk with the same state a whole-clip
-// decode would have. The encoder takes frames 1, 4, 4, ... likewise.
+// decode would have. The encoder takes frames 1, 4, 4, ... likewise. Both halves are the same trunk
+// (conv1, stages, head norm + SiLU + conv) around different stages (wan-vae-layout.ts).
 //
 // Latent normalisation is folded into the 1×1×1 convs at load: the DiT's latent z is (μ − mean)/std,
 // so decode's `conv2(z·std + mean)` becomes conv2' with W·diag(std) and b + W·mean, and encode's
@@ -11,20 +12,21 @@ import type { Tensor } from "../runtime/tensor.ts";
 import type { VaeConfig } from "./configs.ts";
 import type { Tap } from "./umt5.ts";
 import { CausalConv, ChannelNorm, FrameAttention, ResidualBlock } from "./wan-vae-blocks.ts";
+import { type VaeStage, vaeLayout } from "./wan-vae-layout.ts";
 import { Resample } from "./wan-vae-resample.ts";
 import type { WeightReader } from "./weights.ts";
 
 type Stage = ResidualBlock | FrameAttention | Resample;
 
-/** Runs x through stages, freeing each intermediate (never the caller's x). */
-function runStages(b: Backend, x: Tensor, stages: Stage[]): Tensor {
-  let cur = x;
-  for (const s of stages) {
-    const next = s.run(cur);
-    if (cur !== x && next !== cur) b.free(cur);
-    cur = next;
-  }
-  return cur;
+async function loadStages(r: WeightReader, plan: VaeStage[]): Promise<Stage[]> {
+  const stages: Stage[] = [];
+  for (const s of plan) stages.push(s.kind === "residual" ? await ResidualBlock.load(r, s.wan, s.cin, s.cout) : await Resample.load(r, s.wan, s.channels, s.mode));
+  return stages;
+}
+
+/** Residual block, single-head frame attention, residual block. */
+async function loadMiddle(r: WeightReader, side: "encoder" | "decoder", c: number): Promise<Stage[]> {
+  return [await ResidualBlock.load(r, `${side}.middle.0`, c, c), await FrameAttention.load(r, `${side}.middle.1`, c), await ResidualBlock.load(r, `${side}.middle.2`, c, c)];
 }
 
 /** A 1×1×1 conv whose weights are folded with per-channel affine maps on the host. */
@@ -36,24 +38,60 @@ async function foldedPointwise(r: WeightReader, name: string, cout: number, cin:
   return new CausalConv(be, be.upload(f.w, [f.cout, cin, 1, 1, 1]), be.upload(f.b, [f.cout]), 0, false);
 }
 
-function release(b: Backend, stages: { tensors(): Tensor[] }[]): void {
-  b.free(...new Set(stages.flatMap((s) => s.tensors()).map((t) => t.owner)));
-}
-
-export class WanVaeDecoder {
-  private constructor(
+/** conv1 → stages → RMS norm, SiLU, conv: what both halves run on each time chunk, with its caches. */
+class Trunk {
+  constructor(
     private readonly b: Backend,
-    readonly config: VaeConfig,
-    private readonly conv2: CausalConv,
     private readonly conv1: CausalConv,
     private readonly stages: Stage[],
     private readonly headNorm: ChannelNorm,
     private readonly headConv: CausalConv,
   ) {}
 
+  static async load(r: WeightReader, side: "encoder" | "decoder", cin: number, width: number, stages: Stage[], top: number, cout: number): Promise<Trunk> {
+    const conv1 = await CausalConv.load(r, `${side}.conv1`, cin, width, [3, 3, 3], { pad: 1 });
+    const headNorm = await ChannelNorm.load(r, `${side}.head.0.gamma`, top);
+    const headConv = await CausalConv.load(r, `${side}.head.2`, top, cout, [3, 3, 3], { pad: 1 });
+    return new Trunk(r.backend, conv1, stages, headNorm, headConv);
+  }
+
+  /** New output for one time chunk x (the caller frees both). */
+  run(x: Tensor): Tensor {
+    const b = this.b;
+    let cur = this.conv1.run(x);
+    for (const s of this.stages) {
+      const next = s.run(cur);
+      if (next !== cur) b.free(cur);
+      cur = next;
+    }
+    this.headNorm.run(b, cur, cur);
+    b.silu(cur, cur);
+    const out = this.headConv.run(cur);
+    b.free(cur);
+    return out;
+  }
+
+  /** Forget the stream (every causal cache). */
+  reset(): void {
+    for (const s of this.stages) s instanceof FrameAttention || s.reset();
+    this.conv1.reset();
+    this.headConv.reset();
+  }
+
+  tensors(): Tensor[] {
+    return [this.conv1, ...this.stages, this.headNorm, this.headConv].flatMap((m) => m.tensors());
+  }
+}
+
+function release(b: Backend, parts: { tensors(): Tensor[] }[]): void {
+  b.free(...new Set(parts.flatMap((s) => s.tensors()).map((t) => t.owner)));
+}
+
+export class WanVaeDecoder {
+  private constructor(private readonly b: Backend, readonly config: VaeConfig, private readonly conv2: CausalConv, private readonly trunk: Trunk) {}
+
   static async load(r: WeightReader, cfg: VaeConfig): Promise<WanVaeDecoder> {
-    const { dim, zDim, dimMult, numResBlocks } = cfg;
-    const dims = [dimMult[dimMult.length - 1]!, ...[...dimMult].reverse()].map((m) => m * dim);
+    const { zDim } = cfg, layout = vaeLayout(cfg), top = layout.decoderTop;
     const conv2 = await foldedPointwise(r, "conv2", zDim, zDim, (w, bias) => {
       const W = new Float32Array(w.length), B = Float32Array.from(bias);
       for (let o = 0; o < zDim; o++) for (let i = 0; i < zDim; i++) {
@@ -62,25 +100,8 @@ export class WanVaeDecoder {
       }
       return { w: W, b: B, cout: zDim };
     });
-    const conv1 = await CausalConv.load(r, "decoder.conv1", zDim, dims[0]!, [3, 3, 3], { pad: 1 });
-    const stages: Stage[] = [
-      await ResidualBlock.load(r, "decoder.middle.0", dims[0]!, dims[0]!),
-      await FrameAttention.load(r, "decoder.middle.1", dims[0]!),
-      await ResidualBlock.load(r, "decoder.middle.2", dims[0]!, dims[0]!),
-    ];
-    const temporalUp = [...cfg.temporalDownsample].reverse();
-    let n = 0;
-    for (let i = 0; i < dimMult.length; i++) {
-      // after a resample the channels are halved (the upsampling conv's output)
-      let cin = i > 0 ? dims[i]! / 2 : dims[i]!;
-      const cout = dims[i + 1]!;
-      for (let j = 0; j <= numResBlocks; j++, cin = cout) stages.push(await ResidualBlock.load(r, `decoder.upsamples.${n++}`, cin, cout));
-      if (i !== dimMult.length - 1) stages.push(await Resample.load(r, `decoder.upsamples.${n++}`, cout, temporalUp[i] ? "upsample3d" : "upsample2d"));
-    }
-    const last = dims[dims.length - 1]!;
-    const headNorm = await ChannelNorm.load(r, "decoder.head.0.gamma", last);
-    const headConv = await CausalConv.load(r, "decoder.head.2", last, 3, [3, 3, 3], { pad: 1 });
-    return new WanVaeDecoder(r.backend, cfg, conv2, conv1, stages, headNorm, headConv);
+    const stages = [...(await loadMiddle(r, "decoder", top)), ...(await loadStages(r, layout.decoderStages))];
+    return new WanVaeDecoder(r.backend, cfg, conv2, await Trunk.load(r, "decoder", zDim, top, stages, layout.decoderOut, 3));
   }
 
   /**
@@ -96,14 +117,8 @@ export class WanVaeDecoder {
       for (let t = 0; t < T; t++) {
         const frame = b.alloc([1, x.shape[1]!, 1, h, w]);
         b.slice(frame, x, 2, t);
-        const c1 = this.conv1.run(frame);
+        parts.push(this.trunk.run(frame));
         b.free(frame);
-        const y = runStages(b, c1, this.stages);
-        b.free(c1);
-        this.headNorm.run(b, y, y);
-        b.silu(y, y);
-        parts.push(this.headConv.run(y));
-        b.free(y);
       }
       const frames = parts.reduce((n, p) => n + p.shape[2]!, 0);
       const [, , , H, W] = parts[0]!.shape as number[];
@@ -117,48 +132,22 @@ export class WanVaeDecoder {
 
   /** Forget the stream: the next decode starts a new clip. */
   reset(): void {
-    for (const s of this.stages) s instanceof FrameAttention || s.reset();
-    this.conv1.reset();
-    this.headConv.reset();
+    this.trunk.reset();
   }
 
   free(): void {
     this.reset();
-    release(this.b, [this.conv2, this.conv1, ...this.stages, this.headNorm, this.headConv]);
+    release(this.b, [this.conv2, this.trunk]);
   }
 }
 
 export class WanVaeEncoder {
-  private constructor(
-    private readonly b: Backend,
-    readonly config: VaeConfig,
-    private readonly conv1: CausalConv,
-    private readonly stages: Stage[],
-    private readonly headNorm: ChannelNorm,
-    private readonly headConv: CausalConv,
-    private readonly toLatent: CausalConv,
-  ) {}
+  private constructor(private readonly b: Backend, readonly config: VaeConfig, private readonly trunk: Trunk, private readonly toLatent: CausalConv) {}
 
   static async load(r: WeightReader, cfg: VaeConfig): Promise<WanVaeEncoder> {
-    const { dim, zDim, dimMult, numResBlocks } = cfg;
-    const dims = [1, ...dimMult].map((m) => m * dim);
-    const conv1 = await CausalConv.load(r, "encoder.conv1", 3, dims[0]!, [3, 3, 3], { pad: 1 });
-    const stages: Stage[] = [];
-    let n = 0;
-    for (let i = 0; i < dimMult.length; i++) {
-      let cin = dims[i]!;
-      const cout = dims[i + 1]!;
-      for (let j = 0; j < numResBlocks; j++, cin = cout) stages.push(await ResidualBlock.load(r, `encoder.downsamples.${n++}`, cin, cout));
-      if (i !== dimMult.length - 1) stages.push(await Resample.load(r, `encoder.downsamples.${n++}`, cout, cfg.temporalDownsample[i] ? "downsample3d" : "downsample2d"));
-    }
-    const last = dims[dims.length - 1]!;
-    stages.push(
-      await ResidualBlock.load(r, "encoder.middle.0", last, last),
-      await FrameAttention.load(r, "encoder.middle.1", last),
-      await ResidualBlock.load(r, "encoder.middle.2", last, last),
-    );
-    const headNorm = await ChannelNorm.load(r, "encoder.head.0.gamma", last);
-    const headConv = await CausalConv.load(r, "encoder.head.2", last, 2 * zDim, [3, 3, 3], { pad: 1 });
+    const { zDim } = cfg, layout = vaeLayout(cfg), top = layout.encoderTop;
+    const stages = [...(await loadStages(r, layout.encoderStages)), ...(await loadMiddle(r, "encoder", top))];
+    const trunk = await Trunk.load(r, "encoder", 3, layout.encoderIn, stages, top, 2 * zDim);
     const toLatent = await foldedPointwise(r, "conv1", 2 * zDim, 2 * zDim, (w, bias) => {
       const W = new Float32Array(zDim * 2 * zDim), B = new Float32Array(zDim);
       for (let o = 0; o < zDim; o++) {
@@ -168,7 +157,7 @@ export class WanVaeEncoder {
       }
       return { w: W, b: B, cout: zDim };
     });
-    return new WanVaeEncoder(r.backend, cfg, conv1, stages, headNorm, headConv, toLatent);
+    return new WanVaeEncoder(r.backend, cfg, trunk, toLatent);
   }
 
   /** Video [3, 1 + 4k, H, W] in [−1, 1] → normalised latent μ [zDim, 1 + k, H/8, W/8] (a new stream). */
@@ -182,14 +171,8 @@ export class WanVaeEncoder {
         const n = Math.min(start === 0 ? 1 : 4, T - start);
         const chunk = b.alloc([1, 3, n, H, W]);
         b.slice(chunk, x, 2, start);
-        const c1 = this.conv1.run(chunk);
+        const head = this.trunk.run(chunk);
         b.free(chunk);
-        const y = runStages(b, c1, this.stages);
-        b.free(c1);
-        this.headNorm.run(b, y, y);
-        b.silu(y, y);
-        const head = this.headConv.run(y);
-        b.free(y);
         parts.push(this.toLatent.run(head));
         b.free(head);
       }
@@ -205,13 +188,11 @@ export class WanVaeEncoder {
   }
 
   reset(): void {
-    for (const s of this.stages) s instanceof FrameAttention || s.reset();
-    this.conv1.reset();
-    this.headConv.reset();
+    this.trunk.reset();
   }
 
   free(): void {
     this.reset();
-    release(this.b, [this.conv1, ...this.stages, this.headNorm, this.headConv, this.toLatent]);
+    release(this.b, [this.trunk, this.toLatent]);
   }
 }

@@ -16,6 +16,8 @@ const SLICE_BYTES = 32 * 1024 * 1024;
 
 const FILE_DTYPES: Record<string, DType> = { F32: "f32", BF16: "bf16", F16: "f16" };
 
+const unloadable = (info: TensorInfo) => `tensor '${info.name}' has dtype ${info.dtype}; only F32, BF16 and F16 can be loaded`;
+
 /** Changes applied to weights as they load: a LoRA adapter (lora.ts). */
 export interface WeightPatch {
   /** A dense tensor that replaces the checkpoint's `name` entirely, if the patch has one. */
@@ -35,7 +37,17 @@ export interface WeightReaderOptions {
   fileName?: (name: string) => string;
 }
 
-export class WeightReader {
+/** Where a model gets its parameters, by canonical name and expected shape: a checkpoint (WeightReader)
+ *  or random values made on the device (random-weights.ts, for benchmarks at real sizes). */
+export interface WeightSource {
+  readonly backend: Backend;
+  /** A weight matrix / conv kernel (stored as the source's dtype policy says). */
+  matrix(name: string, shape: readonly number[]): Promise<Tensor>;
+  /** A small parameter vector (norm weight, bias, modulation table), always f32. */
+  vector(name: string, shape: readonly number[]): Promise<Tensor>;
+}
+
+export class WeightReader implements WeightSource {
   readonly component: string;
   readonly #byName = new Map<string, TensorInfo>();
   readonly #used = new Set<string>();
@@ -76,7 +88,7 @@ export class WeightReader {
       this.#fail(`missing tensor '${inFile}'${inFile !== name ? ` (Wan name '${name}')` : ""}`);
     }
     this.#used.add(name);
-    if (!(info.dtype in FILE_DTYPES)) this.#fail(`tensor '${info.name}' has dtype ${info.dtype}; only F32, BF16 and F16 can be loaded`);
+    if (!(info.dtype in FILE_DTYPES)) this.#fail(unloadable(info));
     if (shape && (info.shape.length !== shape.length || info.shape.some((d, i) => d !== shape[i]))) {
       this.#fail(`tensor '${info.name}' has shape [${info.shape.join(", ")}], expected [${shape.join(", ")}]`);
     }
@@ -148,6 +160,6 @@ function convert(bytes: Uint8Array, from: DType, to: DType): Float32Array | Uint
 /** A (small) tensor's values on the host as f32. */
 export async function readAsF32(info: TensorInfo): Promise<Float32Array> {
   const from = FILE_DTYPES[info.dtype];
-  if (!from) throw new CheckpointError(`${info.file}: tensor '${info.name}' has dtype ${info.dtype}; only F32, BF16 and F16 can be loaded`);
+  if (!from) throw new CheckpointError(`${info.file}: ${unloadable(info)}`);
   return convert(await readTensorBytes(info), from, "f32") as Float32Array;
 }

@@ -6,8 +6,7 @@
 // the conditioning changes. Whole clips from a causal model (`generate`) run the same loop.
 import { videoToRgb24 } from "../models/frames.ts";
 import { scheduleFor } from "../models/kino-config.ts";
-import { SeededRandom } from "../models/random.ts";
-import { type NoiseSource, applyGuidance, createSampler } from "../models/samplers.ts";
+import { applyGuidance, createSampler, seededNoise } from "../models/samplers.ts";
 import { CausalWanDiT } from "../models/wan-dit-causal.ts";
 import type { CrossAttnKV } from "../models/wan-dit.ts";
 import type { WanModel } from "../models/wan-model.ts";
@@ -93,8 +92,7 @@ export class WanStreamingPipeline implements Pipeline {
     const [h, w] = [req.height / strides.spatial, req.width / strides.spatial];
     const window = kino.windowFrames ?? Math.max(DEFAULT_WINDOW_FRAMES, N + kino.sinkFrames);
     const causal = new CausalWanDiT(dit, { chunkFrames: N, windowFrames: window, sinkFrames: kino.sinkFrames, height: h, width: w });
-    const rng = new SeededRandom(req.seed);
-    const noise: NoiseSource = (out) => b.write(out, rng.normal(out.numel));
+    const noise = seededNoise(b, req.seed);
     const schedule = scheduleFor(kino, req.num_inference_steps);
     const steps = schedule.timesteps.length;
     const firstFrames = 1 + strides.temporal * (N - 1), perChunk = strides.temporal * N;
@@ -137,7 +135,7 @@ export class WanStreamingPipeline implements Pipeline {
           await causal.forwardChunk(x, 0, context, true);
           const decodeStart = performance.now();
           durations.denoise += (decodeStart - started) / 1000;
-          const frames = await this.#decode(x, req.height, req.width);
+          const frames = await decodeFrames(this.model, x, req.height, req.width);
           durations.decode += (performance.now() - decodeStart) / 1000;
           const keep = frames.slice(0, totalFrames - produced);
           produced += keep.length;
@@ -154,15 +152,15 @@ export class WanStreamingPipeline implements Pipeline {
       vae.reset();
     }
   }
+}
 
-  async #decode(latent: Tensor, height: number, width: number): Promise<Uint8Array[]> {
-    const { vae, backend: b } = this.model;
-    const video = await vae.decode(latent);
-    try {
-      return videoToRgb24(await b.download(video), video.shape[1]!, height, width);
-    } finally {
-      b.free(video);
-    }
+/** Decodes latent frames that continue the VAE's stream into RGB24 frames. */
+export async function decodeFrames(model: WanModel, latent: Tensor, height: number, width: number): Promise<Uint8Array[]> {
+  const video = await model.vae.decode(latent);
+  try {
+    return videoToRgb24(await model.backend.download(video), video.shape[1]!, height, width);
+  } finally {
+    model.backend.free(video);
   }
 }
 

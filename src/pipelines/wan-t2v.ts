@@ -3,16 +3,14 @@
 // default, Euler or a distilled step list when the checkpoint says so — then decode it with the VAE.
 // Cross-attention K/V are computed once per clip, not per step. `createWanPipeline` picks this or the
 // streaming pipeline, depending on whether the checkpoint's DiT is chunked causal.
-import { videoToRgb24 } from "../models/frames.ts";
 import { scheduleFor } from "../models/kino-config.ts";
-import { SeededRandom } from "../models/random.ts";
-import { type NoiseSource, applyGuidance, createSampler } from "../models/samplers.ts";
+import { applyGuidance, createSampler, seededNoise } from "../models/samplers.ts";
 import type { CrossAttnKV } from "../models/wan-dit.ts";
 import type { WanModel } from "../models/wan-model.ts";
 import type { Tensor } from "../runtime/tensor.ts";
 import type { GenerationRequest, GenerationResult, ModelCard, Pipeline, RunContext } from "./pipeline.ts";
 import { wanCard } from "./wan-card.ts";
-import { WanStreamingPipeline, clipsOf, tick } from "./wan-streaming.ts";
+import { WanStreamingPipeline, clipsOf, decodeFrames, tick } from "./wan-streaming.ts";
 
 /** Share of a clip's progress bar given to decoding (the rest is the denoising steps). */
 const DECODE_SHARE = 0.1;
@@ -69,9 +67,9 @@ export class WanT2VPipeline implements Pipeline {
     const { kino } = this.model.checkpoint;
     const latentFrames = Math.floor((numFrames - 1) / strides.temporal) + 1;
     const shape = [dit.config.inDim, latentFrames, req.height / strides.spatial, req.width / strides.spatial];
-    const rng = new SeededRandom(seed);
-    const noise: NoiseSource = (out) => b.write(out, rng.normal(out.numel));
-    const x = b.upload(rng.normal(shape.reduce((a, c) => a * c, 1)), shape);
+    const noise = seededNoise(b, seed);
+    const x = b.alloc(shape);
+    noise(x);
     const schedule = scheduleFor(kino, req.num_inference_steps);
     const sampler = createSampler(kino.sampler, b, schedule, noise);
     try {
@@ -101,10 +99,7 @@ export class WanT2VPipeline implements Pipeline {
     const { vae, backend: b } = this.model;
     vae.reset();
     try {
-      const video = await vae.decode(latent);
-      const frames = videoToRgb24(await b.download(video), video.shape[1]!, req.height, req.width);
-      b.free(video);
-      return frames;
+      return await decodeFrames(this.model, latent, req.height, req.width);
     } finally {
       b.free(latent);
       vae.reset();

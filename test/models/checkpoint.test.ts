@@ -1,7 +1,8 @@
 // Checkpoint layouts and load-time failures through loadPipeline: the original Wan layout assembled
 // from the goldens (WanModel config, Wan key names, models_t5*.safetensors, Wan2.1_VAE.safetensors,
 // google/umt5-xxl/tokenizer.json) generates frames; a diffusers checkpoint with a missing, extra or
-// mis-shaped tensor, a truncated file or a bad header fails at load naming the file and tensor.
+// mis-shaped tensor, a truncated file or a bad header fails at load naming the file and tensor; a
+// diffusers release folder (release configs, the VAE in AutoencoderKLWan names) generates frames.
 import { afterAll, describe, expect, test } from "bun:test";
 import { copyFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -54,6 +55,55 @@ describe("original Wan layout", () => {
     copyFileSync(goldenPath("dit_a", "weights.safetensors"), join(dir, "diffusion_pytorch_model.safetensors"));
     writeFileSync(join(dir, "models_t5_umt5-xxl-enc-bf16.pth"), "pickle");
     await expect(loadPipeline(init(dir))).rejects.toThrow("models_t5_umt5-xxl-enc-bf16.pth: PyTorch pickles are not read; convert the umT5 text encoder to safetensors");
+  });
+});
+
+describe("a diffusers Wan2.1 release folder (AutoencoderKLWan names, release configs)", () => {
+  const request = { request_id: "r", output: "video" as const, task: "t2v" as const, prompt: "a red circle", negative_prompt: "", width: 32, height: 32,
+    num_frames: 5, fps: 16, num_inference_steps: 2, guidance_scale: 1, seed: 3, references: [], extra_params: {} };
+  const never = { signal: new AbortController().signal, onProgress: () => {} };
+
+  /** A tiny checkpoint whose configs are the release's: no kino object, the UniPC scheduler config. */
+  async function releaseLike(name: string, vaeLayout: "wan" | "diffusers"): Promise<string> {
+    const dir = join(root, name);
+    await makeTinyCheckpoint(dir, { causal: false, seed: 5, vaeLayout });
+    const { kino: _, ...transformer } = await Bun.file(join(dir, "transformer/config.json")).json();
+    writeFileSync(join(dir, "transformer/config.json"), JSON.stringify(transformer));
+    writeFileSync(join(dir, "model_index.json"), JSON.stringify({
+      _class_name: "WanPipeline", _diffusers_version: "0.33.0.dev0", scheduler: ["diffusers", "UniPCMultistepScheduler"], text_encoder: ["transformers", "UMT5EncoderModel"],
+      tokenizer: ["transformers", "T5TokenizerFast"], transformer: ["diffusers", "WanTransformer3DModel"], vae: ["diffusers", "AutoencoderKLWan"],
+    }));
+    writeFileSync(join(dir, "scheduler/scheduler_config.json"), JSON.stringify({
+      _class_name: "UniPCMultistepScheduler", flow_shift: 3.0, prediction_type: "flow_prediction", use_flow_sigmas: true, solver_order: 2, solver_type: "bh2", num_train_timesteps: 1000,
+    }));
+    return dir;
+  }
+
+  test("loads through loadPipeline and generates the same frames as with Wan VAE names", async () => {
+    const diffusers = await releaseLike("release-diffusers", "diffusers"), wan = await releaseLike("release-wan", "wan");
+    const names = [...(await readSafetensorsHeader(join(diffusers, "vae/diffusion_pytorch_model.safetensors"))).tensors.keys()];
+    expect(names).toContain("decoder.up_blocks.1.resnets.0.conv_shortcut.weight");
+    expect(names).toContain("post_quant_conv.weight");
+    expect(names.filter((n) => n.includes("upsamples.") || n.includes("residual."))).toEqual([]);
+    const { pipeline } = await loadPipeline(init(diffusers));
+    expect(pipeline.card.name).toBe("release-diffusers");
+    expect(pipeline.card.defaults).toEqual({ width: 832, height: 480, fps: 16, num_frames: 81, num_inference_steps: 50, guidance_scale: 5 });
+    const r = await pipeline.generate(request, never);
+    expect(r.frames.length).toBe(5);
+    expect(r.frames[0]!.length).toBe(32 * 32 * 3);
+    const reference = await (await loadPipeline(init(wan))).pipeline.generate(request, never);
+    expect(r.frames).toEqual(reference.frames);
+  });
+
+  test("a missing VAE tensor is named as the file names it, with its Wan name", async () => {
+    const dir = join(root, "release-missing");
+    await makeTinyCheckpoint(dir, { causal: false, vaeLayout: "diffusers" });
+    const file = join(dir, "vae/diffusion_pytorch_model.safetensors");
+    const table = await readSafetensorsHeader(file);
+    const kept: TensorToWrite[] = [];
+    for (const info of table.tensors.values()) if (info.name !== "decoder.up_blocks.1.upsamplers.0.time_conv.bias") kept.push({ name: info.name, shape: info.shape, data: await readAsF32(info) });
+    writeFileSync(file, encodeSafetensors(kept));
+    await expect(loadPipeline(init(dir))).rejects.toThrow("vae: missing tensor 'decoder.up_blocks.1.upsamplers.0.time_conv.bias' (Wan name 'decoder.upsamples.7.time_conv.bias')");
   });
 });
 

@@ -2,7 +2,7 @@
 // with the intermediate results (embedding, per-layer position bias, block outputs) on every backend.
 import { describe, expect, test } from "bun:test";
 import { parseT5Config } from "../../src/models/configs.ts";
-import { t5Renamer } from "../../src/models/key-maps.ts";
+import { t5NameToHf, t5Renamer } from "../../src/models/key-maps.ts";
 import { openTensorTable } from "../../src/models/safetensors.ts";
 import { UMT5Encoder } from "../../src/models/umt5.ts";
 import { WeightReader } from "../../src/models/weights.ts";
@@ -13,6 +13,15 @@ import { closeTo, get, goldenJson, goldenPath, loadGolden } from "./helpers/gold
 const cfgJson = await goldenJson("t5", "config.json");
 const cfg = parseT5Config(cfgJson.hf_UMT5Config_equivalent, "t5/config.json");
 const io = await loadGolden("t5", "io.safetensors");
+
+test("key map: the goldens' Wan ↔ transformers UMT5 table, both ways", () => {
+  const map: Record<string, string> = cfgJson.key_map_wan_to_hf_umt5;
+  const toWan = t5Renamer(Object.values(map));
+  for (const [wan, hf] of Object.entries(map)) {
+    expect(t5NameToHf(wan)).toBe(hf);
+    expect(toWan(hf)).toBe(wan);
+  }
+});
 
 test("bucket table: 32 bidirectional buckets, max distance 128 (umt5-xxl's)", () => {
   const rel = get(io, "bucket_table.rel_pos").data, want = get(io, "bucket_table.bucket").data;
