@@ -5,8 +5,9 @@
  */
 #ifndef __wasm__
 #include <pthread.h>
+#include <stdlib.h>
 
-#include "common.h"
+#include "scratch.h"
 
 void kino_gemm(int tid, int nth, float *out, const float *a, const void *w, int wdt, const float *bias, int M, int N,
                int K);
@@ -14,6 +15,16 @@ void kino_attention(int tid, int nth, float *out, const float *q, const float *k
                     int B, int Lq, int Lk, int kv_len, int H, int D, float scale, int block, int q_offset);
 
 #define MAX_THREADS 16
+
+void kino_set_scratch(char *base);
+
+/* Scratch for MAX_THREADS threads, owned by C (memory from JavaScript could be moved or collected). */
+int KINO_EXPORT(kino_native_init)(void) {
+  static char *block;
+  if (!block) block = malloc(SCRATCH_BYTES * MAX_THREADS);
+  if (block) kino_set_scratch(block);
+  return block != 0;
+}
 
 typedef struct {
   int tid, nth, kind;

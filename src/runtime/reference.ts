@@ -4,7 +4,7 @@
 // tensor holds (round them through bf16/f16 with dtype.ts first when the backend gets half weights).
 // Semantics and shape rules are the ones documented in backend.ts, checked by op-params.ts.
 
-import type { AttentionOptions, Conv2dOptions, Conv3dOptions, FrameRange, T5BiasOptions } from "./backend.ts";
+import type { AttentionOptions, Conv2dOptions, Conv3dOptions, FrameRange, RopeOptions, T5BiasOptions } from "./backend.ts";
 import * as P from "./op-params.ts";
 import { type DType, type Shape, numelOf, stridesOf } from "./tensor.ts";
 
@@ -36,10 +36,10 @@ export function gemm(a: Host, w: Host, bias?: Host | null): Host {
   return out;
 }
 
-export function attention(q: Host, k: Host, v: Host, opts: AttentionOptions & { biasHost?: Host }): Host {
-  const { B, Lq, Lk, kvLen, H, D } = P.attentionDims(q, q, k, v, { ...opts, bias: opts.biasHost });
+export function attention(q: Host, k: Host, v: Host, opts: Omit<AttentionOptions, "bias"> & { bias?: Host }): Host {
+  const { B, Lq, Lk, kvLen, H, D } = P.attentionDims(q, q, k, v, opts);
   const out = zeros([...q.shape]);
-  const Q = q.f32, Kd = k.f32, V = v.f32, o = out.f32, bias = opts.biasHost?.f32;
+  const Q = q.f32, Kd = k.f32, V = v.f32, o = out.f32, bias = opts.bias?.f32;
   const s = new Float64Array(kvLen);
   for (let b = 0; b < B; b++) for (let h = 0; h < H; h++) for (let i = 0; i < Lq; i++) {
     const n = P.visibleKeys(i, kvLen, opts);
@@ -133,14 +133,7 @@ export const modulate = (x: Host, scale: Host, shift: Host) =>
 export const gatedAdd = (x: Host, y: Host, gate: Host) =>
   grouped(x, [gate], (v, i, r) => v + gate.f32[r]! * y.f32[i]!);
 
-export interface HostRopeOptions {
-  cos: Host; sin: Host;
-  axisPairs: readonly [number, number, number];
-  grid: readonly [number, number, number];
-  frameOffset?: number;
-}
-
-export function rope3d(x: Host, o: HostRopeOptions): Host {
+export function rope3d(x: Host, o: Omit<RopeOptions, "cos" | "sin"> & { cos: Host; sin: Host }): Host {
   const { B, L, H, D, pairs, pt, ph, F, GH, GW, f0 } = P.ropeDims(x, x, o);
   const out = new Host([...x.shape], x.f32.slice());
   const cos = o.cos.f32, sin = o.sin.f32, X = out.f32;
@@ -174,11 +167,11 @@ export function t5RelativeBias(table: Host, Lq: number, Lk: number, o: T5BiasOpt
   return out;
 }
 
-export function conv3d(x: Host, w: Host, bias: Host | null, opts: Conv3dOptions & { prevHost?: Host } = {}): Host {
+export function conv3d(x: Host, w: Host, bias: Host | null, opts: Omit<Conv3dOptions, "prev"> & { prev?: Host } = {}): Host {
   const oshape = P.conv3dOutputShape(x.shape, w.shape, opts);
-  const g = P.conv3dGeometry({ shape: oshape, dtype: "f32" }, x, w, bias, { ...opts, prev: opts.prevHost });
+  const g = P.conv3dGeometry({ shape: oshape, dtype: "f32" }, x, w, bias, opts);
   const out = zeros(oshape);
-  const X = x.f32, Wt = w.f32, prev = opts.prevHost?.f32;
+  const X = x.f32, Wt = w.f32, prev = opts.prev?.f32;
   const at = (b: number, c: number, t: number, y: number, xx: number): number => {
     if (y < 0 || y >= g.H || xx < 0 || xx >= g.W) return 0;
     if (t >= 0) return X[(((b * g.Cin + c) * g.T + t) * g.H + y) * g.W + xx]!;

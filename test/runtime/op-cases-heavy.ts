@@ -81,7 +81,7 @@ export function attentionCases(): OpCase[] {
       op: "attention",
       name: `B ${B} Lq ${Lq} Lk ${Lk} H ${H} D ${D}${extras.filter(Boolean).map((e) => `, ${e}`).join("")}`,
       atol: 1e-5, rtol: 0,
-      ref: () => R.attention(q, k, v, { ...opts, biasHost: bias }).f32,
+      ref: () => R.attention(q, k, v, { ...opts, bias }).f32,
       run: (be) => runOp(be, (up, alloc) => {
         const o = alloc([B, Lq, H, D]);
         be.attention(o, up(q), up(k), up(v), { ...opts, bias: bias && up(bias) });
@@ -118,7 +118,7 @@ export function convCases(): OpCase[] {
     const K = c.w[1]! * c.w[2]! * c.w[3]! * c.w[4]!;
     return {
       op: "conv3d", name: `x [${c.x}] w [${c.w}] ${dt}${c.label ? ` (${c.label})` : ""}`, ...reductionTol(K),
-      ref: () => R.conv3d(x, asStored(w, dt), c.bias ? bias : null, { ...c.opts, prevHost: prev }).f32,
+      ref: () => R.conv3d(x, asStored(w, dt), c.bias ? bias : null, { ...c.opts, prev }).f32,
       run: (be) => runOp(be, (up, alloc) => {
         const o = alloc(outShape);
         be.conv3d(o, up(x), up(w, dt), c.bias ? up(bias) : null, { ...c.opts, prev: prev && up(prev) });

@@ -4,6 +4,15 @@
 // kernel divides its own work by thread count); and the single-threaded build made for hosts without
 // shared memory. CUDA cases run where a device answers and are skipped, visibly and counted, elsewhere.
 // Prints max abs / rel error per op, shape and backend; rel = max|got − ref| / max|ref|.
+//
+// Tolerances, per element |got − ref| ≤ atol + rtol·max|ref| (the cases carry them, op-cases*.ts):
+//   GEMM, conv3d/conv2d  1e-6 + 1e-6·sqrt(K)·max|ref| — bf16/f16 weights against a reference that
+//                        rounds the weights first are held to the same bound
+//   attention            1e-5 absolute on unit-scale inputs
+//   layerNorm, rmsNorm, l2NormChannels  1e-5 absolute (outputs are unit scale)
+//   softmax, gelu, silu, modulate, gatedAdd, rope3d  1e-6 absolute; mul, axpby 1e-7 / 1e-6 relative
+//   copies, permute, upsample, embedding, T5 bias, cast, fill  exact
+//   rgbToYuv420 ±1 code value (float rounding at .5); yuv420ToRgb 1e-5
 import { afterAll, describe, expect, test } from "bun:test";
 import type { Backend } from "../../src/runtime/backend.ts";
 import { buildCpuWasm } from "../../tools/build/cpu.ts";
