@@ -2,6 +2,8 @@
 // bundles everything into one executable, dist/kino. Each step skips work that is already up to date,
 // so `npm start` and `npm test` can run it every time.
 import { $ } from "bun";
+import { existsSync } from "node:fs";
+import { packBundle } from "./src/models/bundle.ts";
 import { buildCpuWasm } from "./tools/build/cpu.ts";
 import { buildCudaLib } from "./tools/build/cuda.ts";
 import { buildH264Wasm } from "./tools/build/h264.ts";
@@ -17,7 +19,13 @@ const cuda = await buildCudaLib();
 if (cuda) console.log(`build: ${cuda} ready (${Math.round(performance.now() - started)} ms)`);
 
 if (compile) {
-  // An extra entrypoint is embedded as a file; src/runtime/backends/cuda.ts finds it in Bun.embeddedFiles.
-  await $`${process.execPath} build --compile --minify-syntax src/cli/main.ts ${cuda ? [cuda] : []} --outfile dist/kino`;
+  // Extra entrypoints are embedded as files, found at run time in Bun.embeddedFiles: the CUDA library
+  // (src/runtime/backends/cuda.ts) and the default model packed into one file (src/models/bundle.ts).
+  const embedded = cuda ? [cuda] : [];
+  if (existsSync("models/kino-tiny/model_index.json")) {
+    await packBundle("models/kino-tiny", "build/kino-tiny.bundle");
+    embedded.push("build/kino-tiny.bundle");
+  }
+  await $`${process.execPath} build --compile --minify-syntax src/cli/main.ts ${embedded} --outfile dist/kino`;
   console.log("build: dist/kino written");
 }

@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { WorkerInit } from "../engine/ipc.ts";
+import { embeddedBundle, unpackBundle } from "../models/bundle.ts";
 import { resolveCheckpoint } from "../models/checkpoint.ts";
 import { loadWanModel } from "../models/wan-model.ts";
 import { openBackend } from "../runtime/device.ts";
@@ -19,16 +20,20 @@ export interface LoadedPipeline {
 
 /**
  * model_path forms:
- * - `builtin:kino-tiny` — the embedded default model: the checkpoint in models/kino-tiny/ when it
- *   has been exported there (a model_index.json), else the procedural renderer behind the same
- *   Pipeline contract.
+ * - `builtin:kino-tiny` — the default model: the checkpoint in models/kino-tiny/ when it has been
+ *   exported there (a model_index.json), or the copy build.ts embedded in the executable, else the
+ *   procedural renderer behind the same Pipeline contract.
  * - `pipeline:<file>` — a module exporting `createPipeline(init)`; the test suite uses it to drive
  *   the server with a controllable pipeline.
  * - a directory — a diffusers/Wan checkpoint (the models issue).
  */
 export async function loadPipeline(init: WorkerInit): Promise<LoadedPipeline> {
   const { modelPath } = init;
-  if (modelPath === "builtin:kino-tiny" && existsSync(join(KINO_TINY_DIR, "model_index.json"))) return loadCheckpoint(KINO_TINY_DIR, init);
+  if (modelPath === "builtin:kino-tiny") {
+    if (existsSync(join(KINO_TINY_DIR, "model_index.json"))) return loadCheckpoint(KINO_TINY_DIR, init);
+    const bundle = embeddedBundle("kino-tiny");
+    if (bundle) return loadCheckpoint(await unpackBundle(bundle), init);
+  }
   if (modelPath === "builtin:kino-tiny" || modelPath === "builtin:procedural") {
     if (init.lora) throw new Error(`${modelPath} has no weights to merge the LoRA adapter ${init.lora.path} into`);
     return { pipeline: new ProceduralPipeline(), backend: "cpu (procedural renderer)" };
