@@ -10,7 +10,7 @@ typedef struct {
   u8 *start;
   u8 *ptr;
   u64 acc;   /* pending bits, right-aligned; only the low `count` bits are still unwritten */
-  int count; /* 0..7 between calls */
+  int count; /* 0..31 between calls */
 } bitwriter_t;
 
 static inline void bw_init(bitwriter_t *bw, u8 *buf) {
@@ -19,13 +19,18 @@ static inline void bw_init(bitwriter_t *bw, u8 *buf) {
   bw->count = 0;
 }
 
-/* Appends the low n bits of value (n <= 32). */
+/* Appends the low n bits of value (n <= 32); whole 32-bit words go out big-endian. */
 static inline void bw_put(bitwriter_t *bw, u32 value, int n) {
   bw->acc = (bw->acc << n) | (value & (u32)((1ull << n) - 1));
   bw->count += n;
-  while (bw->count >= 8) {
-    bw->count -= 8;
-    *bw->ptr++ = (u8)(bw->acc >> bw->count);
+  if (bw->count >= 32) {
+    bw->count -= 32;
+    u32 word = (u32)(bw->acc >> bw->count);
+    bw->ptr[0] = (u8)(word >> 24);
+    bw->ptr[1] = (u8)(word >> 16);
+    bw->ptr[2] = (u8)(word >> 8);
+    bw->ptr[3] = (u8)word;
+    bw->ptr += 4;
   }
 }
 
@@ -50,12 +55,17 @@ static inline void bw_se(bitwriter_t *bw, int v) { bw_ue(bw, se_to_ue(v)); }
 static inline int ue_bits(u32 v) { return 2 * ilog2(v + 1) + 1; }
 static inline int se_bits(int v) { return ue_bits(se_to_ue(v)); }
 
-/* rbsp_trailing_bits(): a stop bit, then zero bits to the byte boundary. */
+/* rbsp_trailing_bits(): a stop bit, then zero bits to the byte boundary; flushes every bit. */
 static inline void bw_trailing(bitwriter_t *bw) {
   bw_put(bw, 1, 1);
-  if (bw->count) bw_put(bw, 0, 8 - bw->count);
+  if (bw->count & 7) bw_put(bw, 0, 8 - (bw->count & 7));
+  while (bw->count >= 8) {
+    bw->count -= 8;
+    *bw->ptr++ = (u8)(bw->acc >> bw->count);
+  }
 }
 
+/* Bytes written; complete after bw_trailing. */
 static inline int bw_aligned_size(const bitwriter_t *bw) { return (int)(bw->ptr - bw->start); }
 
 /* bitstream.c: wraps an RBSP into a NAL unit (header byte + emulation prevention, clause 7.4.1). */

@@ -12,6 +12,7 @@
  * last column and row, which costs fewer bits than black padding; the SPS crops it away.
  */
 #include "encoder.h"
+#include "simd.h"
 
 #define YR 16829
 #define YG 33039
@@ -40,91 +41,86 @@ static void chroma_row_ref(const u8 *s0, const u8 *s1, int bpp, u8 *du, u8 *dv, 
   }
 }
 
-#ifdef __wasm_simd128__
-#include <wasm_simd128.h>
+#if H264_SIMD
+/*
+ * Two rows at a time, 16 pixels per step, in groups of four pixels. A swizzle spreads a group into
+ * 16-bit lanes as (R, G) pairs and as (G, B) pairs, so pairwise multiply-adds (v_madd16) give each
+ * pixel's weighted sum; YG = 33039 does not fit a signed 16-bit weight, so G's weight is split
+ * between the two pairs. Chroma weights the row sums of the pairs and then adds neighbouring
+ * pixels, which is the same integer sum as weighting the 2x2 sums.
+ */
+#define LANES_OF(bpp, c0, c1)                                                                                      \
+  {(i8)(c0), -1, (i8)(c1), -1, (i8)((bpp) + (c0)), -1, (i8)((bpp) + (c1)), -1, (i8)(2 * (bpp) + (c0)), -1,          \
+   (i8)(2 * (bpp) + (c1)), -1, (i8)(3 * (bpp) + (c0)), -1, (i8)(3 * (bpp) + (c1)), -1}
+static const i8 rg_lanes[2][16] = {LANES_OF(3, 0, 1), LANES_OF(4, 0, 1)}, gb_lanes[2][16] = {LANES_OF(3, 1, 2), LANES_OF(4, 1, 2)};
+#undef LANES_OF
+#define YG_RG 16520 /* + YG_GB = YG */
+#define YG_GB 16519
 
-/* Splits 16 pixels (bpp 16-byte vectors) into R, G, B byte vectors. Out-of-range swizzle indices
- * produce 0, so each channel is the OR of one swizzle per source vector. Always inlined with a
- * constant bpp so the index vectors fold to constants. */
-static inline __attribute__((always_inline)) void load_channels(const u8 *s, const int bpp, v128_t ch[3]) {
-  for (int c = 0; c < 3; c++) {
-    v128_t acc = wasm_i8x16_splat(0);
-    for (int v = 0; v < bpp; v++) {
-      i8 idx[16];
-      for (int k = 0; k < 16; k++) {
-        int byte = k * bpp + c - v * 16;
-        idx[k] = (i8)(byte >= 0 && byte < 16 ? byte : -1);
-      }
-      acc = wasm_v128_or(acc, wasm_i8x16_swizzle(wasm_v128_load(s + 16 * v), wasm_v128_load(idx)));
-    }
-    ch[c] = acc;
-  }
-}
+static inline vec weights(int a, int b) { return v_zip_lo16(v_splat16(a), v_splat16(b)); } /* a b a b ... */
 
-/* (wr*r + wg*g + wb*b + add) >> shift on four 32-bit lanes from the low or high half of 16-bit inputs. */
-#define WEIGHTED(ext, r, g, b, wr, wg, wb, add, shift)                                                              \
-  wasm_i32x4_shr(wasm_i32x4_add(wasm_i32x4_add(ext(r, wasm_i16x8_splat((i16)(wr))), ext(g, wasm_i16x8_splat((i16)(wg)))), \
-                                wasm_i32x4_add(ext(b, wasm_i16x8_splat((i16)(wb))), wasm_i32x4_splat(add))),            \
-                 shift)
-
-static inline __attribute__((always_inline)) void luma_row_simd(const u8 *s, const int bpp, u8 *d, int x, int x_end) {
+/* The vector part of convert_rows: converts whole steps of 16 pixels, returns where it stopped. The
+ * last group's 16-byte load may read 4 bytes past the row (rgb_in has slack after the picture). */
+static int convert_rows_simd(const u8 *s0, const u8 *s1, int bpp, u8 *y0, u8 *y1, u8 *du, u8 *dv, int x_end) {
+  const int t = bpp == 4;
+  int x = 0;
+  const vec rg_idx = v_load(rg_lanes[t]), gb_idx = v_load(gb_lanes[t]);
+  const vec y_rg = weights(YR, YG_RG), y_gb = weights(YG_GB, YB);
+  const vec u_rg = weights(UR, UG), u_gb = weights(0, UB), v_rg = weights(VR, VG), v_gb = weights(0, VB);
+  const vec y_add = v_splat32((16 << 16) + 32768), c_add = v_splat32((128 << 18) + (1 << 17));
   for (; x + 16 <= x_end; x += 16) {
-    v128_t ch[3], half[2];
-    load_channels(s + x * bpp, bpp, ch);
-    for (int h = 0; h < 2; h++) {
-      v128_t r = h ? wasm_u16x8_extend_high_u8x16(ch[0]) : wasm_u16x8_extend_low_u8x16(ch[0]);
-      v128_t g = h ? wasm_u16x8_extend_high_u8x16(ch[1]) : wasm_u16x8_extend_low_u8x16(ch[1]);
-      v128_t b = h ? wasm_u16x8_extend_high_u8x16(ch[2]) : wasm_u16x8_extend_low_u8x16(ch[2]);
-      /* unsigned products: YG = 33039 needs all 16 bits */
-      v128_t lo = WEIGHTED(wasm_u32x4_extmul_low_u16x8, r, g, b, YR, YG, YB, (16 << 16) + 32768, 16);
-      v128_t hi = WEIGHTED(wasm_u32x4_extmul_high_u16x8, r, g, b, YR, YG, YB, (16 << 16) + 32768, 16);
-      half[h] = wasm_i16x8_narrow_i32x4(lo, hi);
+    vec luma[2][4], u[4], v[4];
+    for (int g = 0; g < 4; g++) {
+      vec rg[2], gb[2];
+      for (int r = 0; r < 2; r++) {
+        vec px = v_load((r ? s1 : s0) + (x + 4 * g) * bpp);
+        rg[r] = v_swizzle(px, rg_idx);
+        gb[r] = v_swizzle(px, gb_idx);
+        luma[r][g] = v_sra32(v_add32(v_add32(v_madd16(rg[r], y_rg), v_madd16(gb[r], y_gb)), y_add), 16);
+      }
+      vec rg_sum = v_add16(rg[0], rg[1]), gb_sum = v_add16(gb[0], gb[1]); /* <= 510 per lane */
+      vec du4 = v_add32(v_madd16(rg_sum, u_rg), v_madd16(gb_sum, u_gb));   /* per pixel column pair of rows */
+      vec dv4 = v_add32(v_madd16(rg_sum, v_rg), v_madd16(gb_sum, v_gb));
+      /* add horizontal neighbours: lanes 0 and 2 then hold the two 2x2 sums; move them to lanes 0, 1 */
+      du4 = v_add32(du4, V_SHUFFLE8(du4, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11));
+      dv4 = v_add32(dv4, V_SHUFFLE8(dv4, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11));
+      u[g] = V_SHUFFLE8(du4, 0, 1, 2, 3, 8, 9, 10, 11, 0, 1, 2, 3, 8, 9, 10, 11);
+      v[g] = V_SHUFFLE8(dv4, 0, 1, 2, 3, 8, 9, 10, 11, 0, 1, 2, 3, 8, 9, 10, 11);
     }
-    wasm_v128_store(d + x, wasm_u8x16_narrow_i16x8(half[0], half[1]));
+    for (int r = 0; r < 2; r++)
+      v_store(r ? y1 + x : y0 + x, v_pack_u8(v_pack_i16(luma[r][0], luma[r][1]), v_pack_i16(luma[r][2], luma[r][3])));
+    vec u_lo = v_sra32(v_add32(v_zip_lo64(u[0], u[1]), c_add), 18), u_hi = v_sra32(v_add32(v_zip_lo64(u[2], u[3]), c_add), 18);
+    vec v_lo = v_sra32(v_add32(v_zip_lo64(v[0], v[1]), c_add), 18), v_hi = v_sra32(v_add32(v_zip_lo64(v[2], v[3]), c_add), 18);
+    vec uu = v_pack_i16(u_lo, u_hi), vv = v_pack_i16(v_lo, v_hi);
+    v_store64(du + x / 2, v_pack_u8(uu, uu));
+    v_store64(dv + x / 2, v_pack_u8(vv, vv));
   }
-  luma_row_ref(s, bpp, d, x, x_end);
-}
-
-static inline __attribute__((always_inline)) void chroma_row_simd(const u8 *s0, const u8 *s1, const int bpp, u8 *du, u8 *dv,
-                                                                  int x, int x_end) {
-  for (; x + 8 <= x_end; x += 8) {
-    v128_t a[3], b[3], sum[3];
-    load_channels(s0 + 2 * x * bpp, bpp, a);
-    load_channels(s1 + 2 * x * bpp, bpp, b);
-    for (int c = 0; c < 3; c++) sum[c] = wasm_i16x8_add(wasm_u16x8_extadd_pairwise_u8x16(a[c]), wasm_u16x8_extadd_pairwise_u8x16(b[c]));
-    /* signed products: sums of four samples (<= 1020) times weights within +-28784 */
-    const int add = (128 << 18) + (1 << 17);
-    v128_t u = wasm_i16x8_narrow_i32x4(WEIGHTED(wasm_i32x4_extmul_low_i16x8, sum[0], sum[1], sum[2], UR, UG, UB, add, 18),
-                                       WEIGHTED(wasm_i32x4_extmul_high_i16x8, sum[0], sum[1], sum[2], UR, UG, UB, add, 18));
-    v128_t v = wasm_i16x8_narrow_i32x4(WEIGHTED(wasm_i32x4_extmul_low_i16x8, sum[0], sum[1], sum[2], VR, VG, VB, add, 18),
-                                       WEIGHTED(wasm_i32x4_extmul_high_i16x8, sum[0], sum[1], sum[2], VR, VG, VB, add, 18));
-    wasm_v128_store64_lane(du + x, wasm_u8x16_narrow_i16x8(u, u), 0);
-    wasm_v128_store64_lane(dv + x, wasm_u8x16_narrow_i16x8(v, v), 0);
-  }
-  chroma_row_ref(s0, s1, bpp, du, dv, x, x_end);
-}
-
-static void luma_row(const u8 *s, int bpp, u8 *d, int w) {
-  if (bpp == 3) luma_row_simd(s, 3, d, 0, w);
-  else luma_row_simd(s, 4, d, 0, w);
-}
-
-static void chroma_row(const u8 *s0, const u8 *s1, int bpp, u8 *du, u8 *dv, int w) {
-  if (bpp == 3) chroma_row_simd(s0, s1, 3, du, dv, 0, w);
-  else chroma_row_simd(s0, s1, 4, du, dv, 0, w);
+  return x;
 }
 #else
-static void luma_row(const u8 *s, int bpp, u8 *d, int w) { luma_row_ref(s, bpp, d, 0, w); }
-static void chroma_row(const u8 *s0, const u8 *s1, int bpp, u8 *du, u8 *dv, int w) { chroma_row_ref(s0, s1, bpp, du, dv, 0, w); }
+static int convert_rows_simd(const u8 *s0, const u8 *s1, int bpp, u8 *y0, u8 *y1, u8 *du, u8 *dv, int x_end) {
+  (void)s0, (void)s1, (void)bpp, (void)y0, (void)y1, (void)du, (void)dv, (void)x_end;
+  return 0;
+}
 #endif
 
-void rgb_to_i420(encoder_t *e) {
+/* Rows s0 and s1 (rgb_in), pixels [0, w): luma into y0 and y1, chroma into du and dv. simd: 0 runs
+ * the scalar reference (h264_selftest compares the two). */
+static void convert_rows(const u8 *s0, const u8 *s1, int bpp, u8 *y0, u8 *y1, u8 *du, u8 *dv, int w, int simd) {
+  int x = 0;
+  if (simd) x = convert_rows_simd(s0, s1, bpp, y0, y1, du, dv, w);
+  luma_row_ref(s0, bpp, y0, x, w);
+  luma_row_ref(s1, bpp, y1, x, w);
+  chroma_row_ref(s0, s1, bpp, du, dv, x / 2, w / 2);
+}
+
+static void convert(encoder_t *e, int simd) {
   const int bpp = e->rgba ? 4 : 3, w = e->width, h = e->height, cw = e->coded_w, ch = e->coded_h;
   const int row_bytes = w * bpp;
-  for (int y = 0; y < h; y++) luma_row(e->rgb_in + y * row_bytes, bpp, e->src_y + y * cw, w);
-  for (int y = 0; y < h / 2; y++) {
-    const u8 *s0 = e->rgb_in + 2 * y * row_bytes;
-    chroma_row(s0, s0 + row_bytes, bpp, e->src_u + y * (cw / 2), e->src_v + y * (cw / 2), w / 2);
+  for (int y = 0; y < h; y += 2) {
+    const u8 *s0 = e->rgb_in + y * row_bytes;
+    u8 *y0 = e->src_y + y * cw;
+    convert_rows(s0, s0 + row_bytes, bpp, y0, y0 + cw, e->src_u + y / 2 * (cw / 2), e->src_v + y / 2 * (cw / 2), w, simd);
   }
   /* Replicate the right column and bottom row into the macroblock padding. */
   for (int y = 0; y < h; y++) memset(e->src_y + y * cw + w, e->src_y[y * cw + w - 1], (size_t)(cw - w));
@@ -136,3 +132,6 @@ void rgb_to_i420(encoder_t *e) {
     for (int y = ph; y < ch / 2; y++) memcpy(plane + y * cs, plane + (ph - 1) * cs, (size_t)cs);
   }
 }
+
+void rgb_to_i420(encoder_t *e) { convert(e, 1); }
+void rgb_to_i420_ref(encoder_t *e) { convert(e, 0); }

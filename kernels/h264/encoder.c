@@ -9,8 +9,10 @@
 #include "encoder.h"
 
 static encoder_t *alloc_encoder(int width, int height) {
-  encoder_t *e = (encoder_t *)arena_alloc(sizeof(encoder_t));
+  arena_t arena = {NULL};
+  encoder_t *e = (encoder_t *)arena_alloc(&arena, sizeof(encoder_t));
   if (!e) return NULL;
+  e->arena = arena; /* the encoder now owns its own block */
   e->width = width;
   e->height = height;
   e->mb_w = (width + 15) / 16;
@@ -22,6 +24,13 @@ static encoder_t *alloc_encoder(int width, int height) {
   return e;
 }
 
+/* Frees everything the encoder allocated (the encoder itself lives in its own arena). Returns NULL. */
+static encoder_t *destroy(encoder_t *e) {
+  arena_t arena = e->arena;
+  arena_release(&arena);
+  return NULL;
+}
+
 /* Largest frame of any level (Table A-1, level 6.2: MaxFS 139264 macroblocks, e.g. 8192x4320). */
 #define MAX_FRAME_MBS 139264
 
@@ -31,10 +40,8 @@ encoder_t *h264_create(int width, int height, int qp, int keyint, int fps_milli,
   if (width < 16 || height < 16 || (width & 1) || (height & 1) || width > 16384 || height > 16384) return NULL;
   if (qp < 0 || qp > 51 || keyint < 0 || fps_milli <= 0) return NULL;
   if (((width + 15) / 16) * ((height + 15) / 16) > MAX_FRAME_MBS) return NULL;
-  quant_init();
   encoder_t *e = alloc_encoder(width, height);
   if (!e) return NULL;
-  e->base_qp = qp;
   e->keyint = keyint;
   e->fps_milli = fps_milli;
   e->rgba = rgba != 0;
@@ -44,24 +51,39 @@ encoder_t *h264_create(int width, int height, int qp, int keyint, int fps_milli,
   e->log2_max_frame_num = 8;
 
   int cw = e->coded_w, ch = e->coded_h;
-  e->rgb_in = (u8 *)arena_alloc((size_t)width * height * (e->rgba ? 4 : 3));
-  e->src_y = (u8 *)arena_alloc((size_t)cw * ch);
-  e->src_u = (u8 *)arena_alloc((size_t)cw * ch / 4);
-  e->src_v = (u8 *)arena_alloc((size_t)cw * ch / 4);
-  e->mbs = (mb_info_t *)arena_alloc(sizeof(mb_info_t) * (size_t)mbs);
-  e->prev_mv = (i16(*)[2])arena_alloc(sizeof(i16) * 2 * (size_t)mbs);
+  arena_t *a = &e->arena;
+  e->rgb_in = (u8 *)arena_alloc(a, (size_t)width * height * (e->rgba ? 4 : 3) + 16); /* colour.c may read 4 bytes past */
+  e->src_y = (u8 *)arena_alloc(a, (size_t)cw * ch);
+  e->src_u = (u8 *)arena_alloc(a, (size_t)cw * ch / 4);
+  e->src_v = (u8 *)arena_alloc(a, (size_t)cw * ch / 4);
+  e->mbs = (mb_info_t *)arena_alloc(a, sizeof(mb_info_t) * (size_t)mbs);
+  e->prev_mv = (i16(*)[2])arena_alloc(a, sizeof(i16) * 2 * (size_t)mbs);
+  for (int k = 0; k < 6; k++) {
+    i16 *row = (i16 *)arena_alloc(a, sizeof(i16) * (size_t)e->stride_y);
+    if (!row) return destroy(e);
+    e->interp_rows[k] = row + PAD_Y;
+  }
   /* A macroblock's CAVLC worst case is about 27 blocks x 16 levels x 28 bits ~= 1.6 KiB plus its
    * header (levels are capped, see transform.c); 3 KiB per macroblock leaves room. */
   size_t capacity = (size_t)3072 * (size_t)mbs + 1024;
   /* One buffer for both: the RBSP is written half a capacity in, and nal_wrap() escapes it forwards
    * into the start. Escaping adds at most one byte per two input bytes, so the output never
    * overtakes the input still to be read. */
-  e->nal = (u8 *)arena_alloc(capacity + capacity / 2 + 64);
+  e->nal = (u8 *)arena_alloc(a, capacity + capacity / 2 + 64);
   e->rbsp = e->nal ? e->nal + capacity / 2 + 64 : NULL;
-  if (!e->rgb_in || !e->src_y || !e->src_u || !e->src_v || !e->mbs || !e->prev_mv || !e->rbsp || !e->nal) return NULL;
-  if (!picture_alloc(e, &e->pic[0]) || !picture_alloc(e, &e->pic[1])) return NULL;
+  if (!e->rgb_in || !e->src_y || !e->src_u || !e->src_v || !e->mbs || !e->prev_mv || !e->rbsp || !e->nal) return destroy(e);
+  if (!picture_alloc(e, &e->pic[0]) || !picture_alloc(e, &e->pic[1])) return destroy(e);
   params_write(e);
+  rc_configure(e, RC_QP, qp, 0);
   return e;
+}
+
+/* Switches rate control (before the first frame): mode 0 constant QP (target = QP), 1 average
+ * bitrate (target = kbit/s, buffer_kbit = leaky bucket, 0 for one second's worth), 2 constant
+ * quality (target = crf * 100). Returns 0 for invalid values. */
+EXPORT("h264_rate_control")
+int h264_rate_control(encoder_t *e, int mode, int target, int buffer_kbit) {
+  return rc_configure(e, mode, target, buffer_kbit);
 }
 
 static void encode_slice_data(encoder_t *e, bitwriter_t *bw) {
@@ -69,11 +91,11 @@ static void encode_slice_data(encoder_t *e, bitwriter_t *bw) {
   for (int y = 0; y < e->mb_h; y++)
     for (int x = 0; x < e->mb_w; x++) {
       mb_t mb;
-      memset(&mb, 0, sizeof(mb));
+      memset(&mb, 0, offsetof(mb_t, luma));
       mb.x = x;
       mb.y = y;
       if (e->is_idr) {
-        int i16_cost, i16_mode = intra16x16_choose(e, &mb, &i16_cost);
+        int i16_cost, i16_mode = intra16x16_choose(e, &mb, &i16_cost, 0);
         intra_mb_encode(e, &mb, i16_mode, i16_cost);
       } else {
         encode_p_macroblock(e, &mb);
@@ -119,6 +141,7 @@ int h264_encode(encoder_t *e, int force_idr) {
 
   picture_t *p = &e->pic[e->cur];
   deblock_picture(e, p);
+  rc_end_picture(e, e->nal_size * 8);
   picture_extend_edges(e, p);
   p->half_ready = 0;
   for (int k = 0; k < e->mb_w * e->mb_h; k++) {
@@ -131,6 +154,21 @@ int h264_encode(encoder_t *e, int force_idr) {
   e->frame_count++;
   return e->is_idr;
 }
+
+/* Releases the encoder (natively; in wasm the host drops the instance instead). */
+EXPORT("h264_destroy") void h264_destroy(encoder_t *e) {
+  if (e) destroy(e);
+}
+
+/* The QP of the last encoded picture (it varies under rate control). */
+EXPORT("h264_frame_qp") int h264_frame_qp(encoder_t *e) { return e->qp; }
+
+/* Identifies the sources this module was built from (tools/build/h264.ts passes a hash of them), so
+ * the host can tell a native library from the same sources as its wasm module. */
+#ifndef KINO_H264_BUILD_ID
+#define KINO_H264_BUILD_ID 0
+#endif
+EXPORT("h264_build_id") int h264_build_id(void) { return KINO_H264_BUILD_ID; }
 
 EXPORT("h264_input") u8 *h264_input(encoder_t *e) { return e->rgb_in; }
 EXPORT("h264_nal_data") u8 *h264_nal_data(encoder_t *e) { return e->nal; }

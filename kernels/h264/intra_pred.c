@@ -4,6 +4,7 @@
  * picture before deblocking, exactly as the decoder sees them.
  */
 #include "encoder.h"
+#include "simd.h"
 
 /* p[x, y] of the spec for a 4x4 block: y == -1 is the row above (x == -1 the corner), x == -1 the left column. */
 static inline int P(const intra4_edge_t *e, int x, int y) {
@@ -18,6 +19,15 @@ int intra4x4_mode_available(int mode, const intra4_edge_t *e) {
   case 2: return 1;                                /* DC */
   default: return e->has_top && e->has_left && e->has_topleft; /* 4, 5, 6 */
   }
+}
+
+/* The Intra_4x4 DC value (clause 8.3.1.2.3). */
+int intra4x4_dc(const intra4_edge_t *e) {
+  int top = e->top[0] + e->top[1] + e->top[2] + e->top[3], left = e->left[0] + e->left[1] + e->left[2] + e->left[3];
+  if (e->has_top && e->has_left) return (top + left + 4) >> 3;
+  if (e->has_left) return (left + 2) >> 2;
+  if (e->has_top) return (top + 2) >> 2;
+  return 128;
 }
 
 /* The spec's equations for each sample, literally: the reference for intra4x4_predict.
@@ -119,14 +129,7 @@ void intra4x4_predict(u8 dst[16], int mode, const intra4_edge_t *e) {
   switch (mode) {
   case 0: FILL(E[5 + x]); break;
   case 1: FILL(E[3 - y]); break;
-  case 2: {
-    int dc = 128;
-    if (e->has_top && e->has_left) dc = (E[0] + E[1] + E[2] + E[3] + E[5] + E[6] + E[7] + E[8] + 4) >> 3;
-    else if (e->has_left) dc = (E[0] + E[1] + E[2] + E[3] + 2) >> 2;
-    else if (e->has_top) dc = (E[5] + E[6] + E[7] + E[8] + 2) >> 2;
-    memset(dst, dc, 16);
-    break;
-  }
+  case 2: memset(dst, intra4x4_dc(e), 16); break;
   case 3: FILL(x + y == 6 ? (E[11] + 3 * E[12] + 2) >> 2 : F3[6 + x + y]); break;
   case 4: FILL(F3[4 + x - y]); break;
   case 5: FILL(2 * x - y >= 0 ? ((2 * x - y) & 1 ? F3[4 + x - (y >> 1)] : F2[4 + x - (y >> 1)]) : 2 * x - y == -1 ? F3[4] : F3[5 - y]); break;
@@ -137,8 +140,9 @@ void intra4x4_predict(u8 dst[16], int mode, const intra4_edge_t *e) {
 #undef FILL
 }
 
-/* Plane prediction shared by luma (size 16) and 4:2:0 chroma (size 8), clauses 8.3.3.4 and 8.3.4.4. */
-static void plane_predict(u8 *dst, int size, const u8 *rec, int stride) {
+/* Plane prediction shared by luma (size 16) and 4:2:0 chroma (size 8), clauses 8.3.3.4 and 8.3.4.4:
+ * dst[y * size + x] = Clip1((a + b (x - x0) + c (y - y0) + 16) >> 5). */
+static void plane_params(int size, const u8 *rec, int stride, int *a, int *b, int *c) {
   const u8 *top = rec - stride, *left = rec - 1;
   int half = size / 2, H = 0, V = 0;
   for (int k = 0; k < half; k++) {
@@ -146,12 +150,49 @@ static void plane_predict(u8 *dst, int size, const u8 *rec, int stride) {
     H += (k + 1) * (top[half + k] - top[half - 2 - k]);
     V += (k + 1) * (left[(half + k) * stride] - left[(half - 2 - k) * stride]);
   }
-  int a = 16 * (left[(size - 1) * stride] + top[size - 1]);
-  int b = size == 16 ? (5 * H + 32) >> 6 : (34 * H + 32) >> 6;
-  int c = size == 16 ? (5 * V + 32) >> 6 : (34 * V + 32) >> 6;
+  *a = 16 * (left[(size - 1) * stride] + top[size - 1]);
+  *b = size == 16 ? (5 * H + 32) >> 6 : (34 * H + 32) >> 6;
+  *c = size == 16 ? (5 * V + 32) >> 6 : (34 * V + 32) >> 6;
+}
+
+void intra_plane_predict_ref(u8 *dst, int size, const u8 *rec, int stride) {
+  int a, b, c, half = size / 2;
+  plane_params(size, rec, stride, &a, &b, &c);
   for (int y = 0; y < size; y++)
-    for (int x = 0; x < size; x++)
-      dst[y * size + x] = clip_pixel((a + b * (x - (half - 1)) + c * (y - (half - 1)) + 16) >> 5);
+    for (int x = 0; x < size; x++) dst[y * size + x] = clip_pixel((a + b * (x - (half - 1)) + c * (y - (half - 1)) + 16) >> 5);
+}
+
+#if H264_SIMD
+/* a + b (x - x0) + c (y - y0) + 16 stays within 16 bits (|b|, |c| <= 1355 for size 8, 717 for 16);
+ * the final clip is the saturating pack. */
+void intra_plane_predict(u8 *dst, int size, const u8 *rec, int stride) {
+  static const i16 ramp[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  int a, b, c, half = size / 2;
+  plane_params(size, rec, stride, &a, &b, &c);
+  vec vb = v_splat16(b), vc = v_splat16(c);
+  vec row0 = v_add16(v_splat16(a - b * (half - 1) - c * (half - 1) + 16), v_mul16(v_load(ramp), vb));
+  vec row1 = v_add16(row0, v_shl16(vb, 3));
+  for (int y = 0; y < size; y++, dst += size, row0 = v_add16(row0, vc), row1 = v_add16(row1, vc)) {
+    vec px = v_pack_u8(v_sra16(row0, 5), v_sra16(row1, 5));
+    if (size == 16) v_store(dst, px);
+    else v_store64(dst, px);
+  }
+}
+#else
+void intra_plane_predict(u8 *dst, int size, const u8 *rec, int stride) { intra_plane_predict_ref(dst, size, rec, stride); }
+#endif
+
+/* The Intra_16x16 DC value (clause 8.3.3.3). */
+int intra16x16_dc(const u8 *rec, int stride, int has_top, int has_left) {
+  const u8 *top = rec - stride;
+  int sum = 0;
+  if (has_top)
+    for (int x = 0; x < 16; x++) sum += top[x];
+  if (has_left)
+    for (int y = 0; y < 16; y++) sum += rec[y * stride - 1];
+  if (has_top && has_left) return (sum + 16) >> 5;
+  if (has_top || has_left) return (sum + 8) >> 4;
+  return 128;
 }
 
 void intra16x16_predict(u8 dst[256], int mode, const u8 *rec, int stride, int has_top, int has_left) {
@@ -161,16 +202,9 @@ void intra16x16_predict(u8 dst[256], int mode, const u8 *rec, int stride, int ha
   } else if (mode == 1) {
     for (int y = 0; y < 16; y++) memset(dst + y * 16, rec[y * stride - 1], 16);
   } else if (mode == 2) {
-    int sum = 0, v = 128;
-    if (has_top)
-      for (int x = 0; x < 16; x++) sum += top[x];
-    if (has_left)
-      for (int y = 0; y < 16; y++) sum += rec[y * stride - 1];
-    if (has_top && has_left) v = (sum + 16) >> 5;
-    else if (has_top || has_left) v = (sum + 8) >> 4;
-    memset(dst, v, 256);
+    memset(dst, intra16x16_dc(rec, stride, has_top, has_left), 256);
   } else {
-    plane_predict(dst, 16, rec, stride);
+    intra_plane_predict(dst, 16, rec, stride);
   }
 }
 
@@ -211,6 +245,6 @@ void intra_chroma_predict(u8 dst[64], int mode, const u8 *rec, int stride, int h
   } else if (mode == 2) {
     for (int y = 0; y < 8; y++) memcpy(dst + y * 8, rec - stride, 8);
   } else {
-    plane_predict(dst, 8, rec, stride);
+    intra_plane_predict(dst, 8, rec, stride);
   }
 }

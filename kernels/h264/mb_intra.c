@@ -47,10 +47,73 @@ static void copy_block(u8 *dst, int ds, const u8 *src, int ss, int w, int h) {
   for (int y = 0; y < h; y++) memcpy(dst + y * ds, src + y * ss, (size_t)w);
 }
 
+/* 4x4 Hadamard of a source block in satd4x4_ref's arrangement: out[v * 4 + u], u the horizontal
+ * frequency (row pass first), v the vertical one. */
+static void hadamard4x4_block(int out[16], const u8 *src, int stride) {
+  int t[16];
+  for (int i = 0; i < 4; i++, src += stride) {
+    int s01 = src[0] + src[1], d01 = src[0] - src[1], s23 = src[2] + src[3], d23 = src[2] - src[3];
+    t[i * 4 + 0] = s01 + s23;
+    t[i * 4 + 1] = s01 - s23;
+    t[i * 4 + 2] = d01 - d23;
+    t[i * 4 + 3] = d01 + d23;
+  }
+  for (int u = 0; u < 4; u++) {
+    int s01 = t[u] + t[4 + u], d01 = t[u] - t[4 + u], s23 = t[8 + u] + t[12 + u], d23 = t[8 + u] - t[12 + u];
+    out[u] = s01 + s23;
+    out[4 + u] = s01 - s23;
+    out[8 + u] = d01 - d23;
+    out[12 + u] = d01 + d23;
+  }
+}
+
+static inline void hadamard4(int out[4], const int in[4]) {
+  int s01 = in[0] + in[1], d01 = in[0] - in[1], s23 = in[2] + in[3], d23 = in[2] - in[3];
+  out[0] = s01 + s23;
+  out[1] = s01 - s23;
+  out[2] = d01 - d23;
+  out[3] = d01 + d23;
+}
+
+/*
+ * SATD of the Vertical, Horizontal and DC predictions without forming them: the Hadamard transform
+ * is linear, and those predictions transform to a single row (V), column (H) or coefficient (DC), so
+ * SATD = (sum |H(src)| corrected on that row / column / coefficient) / 2, exactly satd4x4's value.
+ * cost[mode] is left untouched for unavailable modes.
+ */
+static void satd_v_h_dc(const int hs[16], const intra4_edge_t *ed, int dc, int cost[3]) {
+  int total = 0;
+  for (int k = 0; k < 16; k++) total += iabs(hs[k]);
+  if (ed->has_top) {
+    int ht[4], c = total;
+    hadamard4(ht, ed->top);
+    for (int u = 0; u < 4; u++) c += iabs(hs[u] - 4 * ht[u]) - iabs(hs[u]);
+    cost[0] = c >> 1;
+  }
+  if (ed->has_left) {
+    int hl[4], c = total;
+    hadamard4(hl, ed->left);
+    for (int v = 0; v < 4; v++) c += iabs(hs[v * 4] - 4 * hl[v]) - iabs(hs[v * 4]);
+    cost[1] = c >> 1;
+  }
+  cost[2] = (total - iabs(hs[0]) + iabs(hs[0] - 16 * dc)) >> 1;
+}
+
+/* The same from the source block (for h264_selftest). */
+void intra4x4_satd_vhd(const u8 *src, int stride, const intra4_edge_t *ed, int cost[3]) {
+  int hs[16];
+  hadamard4x4_block(hs, src, stride);
+  satd_v_h_dc(hs, ed, intra4x4_dc(ed), cost);
+}
+
+/* Directional modes worth trying after the best of V, H and DC (the ones pointing near it). */
+static const i8 i4_followers[3][4] = {{7, 5, 3, -1}, {8, 6, 4, -1}, {4, 3, -1, -1}};
+
 /* Chooses and codes all sixteen 4x4 blocks in decoding order, reconstructing each before the next
- * one predicts from it. Returns the decision cost. */
-int intra4x4_encode(encoder_t *e, mb_t *mb) {
-  const int s = e->stride_y, cw = e->coded_w;
+ * one predicts from it. Returns the decision cost, or INT_MAX as soon as it exceeds `bail` (the
+ * caller then codes the macroblock another way, overwriting the partial reconstruction). */
+int intra4x4_encode(encoder_t *e, mb_t *mb, int bail) {
+  const int s = e->stride_y, cw = e->coded_w, mode_bits = e->lambda * 4, predicted_bits = e->lambda;
   int total = 0;
   mb->cbp_luma = 0;
   for (int blk = 0; blk < 16; blk++) {
@@ -59,47 +122,90 @@ int intra4x4_encode(encoder_t *e, mb_t *mb) {
     u8 *rec = rec_y(e, mb) + by * 4 * s + bx * 4;
     intra4_edge_t ed;
     gather_edge4(e, mb, bx, by, &ed);
-    int predicted = i4_predicted_mode(e, mb, bx, by), best_mode = 2, best_cost = 0x7fffffff;
-    u8 pred[16], best_pred[16];
-    for (int mode = 0; mode < 9; mode++) {
+    int predicted = i4_predicted_mode(e, mb, bx, by);
+    int hs[16], vhd[3] = {INT_MAX, INT_MAX, INT_MAX}, dc = intra4x4_dc(&ed);
+    hadamard4x4_block(hs, src, cw);
+    satd_v_h_dc(hs, &ed, dc, vhd);
+    int best_mode = 2, best_cost = INT_MAX, favoured = 2;
+    for (int mode = 0; mode < 3; mode++) {
+      if (vhd[mode] == INT_MAX) continue;
+      int cost = vhd[mode] + (mode == predicted ? predicted_bits : mode_bits);
+      if (cost < best_cost) best_cost = cost, best_mode = mode;
+      if (vhd[mode] < vhd[favoured]) favoured = mode;
+    }
+    /* then the directional modes near the favourite, and the predicted mode (the cheapest to signal) */
+    u8 pred[16], best_pred[16] = {0};
+    int tries[5], n = 0, predicted_tried = predicted <= 2;
+    for (const i8 *f = i4_followers[favoured]; *f >= 0 && f < i4_followers[favoured] + 4; f++) {
+      tries[n++] = *f;
+      predicted_tried |= *f == predicted;
+    }
+    if (!predicted_tried) tries[n++] = predicted;
+    for (int k = 0; k < n; k++) {
+      int mode = tries[k];
       if (!intra4x4_mode_available(mode, &ed)) continue;
       intra4x4_predict(pred, mode, &ed);
-      int cost = satd4x4(src, cw, pred, 4) + e->lambda * (mode == predicted ? 1 : 4);
+      int cost = satd4x4(src, cw, pred, 4) + (mode == predicted ? predicted_bits : mode_bits);
       if (cost < best_cost) {
-        best_cost = cost;
-        best_mode = mode;
+        best_cost = cost, best_mode = mode;
         memcpy(best_pred, pred, 16);
       }
     }
     mb->i4_mode[r] = (i8)best_mode;
     total += best_cost;
-    fdct4x4(mb->luma[r], src, cw, best_pred, 4);
+    if (total > bail) return INT_MAX;
+    /* Code the block against its prediction, held 8 wide so the pair kernels can read it. */
+    u8 block[32];
+    if (best_mode > 2) memcpy(pred, best_pred, 16);
+    else if (best_mode == 2) memset(pred, dc, 16);
+    else
+      for (int k = 0; k < 16; k++) pred[k] = (u8)(best_mode == 0 ? ed.top[k & 3] : ed.left[k >> 2]);
+    for (int y = 0; y < 4; y++) memcpy(block + 8 * y, pred + 4 * y, 4);
+    i16 unused[16];
+    static const i16 zero[16];
+    fdct4x4_pair(mb->luma[r], unused, src, cw, block, 8);
     int nz = quant4x4(mb->luma[r], e->qp, 1, 0);
-    copy_block(rec, s, best_pred, 4, 4, 4);
+    mb->nz[r] = (u8)nz;
+    copy_block(rec, s, pred, 4, 4, 4);
     if (nz) {
-      int d[16];
-      dequant4x4(d, mb->luma[r], e->qp);
-      idct4x4_add(rec, s, d);
+      recon4x4_pair(rec, s, mb->luma[r], zero, e->qp, NULL); /* the right half adds nothing */
       mb->cbp_luma |= 1 << ((by >> 1) * 2 + (bx >> 1));
     }
   }
   return total;
 }
 
-int intra16x16_choose(encoder_t *e, mb_t *mb, int *cost) {
-  const u8 *rec = rec_y(e, mb);
-  int has_top = mb->y > 0, has_left = mb->x > 0, best_mode = 2;
+/* Picks the Intra_16x16 mode with the lowest SATD and returns it, its SATD in *cost. fast (for P
+ * pictures, where intra rarely wins): ranks the modes by SAD, which needs no prediction for V, H
+ * and DC, and measures the SATD of the winner only. */
+int intra16x16_choose(encoder_t *e, mb_t *mb, int *cost, int fast) {
+  const u8 *rec = rec_y(e, mb), *src = src_y(e, mb);
+  const int s = e->stride_y, cw = e->coded_w;
+  int has_top = mb->y > 0, has_left = mb->x > 0, best_mode = 2, best = INT_MAX;
   u8 pred[256];
-  *cost = 0x7fffffff;
   for (int mode = 0; mode < 4; mode++) {
     if ((mode == 0 && !has_top) || (mode == 1 && !has_left) || (mode == 3 && !(has_top && has_left))) continue;
-    intra16x16_predict(pred, mode, rec, e->stride_y, has_top, has_left);
-    int c = satd16x16(src_y(e, mb), e->coded_w, pred, 16);
-    if (c < *cost) {
-      *cost = c;
-      best_mode = mode;
+    int c;
+    if (!fast) {
+      intra16x16_predict(pred, mode, rec, s, has_top, has_left);
+      c = satd16x16(src, cw, pred, 16);
+    } else if (mode == 0) {
+      c = sad16x16_vertical(src, cw, rec - s);
+    } else if (mode == 1) {
+      c = sad16x16_horizontal(src, cw, rec - 1, s);
+    } else if (mode == 2) {
+      c = sad16x16_flat(src, cw, intra16x16_dc(rec, s, has_top, has_left));
+    } else {
+      intra16x16_predict(pred, mode, rec, s, has_top, has_left);
+      c = sad16x16(src, cw, pred, 16);
     }
+    if (c < best) best = c, best_mode = mode;
   }
+  if (fast) {
+    if (best_mode != 3) intra16x16_predict(pred, best_mode, rec, s, has_top, has_left); /* plane is still in pred */
+    best = satd16x16(src, cw, pred, 16);
+  }
+  *cost = best;
   return best_mode;
 }
 
@@ -118,7 +224,8 @@ void intra16x16_encode(encoder_t *e, mb_t *mb) {
   for (int r = 0; r < 16; r++) {
     dc[r] = mb->luma[r][0];
     mb->luma[r][0] = 0;
-    any_ac |= quant4x4(mb->luma[r], qp, 1, 1);
+    mb->nz[r] = (u8)quant4x4(mb->luma[r], qp, 1, 1);
+    any_ac |= mb->nz[r];
   }
   luma_dc_forward(dc);
   quant_dc(dc, 16, qp, 1, mb->luma_dc);
@@ -127,49 +234,51 @@ void intra16x16_encode(encoder_t *e, mb_t *mb) {
   int dc_rec[16];
   luma_dc_dequant(dc_rec, mb->luma_dc, qp);
   copy_block(rec, s, pred, 16, 16, 16);
-  for (int r = 0; r < 16; r++) {
-    int d[16];
-    dequant4x4(d, mb->luma[r], qp);
-    d[0] = dc_rec[r];
-    idct4x4_add(rec + (r >> 2) * 4 * s + (r & 3) * 4, s, d);
-  }
+  for (int r = 0; r < 16; r += 2) recon4x4_pair(rec + (r >> 2) * 4 * s + (r & 3) * 4, s, mb->luma[r], mb->luma[r + 1], qp, dc_rec + r);
 }
 
 /* Chroma residual for intra and inter macroblocks: per component a 2x2 DC transform plus four AC
  * blocks; cbp chroma says whether DC only (1) or DC and AC (2) are coded. */
-void chroma_residual_encode(encoder_t *e, mb_t *mb, const u8 pred_u[64], const u8 pred_v[64], int intra) {
+/* pred_u / pred_v: the predictions, rows pred_stride apart; they may already be the reconstruction. */
+void chroma_residual_encode(encoder_t *e, mb_t *mb, const u8 *pred_u, const u8 *pred_v, int pred_stride, int intra) {
   const int cs = e->coded_w / 2, s = e->stride_c, qp = e->qp_c;
   int any_dc = 0, any_ac = 0;
   for (int c = 0; c < 2; c++) {
     const u8 *src = (c ? e->src_v : e->src_u) + mb->y * 8 * cs + mb->x * 8;
     const u8 *pred = c ? pred_v : pred_u;
+    if (!intra && sad8x8(src, cs, pred, pred_stride) < e->zero_sad_chroma) { /* nothing survives quantisation */
+      memset(mb->chroma_ac[c], 0, sizeof(mb->chroma_ac[c]));
+      memset(mb->chroma_dc[c], 0, sizeof(mb->chroma_dc[c]));
+      memset(mb->nz_c[c], 0, sizeof(mb->nz_c[c]));
+      continue;
+    }
     int dc[4];
-    fdct4x4_pair(mb->chroma_ac[c][0], mb->chroma_ac[c][1], src, cs, pred, 8);
-    fdct4x4_pair(mb->chroma_ac[c][2], mb->chroma_ac[c][3], src + 4 * cs, cs, pred + 32, 8);
+    fdct4x4_pair(mb->chroma_ac[c][0], mb->chroma_ac[c][1], src, cs, pred, pred_stride);
+    fdct4x4_pair(mb->chroma_ac[c][2], mb->chroma_ac[c][3], src + 4 * cs, cs, pred + 4 * pred_stride, pred_stride);
     for (int b = 0; b < 4; b++) {
       i16 *ac = mb->chroma_ac[c][b];
       dc[b] = ac[0];
       ac[0] = 0;
-      any_ac |= quant4x4(ac, qp, intra, 1);
+      mb->nz_c[c][b] = (u8)quant4x4(ac, qp, intra, 1);
+      any_ac |= mb->nz_c[c][b];
     }
     chroma_dc_forward(dc);
     any_dc |= quant_dc(dc, 4, qp, intra, mb->chroma_dc[c]);
   }
   mb->cbp_chroma = any_ac ? 2 : any_dc ? 1 : 0;
-  if (mb->cbp_chroma < 2) memset(mb->chroma_ac, 0, sizeof(mb->chroma_ac));
+  if (mb->cbp_chroma < 2) {
+    memset(mb->chroma_ac, 0, sizeof(mb->chroma_ac));
+    memset(mb->nz_c, 0, sizeof(mb->nz_c));
+  }
 
   for (int c = 0; c < 2; c++) {
     u8 *rec = (c ? e->pic[e->cur].v : e->pic[e->cur].u) + mb->y * 8 * s + mb->x * 8;
     int dc_rec[4];
     chroma_dc_dequant(dc_rec, mb->chroma_dc[c], qp);
-    copy_block(rec, s, c ? pred_v : pred_u, 8, 8, 8);
-    for (int b = 0; b < 4; b++) {
-      if (!dc_rec[b] && mb->cbp_chroma < 2) continue; /* nothing to add */
-      int d[16];
-      dequant4x4(d, mb->chroma_ac[c][b], qp);
-      d[0] = dc_rec[b];
-      idct4x4_add(rec + (b >> 1) * 4 * s + (b & 1) * 4, s, d);
-    }
+    const u8 *pred = c ? pred_v : pred_u;
+    if (pred != rec) copy_block(rec, s, pred, pred_stride, 8, 8);
+    for (int b = 0; b < 4; b += 2)
+      if (dc_rec[b] | dc_rec[b + 1] || mb->cbp_chroma == 2) recon4x4_pair(rec + b * 2 * s, s, mb->chroma_ac[c][b], mb->chroma_ac[c][b + 1], qp, dc_rec + b);
   }
 }
 
@@ -191,14 +300,16 @@ void intra_chroma_encode(encoder_t *e, mb_t *mb) {
       memcpy(best_v, pv, 64);
     }
   }
-  chroma_residual_encode(e, mb, best_u, best_v, 1);
+  chroma_residual_encode(e, mb, best_u, best_v, 8, 1);
 }
 
 /* Picks Intra_16x16 (already evaluated: i16_mode, i16_cost) or Intra_4x4 by SATD cost plus a rough
  * allowance for the header bits each needs, codes the luma, then the chroma. */
 void intra_mb_encode(encoder_t *e, mb_t *mb, int i16_mode, int i16_cost) {
   int cost16 = i16_cost + e->lambda * 6;
-  int cost4 = intra4x4_encode(e, mb) + e->lambda * 8; /* the per-block mode bits are already in the sum */
+  /* the per-block mode bits are already in the Intra_4x4 sum; it stops once it cannot win */
+  int cost4 = intra4x4_encode(e, mb, cost16 - e->lambda * 8);
+  if (cost4 != INT_MAX) cost4 += e->lambda * 8;
   if (cost16 <= cost4) {
     mb->type = MB_I16;
     mb->i16_mode = i16_mode;

@@ -44,54 +44,28 @@ static int nc_chroma(const encoder_t *e, const mb_t *mb, int c, int bx, int by) 
   return nc_from(na, nb);
 }
 
-/* TotalCoeff of every coded block; blocks not coded (cbp bit clear) count as 0. */
-static void count_coefficients(mb_t *mb) {
-  for (int r = 0; r < 16; r++) {
-    int b8 = (r >> 3) * 2 + ((r & 3) >> 1), n = 0;
-    if (mb->cbp_luma & (1 << b8))
-      for (int k = 0; k < 16; k++) n += mb->luma[r][k] != 0;
-    mb->nz[r] = (u8)n;
-  }
-  for (int c = 0; c < 2; c++)
-    for (int b = 0; b < 4; b++) {
-      int n = 0;
-      if (mb->cbp_chroma == 2)
-        for (int k = 1; k < 16; k++) n += mb->chroma_ac[c][b][k] != 0;
-      mb->nz_c[c][b] = (u8)n;
-    }
-}
-
-static void write_block(bitwriter_t *bw, const i16 *raster, int first, int nC) {
-  i16 scan[16];
-  for (int k = 0; k < 16; k++) scan[k] = raster[zigzag4x4[k]];
-  cavlc_block(bw, scan + first, 16 - first, nC);
-}
-
 static void write_residual(encoder_t *e, bitwriter_t *bw, mb_t *mb) {
   int is_i16 = mb->type == MB_I16;
   if (is_i16) {
-    i16 scan[16];
-    for (int k = 0; k < 16; k++) scan[k] = mb->luma_dc[zigzag4x4[k]];
-    cavlc_block(bw, scan, 16, nc_luma(e, mb, 0, 0));
+    cavlc_block4x4(bw, mb->luma_dc, 0, nc_luma(e, mb, 0, 0));
   }
   for (int b8 = 0; b8 < 4; b8++) {
     if (!(mb->cbp_luma & (1 << b8))) continue;
     for (int b4 = 0; b4 < 4; b4++) {
       int bx = (b8 & 1) * 2 + (b4 & 1), by = (b8 >> 1) * 2 + (b4 >> 1);
-      write_block(bw, mb->luma[by * 4 + bx], is_i16 ? 1 : 0, nc_luma(e, mb, bx, by));
+      cavlc_block4x4(bw, mb->luma[by * 4 + bx], is_i16 ? 1 : 0, nc_luma(e, mb, bx, by));
     }
   }
   if (mb->cbp_chroma)
     for (int c = 0; c < 2; c++) cavlc_block(bw, mb->chroma_dc[c], 4, -1);
   if (mb->cbp_chroma == 2)
     for (int c = 0; c < 2; c++)
-      for (int b = 0; b < 4; b++) write_block(bw, mb->chroma_ac[c][b], 1, nc_chroma(e, mb, c, b & 1, b >> 1));
+      for (int b = 0; b < 4; b++) cavlc_block4x4(bw, mb->chroma_ac[c][b], 1, nc_chroma(e, mb, c, b & 1, b >> 1));
 }
 
 void mb_write(encoder_t *e, bitwriter_t *bw, mb_t *mb, int p_slice) {
   int intra = mb->type == MB_I4x4 || mb->type == MB_I16;
   int type_offset = p_slice ? 5 : 0; /* intra mb_type values follow the 5 inter ones in P slices */
-  count_coefficients(mb);
   if (mb->type == MB_I4x4) {
     bw_ue(bw, (u32)type_offset);
     for (int blk = 0; blk < 16; blk++) {
@@ -127,9 +101,11 @@ void mb_store_info(encoder_t *e, const mb_t *mb) {
   int inter = mb->type == MB_P16 || mb->type == MB_PSKIP;
   m->type = (u8)mb->type;
   m->qp = (u8)e->qp;
+  m->coded = 0;
   for (int k = 0; k < 16; k++) {
     m->i4_mode[k] = mb->type == MB_I4x4 ? mb->i4_mode[k] : 2;
     m->nz[k] = mb->type == MB_PSKIP ? 0 : mb->nz[k];
+    m->coded |= m->nz[k];
   }
   for (int c = 0; c < 2; c++)
     for (int b = 0; b < 4; b++) m->nz_c[c][b] = mb->type == MB_PSKIP ? 0 : mb->nz_c[c][b];

@@ -1,19 +1,19 @@
 /* Reconstructed pictures with a replicated border (see encoder.h). */
 #include "encoder.h"
 
-static u8 *alloc_plane(int stride, int rows, int pad) {
-  u8 *base = (u8 *)arena_alloc((size_t)stride * (size_t)rows);
+static u8 *alloc_plane(encoder_t *e, int stride, int rows, int pad) {
+  u8 *base = (u8 *)arena_alloc(&e->arena, (size_t)stride * (size_t)rows);
   return base ? base + pad * stride + pad : NULL;
 }
 
 int picture_alloc(encoder_t *e, picture_t *p) {
   int rows_y = e->coded_h + 2 * PAD_Y, rows_c = e->coded_h / 2 + 2 * PAD_C;
-  p->y = alloc_plane(e->stride_y, rows_y, PAD_Y);
-  p->u = alloc_plane(e->stride_c, rows_c, PAD_C);
-  p->v = alloc_plane(e->stride_c, rows_c, PAD_C);
-  p->half_h = alloc_plane(e->stride_y, rows_y, PAD_Y);
-  p->half_v = alloc_plane(e->stride_y, rows_y, PAD_Y);
-  p->half_c = alloc_plane(e->stride_y, rows_y, PAD_Y);
+  p->y = alloc_plane(e, e->stride_y, rows_y, PAD_Y);
+  p->u = alloc_plane(e, e->stride_c, rows_c, PAD_C);
+  p->v = alloc_plane(e, e->stride_c, rows_c, PAD_C);
+  p->half_h = alloc_plane(e, e->stride_y, rows_y, PAD_Y);
+  p->half_v = alloc_plane(e, e->stride_y, rows_y, PAD_Y);
+  p->half_c = alloc_plane(e, e->stride_y, rows_y, PAD_Y);
   return p->y && p->u && p->v && p->half_h && p->half_v && p->half_c;
 }
 

@@ -3,19 +3,53 @@
  * SATD (sum of absolute 4x4 Hadamard coefficients of the difference, halved) where the cost
  * should track the bits the residual will take after the transform.
  *
- * Each metric has a scalar reference (*_ref) and, when built with SIMD128, a vector version that
+ * Each metric has a scalar reference (*_ref) and, when built with SIMD (simd.h), a vector version that
  * returns exactly the same value (h264_selftest in selftest.c checks this).
  */
 #include "encoder.h"
-#ifdef __wasm_simd128__
-#include <wasm_simd128.h>
-#endif
+#include "simd.h"
 
 int sad16x16_ref(const u8 *a, int as, const u8 *b, int bs) {
   int sum = 0;
   for (int y = 0; y < 16; y++, a += as, b += bs)
     for (int x = 0; x < 16; x++) sum += iabs(a[x] - b[x]);
   return sum;
+}
+
+/* SAD against the Vertical, Horizontal and DC Intra_16x16 predictions without forming them: every
+ * row equal to `top`, row y filled with left[y * left_stride], or every sample `value`. */
+int sad16x16_vertical_ref(const u8 *a, int as, const u8 *top) {
+  int sum = 0;
+  for (int y = 0; y < 16; y++, a += as)
+    for (int x = 0; x < 16; x++) sum += iabs(a[x] - top[x]);
+  return sum;
+}
+
+int sad16x16_horizontal_ref(const u8 *a, int as, const u8 *left, int left_stride) {
+  int sum = 0;
+  for (int y = 0; y < 16; y++, a += as)
+    for (int x = 0; x < 16; x++) sum += iabs(a[x] - left[y * left_stride]);
+  return sum;
+}
+
+int sad16x16_flat_ref(const u8 *a, int as, int value) {
+  int sum = 0;
+  for (int y = 0; y < 16; y++, a += as)
+    for (int x = 0; x < 16; x++) sum += iabs(a[x] - value);
+  return sum;
+}
+
+int sad8x8_ref(const u8 *a, int as, const u8 *b, int bs) {
+  int sum = 0;
+  for (int y = 0; y < 8; y++, a += as, b += bs)
+    for (int x = 0; x < 8; x++) sum += iabs(a[x] - b[x]);
+  return sum;
+}
+
+void sad16x4_halves_ref(const u8 *a, int as, const u8 *b, int bs, int out[2]) {
+  out[0] = out[1] = 0;
+  for (int y = 0; y < 4; y++, a += as, b += bs)
+    for (int x = 0; x < 16; x++) out[x >> 3] += iabs(a[x] - b[x]);
 }
 
 int satd4x4_ref(const u8 *a, int as, const u8 *b, int bs) {
@@ -47,68 +81,126 @@ static int satd_ref(const u8 *a, int as, const u8 *b, int bs, int w, int h) {
 int satd8x8_ref(const u8 *a, int as, const u8 *b, int bs) { return satd_ref(a, as, b, bs, 8, 8); }
 int satd16x16_ref(const u8 *a, int as, const u8 *b, int bs) { return satd_ref(a, as, b, bs, 16, 16); }
 
-#ifdef __wasm_simd128__
+u64 ssd_ref(const u8 *a, int as, const u8 *b, int bs, int w, int h) {
+  u64 sum = 0;
+  for (int y = 0; y < h; y++, a += as, b += bs)
+    for (int x = 0; x < w; x++) sum += (u64)((a[x] - b[x]) * (a[x] - b[x]));
+  return sum;
+}
+
+int luma_mse_q10(const encoder_t *e, const picture_t *p) {
+  u64 sse = ssd(e->src_y, e->coded_w, p->y, e->stride_y, e->width, e->height);
+  return (int)((sse * 1024 + (u64)(e->width * e->height) / 2) / (u64)(e->width * e->height));
+}
+
+#if H264_SIMD
+
+/* Per row: squares of 16-bit differences summed in pairs (at most 16 * 65025 per lane), then widened. */
+u64 ssd(const u8 *a, int as, const u8 *b, int bs, int w, int h) {
+  u64 sum = 0;
+  int wv = w & ~15;
+  for (int y = 0; y < h; y++, a += as, b += bs) {
+    vec acc = v_zero();
+    for (int x = 0; x < wv; x += 16) {
+      vec va = v_load(a + x), vb = v_load(b + x);
+      vec lo = v_sub16(v_lo_u8_u16(va), v_lo_u8_u16(vb)), hi = v_sub16(v_hi_u8_u16(va), v_hi_u8_u16(vb));
+      acc = v_add32(acc, v_add32(v_madd16(lo, lo), v_madd16(hi, hi)));
+    }
+    sum += (u64)(u32)v_hsum32(acc) + ssd_ref(a + wv, as, b + wv, bs, w - wv, 1);
+  }
+  return sum;
+}
+
+int sad16x16_vertical(const u8 *a, int as, const u8 *top) {
+  vec acc = v_zero(), t = v_load(top);
+  for (int y = 0; y < 16; y++, a += as) acc = v_sad_acc(acc, v_load(a), t);
+  return v_sad_total(acc);
+}
+
+int sad16x16_horizontal(const u8 *a, int as, const u8 *left, int left_stride) {
+  vec acc = v_zero();
+  for (int y = 0; y < 16; y++, a += as) acc = v_sad_acc(acc, v_load(a), v_splat8(left[y * left_stride]));
+  return v_sad_total(acc);
+}
+
+int sad16x16_flat(const u8 *a, int as, int value) {
+  vec acc = v_zero(), v = v_splat8(value);
+  for (int y = 0; y < 16; y++, a += as) acc = v_sad_acc(acc, v_load(a), v);
+  return v_sad_total(acc);
+}
+
+int sad8x8(const u8 *a, int as, const u8 *b, int bs) {
+  vec acc = v_zero();
+  for (int y = 0; y < 8; y++, a += as, b += bs) acc = v_sad_acc(acc, v_load64(a), v_load64(b));
+  return v_sad_total(acc);
+}
+
+void sad16x4_halves(const u8 *a, int as, const u8 *b, int bs, int out[2]) {
+  vec acc = v_zero();
+  for (int y = 0; y < 4; y++, a += as, b += bs) acc = v_sad_acc(acc, v_load(a), v_load(b));
+  v_sad_halves(acc, &out[0], &out[1]);
+}
 
 int sad16x16(const u8 *a, int as, const u8 *b, int bs) {
-  v128_t acc = wasm_i16x8_splat(0);
-  for (int y = 0; y < 16; y++, a += as, b += bs) {
-    v128_t va = wasm_v128_load(a), vb = wasm_v128_load(b);
-    v128_t diff = wasm_i8x16_sub(wasm_u8x16_max(va, vb), wasm_u8x16_min(va, vb));
-    acc = wasm_i16x8_add(acc, wasm_u16x8_extadd_pairwise_u8x16(diff)); /* <= 16 * 510 per lane */
-  }
-  v128_t s = wasm_u32x4_extadd_pairwise_u16x8(acc);
-  return wasm_i32x4_extract_lane(s, 0) + wasm_i32x4_extract_lane(s, 1) + wasm_i32x4_extract_lane(s, 2) +
-         wasm_i32x4_extract_lane(s, 3);
+  vec acc = v_zero();
+  for (int y = 0; y < 16; y++, a += as, b += bs) acc = v_sad_acc(acc, v_load(a), v_load(b));
+  return v_sad_total(acc);
 }
 
 /*
- * SATD of two horizontally adjacent 4x4 blocks (4 rows x 8 columns), as i32x4 partial sums.
- * Rows are transformed lane-wise (the vertical Hadamard), the two 4x4 blocks are transposed with
- * shuffles, and the horizontal Hadamard runs lane-wise again. Its last butterfly is folded into
+ * SATD of two horizontally adjacent 4x4 blocks (4 rows x 8 columns) of differences, as i32x4
+ * partial sums. Rows are transformed lane-wise (the vertical Hadamard), the two 4x4 blocks are
+ * transposed, and the horizontal Hadamard runs lane-wise again. Its last butterfly is folded into
  * |x + y| + |x - y| = 2 max(|x|, |y|), which also absorbs the final halving of SATD.
  */
-static inline v128_t satd4x8(const u8 *a, int as, const u8 *b, int bs) {
-  v128_t r0 = wasm_i16x8_sub(wasm_u16x8_load8x8(a), wasm_u16x8_load8x8(b));
-  v128_t r1 = wasm_i16x8_sub(wasm_u16x8_load8x8(a + as), wasm_u16x8_load8x8(b + bs));
-  v128_t r2 = wasm_i16x8_sub(wasm_u16x8_load8x8(a + 2 * as), wasm_u16x8_load8x8(b + 2 * bs));
-  v128_t r3 = wasm_i16x8_sub(wasm_u16x8_load8x8(a + 3 * as), wasm_u16x8_load8x8(b + 3 * bs));
-  v128_t s01 = wasm_i16x8_add(r0, r1), d01 = wasm_i16x8_sub(r0, r1);
-  v128_t s23 = wasm_i16x8_add(r2, r3), d23 = wasm_i16x8_sub(r2, r3);
-  v128_t h0 = wasm_i16x8_add(s01, s23), h1 = wasm_i16x8_sub(s01, s23);
-  v128_t h2 = wasm_i16x8_sub(d01, d23), h3 = wasm_i16x8_add(d01, d23);
-  /* transpose: c_j = [column j of the left block | column j of the right block] */
-  v128_t lo01 = wasm_i16x8_shuffle(h0, h1, 0, 8, 1, 9, 2, 10, 3, 11);
-  v128_t hi01 = wasm_i16x8_shuffle(h0, h1, 4, 12, 5, 13, 6, 14, 7, 15);
-  v128_t lo23 = wasm_i16x8_shuffle(h2, h3, 0, 8, 1, 9, 2, 10, 3, 11);
-  v128_t hi23 = wasm_i16x8_shuffle(h2, h3, 4, 12, 5, 13, 6, 14, 7, 15);
-  v128_t x0 = wasm_i32x4_shuffle(lo01, lo23, 0, 4, 1, 5), x1 = wasm_i32x4_shuffle(lo01, lo23, 2, 6, 3, 7);
-  v128_t y0 = wasm_i32x4_shuffle(hi01, hi23, 0, 4, 1, 5), y1 = wasm_i32x4_shuffle(hi01, hi23, 2, 6, 3, 7);
-  v128_t c0 = wasm_i64x2_shuffle(x0, y0, 0, 2), c1 = wasm_i64x2_shuffle(x0, y0, 1, 3);
-  v128_t c2 = wasm_i64x2_shuffle(x1, y1, 0, 2), c3 = wasm_i64x2_shuffle(x1, y1, 1, 3);
-  v128_t t0 = wasm_i16x8_add(c0, c1), t1 = wasm_i16x8_sub(c0, c1);
-  v128_t t2 = wasm_i16x8_add(c2, c3), t3 = wasm_i16x8_sub(c2, c3);
-  v128_t m = wasm_i16x8_add(wasm_i16x8_max(wasm_i16x8_abs(t0), wasm_i16x8_abs(t2)),
-                            wasm_i16x8_max(wasm_i16x8_abs(t1), wasm_i16x8_abs(t3)));
-  return wasm_i32x4_extadd_pairwise_i16x8(m);
+static inline vec satd4x8_diff(vec r0, vec r1, vec r2, vec r3) {
+  vec s01 = v_add16(r0, r1), d01 = v_sub16(r0, r1);
+  vec s23 = v_add16(r2, r3), d23 = v_sub16(r2, r3);
+  vec c[4] = {v_add16(s01, s23), v_sub16(s01, s23), v_sub16(d01, d23), v_add16(d01, d23)};
+  v_transpose_two_4x4(c);
+  vec t0 = v_add16(c[0], c[1]), t1 = v_sub16(c[0], c[1]);
+  vec t2 = v_add16(c[2], c[3]), t3 = v_sub16(c[2], c[3]);
+  vec m = v_add16(v_max16(v_abs16(t0), v_abs16(t2)), v_max16(v_abs16(t1), v_abs16(t3)));
+  return v_hadd_i16_i32(m);
 }
 
-static inline int hsum_i32x4(v128_t v) {
-  return wasm_i32x4_extract_lane(v, 0) + wasm_i32x4_extract_lane(v, 1) + wasm_i32x4_extract_lane(v, 2) +
-         wasm_i32x4_extract_lane(v, 3);
+static inline vec diff_row(const u8 *a, const u8 *b) { return v_sub16(v_load_u8_u16(a), v_load_u8_u16(b)); }
+
+static inline vec satd4x8(const u8 *a, int as, const u8 *b, int bs) {
+  return satd4x8_diff(diff_row(a, b), diff_row(a + as, b + bs), diff_row(a + 2 * as, b + 2 * bs), diff_row(a + 3 * as, b + 3 * bs));
+}
+
+/* Row difference against the average of p and q. */
+static inline vec diff_row_avg(const u8 *a, const u8 *p, const u8 *q) { return v_sub16(v_load_u8_u16(a), v_lo_u8_u16(v_avg_u8(v_load64(p), v_load64(q)))); }
+
+int satd16x16_avg(const u8 *src, int ss, const u8 *p, const u8 *q, int bs) {
+  vec acc = v_zero();
+  for (int y = 0; y < 16; y += 4)
+    for (int x = 0; x < 16; x += 8) {
+      const u8 *a = src + y * ss + x, *b = p + y * bs + x, *c = q + y * bs + x;
+      acc = v_add32(acc, satd4x8_diff(diff_row_avg(a, b, c), diff_row_avg(a + ss, b + bs, c + bs), diff_row_avg(a + 2 * ss, b + 2 * bs, c + 2 * bs),
+                                      diff_row_avg(a + 3 * ss, b + 3 * bs, c + 3 * bs)));
+    }
+  return v_hsum32(acc);
+}
+
+int sad16x16_avg(const u8 *src, int ss, const u8 *p, const u8 *q, int bs) {
+  vec acc = v_zero();
+  for (int y = 0; y < 16; y++, src += ss, p += bs, q += bs) acc = v_sad_acc(acc, v_load(src), v_avg_u8(v_load(p), v_load(q)));
+  return v_sad_total(acc);
 }
 
 int satd16x16(const u8 *a, int as, const u8 *b, int bs) {
-  v128_t acc = wasm_i32x4_splat(0);
+  vec acc = v_zero();
   for (int y = 0; y < 16; y += 4) {
-    acc = wasm_i32x4_add(acc, satd4x8(a + y * as, as, b + y * bs, bs));
-    acc = wasm_i32x4_add(acc, satd4x8(a + y * as + 8, as, b + y * bs + 8, bs));
+    acc = v_add32(acc, satd4x8(a + y * as, as, b + y * bs, bs));
+    acc = v_add32(acc, satd4x8(a + y * as + 8, as, b + y * bs + 8, bs));
   }
-  return hsum_i32x4(acc);
+  return v_hsum32(acc);
 }
 
 int satd8x8(const u8 *a, int as, const u8 *b, int bs) {
-  v128_t acc = wasm_i32x4_add(satd4x8(a, as, b, bs), satd4x8(a + 4 * as, as, b + 4 * bs, bs));
-  return hsum_i32x4(acc);
+  return v_hsum32(v_add32(satd4x8(a, as, b, bs), satd4x8(a + 4 * as, as, b + 4 * bs, bs)));
 }
 
 /* One 4x4 block: rows 0-1 and 2-3 share a vector; the vertical Hadamard pairs the halves with a
@@ -120,28 +212,52 @@ int satd4x4(const u8 *a, int as, const u8 *b, int bs) {
     memcpy(&ra[y], a + y * as, 4);
     memcpy(&rb[y], b + y * bs, 4);
   }
-  v128_t va = wasm_v128_load(ra), vb = wasm_v128_load(rb);
-  v128_t d01 = wasm_i16x8_sub(wasm_u16x8_extend_low_u8x16(va), wasm_u16x8_extend_low_u8x16(vb));   /* rows 0 | 1 */
-  v128_t d23 = wasm_i16x8_sub(wasm_u16x8_extend_high_u8x16(va), wasm_u16x8_extend_high_u8x16(vb)); /* rows 2 | 3 */
-  v128_t s = wasm_i16x8_add(d01, d23), t = wasm_i16x8_sub(d01, d23); /* r0+r2 | r1+r3,  r0-r2 | r1-r3 */
-  v128_t s_sw = wasm_i64x2_shuffle(s, s, 1, 0), t_sw = wasm_i64x2_shuffle(t, t, 1, 0);
-  v128_t h[2] = {wasm_i64x2_shuffle(wasm_i16x8_add(s, s_sw), wasm_i16x8_sub(s, s_sw), 0, 2),
-                 wasm_i64x2_shuffle(wasm_i16x8_add(t, t_sw), wasm_i16x8_sub(t, t_sw), 0, 2)};
-  v128_t acc = wasm_i16x8_splat(0);
+  vec va = v_load(ra), vb = v_load(rb);
+  vec d01 = v_sub16(v_lo_u8_u16(va), v_lo_u8_u16(vb)); /* rows 0 | 1 */
+  vec d23 = v_sub16(v_hi_u8_u16(va), v_hi_u8_u16(vb)); /* rows 2 | 3 */
+  vec s = v_add16(d01, d23), t = v_sub16(d01, d23);    /* r0+r2 | r1+r3,  r0-r2 | r1-r3 */
+  vec s_sw = V_SHUFFLE8(s, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
+  vec t_sw = V_SHUFFLE8(t, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
+  vec h[2] = {v_zip_lo64(v_add16(s, s_sw), v_sub16(s, s_sw)), v_zip_lo64(v_add16(t, t_sw), v_sub16(t, t_sw))};
+  const vec odd = v_zip_lo16(v_zero(), v_splat16(-1)); /* lanes 1, 3, 5, 7 */
+  vec acc = v_zero();
   for (int k = 0; k < 2; k++) {
-    v128_t sw = wasm_i16x8_shuffle(h[k], h[k], 1, 0, 3, 2, 5, 4, 7, 6);
-    v128_t m = wasm_i16x8_shuffle(wasm_i16x8_add(h[k], sw), wasm_i16x8_sub(h[k], sw), 0, 9, 2, 11, 4, 13, 6, 15);
-    v128_t m_sw = wasm_i16x8_shuffle(m, m, 2, 3, 0, 1, 6, 7, 4, 5);
-    acc = wasm_i16x8_add(acc, wasm_i16x8_max(wasm_i16x8_abs(m), wasm_i16x8_abs(m_sw)));
+    vec sw = V_SHUFFLE8(h[k], 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+    vec m = v_select(odd, v_sub16(h[k], sw), v_add16(h[k], sw));
+    vec m_sw = V_SHUFFLE8(m, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
+    acc = v_add16(acc, v_max16(v_abs16(m), v_abs16(m_sw)));
   }
-  return hsum_i32x4(wasm_i32x4_extadd_pairwise_i16x8(acc)) >> 1;
+  return v_hsum32(v_hadd_i16_i32(acc)) >> 1;
 }
 
 #else
 
+u64 ssd(const u8 *a, int as, const u8 *b, int bs, int w, int h) { return ssd_ref(a, as, b, bs, w, h); }
 int sad16x16(const u8 *a, int as, const u8 *b, int bs) { return sad16x16_ref(a, as, b, bs); }
+int sad8x8(const u8 *a, int as, const u8 *b, int bs) { return sad8x8_ref(a, as, b, bs); }
+void sad16x4_halves(const u8 *a, int as, const u8 *b, int bs, int out[2]) { sad16x4_halves_ref(a, as, b, bs, out); }
+int sad16x16_vertical(const u8 *a, int as, const u8 *top) { return sad16x16_vertical_ref(a, as, top); }
+int sad16x16_horizontal(const u8 *a, int as, const u8 *left, int ls) { return sad16x16_horizontal_ref(a, as, left, ls); }
+int sad16x16_flat(const u8 *a, int as, int value) { return sad16x16_flat_ref(a, as, value); }
 int satd4x4(const u8 *a, int as, const u8 *b, int bs) { return satd4x4_ref(a, as, b, bs); }
 int satd8x8(const u8 *a, int as, const u8 *b, int bs) { return satd8x8_ref(a, as, b, bs); }
 int satd16x16(const u8 *a, int as, const u8 *b, int bs) { return satd16x16_ref(a, as, b, bs); }
+
+static void avg_block16(u8 out[256], const u8 *p, const u8 *q, int bs) {
+  for (int y = 0; y < 16; y++)
+    for (int x = 0; x < 16; x++) out[y * 16 + x] = (u8)((p[y * bs + x] + q[y * bs + x] + 1) >> 1);
+}
+
+int satd16x16_avg(const u8 *src, int ss, const u8 *p, const u8 *q, int bs) {
+  u8 pred[256];
+  avg_block16(pred, p, q, bs);
+  return satd16x16_ref(src, ss, pred, 16);
+}
+
+int sad16x16_avg(const u8 *src, int ss, const u8 *p, const u8 *q, int bs) {
+  u8 pred[256];
+  avg_block16(pred, p, q, bs);
+  return sad16x16_ref(src, ss, pred, 16);
+}
 
 #endif

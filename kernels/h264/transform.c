@@ -8,9 +8,7 @@
  * spec's c_ij.
  */
 #include "encoder.h"
-#ifdef __wasm_simd128__
-#include <wasm_simd128.h>
-#endif
+#include "simd.h"
 
 /* Frame zig-zag scan (Table 8-13): scan index -> raster index. */
 const u8 zigzag4x4[16] = {0, 1, 4, 8, 5, 2, 3, 6, 9, 12, 13, 10, 7, 11, 14, 15};
@@ -22,30 +20,18 @@ const u8 chroma_qp_table[52] = {
 
 /* normAdjust4x4 v (clause 8.5.9): columns are positions with (i,j) both even, both odd, mixed. */
 static const int norm_adjust[6][3] = {{10, 16, 13}, {11, 18, 14}, {13, 20, 16}, {14, 23, 18}, {16, 25, 20}, {18, 29, 23}};
-/* Forward multipliers chosen so that quant_mf * norm_adjust ~= 2^21 / 16, 2^21 / 25, 2^21 / 20 for the
- * three position classes: quantising then scaling back undoes the forward transform's gain. */
-static const int quant_mf[6][3] = {{13107, 5243, 8066}, {11916, 4660, 7490}, {10082, 4194, 6554},
-                                   {9362, 3647, 5825},  {8192, 3355, 5243},  {7282, 2893, 4559}};
-
-static int mf_table[6][16], scale_table[6][16];
+/* Per raster position of a 4x4 block: the forward multipliers (mf), chosen so that mf * v ~= 2^21 / 16,
+ * 2^21 / 25, 2^21 / 20 for the three position classes (quantising then scaling back undoes the
+ * forward transform's gain), and v itself (scale). SPREAD places a class triple like norm_adjust's. */
+#define SPREAD(a, b, c) {a, c, a, c, c, b, c, b, a, c, a, c, c, b, c, b}
+static const int mf_table[6][16] = {SPREAD(13107, 5243, 8066), SPREAD(11916, 4660, 7490), SPREAD(10082, 4194, 6554),
+                                    SPREAD(9362, 3647, 5825),  SPREAD(8192, 3355, 5243),  SPREAD(7282, 2893, 4559)};
+static const int scale_table[6][16] = {SPREAD(10, 16, 13), SPREAD(11, 18, 14), SPREAD(13, 20, 16),
+                                       SPREAD(14, 23, 18), SPREAD(16, 25, 20), SPREAD(18, 29, 23)};
+#undef SPREAD
 
 /* CAVLC in Baseline cannot code level_prefix > 15, which caps |level| at 2063 when suffixLength is 0. */
 #define MAX_LEVEL 2063
-
-static int position_class(int idx) {
-  int i = idx >> 2, j = idx & 3;
-  if (!(i & 1) && !(j & 1)) return 0;
-  if ((i & 1) && (j & 1)) return 1;
-  return 2;
-}
-
-void quant_init(void) {
-  for (int m = 0; m < 6; m++)
-    for (int k = 0; k < 16; k++) {
-      mf_table[m][k] = quant_mf[m][position_class(k)];
-      scale_table[m][k] = norm_adjust[m][position_class(k)];
-    }
-}
 
 /* Y = Cf * (src - pred) * Cf^T with Cf = [1 1 1 1; 2 1 -1 -2; 1 -1 -1 1; 1 -2 2 -1]. */
 void fdct4x4(i16 out[16], const u8 *src, int src_stride, const u8 *pred, int pred_stride) {
@@ -70,43 +56,28 @@ void fdct4x4(i16 out[16], const u8 *src, int src_stride, const u8 *pred, int pre
 }
 
 /* Two horizontally adjacent blocks at once (src/pred point at the left one). */
-#ifdef __wasm_simd128__
-/* Transposes the two 4x4 blocks held in lanes 0-3 and 4-7 of four i16x8 rows. */
-static inline void transpose_two_4x4(v128_t v[4]) {
-  v128_t lo01 = wasm_i16x8_shuffle(v[0], v[1], 0, 8, 1, 9, 2, 10, 3, 11);
-  v128_t hi01 = wasm_i16x8_shuffle(v[0], v[1], 4, 12, 5, 13, 6, 14, 7, 15);
-  v128_t lo23 = wasm_i16x8_shuffle(v[2], v[3], 0, 8, 1, 9, 2, 10, 3, 11);
-  v128_t hi23 = wasm_i16x8_shuffle(v[2], v[3], 4, 12, 5, 13, 6, 14, 7, 15);
-  v128_t x0 = wasm_i32x4_shuffle(lo01, lo23, 0, 4, 1, 5), x1 = wasm_i32x4_shuffle(lo01, lo23, 2, 6, 3, 7);
-  v128_t y0 = wasm_i32x4_shuffle(hi01, hi23, 0, 4, 1, 5), y1 = wasm_i32x4_shuffle(hi01, hi23, 2, 6, 3, 7);
-  v[0] = wasm_i64x2_shuffle(x0, y0, 0, 2);
-  v[1] = wasm_i64x2_shuffle(x0, y0, 1, 3);
-  v[2] = wasm_i64x2_shuffle(x1, y1, 0, 2);
-  v[3] = wasm_i64x2_shuffle(x1, y1, 1, 3);
-}
-
+#if H264_SIMD
 /* The 1-D core transform applied lane-wise across four vectors. */
-static inline void dct4_lanes(v128_t v[4]) {
-  v128_t s03 = wasm_i16x8_add(v[0], v[3]), d03 = wasm_i16x8_sub(v[0], v[3]);
-  v128_t s12 = wasm_i16x8_add(v[1], v[2]), d12 = wasm_i16x8_sub(v[1], v[2]);
-  v[0] = wasm_i16x8_add(s03, s12);
-  v[1] = wasm_i16x8_add(wasm_i16x8_shl(d03, 1), d12);
-  v[2] = wasm_i16x8_sub(s03, s12);
-  v[3] = wasm_i16x8_sub(d03, wasm_i16x8_shl(d12, 1));
+static inline void dct4_lanes(vec v[4]) {
+  vec s03 = v_add16(v[0], v[3]), d03 = v_sub16(v[0], v[3]);
+  vec s12 = v_add16(v[1], v[2]), d12 = v_sub16(v[1], v[2]);
+  v[0] = v_add16(s03, s12);
+  v[1] = v_add16(v_shl16(d03, 1), d12);
+  v[2] = v_sub16(s03, s12);
+  v[3] = v_sub16(d03, v_shl16(d12, 1));
 }
 
 void fdct4x4_pair(i16 out_a[16], i16 out_b[16], const u8 *src, int src_stride, const u8 *pred, int pred_stride) {
-  v128_t v[4];
-  for (int y = 0; y < 4; y++)
-    v[y] = wasm_i16x8_sub(wasm_u16x8_load8x8(src + y * src_stride), wasm_u16x8_load8x8(pred + y * pred_stride));
-  dct4_lanes(v);          /* columns: v[i] = vertical frequency i */
-  transpose_two_4x4(v);   /* v[j] = spatial column j */
-  dct4_lanes(v);          /* rows: v[k] lane i = coefficient (i, k) */
-  transpose_two_4x4(v);   /* v[i] = coefficient row i, raster */
-  wasm_v128_store(out_a, wasm_i64x2_shuffle(v[0], v[1], 0, 2));
-  wasm_v128_store(out_a + 8, wasm_i64x2_shuffle(v[2], v[3], 0, 2));
-  wasm_v128_store(out_b, wasm_i64x2_shuffle(v[0], v[1], 1, 3));
-  wasm_v128_store(out_b + 8, wasm_i64x2_shuffle(v[2], v[3], 1, 3));
+  vec v[4];
+  for (int y = 0; y < 4; y++) v[y] = v_sub16(v_load_u8_u16(src + y * src_stride), v_load_u8_u16(pred + y * pred_stride));
+  dct4_lanes(v);            /* columns: v[i] = vertical frequency i */
+  v_transpose_two_4x4(v);   /* v[j] = spatial column j */
+  dct4_lanes(v);            /* rows: v[k] lane i = coefficient (i, k) */
+  v_transpose_two_4x4(v);   /* v[i] = coefficient row i, raster */
+  v_store(out_a, v_zip_lo64(v[0], v[1]));
+  v_store(out_a + 8, v_zip_lo64(v[2], v[3]));
+  v_store(out_b, v_zip_hi64(v[0], v[1]));
+  v_store(out_b + 8, v_zip_hi64(v[2], v[3]));
 }
 #else
 void fdct4x4_pair(i16 out_a[16], i16 out_b[16], const u8 *src, int src_stride, const u8 *pred, int pred_stride) {
@@ -121,6 +92,23 @@ static inline int quant_one(int c, int mf, int bias, int shift) {
   return c < 0 ? -level : level;
 }
 
+/* A 4x4 block of residuals whose absolute sum is below this quantises to nothing at qp (inter
+ * rounding): each coefficient is a weighted sum of the residuals with weights of magnitude 1 (the
+ * mf class (0)), 4 (class (1)) or 2 (class (2)), so |c| * mf + bias < 2^shift holds for every position. */
+int inter_zero_sad4x4(int qp) {
+  int shift = 15 + qp / 6, room = (1 << shift) - (1 << shift) / 6;
+  const int *mf = mf_table[qp % 6];
+  int worst = imax(mf[0], imax(4 * mf[5], 2 * mf[1]));
+  return room / worst;
+}
+
+/* An 8x8 inter chroma residual with a smaller SAD quantises to nothing: its four blocks' AC as
+ * above, and the 2x2 transformed DCs, each at most the SAD of the whole block in magnitude. */
+int inter_zero_sad_chroma8x8(int qp) {
+  int shift = 16 + qp / 6, dc_room = (1 << shift) - (1 << shift) / 6;
+  return imin(inter_zero_sad4x4(qp), dc_room / mf_table[qp % 6][0]);
+}
+
 /* Dead-zone quantiser: rounding offset 1/3 for intra, 1/6 for inter (the JM/x264 defaults).
  * Quantises positions first..15 in place and returns how many levels are non-zero. */
 int quant4x4_ref(i16 c[16], int qp, int intra, int first) {
@@ -133,29 +121,28 @@ int quant4x4_ref(i16 c[16], int qp, int intra, int first) {
   return nz;
 }
 
-#ifdef __wasm_simd128__
+#if H264_SIMD
 /* Same arithmetic on eight coefficients at a time: |c| * mf + bias in 32 bits, shift, cap, sign back. */
 int quant4x4(i16 c[16], int qp, int intra, int first) {
   int shift = 15 + qp / 6;
   const int *mf = mf_table[qp % 6];
-  v128_t bias = wasm_i32x4_splat((1 << shift) / (intra ? 3 : 6)), cap = wasm_i16x8_splat(MAX_LEVEL);
+  vec bias = v_splat32((1 << shift) / (intra ? 3 : 6)), cap = v_splat16(MAX_LEVEL);
   i16 keep = c[0];
-  v128_t nonzero = wasm_i16x8_splat(0);
+  int zero_bytes = 0;
   for (int half = 0; half < 2; half++) {
-    v128_t v = wasm_v128_load(c + 8 * half);
-    v128_t sign = wasm_i16x8_shr(v, 15);
-    v128_t a = wasm_i16x8_abs(v);
-    v128_t lo = wasm_i32x4_mul(wasm_u32x4_extend_low_u16x8(a), wasm_v128_load(mf + 8 * half));
-    v128_t hi = wasm_i32x4_mul(wasm_u32x4_extend_high_u16x8(a), wasm_v128_load(mf + 8 * half + 4));
-    lo = wasm_u32x4_shr(wasm_i32x4_add(lo, bias), shift);
-    hi = wasm_u32x4_shr(wasm_i32x4_add(hi, bias), shift);
-    v128_t level = wasm_i16x8_min(wasm_i16x8_narrow_i32x4(lo, hi), cap);
-    level = wasm_i16x8_sub(wasm_v128_xor(level, sign), sign);
-    wasm_v128_store(c + 8 * half, level);
-    nonzero = wasm_i16x8_sub(nonzero, wasm_i16x8_ne(level, wasm_i16x8_splat(0))); /* ne is -1 per lane */
+    vec v = v_load(c + 8 * half);
+    vec sign = v_sra16(v, 15);
+    vec a = v_abs16(v);
+    vec lo = v_mul32(v_lo_u16_u32(a), v_load(mf + 8 * half));
+    vec hi = v_mul32(v_hi_u16_u32(a), v_load(mf + 8 * half + 4));
+    lo = v_srl32(v_add32(lo, bias), shift);
+    hi = v_srl32(v_add32(hi, bias), shift);
+    vec level = v_min16(v_pack_i16(lo, hi), cap);
+    level = v_sub16(v_xor(level, sign), sign);
+    v_store(c + 8 * half, level);
+    zero_bytes += __builtin_popcount((u32)v_mask8(v_eq16(level, v_zero())));
   }
-  int nz = 0;
-  for (int k = 0; k < 8; k++) nz += ((const i16 *)&nonzero)[k];
+  int nz = 16 - zero_bytes / 2;
   if (first) { /* position 0 (a DC coded elsewhere) is left as it was */
     nz -= c[0] != 0;
     c[0] = keep;
@@ -205,6 +192,66 @@ void idct4x4_add(u8 *dst, int stride, const int d[16]) {
     }
   }
 }
+
+/* Reconstruction of two horizontally adjacent 4x4 blocks from their levels: scaling, inverse
+ * transform, added to the prediction already in dst. dc, when given, holds the two blocks' already
+ * scaled DC values (Intra16x16 and chroma code their DCs separately). The reference, in 32 bits. */
+void recon4x4_pair_ref(u8 *dst, int stride, const i16 la[16], const i16 lb[16], int qp, const int *dc) {
+  for (int k = 0; k < 2; k++) {
+    int d[16];
+    dequant4x4(d, k ? lb : la, qp);
+    if (dc) d[0] = dc[k];
+    idct4x4_add(dst + 4 * k, stride, d);
+  }
+}
+
+#if H264_SIMD
+/*
+ * The same in 16-bit lanes, both blocks side by side ([block a | block b] per vector). 16 bits are
+ * exact here: the scaled values and every intermediate of a conforming stream stay within
+ * -2^15..2^15-1 (clause 8.5.12.2 requires it for 8-bit video), and levels quantised from real
+ * residuals reconstruct to within one quantiser step of the original coefficients, which keeps them there.
+ */
+void recon4x4_pair(u8 *dst, int stride, const i16 la[16], const i16 lb[16], int qp, const int *dc) {
+  static const i16 scale16[6][16] = {
+#define SPREAD(a, b, c) {a, c, a, c, c, b, c, b, a, c, a, c, c, b, c, b}
+      SPREAD(10, 16, 13), SPREAD(11, 18, 14), SPREAD(13, 20, 16), SPREAD(14, 23, 18), SPREAD(16, 25, 20), SPREAD(18, 29, 23)
+#undef SPREAD
+  };
+  const i16 *v = scale16[qp % 6];
+  int shift = qp / 6;
+  vec r[4];
+  for (int i = 0; i < 4; i++) {
+    vec levels = v_zip_lo64(v_load64(la + 4 * i), v_load64(lb + 4 * i));
+    vec scale = v_shl16(v_zip_lo64(v_load64(v + 4 * i), v_load64(v + 4 * i)), shift);
+    r[i] = v_mul16(levels, scale);
+  }
+  if (dc) { /* lanes 0 and 4 take the low halves of dc[0] and dc[1] (little-endian on both targets) */
+    static const i16 lanes_0_4[8] = {-1, 0, 0, 0, -1, 0, 0, 0};
+    r[0] = v_select(v_load(lanes_0_4), v_zip_lo64(v_load32(&dc[0]), v_load32(&dc[1])), r[0]);
+  }
+  v_transpose_two_4x4(r); /* r[j] = column j, lanes = rows */
+  vec e0 = v_add16(r[0], r[2]), e1 = v_sub16(r[0], r[2]);
+  vec e2 = v_sub16(v_sra16(r[1], 1), r[3]), e3 = v_add16(r[1], v_sra16(r[3], 1));
+  r[0] = v_add16(e0, e3);
+  r[1] = v_add16(e1, e2);
+  r[2] = v_sub16(e1, e2);
+  r[3] = v_sub16(e0, e3);
+  v_transpose_two_4x4(r); /* r[i] = row i, lanes = columns */
+  vec g0 = v_add16(r[0], r[2]), g1 = v_sub16(r[0], r[2]);
+  vec g2 = v_sub16(v_sra16(r[1], 1), r[3]), g3 = v_add16(r[1], v_sra16(r[3], 1));
+  vec h[4] = {v_add16(g0, g3), v_add16(g1, g2), v_sub16(g1, g2), v_sub16(g0, g3)};
+  const vec round = v_splat16(32);
+  for (int i = 0; i < 4; i++, dst += stride) {
+    vec sum = v_add16(v_load_u8_u16(dst), v_sra16(v_add16(h[i], round), 6));
+    v_store64(dst, v_pack_u8(sum, sum));
+  }
+}
+#else
+void recon4x4_pair(u8 *dst, int stride, const i16 la[16], const i16 lb[16], int qp, const int *dc) {
+  recon4x4_pair_ref(dst, stride, la, lb, qp, dc);
+}
+#endif
 
 /* 4x4 Hadamard H*X*H with H = [1 1 1 1; 1 1 -1 -1; 1 -1 -1 1; 1 -1 1 -1] (clause 8.5.10). */
 static void hadamard4x4(int out[16], const int in[16]) {

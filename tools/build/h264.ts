@@ -1,62 +1,105 @@
-// Compiles kino's H.264 encoder (kernels/h264/*.c) to build/h264.wasm with Debian's clang-14/lld-14.
-// wasm32 with SIMD128 and bulk memory, no libc (kernels/h264/memory.c supplies what clang needs).
-// Skips the compile when the wasm is newer than every source, so build.ts can run on every start.
-import { mkdirSync, readdirSync, statSync } from "node:fs";
+// Compiles kino's H.264 encoder (kernels/h264/*.c) twice from the same sources:
+// - build/h264.wasm with Debian's clang-14/lld-14: wasm32 with SIMD128 and bulk memory, no libc
+//   (kernels/h264/memory.c supplies what clang needs); always built, it is the encoder everywhere;
+// - build/libkino_h264.so with the system C compiler (gcc, cc or clang) at -O3, SSE4.1 on x86-64
+//   (kernels/h264/simd.h maps the same vector operations onto it), for src/media/h264/core-native.ts
+//   to call through bun:ffi; skipped without a compiler, the wasm module is then used.
+// Both get the same build id (a hash of the sources), which the binding compares before it trusts the
+// native library to produce the wasm module's bitstreams. Each output is rebuilt only when a source
+// is newer, so build.ts can run this on every start.
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const SOURCE_DIR = join(ROOT, "kernels", "h264");
-const OUTPUT = join(ROOT, "build", "h264.wasm");
+const WASM_OUTPUT = join(ROOT, "build", "h264.wasm");
+const NATIVE_OUTPUT = join(ROOT, "build", "libkino_h264.so");
 const LLVM_BIN = "/usr/lib/llvm-14/bin";
 
-const FLAGS = [
+const COMMON_FLAGS = ["-O3", "-fvisibility=hidden", "-Wall", "-Wextra"];
+
+const WASM_FLAGS = [
   "--target=wasm32",
-  "-O3",
   "-flto",
   "-msimd128",
   "-mbulk-memory",
   "-nostdlib",
   "-ffreestanding",
-  "-fvisibility=hidden",
-  "-Wall",
-  "-Wextra",
   "-Wl,--no-entry",
   "-Wl,--export-dynamic",
   "-Wl,-z,stack-size=1048576",
 ];
 
-function newestMtime(paths: string[]): number {
-  return Math.max(...paths.map((p) => statSync(p).mtimeMs));
+function nativeFlags(): string[] {
+  const isa = process.arch === "x64" ? ["-msse4.2", "-mpopcnt"] : []; // elsewhere simd.h falls back to the scalar kernels
+  return ["-shared", "-fPIC", ...isa];
 }
 
-/** Builds build/h264.wasm if it is missing or older than a source; returns its absolute path. */
-export async function buildH264Wasm(): Promise<string> {
-  const files = readdirSync(SOURCE_DIR).filter((f) => f.endsWith(".c") || f.endsWith(".h")).sort();
-  const sources = files.map((f) => join(SOURCE_DIR, f));
-  const cFiles = sources.filter((f) => f.endsWith(".c"));
+interface Sources {
+  files: string[];
+  cFiles: string[];
+  newest: number;
+  /** 31-bit hash of every source and this script: the build id both outputs carry. */
+  buildId: number;
+}
+
+function sources(): Sources {
+  const names = readdirSync(SOURCE_DIR).filter((f) => f.endsWith(".c") || f.endsWith(".h")).sort();
+  const files = names.map((f) => join(SOURCE_DIR, f));
+  const cFiles = files.filter((f) => f.endsWith(".c"));
   if (cFiles.length === 0) throw new Error(`no C sources in ${SOURCE_DIR}`);
-  const upToDate = (() => {
-    try {
-      return statSync(OUTPUT).mtimeMs > newestMtime([...sources, import.meta.path]);
-    } catch {
-      return false;
-    }
-  })();
-  if (upToDate) return OUTPUT;
-
-  mkdirSync(join(ROOT, "build"), { recursive: true });
-  const cmd = ["clang", ...FLAGS, "-o", OUTPUT, ...cFiles.map((f) => relative(ROOT, f))];
-  const proc = Bun.spawn(cmd, {
-    cwd: ROOT,
-    env: { ...process.env, PATH: `${LLVM_BIN}:${process.env.PATH ?? ""}` },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
-  if (code !== 0) {
-    throw new Error(`building ${relative(ROOT, OUTPUT)} failed (clang exit ${code}); is clang-14/lld-14 installed?\n${stderr}`);
-  }
-  return OUTPUT;
+  const hashed = [...files, import.meta.path].map((f) => `${relative(ROOT, f)}\n${readFileSync(f, "utf8")}`).join("\n");
+  const buildId = Number(Bun.hash(hashed) & 0x7fffffffn);
+  const newest = Math.max(...[...files, import.meta.path].map((p) => statSync(p).mtimeMs));
+  return { files, cFiles, newest, buildId };
 }
 
-if (import.meta.main) console.log(await buildH264Wasm());
+function upToDate(output: string, newest: number): boolean {
+  return existsSync(output) && statSync(output).mtimeMs > newest;
+}
+
+async function compile(compiler: string, flags: string[], output: string, src: Sources, env?: Record<string, string>, hint = ""): Promise<string> {
+  const tmp = `${output}.${process.pid}.tmp`; // renamed into place: a concurrent reader never sees half a file
+  const cmd = [compiler, ...COMMON_FLAGS, ...flags, `-DKINO_H264_BUILD_ID=${src.buildId}`, "-o", tmp, ...src.cFiles.map((f) => relative(ROOT, f))];
+  let proc: ReturnType<typeof Bun.spawn>;
+  try {
+    proc = Bun.spawn(cmd, { cwd: ROOT, env: env ?? process.env, stdout: "pipe", stderr: "pipe" });
+  } catch (e) {
+    throw new Error(`building ${relative(ROOT, output)}: cannot run ${compiler} (${(e as Error).message})${hint}`);
+  }
+  const [stderr, code] = await Promise.all([new Response(proc.stderr as ReadableStream).text(), proc.exited]);
+  if (code !== 0) throw new Error(`building ${relative(ROOT, output)} failed (${compiler} exit ${code})\n${stderr}`);
+  renameSync(tmp, output);
+  return output;
+}
+
+async function buildWasm(src: Sources): Promise<string> {
+  if (upToDate(WASM_OUTPUT, src.newest)) return WASM_OUTPUT;
+  const env = { ...process.env, PATH: `${LLVM_BIN}:${process.env.PATH ?? ""}` } as Record<string, string>;
+  return compile("clang", WASM_FLAGS, WASM_OUTPUT, src, env, "; is clang-14/lld-14 installed?");
+}
+
+/** The native C compiler, or null when there is none. */
+export function findCCompiler(): string | null {
+  return Bun.which("gcc") ?? Bun.which("cc") ?? Bun.which("clang") ?? null;
+}
+
+async function buildNative(src: Sources): Promise<string | null> {
+  if (upToDate(NATIVE_OUTPUT, src.newest)) return NATIVE_OUTPUT;
+  const cc = findCCompiler();
+  if (!cc) {
+    console.log("build: no C compiler, skipping build/libkino_h264.so (the H.264 encoder runs as WebAssembly)");
+    return null;
+  }
+  return compile(cc, nativeFlags(), NATIVE_OUTPUT, src);
+}
+
+/** Builds build/h264.wasm and, with a C compiler, build/libkino_h264.so (both in parallel). */
+export async function buildH264(): Promise<{ wasm: string; native: string | null }> {
+  mkdirSync(join(ROOT, "build"), { recursive: true });
+  const src = sources();
+  const [wasm, native] = await Promise.all([buildWasm(src), buildNative(src)]);
+  return { wasm, native };
+}
+
+if (import.meta.main) console.log(await buildH264());

@@ -1,8 +1,20 @@
-// Binding for kino's own H.264 encoder (kernels/h264, compiled to build/h264.wasm by
-// tools/build/h264.ts): Constrained Baseline, CAVLC, I and P pictures, one slice per picture.
-// Each encoder gets its own WebAssembly instance (own memory), so several can run at once; the
-// compiled module is shared per process.
-import wasmPath from "../../../build/h264.wasm" with { type: "file" };
+// Binding for kino's own H.264 encoder (kernels/h264): Constrained Baseline, CAVLC, I and P pictures,
+// one slice per picture. The same C runs as a WebAssembly module (build/h264.wasm, everywhere) or as a
+// native library through bun:ffi (build/libkino_h264.so, where a C compiler was present at build
+// time); both produce identical bitstreams, the native one several times faster.
+import { createNativeCore, nativeLibrary } from "./core-native.ts";
+import { createWasmCore, wasmSelfTest } from "./core-wasm.ts";
+import type { CoreRate, EncoderCore } from "./core.ts";
+
+/** How the encoder spends bits. */
+export type H264RateControl =
+  /** Constant quantiser 0..51 for P pictures; IDR pictures 3 steps lower (like x264's ipratio 1.4). */
+  | { mode: "qp"; qp: number }
+  /** Average bitrate in kbit/s, held by a leaky-bucket buffer of bufferKbit (default one second's worth). */
+  | { mode: "bitrate"; kbps: number; bufferKbit?: number }
+  /** Constant quality 0..51 (lower is better): the QP adapts so pictures keep about the Y-PSNR that
+   *  QP = crf gives on typical content, whether the content is simple or complex. */
+  | { mode: "crf"; crf: number };
 
 export interface H264EncoderOptions {
   /** Any even size >= 16; coded as whole macroblocks and cropped back in the SPS. */
@@ -10,15 +22,16 @@ export interface H264EncoderOptions {
   height: number;
   /** Pixel layout of the frames passed to encode(); default rgb24. */
   input?: "rgb24" | "rgba";
-  /**
-   * Constant quantiser 0..51 (lower is better quality, more bits); default 26. P pictures use it
-   * as given, IDR pictures 3 steps lower (like x264's ipratio 1.4), since the whole GOP predicts from them.
-   */
+  /** Shorthand for rate: { mode: "qp", qp }; default 26. Give qp or rate, not both. */
   qp?: number;
+  rate?: H264RateControl;
   /** An IDR every N frames counted from the last IDR (forced ones included); 0 = only the first frame. */
   keyframeInterval?: number;
-  /** Frames per second: picks the level and is written into the VUI timing; default 24. */
+  /** Frames per second: picks the level, is written into the VUI timing and paces the bitrate mode; default 24. */
   fps?: number;
+  /** "native" needs build/libkino_h264.so (or the copy embedded in the executable); "auto" (default)
+   *  takes it when it loads and falls back to "wasm". */
+  backend?: "auto" | "wasm" | "native";
 }
 
 export interface EncodedFrame {
@@ -26,49 +39,47 @@ export interface EncodedFrame {
   nals: Uint8Array[];
   /** True when this access unit is an IDR. */
   keyframe: boolean;
+  /** The picture's QP (it varies in the bitrate and crf modes). */
+  qp: number;
 }
 
-interface EncoderExports {
-  memory: WebAssembly.Memory;
-  h264_create(width: number, height: number, qp: number, keyint: number, fpsMilli: number, rgba: number): number;
-  h264_encode(handle: number, forceIdr: number): number;
-  h264_input(handle: number): number;
-  h264_nal_data(handle: number): number;
-  h264_nal_size(handle: number): number;
-  h264_sps_data(handle: number): number;
-  h264_sps_size(handle: number): number;
-  h264_pps_data(handle: number): number;
-  h264_pps_size(handle: number): number;
-  h264_source_plane(handle: number, plane: number): number;
-  h264_source_stride(handle: number, plane: number): number;
-  h264_recon_plane(handle: number, plane: number): number;
-  h264_recon_stride(handle: number, plane: number): number;
-  h264_selftest(seed: number): number;
-}
-
-/** MaxFS of level 6.2 (H.264 Table A-1), e.g. 8192x4320; the wasm side enforces the same limit. */
+/** MaxFS of level 6.2 (H.264 Table A-1), e.g. 8192x4320; the C side enforces the same limit. */
 const MAX_FRAME_MACROBLOCKS = 139264;
 
-let compiled: Promise<WebAssembly.Module> | undefined;
-
-function wasmModule(): Promise<WebAssembly.Module> {
-  compiled ??= Bun.file(wasmPath)
-    .arrayBuffer()
-    .then((bytes) => WebAssembly.compile(bytes));
-  return compiled;
-}
-
-function checkInteger(name: string, value: unknown, min: number, max: number): number {
-  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
-    throw new Error(`H264Encoder: ${name} must be an integer in ${min}..${max}, got ${String(value)}`);
+function checkNumber(name: string, value: unknown, min: number, max: number, integer = true): number {
+  if (typeof value !== "number" || !Number.isFinite(value) || (integer && !Number.isInteger(value)) || value < min || value > max) {
+    throw new Error(`H264Encoder: ${name} must be ${integer ? "an integer" : "a number"} in ${min}..${max}, got ${String(value)}`);
   }
   return value;
 }
 
 function checkDimension(name: "width" | "height", value: unknown): number {
-  checkInteger(name, value, 16, 16384);
+  checkNumber(name, value, 16, 16384);
   if ((value as number) % 2 !== 0) throw new Error(`H264Encoder: ${name} must be even (4:2:0 chroma), got ${value}`);
   return value as number;
+}
+
+/** Validates qp / rate into the C side's (mode, target, buffer) and the QP to start from. */
+function rateOf(opts: H264EncoderOptions): { rate: CoreRate; qp: number } {
+  if (opts.qp !== undefined && opts.rate !== undefined) throw new Error("H264Encoder: give qp or rate, not both");
+  const rate = opts.rate ?? { mode: "qp", qp: opts.qp ?? 26 };
+  switch (rate.mode) {
+    case "qp": {
+      const qp = checkNumber("qp", rate.qp, 0, 51);
+      return { rate: { mode: 0, target: qp, bufferKbit: 0 }, qp };
+    }
+    case "bitrate": {
+      const kbps = Math.round(checkNumber("rate.kbps", rate.kbps, 1, 1_000_000, false));
+      const buffer = Math.round(checkNumber("rate.bufferKbit", rate.bufferKbit ?? 0, 0, 10_000_000, false));
+      return { rate: { mode: 1, target: kbps, bufferKbit: buffer }, qp: 26 };
+    }
+    case "crf": {
+      const crf = checkNumber("rate.crf", rate.crf, 0, 51, false);
+      return { rate: { mode: 2, target: Math.round(crf * 100), bufferKbit: 0 }, qp: Math.round(crf) };
+    }
+    default:
+      throw new Error(`H264Encoder: rate.mode must be "qp", "bitrate" or "crf", got ${String((rate as { mode: unknown }).mode)}`);
+  }
 }
 
 export class H264Encoder {
@@ -76,18 +87,19 @@ export class H264Encoder {
   readonly pps: Uint8Array;
   readonly width: number;
   readonly height: number;
-  #wasm: EncoderExports | null;
-  readonly #handle: number;
+  /** Which build encodes: the native library or the WebAssembly module. */
+  readonly backend: "wasm" | "native";
+  #core: EncoderCore | null;
   readonly #frameBytes: number;
 
-  private constructor(wasm: EncoderExports, handle: number, width: number, height: number, bytesPerPixel: number) {
-    this.#wasm = wasm;
-    this.#handle = handle;
+  private constructor(core: EncoderCore, width: number, height: number, bytesPerPixel: number) {
+    this.#core = core;
+    this.backend = core.backend;
     this.width = width;
     this.height = height;
     this.#frameBytes = width * height * bytesPerPixel;
-    this.sps = this.#copy(wasm.h264_sps_data(handle), wasm.h264_sps_size(handle));
-    this.pps = this.#copy(wasm.h264_pps_data(handle), wasm.h264_pps_size(handle));
+    this.sps = core.sps();
+    this.pps = core.pps();
   }
 
   static async create(opts: H264EncoderOptions): Promise<H264Encoder> {
@@ -97,80 +109,84 @@ export class H264Encoder {
     if (macroblocks > MAX_FRAME_MACROBLOCKS) {
       throw new Error(`H264Encoder: width x height ${width}x${height} exceeds the largest H.264 level (${MAX_FRAME_MACROBLOCKS} macroblocks)`);
     }
-    const qp = checkInteger("qp", opts.qp ?? 26, 0, 51);
-    const keyint = checkInteger("keyframeInterval", opts.keyframeInterval ?? 0, 0, 1 << 30);
+    const { rate, qp } = rateOf(opts);
+    const keyint = checkNumber("keyframeInterval", opts.keyframeInterval ?? 0, 0, 1 << 30);
     const fps = opts.fps ?? 24;
     if (typeof fps !== "number" || !Number.isFinite(fps) || fps <= 0 || fps > 1000) {
       throw new Error(`H264Encoder: fps must be a number in (0, 1000], got ${String(fps)}`);
     }
     const input = opts.input ?? "rgb24";
     if (input !== "rgb24" && input !== "rgba") throw new Error(`H264Encoder: input must be "rgb24" or "rgba", got ${String(input)}`);
+    const backend = opts.backend ?? "auto";
+    if (backend !== "auto" && backend !== "wasm" && backend !== "native") {
+      throw new Error(`H264Encoder: backend must be "auto", "wasm" or "native", got ${String(backend)}`);
+    }
 
-    const instance = await WebAssembly.instantiate(await wasmModule(), {});
-    const wasm = instance.exports as unknown as EncoderExports;
-    const handle = wasm.h264_create(width, height, qp, keyint, Math.round(fps * 1000), input === "rgba" ? 1 : 0);
-    if (handle === 0) throw new Error(`H264Encoder: cannot allocate an encoder for ${width}x${height}`);
-    return new H264Encoder(wasm, handle, width, height, input === "rgba" ? 4 : 3);
+    const params = { width, height, qp, keyint, fpsMilli: Math.round(fps * 1000), rgba: input === "rgba" };
+    let core: EncoderCore | null;
+    const lib = backend === "wasm" ? null : await nativeLibrary();
+    if (typeof lib === "string" && backend === "native") throw new Error(`H264Encoder: native backend unavailable: ${lib}`);
+    if (lib && typeof lib !== "string") core = createNativeCore(lib, params, rate);
+    else core = await createWasmCore(params, rate);
+    if (!core) throw new Error(`H264Encoder: cannot allocate an encoder for ${width}x${height}`);
+    return new H264Encoder(core, width, height, input === "rgba" ? 4 : 3);
   }
 
   /** Encodes one frame (width*height*3 bytes for rgb24, *4 for rgba). */
   encode(frame: Uint8Array, opts?: { forceIdr?: boolean }): EncodedFrame {
-    const wasm = this.#open();
+    const core = this.#open();
     if (frame.byteLength !== this.#frameBytes) {
       throw new Error(`H264Encoder: frame has ${frame.byteLength} bytes, expected ${this.#frameBytes} for ${this.width}x${this.height}`);
     }
-    new Uint8Array(wasm.memory.buffer, wasm.h264_input(this.#handle), this.#frameBytes).set(frame);
-    const keyframe = wasm.h264_encode(this.#handle, opts?.forceIdr ? 1 : 0) === 1;
-    const nal = this.#copy(wasm.h264_nal_data(this.#handle), wasm.h264_nal_size(this.#handle));
-    return { nals: [nal], keyframe };
+    core.input().set(frame);
+    const keyframe = core.encode(opts?.forceIdr === true);
+    return { nals: [core.nal()], keyframe, qp: core.frameQp() };
   }
 
   /** The last frame after RGB -> I420 conversion (BT.601 limited range), width x height, Y then Cb then Cr. */
   sourceI420(): Uint8Array {
-    const wasm = this.#open();
-    return this.#i420((p) => wasm.h264_source_plane(this.#handle, p), (p) => wasm.h264_source_stride(this.#handle, p));
+    return this.#i420(0);
   }
 
   /** The last reconstructed (deblocked) picture, which a conforming decoder outputs bit for bit. */
   reconstructionI420(): Uint8Array {
-    const wasm = this.#open();
-    return this.#i420((p) => wasm.h264_recon_plane(this.#handle, p), (p) => wasm.h264_recon_stride(this.#handle, p));
+    return this.#i420(1);
   }
 
-  /** Releases the wasm instance and its memory; the encoder cannot be used afterwards. */
+  /** Releases the encoder and its memory; it cannot be used afterwards. */
   close(): void {
-    this.#wasm = null;
+    this.#core?.close();
+    this.#core = null;
   }
 
-  #open(): EncoderExports {
-    if (!this.#wasm) throw new Error("H264Encoder: encoder is closed");
-    return this.#wasm;
+  #open(): EncoderCore {
+    if (!this.#core) throw new Error("H264Encoder: encoder is closed");
+    return this.#core;
   }
 
-  #copy(ptr: number, size: number): Uint8Array {
-    return new Uint8Array(this.#open().memory.buffer, ptr, size).slice();
-  }
-
-  #i420(plane: (p: number) => number, stride: (p: number) => number): Uint8Array {
-    const mem = new Uint8Array(this.#open().memory.buffer);
+  #i420(kind: 0 | 1): Uint8Array {
+    const core = this.#open();
     const out = new Uint8Array((this.width * this.height * 3) / 2);
     let offset = 0;
     for (let p = 0; p < 3; p++) {
       const w = p ? this.width / 2 : this.width, h = p ? this.height / 2 : this.height;
-      const base = plane(p), s = stride(p);
-      for (let y = 0; y < h; y++, offset += w) out.set(mem.subarray(base + y * s, base + y * s + w), offset);
+      const { data, stride } = core.plane(kind, p);
+      for (let y = 0; y < h; y++, offset += w) out.set(data.subarray(y * stride, y * stride + w), offset);
     }
     return out;
   }
 }
 
 /**
- * Runs the wasm module's own check of each SIMD kernel against its scalar reference on random
- * inputs (kernels/h264/selftest.c). Returns the number of mismatches; 0 means they all agree.
+ * Runs the encoder's own check of each SIMD kernel against its scalar reference on random inputs
+ * (kernels/h264/selftest.c), in the wasm module or the native library. Returns the number of
+ * mismatches; 0 means they all agree.
  */
-export async function h264KernelSelfTest(seed = 1): Promise<number> {
-  const instance = await WebAssembly.instantiate(await wasmModule(), {});
-  return (instance.exports as unknown as EncoderExports).h264_selftest(seed);
+export async function h264KernelSelfTest(seed = 1, backend: "wasm" | "native" = "wasm"): Promise<number> {
+  if (backend === "wasm") return wasmSelfTest(seed);
+  const lib = await nativeLibrary();
+  if (typeof lib === "string") throw new Error(`h264KernelSelfTest: native backend unavailable: ${lib}`);
+  return lib.h264_selftest(seed);
 }
 
 const START_CODE = new Uint8Array([0, 0, 0, 1]);

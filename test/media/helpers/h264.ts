@@ -19,6 +19,8 @@ export interface SceneOptions {
   panY?: number;
   /** Noise amplitude in 8-bit steps. */
   noise?: number;
+  /** Amplitude of an extra fine texture (2-3 pixel period) moving with the pan: more detail to code. */
+  detail?: number;
 }
 
 /**
@@ -27,7 +29,7 @@ export interface SceneOptions {
  */
 export function sceneFrame(width: number, height: number, t: number, o: SceneOptions = {}, rgba = false): Uint8Array {
   const bpp = rgba ? 4 : 3;
-  const panX = o.panX ?? 1.25, panY = o.panY ?? 0.5, amp = o.noise ?? 2;
+  const panX = o.panX ?? 1.25, panY = o.panY ?? 0.5, amp = o.noise ?? 2, detail = o.detail ?? 0;
   const out = new Uint8Array(width * height * bpp);
   const discX = width * (0.3 + 0.2 * Math.sin(t / 9)), discY = height * (0.5 + 0.25 * Math.cos(t / 11));
   const discR = Math.max(4, Math.min(width, height) * 0.2);
@@ -38,6 +40,12 @@ export function sceneFrame(width: number, height: number, t: number, o: SceneOpt
       let r = 110 + 70 * Math.sin(X / 53) + 30 * Math.cos(Y / 29) + 12 * Math.sin((X + Y) / 5);
       let g = 120 + 60 * Math.cos(Y / 41) + 25 * Math.sin(X / 17) + 10 * Math.sin((X - 2 * Y) / 7);
       let b = 100 + 50 * Math.sin((X + Y) / 61) + 20 * Math.cos(X / 13);
+      if (detail) {
+        const fine = detail * Math.sin(X * 2.1 + Math.cos(Y * 0.7)) * Math.cos(Y * 1.9 - X * 0.3);
+        r += fine;
+        g += fine;
+        b += fine;
+      }
       const dx = x - discX, dy = y - discY;
       if (dx * dx + dy * dy < discR * discR) {
         const ring = Math.sin(Math.sqrt(dx * dx + dy * dy) / 2 + t / 3);
@@ -61,6 +69,17 @@ export function sceneFrame(width: number, height: number, t: number, o: SceneOpt
     }
   }
   return out;
+}
+
+/** Deterministic pseudo-random numbers in [0, 1) (mulberry32), for reproducible fuzzing. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
 }
 
 /** A constant-colour frame. */
