@@ -124,6 +124,9 @@ void dequant4x4(int d[16], const i16 levels[16], int qp);
 void idct4x4_add(u8 *dst, int stride, const int d[16]);
 void recon4x4_pair(u8 *dst, int stride, const i16 la[16], const i16 lb[16], int qp, const int *dc);
 void recon4x4_pair_ref(u8 *dst, int stride, const i16 la[16], const i16 lb[16], int qp, const int *dc);
+/* out = H·X·H with H = [1 1 1 1; 1 1 -1 -1; 1 -1 -1 1; 1 -1 1 -1] (clause 8.5.10); in is row-major,
+ * rows first. Shared by the DC transform, SATD and the intra cost estimates. */
+void hadamard4x4(int out[16], const int in[16]);
 void luma_dc_forward(int dc[16]);
 void luma_dc_dequant(int out[16], const i16 levels[16], int qp);
 void chroma_dc_forward(int dc[4]);

@@ -50,21 +50,10 @@ static void copy_block(u8 *dst, int ds, const u8 *src, int ss, int w, int h) {
 /* 4x4 Hadamard of a source block in satd4x4_ref's arrangement: out[v * 4 + u], u the horizontal
  * frequency (row pass first), v the vertical one. */
 static void hadamard4x4_block(int out[16], const u8 *src, int stride) {
-  int t[16];
-  for (int i = 0; i < 4; i++, src += stride) {
-    int s01 = src[0] + src[1], d01 = src[0] - src[1], s23 = src[2] + src[3], d23 = src[2] - src[3];
-    t[i * 4 + 0] = s01 + s23;
-    t[i * 4 + 1] = s01 - s23;
-    t[i * 4 + 2] = d01 - d23;
-    t[i * 4 + 3] = d01 + d23;
-  }
-  for (int u = 0; u < 4; u++) {
-    int s01 = t[u] + t[4 + u], d01 = t[u] - t[4 + u], s23 = t[8 + u] + t[12 + u], d23 = t[8 + u] - t[12 + u];
-    out[u] = s01 + s23;
-    out[4 + u] = s01 - s23;
-    out[8 + u] = d01 - d23;
-    out[12 + u] = d01 + d23;
-  }
+  int x[16];
+  for (int i = 0; i < 4; i++, src += stride)
+    for (int j = 0; j < 4; j++) x[i * 4 + j] = src[j];
+  hadamard4x4(out, x);
 }
 
 static inline void hadamard4(int out[4], const int in[4]) {

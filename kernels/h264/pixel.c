@@ -53,21 +53,11 @@ void sad16x4_halves_ref(const u8 *a, int as, const u8 *b, int bs, int out[2]) {
 }
 
 int satd4x4_ref(const u8 *a, int as, const u8 *b, int bs) {
-  int d[16], t[16], sum = 0;
+  int d[16], h[16], sum = 0;
   for (int y = 0; y < 4; y++)
     for (int x = 0; x < 4; x++) d[y * 4 + x] = a[y * as + x] - b[y * bs + x];
-  for (int i = 0; i < 4; i++) {
-    int *r = d + i * 4;
-    int s01 = r[0] + r[1], d01 = r[0] - r[1], s23 = r[2] + r[3], d23 = r[2] - r[3];
-    t[i * 4 + 0] = s01 + s23;
-    t[i * 4 + 1] = s01 - s23;
-    t[i * 4 + 2] = d01 - d23;
-    t[i * 4 + 3] = d01 + d23;
-  }
-  for (int j = 0; j < 4; j++) {
-    int s01 = t[j] + t[4 + j], d01 = t[j] - t[4 + j], s23 = t[8 + j] + t[12 + j], d23 = t[8 + j] - t[12 + j];
-    sum += iabs(s01 + s23) + iabs(s01 - s23) + iabs(d01 - d23) + iabs(d01 + d23);
-  }
+  hadamard4x4(h, d);
+  for (int i = 0; i < 16; i++) sum += iabs(h[i]);
   return sum >> 1;
 }
 

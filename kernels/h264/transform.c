@@ -253,8 +253,7 @@ void recon4x4_pair(u8 *dst, int stride, const i16 la[16], const i16 lb[16], int 
 }
 #endif
 
-/* 4x4 Hadamard H*X*H with H = [1 1 1 1; 1 1 -1 -1; 1 -1 -1 1; 1 -1 1 -1] (clause 8.5.10). */
-static void hadamard4x4(int out[16], const int in[16]) {
+void hadamard4x4(int out[16], const int in[16]) {
   int t[16];
   for (int i = 0; i < 4; i++) {
     const int *r = in + i * 4;
