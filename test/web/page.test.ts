@@ -1,7 +1,7 @@
 // The page at `/`, driven in headless Chromium against a live server: a REST clip from prompt to the
 // last frame (with its progress on the way) and out of the library again; a realtime session played
 // through MediaSource, steered with a prompt update that the timeline follows from start to completion;
-// and the API-key prompt when the server has a key.
+// the API-key prompt when the server has a key; and /docs, the API reference rendered from /openapi.json.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import { artifactPath, hasChromium, launchChromium } from "../helpers/browser.ts";
@@ -240,4 +240,19 @@ describe.skipIf(!hasChromium)("with server.api_key", () => {
       await keyed.close();
     }
   }, 30000);
+});
+
+describe("/docs", () => {
+  test.skipIf(!hasChromium)("the API reference lists every operation with its request fields", async () => {
+    const page = await browser.newPage();
+    await page.goto(`${server.url}/docs`);
+    await page.waitForSelector("details.op");
+    const summaries = await page.$$eval("details.op summary", (nodes) => nodes.map((n) => n.textContent ?? ""));
+    expect(summaries.some((s) => s.includes("POST") && s.includes("/v1/videos") && s.includes("Submit"))).toBe(true);
+    expect(summaries.some((s) => s.includes("RealtimeChunkMetadata"))).toBe(true);
+    await page.click("details.op summary:has-text('Submit an asynchronous video job')");
+    expect(await page.textContent("details.op[open] table", { timeout: 5000 })).toContain("prompt");
+    await page.screenshot({ path: artifactPath("docs.png"), fullPage: false });
+    await page.close();
+  });
 });
