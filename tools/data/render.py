@@ -1,0 +1,480 @@
+"""Procedural video renderer and captioner for kino-tiny.
+
+A scene is a JSON-able dict (background + 1-2 objects with a motion); render(scene) produces
+uint8 frames [T, H, W, 3] deterministically from the scene; caption(scene, rng) writes a caption
+from randomised templates (free word order, synonyms); canonical_caption() is the fixed form used
+for evaluation. sample_scene(rng) never produces a held-out combination (heldout.json).
+
+  python3 tools/data/render.py --preview out.png     # contact sheet of random scenes
+  python3 tools/data/render.py --write-heldout       # (re)creates tools/data/heldout.json
+"""
+import argparse
+import json
+import math
+import os
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+COLORS = {
+    "red": (220, 40, 40), "orange": (245, 140, 30), "yellow": (240, 220, 40), "green": (40, 180, 60),
+    "cyan": (40, 210, 220), "blue": (40, 70, 220), "purple": (140, 50, 200), "pink": (245, 130, 190),
+    "white": (245, 245, 245), "gray": (128, 128, 128),
+}
+BG_SOLID = dict(COLORS, black=(12, 12, 12))
+SPECIAL_BGS = ["night", "snow", "sunset"]
+BACKGROUNDS = list(BG_SOLID) + SPECIAL_BGS  # 14 background classes
+SHAPES = ["circle", "square", "triangle", "ring", "star"]
+MOTIONS = ["left", "right", "up", "down", "bouncing", "spinning", "growing", "shrinking", "still"]
+ROUND = {"circle", "ring"}  # spinning is invisible for these: never sampled
+
+SIZE = 64
+FPS = 16
+
+MOTION_PHRASES = {
+    "left": ["moving left", "moving to the left", "going left"],
+    "right": ["moving right", "moving to the right", "going right"],
+    "up": ["moving up", "moving upward", "going up"],
+    "down": ["moving down", "moving downward", "going down"],
+    "bouncing": ["bouncing", "bouncing up and down"],
+    "spinning": ["spinning", "rotating"],
+    "growing": ["growing", "getting bigger"],
+    "shrinking": ["shrinking", "getting smaller"],
+    "still": ["standing still", "not moving", ""],
+}
+BG_PHRASES = {
+    "night": ["in a night sky", "at night", "under a night sky", "on a night sky"],
+    "snow": ["in the snow", "in snow", "with falling snow", "on a snowy background"],
+    "sunset": ["at sunset", "in front of a sunset", "with a sunset background", "on a sunset"],
+}
+SOLID_BG_PHRASES = ["on {} background", "with {} background", "in front of {} background"]  # {} = "a red"
+
+
+def article(word):
+    return "an" if word[0] in "aeiou" else "a"
+
+
+def vocabulary():
+    words = set()
+    for c in BG_SOLID:
+        words.add(c)
+    words.update(SHAPES)
+    for ps in list(MOTION_PHRASES.values()) + list(BG_PHRASES.values()):
+        for p in ps:
+            words.update(p.split())
+    for p in SOLID_BG_PHRASES:
+        words.update(p.replace("{}", "").split())
+    words.update(["a", "an", "and", "the", "of", "with", "on", "in", "at", ",", ".", "background", "sky", "object",
+                  "shape", "video", "two", "one", "small", "big", "large", "left", "right", "up", "down"])
+    return sorted(words)
+
+
+# ---- held-out split ---------------------------------------------------------------------------
+
+def load_heldout(path=None):
+    path = path or os.path.join(HERE, "heldout.json")
+    with open(path) as f:
+        d = json.load(f)
+    return d
+
+
+def heldout_set(d=None):
+    d = d or load_heldout()
+    return {tuple(c) for c in d["combinations"]}
+
+
+def make_heldout(n=40, seed=1234):
+    rng = np.random.default_rng(seed)
+    combos = set()
+    while len(combos) < n:
+        color = str(rng.choice(list(COLORS)))
+        shape = str(rng.choice(SHAPES))
+        motion = str(rng.choice(MOTIONS))
+        bg = str(rng.choice(BACKGROUNDS))
+        if motion == "spinning" and shape in ROUND:
+            continue
+        if bg == color:
+            continue
+        combos.add((color, shape, motion, bg))
+    combos = sorted(combos)
+    return {
+        "description": "kino-tiny held-out (color, shape, motion, background) combinations: never rendered "
+                       "for any object in training; used for evaluation with canonical_caption().",
+        "fields": ["color", "shape", "motion", "background"],
+        "seed": seed,
+        "combinations": [list(c) for c in combos],
+    }
+
+
+# ---- scenes -------------------------------------------------------------------------------------
+
+def _contrast_ok(color, bg):
+    if bg in SPECIAL_BGS:
+        return True
+    if color == bg:
+        return False
+    a, b = np.array(COLORS[color], float), np.array(BG_SOLID[bg], float)
+    return np.linalg.norm(a - b) > 100
+
+
+def sample_object(rng, bg, r_range, excluded):
+    for _ in range(1000):
+        color = str(rng.choice(list(COLORS)))
+        shape = str(rng.choice(SHAPES))
+        motion = str(rng.choice(MOTIONS))
+        if motion == "spinning" and shape in ROUND:
+            continue
+        if not _contrast_ok(color, bg) or (color, shape, motion, bg) in excluded:
+            continue
+        break
+    r = float(rng.uniform(*r_range))
+    o = {"color": color, "shape": shape, "motion": motion, "r": r,
+         "angle": float(rng.uniform(0, 2 * math.pi)) if shape not in ROUND else 0.0}
+    m = 2.0 + r
+    o["x"] = float(rng.uniform(m, SIZE - m))
+    o["y"] = float(rng.uniform(m, SIZE - m))
+    if motion in ("left", "right", "up", "down"):
+        o["speed"] = float(rng.uniform(0.8, 1.4))  # px per frame
+    elif motion == "bouncing":
+        o["period"] = float(rng.uniform(14, 22))  # frames per bounce
+        o["amp"] = float(rng.uniform(14, 24))
+        o["phase"] = float(rng.uniform(0, 1))
+        o["y"] = SIZE - r - 1.5  # floor
+    elif motion == "spinning":
+        o["omega"] = float(rng.choice([-1, 1]) * rng.uniform(0.10, 0.20))  # rad per frame
+    elif motion == "growing":
+        o["s0"] = float(rng.uniform(0.4, 0.6))
+        o["rate"] = float(rng.uniform(0.025, 0.035))  # scale per frame
+    elif motion == "shrinking":
+        o["s0"] = float(rng.uniform(1.2, 1.4))
+        o["rate"] = float(rng.uniform(0.025, 0.035))
+    return o
+
+
+def sample_scene(rng, excluded=None, two_prob=0.2, frames=29, switch_prob=0.0, latents=8):
+    excluded = heldout_set() if excluded is None else excluded
+    if rng.random() < 0.3:
+        bg = str(rng.choice(SPECIAL_BGS))
+    else:
+        bg = str(rng.choice(list(BG_SOLID)))
+    n = 2 if rng.random() < two_prob else 1
+    objs = [sample_object(rng, bg, (9, 12) if n == 1 else (6.5, 9), excluded) for _ in range(n)]
+    if n == 2:
+        # keep the two objects apart horizontally at the start
+        a, b = objs
+        if abs(a["x"] - b["x"]) < 20 and a["motion"] not in ("left", "right") and b["motion"] not in ("left", "right"):
+            a["x"], b["x"] = 18.0, 46.0
+    scene = {"bg": bg, "bg_seed": int(rng.integers(1 << 30)), "objects": objs, "frames": frames,
+             "size": SIZE, "fps": FPS}
+    if switch_prob > 0 and rng.random() < switch_prob:
+        scene = add_switch(scene, rng, int(rng.integers(2, latents)), excluded)
+    return scene
+
+
+def add_switch(scene, rng, latent, excluded=None, t_stride=4):
+    """Prompt switch inside a clip: from video frame 1 + t_stride*(latent-1) on (= latent frame
+    `latent`), one attribute (object color, object shape or background) changes; everything else
+    (object trajectory, background seed) continues. Captions: caption_pair()."""
+    excluded = heldout_set() if excluded is None else excluded
+    o = scene["objects"][0]
+    for _ in range(100):
+        attr = str(rng.choice(["color", "color", "shape", "bg"]))
+        if attr == "color":
+            val = str(rng.choice([c for c in COLORS if c != o["color"]]))
+            ok = _contrast_ok(val, scene["bg"]) and (val, o["shape"], o["motion"], scene["bg"]) not in excluded
+        elif attr == "shape":
+            val = str(rng.choice([s for s in SHAPES if s != o["shape"]]))
+            ok = not (o["motion"] == "spinning" and val in ROUND) and (o["color"], val, o["motion"], scene["bg"]) not in excluded
+        else:
+            val = str(rng.choice([b for b in BACKGROUNDS if b != scene["bg"]]))
+            ok = all(_contrast_ok(ob["color"], val) and (ob["color"], ob["shape"], ob["motion"], val) not in excluded
+                     for ob in scene["objects"])
+        if ok:
+            scene["switch"] = {"latent": int(latent), "frame": 1 + t_stride * (int(latent) - 1), "attr": attr,
+                               "value": val}
+            return scene
+    return scene
+
+
+def switched(scene):
+    """The scene after its switch (no 'switch' key)."""
+    import copy
+    b = copy.deepcopy(scene)
+    sw = b.pop("switch")
+    if sw["attr"] == "bg":
+        b["bg"] = sw["value"]
+    else:
+        b["objects"][0][sw["attr"]] = sw["value"]
+        if sw["attr"] == "shape" and sw["value"] in ROUND:
+            b["objects"][0]["angle"] = 0.0
+    return b
+
+
+def caption_pair(scene, rng):
+    """(caption before, caption after) a switch, with the same template and phrasing."""
+    seed = int(rng.integers(1 << 31))
+    a = caption(scene if "switch" not in scene else {k: v for k, v in scene.items() if k != "switch"},
+                np.random.default_rng(seed))
+    if "switch" not in scene:
+        return a, a
+    return a, caption(switched(scene), np.random.default_rng(seed))
+
+
+def scene_from_combo(color, shape, motion, bg, seed=0, frames=29):
+    """A single-object scene with given attributes (evaluation); object parameters from seed."""
+    rng = np.random.default_rng(seed)
+    for _ in range(1000):
+        o = sample_object(rng, bg, (9, 12), set())
+        if o["motion"] == motion:
+            break
+    o["color"], o["shape"], o["motion"] = color, shape, motion
+    if shape in ROUND:
+        o["angle"] = 0.0
+    return {"bg": bg, "bg_seed": int(rng.integers(1 << 30)), "objects": [o], "frames": frames, "size": SIZE,
+            "fps": FPS}
+
+
+# ---- captions -----------------------------------------------------------------------------------
+
+def bg_phrase(bg, rng=None):
+    if bg in SPECIAL_BGS:
+        ps = BG_PHRASES[bg]
+        return ps[0] if rng is None else str(rng.choice(ps))
+    p = SOLID_BG_PHRASES[0] if rng is None else str(rng.choice(SOLID_BG_PHRASES))
+    return p.format(f"{article(bg)} {bg}")
+
+
+def obj_phrase(o):
+    return f"{article(o['color'])} {o['color']} {o['shape']}"
+
+
+def motion_phrase(m, rng=None):
+    ps = MOTION_PHRASES[m]
+    if rng is None:
+        return ps[0]
+    return str(rng.choice(ps))
+
+
+def caption(scene, rng):
+    objs = scene["objects"]
+    parts = []
+    for o in objs:
+        mp = motion_phrase(o["motion"], rng)
+        parts.append((obj_phrase(o), mp))
+    bgp = bg_phrase(scene["bg"], rng)
+    if len(parts) == 1:
+        (ob, mp), = parts
+        form = int(rng.integers(3)) if mp else int(rng.choice([0, 1]))
+        if form == 0:
+            return " ".join(x for x in (ob, mp, bgp) if x)
+        if form == 1:
+            return f"{bgp}, " + " ".join(x for x in (ob, mp) if x)
+        return f"{ob} {bgp}, {mp}"
+    objs_txt = " and ".join(" ".join(x for x in p if x) for p in parts)
+    if rng.random() < 0.5:
+        return f"{objs_txt} {bgp}"
+    return f"{bgp}, {objs_txt}"
+
+
+def canonical_caption(color, shape, motion, bg):
+    mp = MOTION_PHRASES[motion][0]
+    return f"{article(color)} {color} {shape} {mp} {bg_phrase(bg)}"
+
+
+# ---- rendering ----------------------------------------------------------------------------------
+
+def _poly_sdf(px, py, vx, vy):
+    d = np.full(px.shape, np.inf, np.float32)
+    s = np.ones(px.shape, np.float32)
+    m = len(vx)
+    for i in range(m):
+        j = i - 1
+        ex, ey = vx[j] - vx[i], vy[j] - vy[i]
+        wx, wy = px - vx[i], py - vy[i]
+        t = np.clip((wx * ex + wy * ey) / (ex * ex + ey * ey), 0.0, 1.0)
+        bx, by = wx - ex * t, wy - ey * t
+        d = np.minimum(d, bx * bx + by * by)
+        c1 = py >= vy[i]
+        c2 = py < vy[j]
+        c3 = ex * wy > ey * wx
+        flip = (c1 & c2 & c3) | (~c1 & ~c2 & ~c3)
+        s = np.where(flip, -s, s)
+    return s * np.sqrt(d)
+
+
+def shape_sdf(shape, px, py, cx, cy, r, angle):
+    dx, dy = px - cx, py - cy
+    if shape == "circle":
+        return np.sqrt(dx * dx + dy * dy) - r
+    if shape == "ring":
+        return np.abs(np.sqrt(dx * dx + dy * dy) - 0.72 * r) - 0.28 * r
+    if shape == "square":
+        k = 0.82 * r
+        base = [(k, k), (-k, k), (-k, -k), (k, -k)]
+    elif shape == "triangle":
+        k = 1.12 * r
+        base = [(k * math.cos(a), k * math.sin(a)) for a in (-math.pi / 2, math.pi / 6, 5 * math.pi / 6)]
+        base = [(x, y + 0.15 * r) for x, y in base]
+    elif shape == "star":
+        k = 1.12 * r
+        base = []
+        for i in range(10):
+            a = -math.pi / 2 + i * math.pi / 5
+            rr = k if i % 2 == 0 else 0.45 * k
+            base.append((rr * math.cos(a), rr * math.sin(a)))
+    else:
+        raise ValueError(shape)
+    ca, sa = math.cos(angle), math.sin(angle)
+    vx = np.array([cx + ca * x - sa * y for x, y in base], np.float32)
+    vy = np.array([cy + sa * x + ca * y for x, y in base], np.float32)
+    return _poly_sdf(px, py, vx, vy)
+
+
+def object_state(o, k):
+    """Center, radius and angle of object o at frame k."""
+    x, y, r, ang = o["x"], o["y"], o["r"], o["angle"]
+    m = o["motion"]
+    span = SIZE + 2 * 1.5 * r
+    if m in ("left", "right", "up", "down"):
+        d = o["speed"] * k
+        if m == "left":
+            x = x - d
+        elif m == "right":
+            x = x + d
+        elif m == "up":
+            y = y - d
+        else:
+            y = y + d
+        x = (x + 1.5 * r) % span - 1.5 * r
+        y = (y + 1.5 * r) % span - 1.5 * r
+    elif m == "bouncing":
+        y = o["y"] - o["amp"] * abs(math.sin(math.pi * (k / o["period"] + o["phase"])))
+    elif m == "spinning":
+        ang = ang + o["omega"] * k
+    elif m == "growing":
+        r = r * min(o["s0"] + o["rate"] * k, 1.45)
+    elif m == "shrinking":
+        r = r * max(o["s0"] - o["rate"] * k, 0.35)
+    return x, y, r, ang
+
+
+_GRID = None
+
+
+def _grid():
+    global _GRID
+    if _GRID is None:
+        yy, xx = np.mgrid[0:SIZE, 0:SIZE].astype(np.float32) + 0.5
+        _GRID = (xx, yy)
+    return _GRID
+
+
+def _lerp_rows(stops, n):
+    """stops: list of (pos in [0,1], rgb) -> [n, 3] float."""
+    t = (np.arange(n) + 0.5) / n
+    out = np.zeros((n, 3), np.float32)
+    for c in range(3):
+        out[:, c] = np.interp(t, [s[0] for s in stops], [s[1][c] for s in stops])
+    return out
+
+
+def render_background(scene, k, rng_state):
+    bg = scene["bg"]
+    xx, yy = _grid()
+    if bg in BG_SOLID:
+        img = np.empty((SIZE, SIZE, 3), np.float32)
+        img[:] = BG_SOLID[bg]
+        return img
+    if bg == "sunset":
+        rows = _lerp_rows([(0, (60, 30, 110)), (0.45, (200, 70, 80)), (0.75, (240, 130, 50)), (1, (250, 195, 80))], SIZE)
+        return np.repeat(rows[:, None, :], SIZE, axis=1).copy()
+    if bg == "night":
+        rows = _lerp_rows([(0, (6, 8, 28)), (1, (22, 26, 62))], SIZE)
+        img = np.repeat(rows[:, None, :], SIZE, axis=1).copy()
+        sx, sy, sb, sp = rng_state["stars"]
+        tw = 0.75 + 0.25 * np.sin(sp + 0.4 * k)
+        for x, y, b, t in zip(sx, sy, sb, tw):
+            img[y, x] = np.maximum(img[y, x], b * t)
+        return img
+    if bg == "snow":
+        rows = _lerp_rows([(0, (70, 85, 115)), (1, (115, 125, 150))], SIZE)
+        img = np.repeat(rows[:, None, :], SIZE, axis=1).copy()
+        fx, fy, fr, fv, fp = rng_state["flakes"]
+        cy = (fy + fv * k) % (SIZE + 4) - 2
+        cx = fx + 1.5 * np.sin(fp + 0.15 * k)
+        for x, y, r in zip(cx, cy, fr):
+            x0, x1 = int(max(0, x - 3)), int(min(SIZE, x + 4))
+            y0, y1 = int(max(0, y - 3)), int(min(SIZE, y + 4))
+            if x0 >= x1 or y0 >= y1:
+                continue
+            d = np.sqrt((xx[y0:y1, x0:x1] - x) ** 2 + (yy[y0:y1, x0:x1] - y) ** 2) - r
+            a = np.clip(0.5 - d, 0, 1)[..., None]
+            img[y0:y1, x0:x1] = img[y0:y1, x0:x1] * (1 - a) + 240 * a
+        return img
+    raise ValueError(bg)
+
+
+def render(scene):
+    """-> uint8 [T, SIZE, SIZE, 3]"""
+    if "switch" in scene:
+        a = render({k: v for k, v in scene.items() if k != "switch"})
+        b = render(switched(scene))
+        f = scene["switch"]["frame"]
+        return np.concatenate([a[:f], b[f:]], 0)
+    T = scene["frames"]
+    rng = np.random.default_rng(scene["bg_seed"])
+    state = {}
+    if scene["bg"] == "night":
+        n = int(rng.integers(22, 36))
+        state["stars"] = (rng.integers(0, SIZE, n), rng.integers(0, SIZE, n), rng.uniform(140, 255, n),
+                          rng.uniform(0, 2 * math.pi, n))
+    elif scene["bg"] == "snow":
+        n = int(rng.integers(30, 45))
+        state["flakes"] = (rng.uniform(0, SIZE, n), rng.uniform(0, SIZE, n), rng.uniform(0.7, 1.5, n),
+                           rng.uniform(0.5, 1.2, n), rng.uniform(0, 2 * math.pi, n))
+    xx, yy = _grid()
+    frames = np.empty((T, SIZE, SIZE, 3), np.uint8)
+    t0 = scene.get("t0", 0)
+    for i in range(T):
+        k = t0 + i
+        img = render_background(scene, k, state)
+        for o in scene["objects"]:
+            cx, cy, r, ang = object_state(o, k)
+            x0, x1 = int(max(0, cx - 1.6 * r - 2)), int(min(SIZE, cx + 1.6 * r + 3))
+            y0, y1 = int(max(0, cy - 1.6 * r - 2)), int(min(SIZE, cy + 1.6 * r + 3))
+            if x0 >= x1 or y0 >= y1:
+                continue
+            sd = shape_sdf(o["shape"], xx[y0:y1, x0:x1], yy[y0:y1, x0:x1], cx, cy, r, ang)
+            a = np.clip(0.5 - sd, 0, 1)[..., None]
+            img[y0:y1, x0:x1] = img[y0:y1, x0:x1] * (1 - a) + np.array(COLORS[o["color"]], np.float32) * a
+        frames[i] = np.clip(img + 0.5, 0, 255).astype(np.uint8)
+    return frames
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--preview", default=None)
+    ap.add_argument("--write-heldout", action="store_true")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    if args.write_heldout:
+        with open(os.path.join(HERE, "heldout.json"), "w") as f:
+            json.dump(make_heldout(), f, indent=1)
+        print("wrote heldout.json")
+    if args.preview:
+        import sys
+        sys.path.insert(0, HERE)
+        import png
+        rng = np.random.default_rng(args.seed)
+        rows = []
+        for i in range(12):
+            sc = sample_scene(rng)
+            fr = render(sc)
+            print(caption(sc, rng))
+            rows.append([fr[k] for k in range(0, 29, 4)])
+        png.write_png(args.preview, png.upscale(png.grid(rows), 2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,272 @@
+"""Attribute classifiers for kino-tiny clips (uint8 frames [T, 64, 64, 3]):
+background (14 classes), object color (10), shape (5), motion (9). Hand-written (no learning);
+validated on ground-truth renders (`python3 tools/eval/metrics.py --validate`).
+
+classify(frames) -> {"background", "color", "shape", "motion", "found"}
+"""
+import argparse
+import math
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "data"))
+import render  # noqa: E402
+
+S = render.SIZE
+
+
+# ---- background ------------------------------------------------------------------------------
+
+def _bg_features(frames):
+    f = frames.astype(np.float32)
+    border = np.concatenate([f[:, :, :3], f[:, :, -3:]], axis=2)  # [T, H, 6, 3] left/right columns
+    rows = np.median(border.reshape(-1, S, 6, 3).transpose(1, 0, 2, 3).reshape(S, -1, 3), axis=1)  # [H, 3]
+    top, mid, bot = rows[2:12].mean(0), rows[27:37].mean(0), rows[52:62].mean(0)
+    # speckles: pixels much brighter than their row's background, in small blobs (stars, flakes)
+    diff = (f - rows[None, :, None, :]).sum(-1)
+    bright = (diff > 90).astype(np.float32)
+    # keep only small bright blobs (stars, flakes): <= 9 bright pixels in the 7x7 neighbourhood
+    c = np.pad(bright, ((0, 0), (4, 3), (4, 3))).cumsum(1).cumsum(2)
+    box = c[:, 7:, 7:] - c[:, :-7, 7:] - c[:, 7:, :-7] + c[:, :-7, :-7]
+    frac = ((bright > 0) & (box <= 9)).mean()
+    return rows, np.concatenate([top, mid, bot]) / 255.0, frac
+
+
+_PROTOS = None
+
+
+def _prototypes():
+    global _PROTOS
+    if _PROTOS is None:
+        protos = []
+        for bg in render.BACKGROUNDS:
+            feats = []
+            for seed in range(3):
+                sc = {"bg": bg, "bg_seed": seed, "objects": [], "frames": 9, "size": S, "fps": render.FPS}
+                _, col, frac = _bg_features(render.render(sc))
+                feats.append(np.concatenate([col, [min(frac, 0.08) * 10]]))
+            protos.append(np.mean(feats, 0))
+        _PROTOS = np.stack(protos)
+    return _PROTOS
+
+
+def classify_background(frames):
+    rows, col, frac = _bg_features(frames)
+    f = np.concatenate([col, [min(frac, 0.08) * 10]])
+    d = np.linalg.norm(_prototypes() - f[None], axis=1)
+    return render.BACKGROUNDS[int(np.argmin(d))], rows
+
+
+# ---- object mask ------------------------------------------------------------------------------
+
+def _components(mask):
+    """4-connected components -> list of index arrays (pure numpy flood fill on small images)."""
+    h, w = mask.shape
+    lab = np.zeros((h, w), np.int32)
+    comps = []
+    cur = 0
+    ys, xs = np.nonzero(mask)
+    for y0, x0 in zip(ys, xs):
+        if lab[y0, x0]:
+            continue
+        cur += 1
+        stack = [(y0, x0)]
+        lab[y0, x0] = cur
+        pts = []
+        while stack:
+            y, x = stack.pop()
+            pts.append((y, x))
+            for dy, dx in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+                yy, xx = y + dy, x + dx
+                if 0 <= yy < h and 0 <= xx < w and mask[yy, xx] and not lab[yy, xx]:
+                    lab[yy, xx] = cur
+                    stack.append((yy, xx))
+        comps.append(np.array(pts))
+    return comps
+
+
+def object_mask(frame, rows, thr=60):
+    diff = np.abs(frame.astype(np.float32) - rows[:, None, :]).sum(-1)
+    m = diff > thr
+    comps = [c for c in _components(m) if len(c) >= 10]
+    if not comps:
+        return None
+    c = max(comps, key=len)
+    out = np.zeros_like(m)
+    out[c[:, 0], c[:, 1]] = True
+    return out
+
+
+# ---- color ------------------------------------------------------------------------------------
+
+_CNAMES = list(render.COLORS)
+_CVALS = np.array([render.COLORS[c] for c in _CNAMES], np.float32)
+
+
+def classify_color(frames, masks):
+    px = [frames[k][m] for k, m in enumerate(masks) if m is not None]
+    if not px:
+        return None
+    px = np.concatenate(px).astype(np.float32)
+    c = np.median(px, axis=0)
+    return _CNAMES[int(np.argmin(np.linalg.norm(_CVALS - c[None], axis=1)))]
+
+
+# ---- shape ------------------------------------------------------------------------------------
+
+_GY, _GX = np.mgrid[0:S, 0:S].astype(np.float32) + 0.5
+
+
+def _template(shape, cx, cy, r, ang):
+    return render.shape_sdf(shape, _GX, _GY, cx, cy, r, ang) < 0
+
+
+_AREA = {}
+
+
+def _unit_area(shape):
+    if shape not in _AREA:
+        _AREA[shape] = _template(shape, 32, 32, 20, 0.0).sum() / 400.0
+    return _AREA[shape]
+
+
+def fit_shape(mask):
+    """-> (best shape, iou, angle) by template matching at the mask's centroid and area."""
+    ys, xs = np.nonzero(mask)
+    cy, cx = ys.mean() + 0.5, xs.mean() + 0.5
+    area = mask.sum()
+    best = (None, -1.0, 0.0)
+    for shape in render.SHAPES:
+        r = math.sqrt(area / _unit_area(shape))
+        if shape == "triangle":
+            cy_t = cy - 0.15 * r * 0  # centroid of the drawn triangle is its center (offset 0.15r down is in the sdf)
+        angles = [0.0] if shape in render.ROUND else np.linspace(0, 2 * math.pi / {"square": 4, "triangle": 3, "star": 5}[shape], 12, endpoint=False)
+        for a in angles:
+            # the drawn triangle is offset by 0.15 r along its own axis; compensate at the centroid
+            ox, oy = 0.0, 0.0
+            if shape == "triangle":
+                ox, oy = 0.15 * r * math.sin(a), -0.15 * r * math.cos(a)
+            t = _template(shape, cx + ox, cy + oy, r, a)
+            inter = (t & mask).sum()
+            iou = inter / max(1, (t | mask).sum())
+            if iou > best[1]:
+                best = (shape, float(iou), float(a))
+    return best
+
+
+def _inside(mask, margin=1):
+    ys, xs = np.nonzero(mask)
+    return ys.min() >= margin and xs.min() >= margin and ys.max() < S - margin and xs.max() < S - margin
+
+
+def classify_shape(masks):
+    votes = {}
+    for m in masks:
+        if m is None or m.sum() < 30 or not _inside(m):
+            continue
+        s, iou, _ = fit_shape(m)
+        if s is not None:
+            votes[s] = votes.get(s, 0) + iou
+    if not votes:
+        return None
+    return max(votes, key=votes.get)
+
+
+# ---- motion -----------------------------------------------------------------------------------
+
+def classify_motion(masks, shape=None):
+    ks = [k for k, m in enumerate(masks) if m is not None]
+    if len(ks) < max(4, len(masks) // 3):
+        return None
+    cx = np.array([np.nonzero(masks[k])[1].mean() for k in ks])
+    cy = np.array([np.nonzero(masks[k])[0].mean() for k in ks])
+    area = np.array([masks[k].sum() for k in ks], np.float32)
+    # unwrap wrap-around jumps
+    dx, dy = np.diff(cx), np.diff(cy)
+    dx = np.where(np.abs(dx) > 20, 0, dx)
+    dy = np.where(np.abs(dy) > 20, 0, dy)
+    net_x, net_y = dx.sum(), dy.sum()
+    inside = np.array([_inside(masks[k], 1) for k in ks])
+    if inside.sum() >= max(4, len(ks) // 2):
+        ai = area[inside]
+        n = len(ai)
+        a0, a1 = np.median(ai[:max(2, n // 5)]), np.median(ai[-max(2, n // 5):])
+        ratio = a1 / max(a0, 1)
+        if ratio > 1.6:
+            return "growing"
+        if ratio < 0.62:
+            return "shrinking"
+    # bouncing: vertical direction reversals with a large vertical range and little net motion
+    sy = np.sign(np.where(np.abs(dy) > 0.3, dy, 0))
+    sy = sy[sy != 0]
+    rev = int((sy[1:] != sy[:-1]).sum()) if len(sy) > 1 else 0
+    yr = cy.max() - cy.min()
+    if rev >= 1 and yr > 8 and abs(net_x) < 8:
+        return "bouncing"
+    if abs(net_x) > 10 and abs(net_x) > 1.5 * abs(net_y):
+        return "left" if net_x < 0 else "right"
+    if abs(net_y) > 10:
+        return "up" if net_y < 0 else "down"
+    # spinning: orientation of the fitted template changes
+    if shape not in render.ROUND:
+        idx = [k for k in ks if masks[k].sum() >= 40 and _inside(masks[k])]
+        if len(idx) >= 4:
+            sel = [idx[0], idx[len(idx) // 3], idx[2 * len(idx) // 3], idx[-1]]
+            fits = [fit_shape(masks[k]) for k in sel]
+            if fits[0][0] is not None:
+                sym = 2 * math.pi / {"square": 4, "triangle": 3, "star": 5}.get(fits[0][0], 4)
+                tot = 0.0
+                for (_, _, a), (_, _, b) in zip(fits[:-1], fits[1:]):
+                    d = (b - a) % sym
+                    d = min(d, sym - d)
+                    tot += d
+                if tot > 0.35:
+                    return "spinning"
+    return "still"
+
+
+def classify(frames):
+    bg, rows = classify_background(frames)
+    masks = [object_mask(f, rows) for f in frames]
+    found = sum(m is not None for m in masks) / len(masks)
+    color = classify_color(frames, masks)
+    shape = classify_shape(masks)
+    motion = classify_motion(masks, shape)
+    return {"background": bg, "color": color, "shape": shape, "motion": motion, "found": found}
+
+
+def score(preds, truths):
+    """preds/truths: lists of dicts with the 4 attributes -> accuracy per attribute."""
+    out = {}
+    for k in ("color", "background", "motion", "shape"):
+        out[k] = float(np.mean([p[k] == t[k] for p, t in zip(preds, truths)]))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--validate", type=int, default=100, help="score N ground-truth renders")
+    args = ap.parse_args()
+    rng = np.random.default_rng(7)
+    preds, truths = [], []
+    conf = {}
+    for i in range(args.validate):
+        sc = render.sample_scene(rng, set(), two_prob=0.0)
+        o = sc["objects"][0]
+        p = classify(render.render(sc))
+        t = {"background": sc["bg"], "color": o["color"], "shape": o["shape"], "motion": o["motion"]}
+        preds.append(p)
+        truths.append(t)
+        for k in t:
+            if p[k] != t[k]:
+                conf.setdefault(k, []).append((t[k], p[k]))
+    print("ground-truth renders:", score(preds, truths))
+    for k, v in conf.items():
+        print(k, v[:12])
+
+
+if __name__ == "__main__":
+    main()

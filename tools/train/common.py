@@ -1,0 +1,112 @@
+"""Shared helpers: paths, the kino-tiny configuration, checkpoints, logging, EMA."""
+import copy
+import json
+import os
+import sys
+import time
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "tools", "data"))
+sys.path.insert(0, os.path.join(ROOT, "tools", "eval"))
+
+BUILD = os.path.join(ROOT, "build", "train")
+
+# ---- the kino-tiny configuration (one place) ---------------------------------------------------
+CFG = {
+    "seed": 20250801,
+    "video": {"width": 64, "height": 64, "fps": 16},
+    "vae": {"dim": 8, "z_dim": 16, "dim_mult": [1, 2, 4, 4], "num_res_blocks": 2, "attn_scales": [],
+            "temperal_downsample": [False, True, True]},
+    "t5": {"dim": 128, "dim_attn": 128, "dim_ffn": 256, "num_heads": 4, "num_layers": 2, "num_buckets": 32},
+    "dit": {"patch_size": [1, 2, 2], "text_len": 32, "dim": 256, "ffn_dim": 768, "freq_dim": 256,
+            "num_heads": 4, "num_layers": 6},
+    # streaming
+    "chunk_latent_frames": 1,       # latent frames per chunk (-> 4 video frames, the first chunk 1)
+    "attn_window_chunks": 4,        # a chunk attends to itself + the 3 previous chunks (KV cache)
+    "train_latent_frames": 8,       # training clips: 1 + 4*7 = 29 video frames
+    # flow matching
+    "shift": 3.0,
+    "sample_steps": 4,
+    "guidance_scale": 3.0,
+}
+
+
+def vae_model():
+    import wan_vae
+    c = CFG["vae"]
+    return wan_vae.WanVAE_(c["dim"], c["z_dim"], c["dim_mult"], c["num_res_blocks"], c["attn_scales"],
+                           c["temperal_downsample"], 0.0)
+
+
+def t5_model(vocab):
+    import umt5
+    c = CFG["t5"]
+    return umt5.T5Encoder(vocab, c["dim"], c["dim_attn"], c["dim_ffn"], c["num_heads"], c["num_layers"],
+                          c["num_buckets"], shared_pos=False, dropout=0.0)
+
+
+def dit_model():
+    import wan_dit
+    c = CFG["dit"]
+    return wan_dit.WanModel(patch_size=tuple(c["patch_size"]), text_len=c["text_len"], in_dim=CFG["vae"]["z_dim"],
+                            dim=c["dim"], ffn_dim=c["ffn_dim"], freq_dim=c["freq_dim"], text_dim=CFG["t5"]["dim"],
+                            out_dim=CFG["vae"]["z_dim"], num_heads=c["num_heads"], num_layers=c["num_layers"])
+
+
+def setup_torch(threads=1):
+    torch.set_num_threads(threads)
+    torch.set_num_interop_threads(1)
+
+
+def save_ckpt(path, obj):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp"
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def load_ckpt(path):
+    if not os.path.exists(path):
+        return None
+    return torch.load(path, map_location="cpu")
+
+
+class Logger:
+    def __init__(self, path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        self.path = path
+
+    def log(self, **kw):
+        kw["time"] = time.time()
+        with open(self.path, "a") as f:
+            f.write(json.dumps(kw) + "\n")
+
+    def read(self):
+        if not os.path.exists(self.path):
+            return []
+        out = []
+        with open(self.path) as f:
+            for line in f:
+                try:
+                    out.append(json.loads(line))
+                except json.JSONDecodeError:
+                    pass
+        return out
+
+
+class EMA:
+    def __init__(self, model, decay):
+        self.decay = decay
+        self.model = copy.deepcopy(model).eval()
+        for p in self.model.parameters():
+            p.requires_grad_(False)
+
+    @torch.no_grad()
+    def update(self, model, decay=None):
+        d = self.decay if decay is None else decay
+        for pe, p in zip(self.model.parameters(), model.parameters()):
+            pe.mul_(d).add_(p.detach(), alpha=1 - d)

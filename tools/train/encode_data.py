@@ -1,0 +1,67 @@
+"""Render training clips and encode them with the trained VAE into latent shards (resumable).
+
+  python3 tools/train/encode_data.py --shards 24      # build/train/data/shard_XXX.pt, 1000 clips each
+Each shard: {"latents": fp16 [N, z, F, h, w] (normalised with the VAE's latents_mean/std),
+             "scenes": [scene dicts]}. Clip i of shard s is a pure function of (seed, s, i).
+"""
+import argparse
+import json
+import os
+import time
+
+import numpy as np
+import torch
+
+import common
+from common import CFG
+
+import render  # noqa: E402
+
+
+def load_vae():
+    ck = common.load_ckpt(f"{common.BUILD}/vae/ckpt.pt")
+    assert ck is not None and "latents_mean" in ck, "train the VAE first"
+    vae = common.vae_model()
+    vae.load_state_dict(ck["model"])
+    vae.latents_mean.copy_(ck["latents_mean"])
+    vae.latents_std.copy_(ck["latents_std"])
+    return vae.eval()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shards", type=int, default=24)
+    ap.add_argument("--per-shard", type=int, default=1000)
+    ap.add_argument("--out", default=f"{common.BUILD}/data")
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args()
+    common.setup_torch(args.threads)
+    os.makedirs(args.out, exist_ok=True)
+    vae = load_vae()
+    seed = CFG["seed"]
+    nf = CFG["train_latent_frames"]
+    frames = 1 + vae.t_stride * (nf - 1)
+    excluded = render.heldout_set()
+    for s in range(args.shards):
+        path = f"{args.out}/shard_{s:03d}.pt"
+        if os.path.exists(path):
+            continue
+        t0 = time.time()
+        rng = np.random.default_rng([seed, 10, s])
+        scenes, lats = [], []
+        bs = 16
+        for i in range(0, args.per_shard, bs):
+            sc = [render.sample_scene(rng, excluded, frames=frames, switch_prob=0.25, latents=nf)
+                  for _ in range(min(bs, args.per_shard - i))]
+            x = torch.from_numpy(np.stack([render.render(c) for c in sc])).float().div(127.5).sub(1.0)
+            x = x.permute(0, 4, 1, 2, 3).contiguous()
+            with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+                mu, _ = vae.encode_raw(x)
+            lats.append(vae.normalize(mu.float()).half())
+            scenes.extend(sc)
+        common.save_ckpt(path, {"latents": torch.cat(lats), "scenes": scenes})
+        print(f"shard {s}: {len(scenes)} clips in {time.time() - t0:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()

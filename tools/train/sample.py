@@ -1,0 +1,255 @@
+"""Streaming sampler for kino-tiny, chunk by chunk with a KV cache, exactly as the server runs it:
+
+  for chunk k = 0, 1, 2, ... (1 latent frame each; RoPE temporal position k):
+    x ~ N(0, I)                                   [B, 16, 1, 8, 8]
+    for i in 0..steps-1:   (sigmas = shift(linspace(1, 0, steps+1)), t_i = 1000 * sigma_i)
+      v_c = DiT(x, t_i | cond context,  self-attn KV cache of the previous <= 3 chunks (cond stream))
+      v_u = DiT(x, t_i | empty context, self-attn KV cache of the uncond stream)   (if guidance != 1)
+      v   = v_u + g * (v_c - v_u)
+      x   = x + (sigma_{i+1} - sigma_i) * v       (Euler; sigma_steps = 0)
+    context pass: DiT(x, t = 0) once per stream (cond and uncond) -> append this chunk's K/V to its
+                  cache (keys after norm_k and RoPE); drop chunks older than the window
+    video: VAE decode of latent frame k with the streaming feature cache -> 1 frame (k = 0) or 4
+
+  python3 tools/train/sample.py --sheet docs/kino-tiny-samples.png --eval   # held-out accuracies
+"""
+import argparse
+import json
+import math
+import os
+import time
+
+import numpy as np
+import torch
+
+import common
+from common import CFG
+import tokenizer as tokmod
+import train_dit
+
+import png  # noqa: E402  (tools/data)
+import render  # noqa: E402
+
+
+def sampler_sigmas(steps, shift):
+    s = np.linspace(1.0, 0.0, steps + 1)
+    return (shift * s / (1 + (shift - 1) * s)).tolist()
+
+
+def load_models(dit_ckpt=None, ema=True, export_precision=False):
+    """export_precision: round the DiT's >= 2-D weights to bf16 as export.py stores them."""
+    tok = tokmod.default_tokenizer()
+    ck = common.load_ckpt(dit_ckpt or f"{common.BUILD}/dit/ckpt.pt")
+    dit = common.dit_model()
+    text = train_dit.TextModel(tok)
+    sd = ck["ema_dit" if ema else "dit"]
+    if export_precision:
+        sd = {k: (v.to(torch.bfloat16).float() if v.dim() >= 2 and "modulation" not in k else v) for k, v in sd.items()}
+    dit.load_state_dict(sd)
+    text.load_state_dict(ck["ema_text" if ema else "text"])
+    # a decoder fine-tuned on the frozen encoder (train_vae.py --decoder-only) replaces the decoder
+    vck = common.load_ckpt(f"{common.BUILD}/vae/decoder_ft/ckpt.pt")
+    if vck is None or "latents_mean" not in vck:
+        vck = common.load_ckpt(f"{common.BUILD}/vae/ckpt.pt")
+    vae = common.vae_model()
+    vae.load_state_dict(vck["model"])
+    if "latents_mean" in vck:
+        vae.latents_mean.copy_(vck["latents_mean"])
+        vae.latents_std.copy_(vck["latents_std"])
+    return dit.eval(), text.eval(), vae.eval(), tok, ck.get("step", 0)
+
+
+def encode_text(text, tok, prompts):
+    """-> list of [L_i, text_dim] (T5 output on the real tokens incl. EOS; the DiT zero-pads)."""
+    out = []
+    with torch.no_grad():
+        for p in prompts:
+            ids = torch.tensor([tok.encode(p, CFG["dit"]["text_len"])])
+            out.append(text.t5(ids)[0])
+    return out
+
+
+class Stream:
+    def __init__(self, dit, vae, ctx_cond, ctx_uncond, steps, shift, guidance, window, seed=0):
+        self.dit, self.vae = dit, vae
+        self.sig = sampler_sigmas(steps, shift)
+        self.g = guidance
+        self.window = window
+        self.k = 0
+        self.gen = torch.Generator().manual_seed(seed)
+        self.vae_cache = {}
+        self.caches = {"c": [], "u": []}  # list (per chunk) of per-layer (K, V)
+        self.set_context(ctx_cond, ctx_uncond)
+
+    def set_context(self, ctx_cond, ctx_uncond=None):
+        """ctx: list of [L_i, text_dim] (or a zero-padded [B, text_len, text_dim] tensor)."""
+        with torch.no_grad():
+            if not hasattr(self, "kv"):
+                self.kv = {}
+            self.kv["c"] = self.dit.cross_kv(ctx_cond)
+            if ctx_uncond is not None:
+                self.kv["u"] = self.dit.cross_kv(ctx_uncond)
+
+    def _past(self, name):
+        win = self.caches[name][-(self.window - 1):] if self.window > 1 else []
+        if not win:
+            return None
+        L = self.dit.num_layers
+        return [(torch.cat([c[i][0] for c in win], 1), torch.cat([c[i][1] for c in win], 1)) for i in range(L)]
+
+    @torch.no_grad()
+    def next_latent(self, b):
+        z = CFG["vae"]["z_dim"]
+        x = torch.randn(b, z, 1, 8, 8, generator=self.gen)
+        streams = ["c", "u"] if self.g != 1.0 else ["c"]
+        past = {s: self._past(s) for s in streams}
+        for i in range(len(self.sig) - 1):
+            t = torch.full((b,), self.sig[i] * 1000.0)
+            v, _ = self.dit.forward_chunk(x, t, self.kv["c"], [self.k], past["c"])
+            if self.g != 1.0:
+                vu, _ = self.dit.forward_chunk(x, t, self.kv["u"], [self.k], past["u"])
+                v = vu + self.g * (v - vu)
+            x = x + (self.sig[i + 1] - self.sig[i]) * v
+        for s in streams:  # context pass at t = 0
+            _, kv = self.dit.forward_chunk(x, torch.zeros(b), self.kv[s], [self.k], past[s])
+            self.caches[s].append(kv)
+            self.caches[s] = self.caches[s][-(self.window - 1):] if self.window > 1 else []
+        self.k += 1
+        return x
+
+    @torch.no_grad()
+    def next_frames(self, b):
+        x = self.next_latent(b)
+        v = self.vae.decode_stream(x, self.vae_cache).clamp(-1, 1)
+        return ((v + 1) * 127.5).round().byte().permute(0, 2, 3, 4, 1).numpy()  # [B, T, H, W, 3]
+
+
+def generate(dit, text, vae, tok, prompts, chunks=8, steps=None, shift=None, guidance=None, seed=0):
+    steps = steps or CFG["sample_steps"]
+    shift = shift or CFG["shift"]
+    guidance = CFG["guidance_scale"] if guidance is None else guidance
+    ctx = encode_text(text, tok, prompts)
+    unc = encode_text(text, tok, [""] * len(prompts))
+    st = Stream(dit, vae, ctx, unc, steps, shift, guidance, CFG["attn_window_chunks"], seed)
+    frames = [st.next_frames(len(prompts)) for _ in range(chunks)]
+    return np.concatenate(frames, axis=1)
+
+
+def seen_combos(n=40, seed=4321):
+    """n training-distribution (not held-out) single-object combinations, fixed."""
+    rng = np.random.default_rng(seed)
+    held = render.heldout_set()
+    out = []
+    while len(out) < n:
+        sc = render.sample_scene(rng, held, two_prob=0.0)
+        o = sc["objects"][0]
+        c = [o["color"], o["shape"], o["motion"], sc["bg"]]
+        if c not in out:
+            out.append(c)
+    return out
+
+
+def heldout_eval(dit, text, vae, tok, seeds=(0,), chunks=8, combos=None, **kw):
+    import metrics
+    combos = combos or render.load_heldout()["combinations"]
+    prompts = [render.canonical_caption(*c) for c in combos]
+    preds, truths, clips = [], [], []
+    for s in seeds:
+        for i in range(0, len(prompts), 20):
+            fr = generate(dit, text, vae, tok, prompts[i:i + 20], chunks=chunks, seed=1000 + s, **kw)
+            for j, f in enumerate(fr):
+                preds.append(metrics.classify(f))
+                c = combos[i + j]
+                truths.append({"color": c[0], "shape": c[1], "motion": c[2], "background": c[3]})
+                clips.append(f)
+    return metrics.score(preds, truths), preds, truths, clips, prompts
+
+
+def contact_sheet(path, clips, prompts, preds=None, every=4, scale=2):
+    rows = []
+    w = 64 * scale
+    for k, (c, p) in enumerate(zip(clips, prompts)):
+        ims = [png.upscale(c[i], scale) for i in range(0, c.shape[0], every)]
+        label = p if preds is None else p + "  ->  " + " ".join(str(preds[k][a]) for a in ("color", "shape", "motion", "background"))
+        strip = png.text_image(label, w * 3, scale=1, max_lines=3)
+        strip = np.pad(strip, ((0, 64 * scale - strip.shape[0]), (0, 0), (0, 0)), constant_values=255)
+        rows.append([strip[:, i * w:(i + 1) * w] for i in range(3)] + ims)
+    png.write_png(path, png.grid(rows))
+
+
+def interp_test(dit, text, vae, tok, a="a red circle standing still on a black background",
+                b="a blue circle standing still on a black background", chunks=12, ramp=(3, 9), seed=3):
+    """Linear interpolation of the text-encoder outputs (zero-padded to text_len) between chunks
+    ramp[0]..ramp[1]; returns per-chunk mean object color and the frames."""
+    ca, cb = [dit.pad_context([c])[0] for c in encode_text(text, tok, [a, b])]
+    unc = encode_text(text, tok, [""])
+    st = Stream(dit, vae, [ca], unc, CFG["sample_steps"], CFG["shift"], CFG["guidance_scale"],
+                CFG["attn_window_chunks"], seed)
+    out, alphas = [], []
+    for k in range(chunks):
+        al = min(1.0, max(0.0, (k - ramp[0]) / max(1, ramp[1] - ramp[0])))
+        st.set_context([(1 - al) * ca + al * cb])
+        fr = st.next_frames(1)[0]
+        out.append(fr)
+        alphas.append(al)
+    fr = np.concatenate(out, 0)
+    return fr, alphas
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ckpt", default=None)
+    ap.add_argument("--sheet", default=None)
+    ap.add_argument("--eval", action="store_true")
+    ap.add_argument("--seen", action="store_true", help="also score 40 seen (training) combinations")
+    ap.add_argument("--seeds", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=None)
+    ap.add_argument("--guidance", type=float, default=None)
+    ap.add_argument("--interp", default=None, help="write a prompt-interpolation strip PNG")
+    ap.add_argument("--json", default=None, help="append results as JSON lines")
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args()
+    common.setup_torch(args.threads)
+    dit, text, vae, tok, step = load_models(args.ckpt, export_precision=True)
+    res = {"step": step, "steps": args.steps or CFG["sample_steps"],
+           "guidance": CFG["guidance_scale"] if args.guidance is None else args.guidance}
+    if args.eval or args.sheet:
+        t0 = time.time()
+        acc, preds, truths, clips, prompts = heldout_eval(dit, text, vae, tok, seeds=range(args.seeds),
+                                                          steps=args.steps, guidance=args.guidance)
+        res["heldout"] = acc
+        res["n"] = len(preds)
+        print(f"step {step}: held-out accuracy {json.dumps(acc)} ({len(preds)} clips, {time.time() - t0:.0f} s)")
+        if args.seen:
+            acc2, *_ = heldout_eval(dit, text, vae, tok, seeds=range(args.seeds), combos=seen_combos(),
+                                    steps=args.steps, guidance=args.guidance)
+            res["seen"] = acc2
+            print(f"step {step}: seen-combination accuracy {json.dumps(acc2)}")
+        if args.sheet:
+            n = len(prompts)
+            contact_sheet(args.sheet, clips[:n][:16], prompts[:16], preds[:16])
+            print("wrote", args.sheet)
+    if args.interp:
+        fr, al = interp_test(dit, text, vae, tok)
+        import metrics
+        bg, rows = metrics.classify_background(fr)
+        cols = []
+        for k in [0] + list(range(4, fr.shape[0], 4)):
+            m = metrics.object_mask(fr[k], rows)
+            cols.append(None if m is None else fr[k][m].mean(0).round().tolist())
+        res["interp_colors"] = cols
+        red, blue = np.array(render.COLORS["red"], float), np.array(render.COLORS["blue"], float)
+        proj = [None if c is None else float(np.dot(np.array(c) - red, blue - red) / np.dot(blue - red, blue - red))
+                for c in cols]
+        res["interp_alpha_schedule"] = al
+        res["interp_alpha_measured"] = proj
+        print("interp red->blue: alpha given per chunk   ", [round(a, 2) for a in al])
+        print("interp red->blue: alpha measured (color)   ", [None if p is None else round(p, 2) for p in proj])
+        png.write_png(args.interp, png.grid([[png.upscale(fr[k], 2) for k in range(0, fr.shape[0], 4)]]))
+    if args.json:
+        with open(args.json, "a") as f:
+            f.write(json.dumps(res) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,200 @@
+"""Train the kino-tiny Wan-VAE on procedurally rendered clips (resumable).
+
+  python3 tools/train/train_vae.py --steps 3000      # resumes build/train/vae/ckpt.pt if present
+Data: random scenes from tools/data/render.py (the held-out combinations are excluded), 13-frame
+windows (1 + 4*3 -> 4 latent frames) at a random time offset, rendered on the fly; the stream of
+batches is a pure function of (seed, step), so a resumed run sees the same data.
+Loss: L1 + MSE on pixels in [-1, 1] of decode(mu + 0.1 * std(mu) * eps), bf16 autocast, with 5x
+weight on object pixels (objects cover ~5% of the frame; without it they appear very late). The
+log_var half of conv1's output is not trained (Wan's encode() discards it too): with Adam, even a
+tiny KL weight drives sigma to ~1 and drowns the latent; a fixed relative noise keeps the decoder
+robust to small latent errors (what the DiT produces) instead.
+At the end the per-channel latent mean/std over 256 fresh clips are stored for normalisation.
+"""
+import argparse
+import math
+import signal
+import time
+
+import numpy as np
+import torch
+
+import common
+from common import CFG
+
+import render  # noqa: E402  (tools/data)
+
+
+def batch(step, bs, frames, seed, with_mask=False):
+    rng = np.random.default_rng([seed, 1, step])
+    clips, masks = [], []
+    for _ in range(bs):
+        sc = render.sample_scene(rng, frames=frames, two_prob=0.25)
+        sc["t0"] = int(rng.integers(0, 17))
+        fr = render.render(sc)
+        clips.append(fr)
+        if with_mask:  # object pixels: where the frame differs from the same scene without objects
+            bg = render.render(dict(sc, objects=[]))
+            masks.append((np.abs(fr.astype(np.int16) - bg).max(-1) > 8))
+    x = torch.from_numpy(np.stack(clips)).float().div(127.5).sub(1.0)  # [B, T, H, W, 3]
+    x = x.permute(0, 4, 1, 2, 3).contiguous()
+    if not with_mask:
+        return x
+    m = torch.from_numpy(np.stack(masks)).float()[:, None]  # [B, 1, T, H, W]
+    m = torch.nn.functional.max_pool3d(m, (1, 3, 3), 1, (0, 1, 1))  # include the edges
+    return x, m
+
+
+def latent_stats(vae, seed, n=256, frames=29):
+    rng = np.random.default_rng([seed, 2])
+    mus = []
+    with torch.no_grad():
+        for i in range(0, n, 8):
+            clips = [render.render(render.sample_scene(rng, frames=frames)) for _ in range(8)]
+            x = torch.from_numpy(np.stack(clips)).float().div(127.5).sub(1.0).permute(0, 4, 1, 2, 3)
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                mu, _ = vae.encode_raw(x)
+            mus.append(mu.float())
+    mu = torch.cat(mus)
+    mean = mu.mean(dim=(0, 2, 3, 4))
+    std = mu.std(dim=(0, 2, 3, 4))
+    return mean, std
+
+
+def preview(path, out, n=6, frames=13, seed=99):
+    """Ground truth (top) vs full-sequence reconstruction (bottom) of n clips; prints L1/PSNR."""
+    import png
+    vae = common.vae_model()
+    ck = common.load_ckpt(path)
+    vae.load_state_dict(ck["model"])
+    vae.eval()
+    x = batch(10 ** 6 + seed, n, frames, CFG["seed"])
+    with torch.no_grad():
+        mu, _ = vae.encode_raw(x)
+        xr = vae.decode_raw(mu).clamp(-1, 1)
+    l1 = (xr - x).abs().mean().item()
+    psnr = 10 * math.log10(4.0 / (xr - x).pow(2).mean().item())
+    to8 = lambda v: ((v + 1) * 127.5).round().byte().permute(0, 2, 3, 4, 1).numpy()
+    a, b = to8(x), to8(xr)
+    rows = []
+    for i in range(n):
+        rows.append([a[i, k] for k in range(0, frames, 3)])
+        rows.append([b[i, k] for k in range(0, frames, 3)])
+    png.write_png(out, png.upscale(png.grid(rows), 2))
+    print(f"step {ck['step']}: recon L1 {l1:.4f} PSNR {psnr:.2f} dB -> {out}")
+    return l1, psnr
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=5000)
+    ap.add_argument("--bs", type=int, default=4)
+    ap.add_argument("--frames", type=int, default=13)
+    ap.add_argument("--lr", type=float, default=3e-4)
+    ap.add_argument("--noise", type=float, default=0.1, help="latent noise, relative to std(mu)")
+    ap.add_argument("--obj-weight", type=float, default=4.0, help="extra loss weight on object pixels")
+    ap.add_argument("--save-every", type=float, default=300, help="seconds")
+    ap.add_argument("--out", default=f"{common.BUILD}/vae")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--preview", default=None, help="write a reconstruction PNG from the checkpoint and exit")
+    ap.add_argument("--decoder-only", action="store_true",
+                    help="fine-tune conv2 + decoder only (encoder frozen, so the latent space and a DiT "
+                         "trained on it stay valid); checkpoints in <out>/decoder_ft/")
+    args = ap.parse_args()
+    common.setup_torch(args.threads)
+    if args.preview:
+        preview(f"{args.out}/ckpt.pt", args.preview)
+        return
+    seed = CFG["seed"]
+    torch.manual_seed(seed)
+    vae = common.vae_model()
+    if args.decoder_only:
+        base = common.load_ckpt(f"{args.out}/ckpt.pt")
+        assert base is not None and "latents_mean" in base, "train the VAE first"
+        vae.load_state_dict(base["model"])
+        args.out = f"{args.out}/decoder_ft"
+        for p in vae.encoder.parameters():
+            p.requires_grad_(False)
+        for p in vae.conv1.parameters():
+            p.requires_grad_(False)
+    with torch.no_grad():  # log_var half of conv1 (unused): a small posterior variance
+        vae.conv1.bias[vae.z_dim:].fill_(-8.0)
+        vae.conv1.weight[vae.z_dim:].mul_(0.1)
+    opt = torch.optim.AdamW([p for p in vae.parameters() if p.requires_grad], lr=args.lr, betas=(0.9, 0.99),
+                            weight_decay=0.0)
+    ck_path = f"{args.out}/ckpt.pt"
+    log = common.Logger(f"{args.out}/log.jsonl")
+    ck = common.load_ckpt(ck_path)
+    step = 0
+    if ck is not None:
+        vae.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["opt"])
+        step = ck["step"]
+        print(f"resumed VAE at step {step}")
+    if args.decoder_only:
+        with torch.no_grad():
+            vae.conv1.weight.copy_(base["model"]["conv1.weight"])
+            vae.conv1.bias.copy_(base["model"]["conv1.bias"])
+    if step >= args.steps and ck is not None and ("latents_mean" in ck or args.decoder_only):
+        print("VAE done")
+        return
+
+    stop = {"flag": False}
+
+    def on_term(*_):
+        stop["flag"] = True
+    signal.signal(signal.SIGTERM, on_term)
+
+    def save():
+        common.save_ckpt(ck_path, {"model": vae.state_dict(), "opt": opt.state_dict(), "step": step,
+                                   "config": vae.config()})
+
+    last_save = time.time()
+    t_start = time.time()
+    warm = 100
+    while step < args.steps and not stop["flag"]:
+        lr = args.lr * min(1.0, (step + 1) / warm) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / args.steps)))
+        for g in opt.param_groups:
+            g["lr"] = lr
+        x, obj = batch(step, args.bs, args.frames, seed, with_mask=True)
+        w = 1.0 + args.obj_weight * obj
+        gen = torch.Generator().manual_seed(seed * 7 + step)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            mu, log_var = vae.encode_raw(x)
+            mu = mu.float()
+            z = mu + args.noise * mu.detach().std() * torch.randn(mu.shape, generator=gen)
+            xr = vae.decode_raw(z).float()
+        l1 = (xr - x).abs().mean()
+        mse = (xr - x).pow(2).mean()
+        loss = (w * ((xr - x).abs() + (xr - x).pow(2))).mean() / w.mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        gn = torch.nn.utils.clip_grad_norm_(vae.parameters(), 1.0)
+        opt.step()
+        step += 1
+        if step % 10 == 0:
+            el = time.time() - t_start
+            log.log(step=step, loss=loss.item(), l1=l1.item(), mse=mse.item(), lr=lr,
+                    gn=float(gn), mu_abs=mu.abs().mean().item(), mu_std=mu.std().item())
+            print(f"vae step {step} loss {loss.item():.4f} l1 {l1.item():.4f} mse {mse.item():.5f} "
+                  f"lr {lr:.2e} {el / 60:.1f} min", flush=True)
+        if time.time() - last_save > args.save_every:
+            save()
+            last_save = time.time()
+    save()
+    if step >= args.steps and args.decoder_only:
+        ck = common.load_ckpt(ck_path)
+        ck["latents_mean"], ck["latents_std"] = base["latents_mean"], base["latents_std"]
+        common.save_ckpt(ck_path, ck)
+    elif step >= args.steps:
+        vae.eval()
+        mean, std = latent_stats(vae, seed)
+        ck = common.load_ckpt(ck_path)
+        ck["latents_mean"], ck["latents_std"] = mean, std
+        common.save_ckpt(ck_path, ck)
+        print("latent mean", [round(v, 3) for v in mean.tolist()])
+        print("latent std ", [round(v, 3) for v in std.tolist()])
+
+
+if __name__ == "__main__":
+    main()
