@@ -114,8 +114,3 @@ export const VideoDeletedSchema = Type.Object({
   object: Type.Literal("video.deleted"),
   deleted: Type.Literal(true),
 });
-
-export const VideoContentQuerySchema = Type.Object(
-  { variant: Type.Optional(Type.String()) },
-  { additionalProperties: false },
-);

@@ -10,7 +10,9 @@ import {
   InteractionSchema,
   RealtimeErrorSchema,
   SessionInteractionSchema,
+  SessionPingSchema,
   SessionStartSchema,
+  SessionStopSchema,
 } from "../../schemas/realtime.ts";
 
 export const openapiPlugin = () =>
@@ -33,6 +35,8 @@ export const openapiPlugin = () =>
           ErrorEnvelope: ErrorEnvelopeSchema,
           RealtimeSessionStart: SessionStartSchema,
           RealtimeSessionInteraction: SessionInteractionSchema,
+          RealtimeSessionStop: SessionStopSchema,
+          RealtimeSessionPing: SessionPingSchema,
           RealtimeInteraction: InteractionSchema,
           RealtimeChunkMetadata: ChunkMetadataSchema,
           RealtimeError: RealtimeErrorSchema,
