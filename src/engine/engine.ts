@@ -77,7 +77,8 @@ export class Engine {
           resolve();
         },
         failed: (message) => {
-          this.close();
+          this.startupWaiter = null;
+          void this.close();
           reject(new Error(message));
         },
       };
@@ -192,6 +193,8 @@ export class Engine {
     const pending = this.running.get(worker);
     this.running.delete(worker);
     pending?.reject(new GenerationError(`The ${description} while running this job`));
+    // A worker that dies while the model first loads (a crash in a kernel, OOM) fails the start.
+    if (!expected && this.startupWaiter) return this.startupWaiter.failed(`The ${description} while loading the model`);
     if (expected || !this.open) return;
     this.options.log(`${description}; restarting it`);
     this.scheduleRestart(worker);

@@ -61,3 +61,8 @@ test("/health is 503 with the envelope while the worker is down", async () => {
   expect((await waitForJob(server.url, job.id)).status).toBe("failed");
   await waitForHealth(200);
 });
+
+test("a worker that dies while the model loads fails the start with the reason instead of hanging", async () => {
+  const started = startTestServer({ "generator.model_path": `pipeline:${import.meta.dir}/../fixtures/crashing-pipeline.ts` });
+  await expect(started).rejects.toThrow(/SIGKILL while loading the model/);
+});
