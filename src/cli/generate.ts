@@ -44,6 +44,7 @@ export async function generate(args: ParsedArgs, loaded: LoadedConfig): Promise<
     type: "init",
     modelPath: generator.model_path,
     device: generator.engine.device,
+    gpu: 0,
     lora: lora && { path: lora.path, strength: lora.strength },
   });
   const admission = {

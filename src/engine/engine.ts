@@ -32,8 +32,10 @@ interface PendingTask {
 }
 
 export interface EngineOptions {
-  init: WorkerInit;
+  /** Sent to every worker; `gpu` is set per worker (worker i uses GPU i mod `gpus`). */
+  init: Omit<WorkerInit, "gpu">;
   workers: number;
+  gpus: number;
   log(line: string): void;
 }
 
@@ -83,7 +85,7 @@ export class Engine {
         },
       };
       for (let i = 0; i < this.options.workers; i++) {
-        const worker = new WorkerProcess(i, this.options.init, {
+        const worker = new WorkerProcess(i, { ...this.options.init, gpu: i % this.options.gpus }, {
           onMessage: (w, m) => this.onMessage(w, m),
           onExit: (w, description, expected) => this.onExit(w, description, expected),
         });

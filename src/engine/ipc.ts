@@ -36,6 +36,8 @@ export interface WorkerInit {
   type: "init";
   modelPath: string;
   device: "auto" | "cuda" | "cpu";
+  /** The CUDA device this worker uses (one worker per GPU). */
+  gpu: number;
   lora: { path: string; strength: number } | null;
 }
 

@@ -28,7 +28,9 @@ export async function startServer(loaded: LoadedConfig, log: (line: string) => v
       device: generator.engine.device,
       lora: lora && { path: lora.path, strength: lora.strength },
     },
-    workers: generator.engine.num_workers,
+    // One worker (and one loaded pipeline) per GPU; num_workers can add more.
+    workers: Math.max(generator.engine.num_workers, generator.engine.num_gpus),
+    gpus: generator.engine.num_gpus,
     log,
   });
   const ctx: ServerContext = {

@@ -51,7 +51,7 @@ export async function loadPipeline(init: WorkerInit): Promise<LoadedPipeline> {
 /** A diffusers or original-Wan checkpoint directory on the backend `init.device` selects. */
 async function loadCheckpoint(dir: string, init: WorkerInit): Promise<LoadedPipeline> {
   const checkpoint = await resolveCheckpoint(dir);
-  const backend = await openBackend(init.device);
+  const backend = await openBackend(init.device, { gpu: init.gpu });
   try {
     const model = await loadWanModel(backend, checkpoint, { lora: init.lora });
     return { pipeline: createWanPipeline(model), backend: backend.description };

@@ -15,17 +15,19 @@ export interface OpenBackendOptions {
   threads?: number;
   /** Where the one selection line goes (default console.log). */
   log?: (line: string) => void;
+  /** Which CUDA device (default 0). */
+  gpu?: number;
 }
 
 /** Opens the CUDA backend or throws an Error whose message says why it is unavailable. */
-async function openCuda(): Promise<Backend> {
-  let mod: { openCudaBackend(): Promise<Backend> };
+async function openCuda(gpu = 0): Promise<Backend> {
+  let mod: { openCudaBackend(options: { device?: number }): Promise<Backend> };
   try {
     mod = await import("./backends/cuda.ts");
   } catch (e) {
     throw new Error(`the CUDA backend did not load: ${(e as Error).message}`);
   }
-  return mod.openCudaBackend();
+  return mod.openCudaBackend({ device: gpu });
 }
 
 async function openWasm(threads?: number): Promise<Backend> {
@@ -39,7 +41,7 @@ export async function openBackend(setting: DeviceSetting, opts: OpenBackendOptio
     case "cuda": {
       let be: Backend;
       try {
-        be = await openCuda();
+        be = await openCuda(opts.gpu);
       } catch (e) {
         throw new Error(`generator.engine.device is cuda, but CUDA is unavailable: ${(e as Error).message}`);
       }
@@ -53,7 +55,7 @@ export async function openBackend(setting: DeviceSetting, opts: OpenBackendOptio
     }
     case "auto": {
       try {
-        const be = await openCuda();
+        const be = await openCuda(opts.gpu);
         log(`runtime: using ${be.description} (device: auto, a CUDA device answered)`);
         return be;
       } catch (e) {

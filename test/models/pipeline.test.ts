@@ -20,8 +20,8 @@ let causal: Pipeline, bidi: Pipeline;
 beforeAll(async () => {
   await makeTinyCheckpoint(causalDir, { causal: true, bf16: true });
   await makeTinyCheckpoint(bidiDir, { causal: false });
-  causal = (await loadPipeline({ type: "init", modelPath: causalDir, device: "cpu", lora: null })).pipeline;
-  bidi = (await loadPipeline({ type: "init", modelPath: bidiDir, device: "cpu", lora: null })).pipeline;
+  causal = (await loadPipeline({ type: "init", modelPath: causalDir, device: "cpu", gpu: 0, lora: null })).pipeline;
+  bidi = (await loadPipeline({ type: "init", modelPath: bidiDir, device: "cpu", gpu: 0, lora: null })).pipeline;
 });
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
