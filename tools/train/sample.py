@@ -165,6 +165,26 @@ def heldout_eval(dit, text, vae, tok, seeds=(0,), chunks=8, combos=None, **kw):
     return metrics.score(preds, truths), preds, truths, clips, prompts
 
 
+def vae_ceiling(vae, combos=None, seed=0):
+    """Metric accuracies on VAE reconstructions of rendered held-out clips (the ceiling the DiT can
+    reach with this VAE and these classifiers) and on the renders themselves."""
+    import metrics
+    combos = combos or render.load_heldout()["combinations"]
+    pr, pg, tr = [], [], []
+    for i, c in enumerate(combos):
+        sc = render.scene_from_combo(*c, seed=seed + i)
+        fr = render.render(sc)
+        x = torch.from_numpy(fr).float().div(127.5).sub(1).permute(3, 0, 1, 2)[None]
+        with torch.no_grad():
+            z = vae.encode(x)
+            v = vae.decode_stream(z, {}).clamp(-1, 1)
+        rec = ((v[0] + 1) * 127.5).round().byte().permute(1, 2, 3, 0).numpy()
+        pr.append(metrics.classify(rec))
+        pg.append(metrics.classify(fr))
+        tr.append({"color": c[0], "shape": c[1], "motion": c[2], "background": c[3]})
+    return metrics.score(pr, tr), metrics.score(pg, tr)
+
+
 def contact_sheet(path, clips, prompts, preds=None, every=4, scale=2):
     rows = []
     w = 64 * scale
@@ -207,12 +227,17 @@ def main():
     ap.add_argument("--guidance", type=float, default=None)
     ap.add_argument("--interp", default=None, help="write a prompt-interpolation strip PNG")
     ap.add_argument("--json", default=None, help="append results as JSON lines")
+    ap.add_argument("--vae-ceiling", action="store_true", help="score VAE reconstructions of the held-out renders")
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     common.setup_torch(args.threads)
     dit, text, vae, tok, step = load_models(args.ckpt, export_precision=True)
     res = {"step": step, "steps": args.steps or CFG["sample_steps"],
            "guidance": CFG["guidance_scale"] if args.guidance is None else args.guidance}
+    if args.vae_ceiling:
+        rec, gt = vae_ceiling(vae)
+        res["vae_ceiling"], res["render_ceiling"] = rec, gt
+        print(f"held-out renders: {json.dumps(gt)}\nVAE reconstructions of them: {json.dumps(rec)}")
     if args.eval or args.sheet:
         t0 = time.time()
         acc, preds, truths, clips, prompts = heldout_eval(dit, text, vae, tok, seeds=range(args.seeds),

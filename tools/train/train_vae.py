@@ -25,7 +25,8 @@ from common import CFG
 import render  # noqa: E402  (tools/data)
 
 
-def batch(step, bs, frames, seed, with_mask=False):
+def batch(step, bs, frames, seed, with_mask=False, crop=None):
+    """crop: None or a size: a random crop-by-crop window of each clip (long clips at low cost)."""
     rng = np.random.default_rng([seed, 1, step])
     clips, masks = [], []
     for _ in range(bs):
@@ -38,11 +39,15 @@ def batch(step, bs, frames, seed, with_mask=False):
             masks.append((np.abs(fr.astype(np.int16) - bg).max(-1) > 8))
     x = torch.from_numpy(np.stack(clips)).float().div(127.5).sub(1.0)  # [B, T, H, W, 3]
     x = x.permute(0, 4, 1, 2, 3).contiguous()
-    if not with_mask:
-        return x
-    m = torch.from_numpy(np.stack(masks)).float()[:, None]  # [B, 1, T, H, W]
-    m = torch.nn.functional.max_pool3d(m, (1, 3, 3), 1, (0, 1, 1))  # include the edges
-    return x, m
+    if with_mask:
+        m = torch.from_numpy(np.stack(masks)).float()[:, None]  # [B, 1, T, H, W]
+        m = torch.nn.functional.max_pool3d(m, (1, 3, 3), 1, (0, 1, 1))  # include the edges
+    if crop:
+        oy, ox = (int(v) for v in rng.integers(0, x.shape[-1] - crop + 1, 2))
+        x = x[..., oy:oy + crop, ox:ox + crop].contiguous()
+        if with_mask:
+            m = m[..., oy:oy + crop, ox:ox + crop].contiguous()
+    return (x, m) if with_mask else x
 
 
 def latent_stats(vae, seed, n=256, frames=29):
@@ -61,7 +66,7 @@ def latent_stats(vae, seed, n=256, frames=29):
     return mean, std
 
 
-def preview(path, out, n=6, frames=13, seed=99):
+def preview(path, out, n=6, frames=45, seed=99):
     """Ground truth (top) vs full-sequence reconstruction (bottom) of n clips; prints L1/PSNR."""
     import png
     vae = common.vae_model()
@@ -72,14 +77,17 @@ def preview(path, out, n=6, frames=13, seed=99):
     with torch.no_grad():
         mu, _ = vae.encode_raw(x)
         xr = vae.decode_raw(mu).clamp(-1, 1)
+    per_latent = [round((xr - x)[:, :, max(0, 4 * j - 3):4 * j + 1].abs().mean().item(), 3)
+                  for j in range((frames - 1) // 4 + 1)]
+    print("L1 per latent frame:", per_latent)
     l1 = (xr - x).abs().mean().item()
     psnr = 10 * math.log10(4.0 / (xr - x).pow(2).mean().item())
     to8 = lambda v: ((v + 1) * 127.5).round().byte().permute(0, 2, 3, 4, 1).numpy()
     a, b = to8(x), to8(xr)
     rows = []
     for i in range(n):
-        rows.append([a[i, k] for k in range(0, frames, 3)])
-        rows.append([b[i, k] for k in range(0, frames, 3)])
+        rows.append([a[i, k] for k in range(0, frames, 4)])
+        rows.append([b[i, k] for k in range(0, frames, 4)])
     png.write_png(out, png.upscale(png.grid(rows), 2))
     print(f"step {ck['step']}: recon L1 {l1:.4f} PSNR {psnr:.2f} dB -> {out}")
     return l1, psnr
@@ -89,7 +97,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=5000)
     ap.add_argument("--bs", type=int, default=4)
-    ap.add_argument("--frames", type=int, default=13)
+    ap.add_argument("--frames", default="13",
+                    help="clip length(s) 1+4k, comma-separated, one drawn per step; 'Nc' = N frames as 32x32 crops")
+    ap.add_argument("--stage-start", type=int, default=0,
+                    help="the cosine LR schedule runs over [stage-start, steps] (a second training stage)")
     ap.add_argument("--lr", type=float, default=3e-4)
     ap.add_argument("--noise", type=float, default=0.1, help="latent noise, relative to std(mu)")
     ap.add_argument("--obj-weight", type=float, default=4.0, help="extra loss weight on object pixels")
@@ -97,13 +108,14 @@ def main():
     ap.add_argument("--out", default=f"{common.BUILD}/vae")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--preview", default=None, help="write a reconstruction PNG from the checkpoint and exit")
+    ap.add_argument("--preview-frames", type=int, default=45)
     ap.add_argument("--decoder-only", action="store_true",
                     help="fine-tune conv2 + decoder only (encoder frozen, so the latent space and a DiT "
                          "trained on it stay valid); checkpoints in <out>/decoder_ft/")
     args = ap.parse_args()
     common.setup_torch(args.threads)
     if args.preview:
-        preview(f"{args.out}/ckpt.pt", args.preview)
+        preview(f"{args.out}/ckpt.pt", args.preview, frames=args.preview_frames)
         return
     seed = CFG["seed"]
     torch.manual_seed(seed)
@@ -152,11 +164,16 @@ def main():
     last_save = time.time()
     t_start = time.time()
     warm = 100
+    lengths = str(args.frames).split(",")
     while step < args.steps and not stop["flag"]:
-        lr = args.lr * min(1.0, (step + 1) / warm) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / args.steps)))
+        s0 = args.stage_start
+        frac = (step - s0) / max(1, args.steps - s0)
+        lr = args.lr * min(1.0, (step - s0 + 1) / warm) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+        frames = lengths[int(np.random.default_rng([seed, 5, step]).integers(len(lengths)))]
         for g in opt.param_groups:
             g["lr"] = lr
-        x, obj = batch(step, args.bs, args.frames, seed, with_mask=True)
+        crop = 32 if frames.endswith("c") else None
+        x, obj = batch(step, args.bs, int(frames.rstrip("c")), seed, with_mask=True, crop=crop)
         w = 1.0 + args.obj_weight * obj
         gen = torch.Generator().manual_seed(seed * 7 + step)
         with torch.autocast("cpu", dtype=torch.bfloat16):
