@@ -3,7 +3,15 @@
 // interactions at once (queued / errors), relays the worker's fMP4 chunks as metadata + binary pairs,
 // and runs the start and stall watchdogs.
 import { randomUUID } from "node:crypto";
-import { SessionInteractionSchema, type ChunkMetadata, type RealtimeErrorCode, type ServerMessage } from "../../schemas/realtime.ts";
+import type { TSchema } from "@sinclair/typebox";
+import {
+  SessionInteractionSchema,
+  SessionPingSchema,
+  SessionStopSchema,
+  type ChunkMetadata,
+  type RealtimeErrorCode,
+  type ServerMessage,
+} from "../../schemas/realtime.ts";
 import type { GenerationError } from "../engine/engine.ts";
 import { newStreamRequestId } from "../engine/ids.ts";
 import type { StreamChunk, StreamEvent } from "../engine/ipc.ts";
@@ -75,12 +83,25 @@ export class RealtimeSession {
       case "session.interaction":
         return this.interact(body);
       case "session.stop":
+        if (this.invalid(SessionStopSchema, body, "session.stop")) return;
         return this.stop();
       case "session.ping":
+        if (this.invalid(SessionPingSchema, body, "session.ping")) return;
         this.refreshStall();
         return this.send({ type: "session.pong" });
       default:
         return this.error("unknown_message_type", `Unknown message type: ${typeof body.type === "string" ? body.type : JSON.stringify(body.type)}`);
+    }
+  }
+
+  /** Reports a message that does not match its schema (the session goes on); true when it did not. */
+  private invalid(schema: TSchema, message: unknown, what: string): boolean {
+    try {
+      validateOrThrow(schema, message, what);
+      return false;
+    } catch (err) {
+      this.error("invalid_request", (err as ApiError).message, { param: (err as ApiError).param ?? undefined });
+      return true;
     }
   }
 

@@ -108,6 +108,8 @@ describe("a whole session", () => {
     expect((await client.nextOfType("error")).code).toBe("session_already_started");
     client.send({ type: "session.ping", padding: "x".repeat(200 * 1024) });
     expect((await client.nextOfType("error")).code).toBe("message_too_large");
+    client.send({ type: "session.ping", extra: 1 });
+    expect(await client.nextOfType("error")).toMatchObject({ code: "invalid_request", param: "extra" });
     await client.untilDone();
   });
 });
