@@ -4,7 +4,7 @@
 # and exports models/kino-tiny/. Every stage resumes from build/train/ (gitignored), so re-running
 # continues where a previous run stopped (checkpoints every 5 min, also on SIGTERM).
 # Background:  mkdir -p build/train && nohup bash tools/train/run.sh > build/train/run.log 2>&1 &
-# Knobs (env): VAE_STEPS (5000) VAE2_STEPS (6600) SHARDS (32 x 1000 clips, encoded progressively: 8 before the DiT
+# Knobs (env): VAE_STEPS (5000) VAE2_STEPS (6000) SHARDS (32 x 1000 clips, encoded progressively: 8 before the DiT
 # starts, +2 per segment) DIT_STEPS (20000) SEGMENT (1000 DiT steps between evals)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -13,7 +13,7 @@ TC=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4
 if [ -e "$TC" ]; then export LD_PRELOAD="$TC"; fi
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 VAE_STEPS=${VAE_STEPS:-5000}
-VAE2_STEPS=${VAE2_STEPS:-6600}
+VAE2_STEPS=${VAE2_STEPS:-6000}
 SHARDS=${SHARDS:-32}
 DIT_STEPS=${DIT_STEPS:-20000}
 SEGMENT=${SEGMENT:-1000}

@@ -147,7 +147,7 @@ def main():
         with torch.no_grad():
             vae.conv1.weight.copy_(base["model"]["conv1.weight"])
             vae.conv1.bias.copy_(base["model"]["conv1.bias"])
-    if step >= args.steps and ck is not None and ("latents_mean" in ck or args.decoder_only):
+    if ck is not None and (step > args.steps or (step == args.steps and ("latents_mean" in ck or args.decoder_only))):
         print("VAE done")
         return
 
