@@ -138,7 +138,7 @@ def sample_object(rng, bg, r_range, excluded):
         o["speed"] = float(rng.uniform(0.8, 1.4))  # px per frame
     elif motion == "bouncing":
         o["period"] = float(rng.uniform(14, 22))  # frames per bounce
-        o["amp"] = float(rng.uniform(14, 24))
+        o["amp"] = float(rng.uniform(12, 20))
         o["phase"] = float(rng.uniform(0, 1))
         o["y"] = SIZE - r - 1.5  # floor
     elif motion == "spinning":
@@ -159,12 +159,12 @@ def sample_scene(rng, excluded=None, two_prob=0.2, frames=29, switch_prob=0.0, l
     else:
         bg = str(rng.choice(list(BG_SOLID)))
     n = 2 if rng.random() < two_prob else 1
-    objs = [sample_object(rng, bg, (9, 12) if n == 1 else (6.5, 9), excluded) for _ in range(n)]
+    objs = [sample_object(rng, bg, (11, 15) if n == 1 else (8, 11), excluded) for _ in range(n)]
     if n == 2:
         # keep the two objects apart horizontally at the start
         a, b = objs
-        if abs(a["x"] - b["x"]) < 20 and a["motion"] not in ("left", "right") and b["motion"] not in ("left", "right"):
-            a["x"], b["x"] = 18.0, 46.0
+        if abs(a["x"] - b["x"]) < 24 and a["motion"] not in ("left", "right") and b["motion"] not in ("left", "right"):
+            a["x"], b["x"] = 17.0, 47.0
     scene = {"bg": bg, "bg_seed": int(rng.integers(1 << 30)), "objects": objs, "frames": frames,
              "size": SIZE, "fps": FPS}
     if switch_prob > 0 and rng.random() < switch_prob:
@@ -225,7 +225,7 @@ def scene_from_combo(color, shape, motion, bg, seed=0, frames=29):
     """A single-object scene with given attributes (evaluation); object parameters from seed."""
     rng = np.random.default_rng(seed)
     for _ in range(1000):
-        o = sample_object(rng, bg, (9, 12), set())
+        o = sample_object(rng, bg, (11, 15), set())
         if o["motion"] == motion:
             break
     o["color"], o["shape"], o["motion"] = color, shape, motion
@@ -353,9 +353,9 @@ def object_state(o, k):
     elif m == "spinning":
         ang = ang + o["omega"] * k
     elif m == "growing":
-        r = r * min(o["s0"] + o["rate"] * k, 1.45)
+        r = r * min(o["s0"] + o["rate"] * k, 1.4)
     elif m == "shrinking":
-        r = r * max(o["s0"] - o["rate"] * k, 0.35)
+        r = r * max(o["s0"] - o["rate"] * k, 0.4)
     return x, y, r, ang
 
 

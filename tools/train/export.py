@@ -143,7 +143,7 @@ def main():
         "attn_scales": v["attn_scales"], "temperal_downsample": v["temperal_downsample"], "dropout": 0.0,
         "latents_mean": [round(x, 6) for x in vae.latents_mean.tolist()],
         "latents_std": [round(x, 6) for x in vae.latents_std.tolist()],
-        "scale_factor_temporal": 4, "scale_factor_spatial": 8,
+        "scale_factor_temporal": 4, "scale_factor_spatial": common.spatial_factor(),
         "kino": {"decode": "z_raw = z * latents_std + latents_mean; conv2; decoder called once per latent frame "
                            "with Wan's causal feature caches (1 frame for the first latent, then 4); clamp to [-1, 1]",
                  "encoder": "included for completeness (not needed for text-to-video)"},
@@ -174,7 +174,7 @@ def main():
     ref.load_state_dict({k: (bf16_round(v) if dt[wan_dit.wan_to_diffusers_key(k)] == "BF16" else v)
                          for k, v in dit.state_dict().items()})
     torch.manual_seed(0)
-    x = torch.randn(1, c["vae"]["z_dim"], 2, 8, 8)
+    x = torch.randn(1, c["vae"]["z_dim"], 2, common.latent_hw(), common.latent_hw())
     ctx = sample.encode_text(text, tok, ["a red circle moving left on a black background"])
     with torch.no_grad():
         a, b, full = dit2(x, torch.tensor([500.0]), ctx), ref(x, torch.tensor([500.0]), ctx), dit(x, torch.tensor([500.0]), ctx)

@@ -43,10 +43,11 @@ def main():
     vae = common.vae_model().eval()
     z = CFG["vae"]["z_dim"]
     W = CFG["attn_window_chunks"]
+    hw = common.latent_hw()
     steps = CFG["sample_steps"]
     ctx = [torch.randn(12, CFG["t5"]["dim"])]
     ckv = dit.cross_kv(ctx)
-    x = torch.randn(1, z, 1, 8, 8)
+    x = torch.randn(1, z, 1, hw, hw)
     past = None
     for k in range(W - 1):  # fill the cache
         _, kv = dit.forward_chunk(x, torch.zeros(1), ckv, [k], past)
@@ -54,8 +55,8 @@ def main():
     one = count(dit, lambda: dit.forward_chunk(x, torch.tensor([500.0]), ckv, [W - 1], past))
     xkv = count(dit, lambda: dit.cross_kv(ctx))
     cache = {}
-    vae.decode_stream(torch.randn(1, z, 2, 8, 8), cache)
-    dec = count(vae, lambda: vae.decode_stream(torch.randn(1, z, 1, 8, 8), cache))
+    vae.decode_stream(torch.randn(1, z, 2, hw, hw), cache)
+    dec = count(vae, lambda: vae.decode_stream(torch.randn(1, z, 1, hw, hw), cache))
     t0 = time.time()
     for _ in range(10):
         dit.forward_chunk(x, torch.tensor([500.0]), ckv, [W - 1], past)
@@ -63,7 +64,7 @@ def main():
     t0 = time.time()
     with torch.no_grad():
         for _ in range(3):
-            vae.decode_stream(torch.randn(1, z, 1, 8, 8), cache)
+            vae.decode_stream(torch.randn(1, z, 1, hw, hw), cache)
     t_vae = (time.time() - t0) / 3
     fwd = 2 * (steps + 1)
     chunk = fwd * one + dec

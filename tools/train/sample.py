@@ -1,7 +1,7 @@
 """Streaming sampler for kino-tiny, chunk by chunk with a KV cache, exactly as the server runs it:
 
   for chunk k = 0, 1, 2, ... (1 latent frame each; RoPE temporal position k):
-    x ~ N(0, I)                                   [B, 16, 1, 8, 8]
+    x ~ N(0, I)                                   [B, 16, 1, 16, 16]
     for i in 0..steps-1:   (sigmas = shift(linspace(1, 0, steps+1)), t_i = 1000 * sigma_i)
       v_c = DiT(x, t_i | cond context,  self-attn KV cache of the previous <= 3 chunks (cond stream))
       v_u = DiT(x, t_i | empty context, self-attn KV cache of the uncond stream)   (if guidance != 1)
@@ -100,7 +100,8 @@ class Stream:
     @torch.no_grad()
     def next_latent(self, b):
         z = CFG["vae"]["z_dim"]
-        x = torch.randn(b, z, 1, 8, 8, generator=self.gen)
+        hw = common.latent_hw()
+        x = torch.randn(b, z, 1, hw, hw, generator=self.gen)
         streams = ["c", "u"] if self.g != 1.0 else ["c"]
         past = {s: self._past(s) for s in streams}
         for i in range(len(self.sig) - 1):

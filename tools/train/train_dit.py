@@ -173,7 +173,8 @@ def main():
     frame_pos = torch.cat([torch.arange(F_), torch.arange(F_)])
     if args.bench:
         z = CFG["vae"]["z_dim"]
-        lat = torch.randn(args.bs * 4, z, F_, 8, 8).half()
+        hw = common.latent_hw()
+        lat = torch.randn(args.bs * 4, z, F_, hw, hw).half()
         rng0 = np.random.default_rng(0)
         scenes = [render.sample_scene(rng0, switch_prob=0.25) for _ in range(args.bs * 4)]
     else:

@@ -1,14 +1,14 @@
 """Train the kino-tiny Wan-VAE on procedurally rendered clips (resumable).
 
   python3 tools/train/train_vae.py --steps 3000      # resumes build/train/vae/ckpt.pt if present
-Data: random scenes from tools/data/render.py (the held-out combinations are excluded), 13-frame
-windows (1 + 4*3 -> 4 latent frames) at a random time offset, rendered on the fly; the stream of
-batches is a pure function of (seed, step), so a resumed run sees the same data.
-Loss: L1 + MSE on pixels in [-1, 1] of decode(mu + 0.1 * std(mu) * eps), bf16 autocast, with 5x
-weight on object pixels (objects cover ~5% of the frame; without it they appear very late). The
-log_var half of conv1's output is not trained (Wan's encode() discards it too): with Adam, even a
-tiny KL weight drives sigma to ~1 and drowns the latent; a fixed relative noise keeps the decoder
-robust to small latent errors (what the DiT produces) instead.
+Data: random scenes from tools/data/render.py (the held-out combinations are excluded), clips of the
+lengths given by --frames (1 + 4k frames -> 1 + k latent frames; long ones as 32x32 crops) at a random
+time offset, rendered on the fly; the stream of batches is a pure function of (seed, step), so a
+resumed run sees the same data.
+Loss: L1 + MSE on pixels in [-1, 1] of decode(mu), bf16 autocast, with 5x weight on object pixels
+(objects cover ~5-10% of the frame; without it they appear very late). A plain autoencoder: the
+log_var half of conv1's output is not trained (Wan's encode() discards it too) -- with Adam even a
+tiny KL weight drove sigma to ~1 and drowned the latent, and latent noise (--noise) only blurred.
 At the end the per-channel latent mean/std over 256 fresh clips are stored for normalisation.
 """
 import argparse
@@ -99,19 +99,14 @@ def main():
     ap.add_argument("--bs", type=int, default=4)
     ap.add_argument("--frames", default="13",
                     help="clip length(s) 1+4k, comma-separated, one drawn per step; 'Nc' = N frames as 32x32 crops")
-    ap.add_argument("--stage-start", type=int, default=0,
-                    help="the cosine LR schedule runs over [stage-start, steps] (a second training stage)")
     ap.add_argument("--lr", type=float, default=3e-4)
-    ap.add_argument("--noise", type=float, default=0.1, help="latent noise, relative to std(mu)")
+    ap.add_argument("--noise", type=float, default=0.0, help="latent noise, relative to std(mu)")
     ap.add_argument("--obj-weight", type=float, default=4.0, help="extra loss weight on object pixels")
     ap.add_argument("--save-every", type=float, default=300, help="seconds")
     ap.add_argument("--out", default=f"{common.BUILD}/vae")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--preview", default=None, help="write a reconstruction PNG from the checkpoint and exit")
     ap.add_argument("--preview-frames", type=int, default=45)
-    ap.add_argument("--decoder-only", action="store_true",
-                    help="fine-tune conv2 + decoder only (encoder frozen, so the latent space and a DiT "
-                         "trained on it stay valid); checkpoints in <out>/decoder_ft/")
     args = ap.parse_args()
     common.setup_torch(args.threads)
     if args.preview:
@@ -120,19 +115,10 @@ def main():
     seed = CFG["seed"]
     torch.manual_seed(seed)
     vae = common.vae_model()
-    if args.decoder_only:
-        base = common.load_ckpt(f"{args.out}/ckpt.pt")
-        assert base is not None and "latents_mean" in base, "train the VAE first"
-        vae.load_state_dict(base["model"])
-        args.out = f"{args.out}/decoder_ft"
-        for p in vae.encoder.parameters():
-            p.requires_grad_(False)
-        for p in vae.conv1.parameters():
-            p.requires_grad_(False)
     with torch.no_grad():  # log_var half of conv1 (unused): a small posterior variance
         vae.conv1.bias[vae.z_dim:].fill_(-8.0)
         vae.conv1.weight[vae.z_dim:].mul_(0.1)
-    opt = torch.optim.AdamW([p for p in vae.parameters() if p.requires_grad], lr=args.lr, betas=(0.9, 0.99),
+    opt = torch.optim.AdamW(vae.parameters(), lr=args.lr, betas=(0.9, 0.99),
                             weight_decay=0.0)
     ck_path = f"{args.out}/ckpt.pt"
     log = common.Logger(f"{args.out}/log.jsonl")
@@ -143,11 +129,7 @@ def main():
         opt.load_state_dict(ck["opt"])
         step = ck["step"]
         print(f"resumed VAE at step {step}")
-    if args.decoder_only:
-        with torch.no_grad():
-            vae.conv1.weight.copy_(base["model"]["conv1.weight"])
-            vae.conv1.bias.copy_(base["model"]["conv1.bias"])
-    if ck is not None and (step > args.steps or (step == args.steps and ("latents_mean" in ck or args.decoder_only))):
+    if ck is not None and (step > args.steps or (step == args.steps and "latents_mean" in ck)):
         print("VAE done")
         return
 
@@ -166,9 +148,8 @@ def main():
     warm = 100
     lengths = str(args.frames).split(",")
     while step < args.steps and not stop["flag"]:
-        s0 = args.stage_start
-        frac = (step - s0) / max(1, args.steps - s0)
-        lr = args.lr * min(1.0, (step - s0 + 1) / warm) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+        frac = step / max(1, args.steps)
+        lr = args.lr * min(1.0, (step + 1) / warm) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
         frames = lengths[int(np.random.default_rng([seed, 5, step]).integers(len(lengths)))]
         for g in opt.param_groups:
             g["lr"] = lr
@@ -199,11 +180,7 @@ def main():
             save()
             last_save = time.time()
     save()
-    if step >= args.steps and args.decoder_only:
-        ck = common.load_ckpt(ck_path)
-        ck["latents_mean"], ck["latents_std"] = base["latents_mean"], base["latents_std"]
-        common.save_ckpt(ck_path, ck)
-    elif step >= args.steps:
+    if step >= args.steps:
         vae.eval()
         mean, std = latent_stats(vae, seed)
         ck = common.load_ckpt(ck_path)

@@ -1,0 +1,108 @@
+// kino-tiny's evaluation through the real server, as a user reaches it: REST jobs for the 40 held-out
+// prompts, the same prompt and seed twice (identical bytes?) and another seed (different bytes?), and
+// two realtime sessions over the WebSocket that switch "a red circle …" to "a blue circle …" after
+// chunk 2 with transition_chunks 3 and 0. The videos land in build/eval/ with a manifest.json that
+// tools/eval/score.py decodes and scores (run here at the end).
+//
+//   bun tools/eval/server-eval.ts [--model builtin:kino-tiny] [--frames 29] [--out build/eval]
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { loadServeConfig } from "../../src/config/load.ts";
+import { startServer } from "../../src/http/server.ts";
+
+const ROOT = resolve(import.meta.dir, "../..");
+const args = process.argv.slice(2);
+const arg = (name: string, fallback: string) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1]! : fallback;
+};
+const out = resolve(arg("out", join(ROOT, "build/eval")));
+const numFrames = Number(arg("frames", "29"));
+const model = arg("model", "builtin:kino-tiny");
+// Debian's interpreter has numpy (python3-numpy); a python3 earlier on PATH may not
+const PY = existsSync("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+mkdirSync(out, { recursive: true });
+
+interface PlanItem { id: string; prompt: string; truth: Record<string, string> }
+const plan: PlanItem[] = JSON.parse(Bun.spawnSync([PY, join(ROOT, "tools/eval/plan.py")], { stderr: "inherit" }).stdout.toString());
+
+const server = await startServer(loadServeConfig({
+  overrides: { "generator.model_path": model, "server.port": "0", "server.host": "127.0.0.1", "server.output_dir": join(out, "server") },
+}), () => {});
+const url = server.url;
+
+async function video(prompt: string, seed: number): Promise<Uint8Array> {
+  const res = await fetch(`${url}/v1/videos`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ prompt, size: "64x64", num_frames: numFrames, seed }),
+  });
+  const job = await res.json();
+  if (!res.ok) throw new Error(`create failed: ${JSON.stringify(job)}`);
+  for (;;) {
+    const state = await (await fetch(`${url}/v1/videos/${job.id}`)).json();
+    if (state.status === "completed") break;
+    if (state.status === "failed") throw new Error(`job failed: ${JSON.stringify(state.error)}`);
+    await Bun.sleep(100);
+  }
+  return new Uint8Array(await (await fetch(`${url}/v1/videos/${job.id}/content`)).arrayBuffer());
+}
+
+interface ChunkMeta { generation_chunk_index: number; num_frames: number; started_event_ids: string[] }
+
+/** A realtime session that switches prompts after `switchAfter` media chunks; returns the stream. */
+async function session(name: string, from: string, to: string, transitionChunks: number, switchAfter = 2) {
+  const ws = new WebSocket(`${url.replace(/^http/, "ws")}/v1/realtime/video`);
+  ws.binaryType = "arraybuffer";
+  const bytes: Uint8Array[] = [];
+  const chunks: ChunkMeta[] = [];
+  let media = 0;
+  await new Promise<void>((done, fail) => {
+    ws.onopen = () => ws.send(JSON.stringify({ type: "session.start", prompt: from, size: "64x64", num_frames: numFrames, seed: 7 }));
+    ws.onerror = () => fail(new Error(`${name}: WebSocket error`));
+    ws.onmessage = (e) => {
+      if (typeof e.data !== "string") return void bytes.push(new Uint8Array(e.data as ArrayBuffer));
+      const m = JSON.parse(e.data);
+      if (m.type === "error") return fail(new Error(`${name}: ${JSON.stringify(m)}`));
+      if (m.type === "video.chunk_metadata" && m.kind === "media") {
+        chunks.push(m);
+        if (++media === switchAfter) {
+          ws.send(JSON.stringify({ type: "session.interaction", interaction: { event_id: "to-blue", event: { prompt: to }, transition_chunks: transitionChunks } }));
+        }
+      }
+      if (m.type === "session.done") done();
+    };
+  });
+  ws.close();
+  const file = join(out, `${name}.mp4`);
+  writeFileSync(file, Buffer.concat(bytes));
+  const first = chunks.find((c) => c.started_event_ids.includes("to-blue"));
+  if (!first) throw new Error(`${name}: the prompt update was never applied`);
+  return { name, file, transition_chunks: transitionChunks, first_affected_chunk: first.generation_chunk_index, chunks };
+}
+
+try {
+  const heldout = [];
+  const started = performance.now();
+  for (const item of plan) {
+    const file = join(out, `${item.id}.mp4`);
+    writeFileSync(file, await video(item.prompt, 0));
+    heldout.push({ ...item, file });
+    process.stdout.write(`\rheld-out ${heldout.length}/${plan.length}`);
+  }
+  console.log(` (${((performance.now() - started) / 1000).toFixed(0)} s)`);
+  const prompt = "a red circle moving right on a black background";
+  const [a, b, c] = [await video(prompt, 1), await video(prompt, 1), await video(prompt, 2)];
+  const same = (x: Uint8Array, y: Uint8Array) => x.length === y.length && x.every((v, i) => v === y[i]);
+  const determinism = { same_seed_identical_bytes: same(a, b), other_seed_different_bytes: !same(a, c) };
+  const transitions = [
+    await session("transition-3", prompt, "a blue circle moving right on a black background", 3),
+    await session("transition-0", prompt, "a blue circle moving right on a black background", 0),
+  ];
+  const manifest = join(out, "manifest.json");
+  writeFileSync(manifest, JSON.stringify({ model, num_frames: numFrames, heldout, determinism, transitions }, null, 1));
+  const score = Bun.spawnSync([PY, join(ROOT, "tools/eval/score.py"), manifest], { stdout: "inherit", stderr: "inherit" });
+  process.exitCode = score.exitCode;
+} finally {
+  await server.stop();
+}
