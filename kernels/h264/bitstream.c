@@ -1,5 +1,6 @@
 /* NAL unit packaging (H.264 clause 7.3.1 / 7.4.1). */
 #include "bitstream.h"
+#include "simd.h"
 
 /*
  * Writes the NAL header byte and the payload with emulation_prevention_three_byte inserted: inside a
@@ -8,9 +9,33 @@
  * rbsp when it starts at least rbsp_size / 2 + 2 bytes before it (the output never catches up).
  */
 int nal_wrap(u8 *dst, int header, const u8 *rbsp, int rbsp_size) {
-  int n = 0, zeros = 0;
+  int n = 0, zeros = 0, i = 0;
   dst[n++] = (u8)header;
-  for (int i = 0; i < rbsp_size; i++) {
+#if H264_SIMD
+  /* Most of a slice has no zero bytes at all: 16 of them without one (and fewer than two zeros
+   * before them) copy straight through. The load comes before the store, and the output stays
+   * behind the input, so the overlap is harmless. */
+  for (; i + 16 <= rbsp_size; i += 16) {
+    vec chunk = v_load(rbsp + i);
+    if (zeros >= 2 || v_mask8(v_eq8(chunk, v_zero()))) {
+      for (int end = i + 16; i < end; i++) {
+        u8 b = rbsp[i];
+        if (zeros >= 2 && b <= 3) {
+          dst[n++] = 3;
+          zeros = 0;
+        }
+        dst[n++] = b;
+        zeros = b == 0 ? zeros + 1 : 0;
+      }
+      i -= 16;
+      continue;
+    }
+    v_store(dst + n, chunk);
+    n += 16;
+    zeros = 0;
+  }
+#endif
+  for (; i < rbsp_size; i++) {
     u8 b = rbsp[i];
     if (zeros >= 2 && b <= 3) {
       dst[n++] = 3;

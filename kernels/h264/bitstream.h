@@ -10,8 +10,12 @@ typedef struct {
   u8 *start;
   u8 *ptr;
   u64 acc;   /* pending bits, right-aligned; only the low `count` bits are still unwritten */
-  int count; /* 0..31 between calls */
+  i64 count; /* 0..31 between calls; 64-bit so that no u32 store can alias it (see bw_put) */
 } bitwriter_t;
+
+/* Output words are stored as this (unaligned) u32 rather than as bytes: a u8 store may alias
+ * anything, and would force acc, count and ptr back to memory after every word. */
+typedef u32 __attribute__((aligned(1))) u32_unaligned;
 
 static inline void bw_init(bitwriter_t *bw, u8 *buf) {
   bw->start = bw->ptr = buf;
@@ -19,17 +23,14 @@ static inline void bw_init(bitwriter_t *bw, u8 *buf) {
   bw->count = 0;
 }
 
-/* Appends the low n bits of value (n <= 32); whole 32-bit words go out big-endian. */
+/* Appends the low n bits of value (n <= 32); whole 32-bit words go out big-endian, as one store. */
 static inline void bw_put(bitwriter_t *bw, u32 value, int n) {
   bw->acc = (bw->acc << n) | (value & (u32)((1ull << n) - 1));
   bw->count += n;
   if (bw->count >= 32) {
     bw->count -= 32;
-    u32 word = (u32)(bw->acc >> bw->count);
-    bw->ptr[0] = (u8)(word >> 24);
-    bw->ptr[1] = (u8)(word >> 16);
-    bw->ptr[2] = (u8)(word >> 8);
-    bw->ptr[3] = (u8)word;
+    u32 word = __builtin_bswap32((u32)(bw->acc >> bw->count));
+    *(u32_unaligned *)bw->ptr = word; /* both targets are little-endian */
     bw->ptr += 4;
   }
 }
@@ -58,7 +59,7 @@ static inline int se_bits(int v) { return ue_bits(se_to_ue(v)); }
 /* rbsp_trailing_bits(): a stop bit, then zero bits to the byte boundary; flushes every bit. */
 static inline void bw_trailing(bitwriter_t *bw) {
   bw_put(bw, 1, 1);
-  if (bw->count & 7) bw_put(bw, 0, 8 - (bw->count & 7));
+  if (bw->count & 7) bw_put(bw, 0, (int)(8 - (bw->count & 7)));
   while (bw->count >= 8) {
     bw->count -= 8;
     *bw->ptr++ = (u8)(bw->acc >> bw->count);

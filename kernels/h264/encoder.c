@@ -40,6 +40,7 @@ encoder_t *h264_create(int width, int height, int qp, int keyint, int fps_milli,
   if (width < 16 || height < 16 || (width & 1) || (height & 1) || width > 16384 || height > 16384) return NULL;
   if (qp < 0 || qp > 51 || keyint < 0 || fps_milli <= 0) return NULL;
   if (((width + 15) / 16) * ((height + 15) / 16) > MAX_FRAME_MBS) return NULL;
+  cavlc_init();
   encoder_t *e = alloc_encoder(width, height);
   if (!e) return NULL;
   e->keyint = keyint;
@@ -94,7 +95,10 @@ static void encode_slice_data(encoder_t *e, bitwriter_t *bw) {
       memset(&mb, 0, offsetof(mb_t, luma));
       mb.x = x;
       mb.y = y;
-      if (e->is_idr) {
+      if (e->preset == PRESET_FAST) {
+        if (e->is_idr) encode_i_macroblock_fast(e, &mb);
+        else encode_p_macroblock_fast(e, &mb);
+      } else if (e->is_idr) {
         int i16_cost, i16_mode = intra16x16_choose(e, &mb, &i16_cost, 0);
         intra_mb_encode(e, &mb, i16_mode, i16_cost);
       } else {
@@ -114,6 +118,15 @@ static void encode_slice_data(encoder_t *e, bitwriter_t *bw) {
   if (skip_run) bw_ue(bw, (u32)skip_run);
 }
 
+/* Chooses the speed preset (PRESET_QUALITY or PRESET_FAST) before the first frame. Returns 0 for
+ * an unknown preset or once frames have been encoded. */
+EXPORT("h264_preset")
+int h264_preset(encoder_t *e, int preset) {
+  if ((preset != PRESET_QUALITY && preset != PRESET_FAST) || e->frame_count > 0) return 0;
+  e->preset = preset;
+  return 1;
+}
+
 /* Encodes the frame in h264_input(). Returns 1 for an IDR picture, 0 for a P picture. */
 EXPORT("h264_encode")
 int h264_encode(encoder_t *e, int force_idr) {
@@ -126,7 +139,8 @@ int h264_encode(encoder_t *e, int force_idr) {
   }
   rc_start_picture(e);
   picture_t *ref = &e->pic[e->cur ^ 1];
-  if (!e->is_idr && !ref->half_ready) {
+  /* the fast preset's motion vectors are whole samples: it never reads the half-sample planes */
+  if (!e->is_idr && !ref->half_ready && (e->preset != PRESET_FAST || FAST_HALF_PEL)) {
     interp_half_planes(e, ref);
     ref->half_ready = 1;
   }
@@ -140,7 +154,7 @@ int h264_encode(encoder_t *e, int force_idr) {
   if (e->is_idr) e->idr_pic_id = (e->idr_pic_id + 1) & 0xffff;
 
   picture_t *p = &e->pic[e->cur];
-  deblock_picture(e, p);
+  if (e->preset != PRESET_FAST) deblock_picture(e, p); /* the fast preset's slices disable the filter */
   rc_end_picture(e, e->nal_size * 8);
   picture_extend_edges(e, p);
   p->half_ready = 0;

@@ -61,6 +61,15 @@ typedef struct {
 
 enum { RC_QP, RC_BITRATE, RC_CRF };
 
+/* Speed presets. Quality: Intra 4x4, quarter-sample motion, SATD decisions, deblocking. Fast (like
+ * x264 ultrafast): Intra 16x16 only, whole-sample diamond motion search, SAD decisions, no
+ * deblocking (see mb_fast.c). */
+enum { PRESET_QUALITY, PRESET_FAST };
+/* The fast preset refines whole-sample vectors by one half-sample step (1) or not at all (0). */
+#ifndef FAST_HALF_PEL
+#define FAST_HALF_PEL 0
+#endif
+
 /* ratecontrol.c's state; models are per picture type, [0] P and [1] IDR. */
 typedef struct {
   int mode;
@@ -89,6 +98,7 @@ typedef struct encoder {
   int zero_sad_luma;     /* inter residual of a luma 4x4 block with a smaller SAD quantises to nothing */
   int zero_sad_chroma;   /* the same for a whole 8x8 chroma block, DC included */
   int keyint;            /* IDR every keyint frames, 0 = first only */
+  int preset;            /* PRESET_QUALITY or PRESET_FAST (mb_fast.c), fixed before the first frame */
   int fps_milli;
   int rgba;
   int level_idc;
@@ -116,6 +126,8 @@ typedef struct encoder {
 void fdct4x4(i16 out[16], const u8 *src, int src_stride, const u8 *pred, int pred_stride);
 void fdct4x4_pair(i16 out_a[16], i16 out_b[16], const u8 *src, int src_stride, const u8 *pred, int pred_stride);
 int quant4x4(i16 c[16], int qp, int intra, int first);
+int fdct_quant_pair(i16 out_a[16], i16 out_b[16], const u8 *src, int ss, const u8 *pred, int ps, int qp, int intra, int dc[2]);
+int fdct_quant_pair_ref(i16 out_a[16], i16 out_b[16], const u8 *src, int ss, const u8 *pred, int ps, int qp, int intra, int dc[2]);
 int quant4x4_ref(i16 c[16], int qp, int intra, int first);
 int inter_zero_sad4x4(int qp);
 int inter_zero_sad_chroma8x8(int qp);
@@ -193,7 +205,8 @@ int level_for(int mb_count, i64 mbs_per_second_milli, int mb_w, int mb_h);
 int level_mv_limit_y(int level_idc);
 void slice_header_write(encoder_t *e, bitwriter_t *bw);
 
-/* cavlc.c — residual_block_cavlc (clause 9.2) */
+/* cavlc.c — residual_block_cavlc (clause 9.2); cavlc_init fills its tables (h264_create calls it) */
+void cavlc_init(void);
 int cavlc_block(bitwriter_t *bw, const i16 *coef, int max_coeff, int nC);
 int cavlc_block4x4(bitwriter_t *bw, const i16 raster[16], int first, int nC);
 
@@ -212,6 +225,7 @@ void mc_chroma8_ref(u8 *dst, int dst_stride, const u8 *plane, int stride, int cx
 /* motion.c */
 int mv_in_range(const encoder_t *e, int mbx, int mby, int mvx, int mvy);
 int motion_search(encoder_t *e, mb_t *mb, int mv[2]);
+int motion_search_fast(encoder_t *e, mb_t *mb, int mv[2], int half_pel);
 
 /* mb_intra.c / mb_inter.c — mode decision, transform, reconstruction into pic[cur] */
 int i4_predicted_mode(const encoder_t *e, const mb_t *mb, int bx, int by);
@@ -223,6 +237,12 @@ void intra_chroma_encode(encoder_t *e, mb_t *mb);
 void intra_mb_encode(encoder_t *e, mb_t *mb, int i16_mode, int i16_cost);
 void chroma_residual_encode(encoder_t *e, mb_t *mb, const u8 *pred_u, const u8 *pred_v, int pred_stride, int intra);
 void encode_p_macroblock(encoder_t *e, mb_t *mb);
+void inter_mb_encode(encoder_t *e, mb_t *mb, const int mv[2]);
+int skip_probe_sad(encoder_t *e, const mb_t *mb, const int skip_mv[2]);
+
+/* mb_fast.c — the fast preset's macroblock decisions */
+void encode_i_macroblock_fast(encoder_t *e, mb_t *mb);
+void encode_p_macroblock_fast(encoder_t *e, mb_t *mb);
 
 /* mb_write.c — macroblock_layer() (clause 7.3.5) */
 void mb_write(encoder_t *e, bitwriter_t *bw, mb_t *mb, int p_slice);

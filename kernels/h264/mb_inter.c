@@ -37,9 +37,9 @@ static void inter_luma_encode(encoder_t *e, mb_t *mb) {
         nz[r] = nz[r + 1] = 0;
         continue;
       }
-      fdct4x4_pair(mb->luma[r], mb->luma[r + 1], src + band * 4 * cw + half * 8, cw, rec + band * 4 * s + half * 8, s);
-      nz[r] = (u8)quant4x4(mb->luma[r], qp, 0, 0);
-      nz[r + 1] = (u8)quant4x4(mb->luma[r + 1], qp, 0, 0);
+      int counts = fdct_quant_pair(mb->luma[r], mb->luma[r + 1], src + band * 4 * cw + half * 8, cw, rec + band * 4 * s + half * 8, s, qp, 0, NULL);
+      nz[r] = (u8)(counts & 255);
+      nz[r + 1] = (u8)(counts >> 8);
       if (nz[r] | nz[r + 1]) mb->cbp_luma |= 1 << ((band >> 1) * 2 + half);
     }
   }
@@ -49,7 +49,7 @@ static void inter_luma_encode(encoder_t *e, mb_t *mb) {
 
 /* Codes the macroblock as P_L0_16x16 with motion vector mv: the prediction goes straight into the
  * reconstruction, the residual is coded against it and added. */
-static void inter_encode(encoder_t *e, mb_t *mb, const int mv[2]) {
+void inter_mb_encode(encoder_t *e, mb_t *mb, const int mv[2]) {
   const picture_t *ref = &e->pic[e->cur ^ 1];
   picture_t *cur = &e->pic[e->cur];
   const int sy = e->stride_y, sc = e->stride_c;
@@ -64,6 +64,13 @@ static void inter_encode(encoder_t *e, mb_t *mb, const int mv[2]) {
   chroma_residual_encode(e, mb, pu, pv, sc, 0);
 }
 
+/* Luma SAD of the P_Skip prediction. */
+int skip_probe_sad(encoder_t *e, const mb_t *mb, const int skip_mv[2]) {
+  const u8 *a, *b, *src = e->src_y + mb->y * 16 * e->coded_w + mb->x * 16;
+  luma_qpel_planes(&e->pic[e->cur ^ 1], e->stride_y, mb->x * 16, mb->y * 16, skip_mv[0], skip_mv[1], &a, &b);
+  return a == b ? sad16x16(src, e->coded_w, a, e->stride_y) : sad16x16_avg(src, e->coded_w, a, b, e->stride_y);
+}
+
 void encode_p_macroblock(encoder_t *e, mb_t *mb) {
   int skip_mv[2];
   mv_predict16x16(e, mb->x, mb->y, mb->mvp);
@@ -74,14 +81,9 @@ void encode_p_macroblock(encoder_t *e, mb_t *mb) {
    * and where the luma prediction error is small. */
   int idx = mb->y * e->mb_w + mb->x;
   int likely = (mb->x > 0 && e->mbs[idx - 1].type == MB_PSKIP) || (mb->y > 0 && e->mbs[idx - e->mb_w].type == MB_PSKIP);
-  if (skip_ok && !likely) {
-    const u8 *a, *b, *src = e->src_y + mb->y * 16 * e->coded_w + mb->x * 16;
-    luma_qpel_planes(&e->pic[e->cur ^ 1], e->stride_y, mb->x * 16, mb->y * 16, skip_mv[0], skip_mv[1], &a, &b);
-    int sad = a == b ? sad16x16(src, e->coded_w, a, e->stride_y) : sad16x16_avg(src, e->coded_w, a, b, e->stride_y);
-    likely = sad < SKIP_PROBE_FACTOR * e->zero_sad_luma;
-  }
+  if (skip_ok && !likely) likely = skip_probe_sad(e, mb, skip_mv) < SKIP_PROBE_FACTOR * e->zero_sad_luma;
   if (skip_ok && likely) {
-    inter_encode(e, mb, skip_mv);
+    inter_mb_encode(e, mb, skip_mv);
     if (mb->cbp_luma == 0 && mb->cbp_chroma == 0) {
       mb->type = MB_PSKIP;
       return;
@@ -108,7 +110,7 @@ void encode_p_macroblock(encoder_t *e, mb_t *mb) {
       return;
     }
   }
-  inter_encode(e, mb, mv);
+  inter_mb_encode(e, mb, mv);
   if (skip_ok && mv[0] == skip_mv[0] && mv[1] == skip_mv[1] && mb->cbp_luma == 0 && mb->cbp_chroma == 0)
     mb->type = MB_PSKIP;
 }

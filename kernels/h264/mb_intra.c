@@ -166,7 +166,7 @@ int intra4x4_encode(encoder_t *e, mb_t *mb, int bail) {
 
 /* Picks the Intra_16x16 mode with the lowest SATD and returns it, its SATD in *cost. fast (for P
  * pictures, where intra rarely wins): ranks the modes by SAD, which needs no prediction for V, H
- * and DC, and measures the SATD of the winner only. */
+ * and DC, and measures the SATD of the winner only; fast 2 (the fast preset) returns that SAD. */
 int intra16x16_choose(encoder_t *e, mb_t *mb, int *cost, int fast) {
   const u8 *rec = rec_y(e, mb), *src = src_y(e, mb);
   const int s = e->stride_y, cw = e->coded_w;
@@ -190,7 +190,7 @@ int intra16x16_choose(encoder_t *e, mb_t *mb, int *cost, int fast) {
     }
     if (c < best) best = c, best_mode = mode;
   }
-  if (fast) {
+  if (fast == 1) {
     if (best_mode != 3) intra16x16_predict(pred, best_mode, rec, s, has_top, has_left); /* plane is still in pred */
     best = satd16x16(src, cw, pred, 16);
   }
@@ -208,13 +208,10 @@ void intra16x16_encode(encoder_t *e, mb_t *mb) {
   int dc[16], any_ac = 0;
   for (int r = 0; r < 16; r += 2) {
     int bx = r & 3, by = r >> 2;
-    fdct4x4_pair(mb->luma[r], mb->luma[r + 1], src_y(e, mb) + by * 4 * cw + bx * 4, cw, pred + by * 64 + bx * 4, 16);
-  }
-  for (int r = 0; r < 16; r++) {
-    dc[r] = mb->luma[r][0];
-    mb->luma[r][0] = 0;
-    mb->nz[r] = (u8)quant4x4(mb->luma[r], qp, 1, 1);
-    any_ac |= mb->nz[r];
+    int counts = fdct_quant_pair(mb->luma[r], mb->luma[r + 1], src_y(e, mb) + by * 4 * cw + bx * 4, cw, pred + by * 64 + bx * 4, 16, qp, 1, dc + r);
+    mb->nz[r] = (u8)(counts & 255);
+    mb->nz[r + 1] = (u8)(counts >> 8);
+    any_ac |= counts;
   }
   luma_dc_forward(dc);
   quant_dc(dc, 16, qp, 1, mb->luma_dc);
@@ -242,14 +239,11 @@ void chroma_residual_encode(encoder_t *e, mb_t *mb, const u8 *pred_u, const u8 *
       continue;
     }
     int dc[4];
-    fdct4x4_pair(mb->chroma_ac[c][0], mb->chroma_ac[c][1], src, cs, pred, pred_stride);
-    fdct4x4_pair(mb->chroma_ac[c][2], mb->chroma_ac[c][3], src + 4 * cs, cs, pred + 4 * pred_stride, pred_stride);
-    for (int b = 0; b < 4; b++) {
-      i16 *ac = mb->chroma_ac[c][b];
-      dc[b] = ac[0];
-      ac[0] = 0;
-      mb->nz_c[c][b] = (u8)quant4x4(ac, qp, intra, 1);
-      any_ac |= mb->nz_c[c][b];
+    for (int b = 0; b < 4; b += 2) {
+      int counts = fdct_quant_pair(mb->chroma_ac[c][b], mb->chroma_ac[c][b + 1], src + b * 2 * cs, cs, pred + b * 2 * pred_stride, pred_stride, qp, intra, dc + b);
+      mb->nz_c[c][b] = (u8)(counts & 255);
+      mb->nz_c[c][b + 1] = (u8)(counts >> 8);
+      any_ac |= counts;
     }
     chroma_dc_forward(dc);
     any_dc |= quant_dc(dc, 4, qp, intra, mb->chroma_dc[c]);
@@ -281,7 +275,8 @@ void intra_chroma_encode(encoder_t *e, mb_t *mb) {
     if ((mode == 1 && !has_left) || (mode == 2 && !has_top) || (mode == 3 && !(has_top && has_left))) continue;
     intra_chroma_predict(pu, mode, rec_u, s, has_top, has_left);
     intra_chroma_predict(pv, mode, rec_v, s, has_top, has_left);
-    int c = satd8x8(su, cs, pu, 8) + satd8x8(sv, cs, pv, 8) + e->lambda * (mode == 0 ? 1 : 3);
+    int c = e->preset == PRESET_FAST ? sad8x8(su, cs, pu, 8) + sad8x8(sv, cs, pv, 8) : satd8x8(su, cs, pu, 8) + satd8x8(sv, cs, pv, 8);
+    c += e->lambda * (mode == 0 ? 1 : 3);
     if (c < best) {
       best = c;
       mb->chroma_mode = mode;

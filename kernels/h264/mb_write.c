@@ -4,19 +4,9 @@
  */
 #include "encoder.h"
 
-/* Table 9-4 (chroma_format_idc 1): coded_block_pattern for each codeNum of me(v). */
-static const u8 cbp_of_code_intra[48] = {47, 31, 15, 0,  23, 27, 29, 30, 7,  11, 13, 14, 39, 43, 45, 46,
-                                         16, 3,  5,  10, 12, 19, 21, 26, 28, 35, 37, 42, 44, 1,  2,  4,
-                                         8,  17, 18, 20, 24, 6,  9,  22, 25, 32, 33, 34, 36, 40, 38, 41};
-static const u8 cbp_of_code_inter[48] = {0,  16, 1,  2,  4,  8,  32, 3,  5,  10, 12, 15, 47, 7,  11, 13,
-                                         14, 6,  9,  31, 35, 37, 42, 44, 33, 34, 36, 40, 39, 43, 45, 46,
-                                         17, 18, 20, 24, 19, 21, 26, 28, 23, 27, 29, 30, 22, 25, 38, 41};
-
-static int code_of_cbp(const u8 table[48], int cbp) {
-  for (int k = 0; k < 48; k++)
-    if (table[k] == cbp) return k;
-  return 0; /* unreachable: every cbp 0..47 is in the table */
-}
+/* Table 9-4 (chroma_format_idc 1) inverted: the codeNum of me(v) for each coded_block_pattern. */
+static const u8 code_of_cbp_intra[48] = {3, 29, 30, 17, 31, 18, 37, 8, 32, 38, 19, 9, 20, 10, 11, 2, 16, 33, 34, 21, 35, 22, 39, 4, 36, 40, 23, 5, 24, 6, 7, 1, 41, 42, 43, 25, 44, 26, 46, 12, 45, 47, 27, 13, 28, 14, 15, 0};
+static const u8 code_of_cbp_inter[48] = {0, 2, 3, 7, 4, 8, 17, 13, 5, 18, 9, 14, 10, 15, 16, 11, 1, 32, 33, 36, 34, 37, 44, 40, 35, 45, 38, 41, 39, 42, 43, 19, 6, 24, 25, 20, 26, 21, 46, 28, 27, 47, 22, 29, 23, 30, 31, 12};
 
 /* nC (clause 9.2.1): average of the left (A) and upper (B) blocks' TotalCoeff when both exist. */
 static int nc_from(int na, int nb) {
@@ -89,7 +79,7 @@ void mb_write(encoder_t *e, bitwriter_t *bw, mb_t *mb, int p_slice) {
     bw_se(bw, mb->mv[1] - mb->mvp[1]);
   }
   int cbp = mb->cbp_luma | (mb->cbp_chroma << 4);
-  if (mb->type != MB_I16) bw_ue(bw, (u32)code_of_cbp(intra ? cbp_of_code_intra : cbp_of_code_inter, cbp));
+  if (mb->type != MB_I16) bw_ue(bw, (u32)(intra ? code_of_cbp_intra : code_of_cbp_inter)[cbp]);
   if (cbp || mb->type == MB_I16) {
     bw_se(bw, 0); /* mb_qp_delta: one QP per picture */
     write_residual(e, bw, mb);

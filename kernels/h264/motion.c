@@ -112,25 +112,26 @@ static void refine(const search_t *s, const int (*pattern)[2], int n, int iterat
   }
 }
 
-/* Returns the cost (SATD + MV bits) of the chosen quarter-sample MV written to mv. */
-int motion_search(encoder_t *e, mb_t *mb, int mv[2]) {
+static void search_init(search_t *s, encoder_t *e, const mb_t *mb) {
   const picture_t *ref = &e->pic[e->cur ^ 1];
-  search_t s;
-  s.e = e;
-  s.pic = ref;
-  s.px = mb->x * 16;
-  s.py = mb->y * 16;
-  s.src = e->src_y + mb->y * 16 * e->coded_w + mb->x * 16;
-  s.src_stride = e->coded_w;
-  s.stride = e->stride_y;
-  s.ref = ref->y + mb->y * 16 * s.stride + mb->x * 16;
-  s.mvp[0] = mb->mvp[0];
-  s.mvp[1] = mb->mvp[1];
-  mv_bounds(e, mb->x, mb->y, &s.xmin, &s.xmax, &s.ymin, &s.ymax);
-  s.best_cost = 0x7fffffff;
-  s.best_x = s.best_y = 0;
+  s->e = e;
+  s->pic = ref;
+  s->px = mb->x * 16;
+  s->py = mb->y * 16;
+  s->src = e->src_y + mb->y * 16 * e->coded_w + mb->x * 16;
+  s->src_stride = e->coded_w;
+  s->stride = e->stride_y;
+  s->ref = ref->y + mb->y * 16 * s->stride + mb->x * 16;
+  s->mvp[0] = mb->mvp[0];
+  s->mvp[1] = mb->mvp[1];
+  mv_bounds(e, mb->x, mb->y, &s->xmin, &s->xmax, &s->ymin, &s->ymax);
+  s->best_cost = 0x7fffffff;
+  s->best_x = s->best_y = 0;
+}
 
-  /* Start candidates, rounded to whole samples. */
+/* Start candidates, rounded to whole samples: median prediction, zero, the co-located vector of the
+ * previous picture and the left, upper and upper-right neighbours' vectors. */
+static void start_candidates(search_t *s, const encoder_t *e, const mb_t *mb) {
   int cand[8][2], n = 0;
   cand[n][0] = mb->mvp[0], cand[n][1] = mb->mvp[1], n++;
   cand[n][0] = 0, cand[n][1] = 0, n++;
@@ -143,11 +144,18 @@ int motion_search(encoder_t *e, mb_t *mb, int mv[2]) {
   }
   int tried[8][2];
   for (int k = 0; k < n; k++) {
-    int x = clip3(s.xmin, s.xmax, (cand[k][0] + 2) >> 2), y = clip3(s.ymin, s.ymax, (cand[k][1] + 2) >> 2), seen = 0;
+    int x = clip3(s->xmin, s->xmax, (cand[k][0] + 2) >> 2), y = clip3(s->ymin, s->ymax, (cand[k][1] + 2) >> 2), seen = 0;
     for (int j = 0; j < k; j++) seen |= tried[j][0] == x && tried[j][1] == y;
     tried[k][0] = x, tried[k][1] = y;
-    if (!seen) try_int(&s, x, y);
+    if (!seen) try_int(s, x, y);
   }
+}
+
+/* Returns the cost (SATD + MV bits) of the chosen quarter-sample MV written to mv. */
+int motion_search(encoder_t *e, mb_t *mb, int mv[2]) {
+  search_t s;
+  search_init(&s, e, mb);
+  start_candidates(&s, e, mb);
   hexagon_search(&s);
 
   /* Sub-sample refinement around the best integer position. */
@@ -160,4 +168,33 @@ int motion_search(encoder_t *e, mb_t *mb, int mv[2]) {
   mv[0] = bx;
   mv[1] = by;
   return subpel_cost(&s, bx, by, 1); /* mode decision compares SATD costs */
+}
+
+/*
+ * The fast preset's search (x264 ultrafast's "dia" with subme 0, roughly): the same start
+ * candidates, then small-diamond steps at whole samples, at most FAST_DIAMOND_STEPS of them, and
+ * no sub-sample refinement unless half_pel (one square step on the half-sample planes). Costs are
+ * SAD + lambda * mvd bits throughout, and that is what it returns: the fast mode decision never
+ * computes a SATD.
+ */
+#define FAST_DIAMOND_STEPS 8
+
+int motion_search_fast(encoder_t *e, mb_t *mb, int mv[2], int half_pel) {
+  search_t s;
+  search_init(&s, e, mb);
+  start_candidates(&s, e, mb);
+  static const int dia[4][2] = {{0, -1}, {-1, 0}, {1, 0}, {0, 1}};
+  for (int step = 0; step < FAST_DIAMOND_STEPS; step++) {
+    int cx = s.best_x, cy = s.best_y;
+    for (int k = 0; k < 4; k++) try_int(&s, cx + dia[k][0], cy + dia[k][1]);
+    if (s.best_x == cx && s.best_y == cy) break;
+  }
+  int bx = s.best_x * 4, by = s.best_y * 4, best = s.best_cost;
+  if (half_pel) {
+    static const int square[8][2] = {{-2, -2}, {0, -2}, {2, -2}, {-2, 0}, {2, 0}, {-2, 2}, {0, 2}, {2, 2}};
+    refine(&s, square, 8, 1, 0, &bx, &by, &best);
+  }
+  mv[0] = bx;
+  mv[1] = by;
+  return best;
 }

@@ -4,7 +4,7 @@
  *
  * Stream shape: Constrained Baseline (profile_idc 66 with constraint_set0/1), one SPS and one PPS,
  * 4:2:0, frame_mbs_only, pic_order_cnt_type 2 (output order = decode order, no B-frames), one
- * reference frame, CAVLC, deblocking on with default offsets.
+ * reference frame, CAVLC, deblocking on with default offsets (off in the fast preset).
  */
 #include "encoder.h"
 
@@ -150,7 +150,11 @@ void slice_header_write(encoder_t *e, bitwriter_t *bw) {
     bw_put(bw, 0, 1);                    /* adaptive_ref_pic_marking_mode_flag */
   }
   bw_se(bw, e->qp - 26);                 /* slice_qp_delta */
-  bw_ue(bw, 0);                          /* disable_deblocking_filter_idc: filter on */
-  bw_se(bw, 0);                          /* slice_alpha_c0_offset_div2 */
-  bw_se(bw, 0);                          /* slice_beta_offset_div2 */
+  if (e->preset == PRESET_FAST) {
+    bw_ue(bw, 1);                        /* disable_deblocking_filter_idc: filter off (no offsets follow) */
+  } else {
+    bw_ue(bw, 0);                        /* disable_deblocking_filter_idc: filter on */
+    bw_se(bw, 0);                        /* slice_alpha_c0_offset_div2 */
+    bw_se(bw, 0);                        /* slice_beta_offset_div2 */
+  }
 }

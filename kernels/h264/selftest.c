@@ -102,6 +102,13 @@ static int compare_transform_quant(const u8 *a, const u8 *b) {
   int nx = quant4x4(x, qp, intra, first), ny = quant4x4_ref(y, qp, intra, first);
   bad += nx != ny;
   for (int k = 0; k < 16; k++) bad += x[k] != y[k];
+  /* the fused transform + quantisation, with and without separate DCs */
+  i16 fa[2][16], fb[2][16];
+  int dca[2] = {0, 0}, dcb[2] = {1, 1};
+  int na = fdct_quant_pair(fa[0], fa[1], a + 3, 48, b + 1, 48, qp, intra, first ? dca : NULL);
+  int nb = fdct_quant_pair_ref(fb[0], fb[1], a + 3, 48, b + 1, 48, qp, intra, first ? dcb : NULL);
+  bad += (na != nb) + (first && (dca[0] != dcb[0] || dca[1] != dcb[1]));
+  for (int k = 0; k < 16; k++) bad += (fa[0][k] != fb[0][k]) + (fa[1][k] != fb[1][k]);
   /* reconstruction from levels that real residuals produce, with and without separate DCs */
   quant4x4(pair[0], qp, intra, 0);
   quant4x4(pair[1], qp, intra, 0);

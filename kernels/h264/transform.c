@@ -153,6 +153,59 @@ int quant4x4(i16 c[16], int qp, int intra, int first) {
 int quant4x4(i16 c[16], int qp, int intra, int first) { return quant4x4_ref(c, qp, intra, first); }
 #endif
 
+/* Forward transform and quantisation of two horizontally adjacent 4x4 blocks in one pass: the same
+ * numbers as fdct4x4_pair then quant4x4 on each block (h264_selftest checks), without the round trip
+ * through memory between them. With dc (Intra16x16 and chroma code their DCs separately), the two
+ * unquantised DCs go there and position 0 of both blocks' levels is 0. Returns the blocks' counts
+ * of non-zero levels as a + 256 * b. */
+int fdct_quant_pair_ref(i16 out_a[16], i16 out_b[16], const u8 *src, int ss, const u8 *pred, int ps, int qp, int intra, int dc[2]) {
+  fdct4x4(out_a, src, ss, pred, ps);
+  fdct4x4(out_b, src + 4, ss, pred + 4, ps);
+  if (dc) {
+    dc[0] = out_a[0], dc[1] = out_b[0];
+    out_a[0] = out_b[0] = 0;
+  }
+  return quant4x4_ref(out_a, qp, intra, dc != NULL) + 256 * quant4x4_ref(out_b, qp, intra, dc != NULL);
+}
+
+#if H264_SIMD
+int fdct_quant_pair(i16 out_a[16], i16 out_b[16], const u8 *src, int ss, const u8 *pred, int ps, int qp, int intra, int dc[2]) {
+  vec v[4];
+  for (int y = 0; y < 4; y++) v[y] = v_sub16(v_load_u8_u16(src + y * ss), v_load_u8_u16(pred + y * ps));
+  dct4_lanes(v);
+  v_transpose_two_4x4(v);
+  dct4_lanes(v);
+  v_transpose_two_4x4(v); /* v[i] = coefficient row i of block a (lanes 0-3) and of block b (4-7) */
+  if (dc) {
+    static const i16 not_dc[8] = {0, -1, -1, -1, 0, -1, -1, -1};
+    dc[0] = (i16)v_lane32(v[0], 0);
+    dc[1] = (i16)v_lane32(v[0], 2);
+    v[0] = v_and(v[0], v_load(not_dc));
+  }
+  const int shift = 15 + qp / 6, *mf = mf_table[qp % 6];
+  const vec bias = v_splat32((1 << shift) / (intra ? 3 : 6)), cap = v_splat16(MAX_LEVEL), zero = v_zero();
+  vec eq[4];
+  for (int i = 0; i < 4; i++) {
+    vec sign = v_sra16(v[i], 15), a = v_abs16(v[i]), row_mf = v_load(mf + 4 * i);
+    vec lo = v_srl32(v_add32(v_mul32(v_lo_u16_u32(a), row_mf), bias), shift);
+    vec hi = v_srl32(v_add32(v_mul32(v_hi_u16_u32(a), row_mf), bias), shift);
+    vec level = v_min16(v_pack_i16(lo, hi), cap);
+    level = v_sub16(v_xor(level, sign), sign);
+    v_store64(out_a + 4 * i, level);
+    v_store64_hi(out_b + 4 * i, level);
+    eq[i] = v_eq16(level, zero);
+  }
+  /* bytes of the zero masks: per row pair, a's four lanes then b's four, twice */
+  u32 zeros = (u32)v_mask8(v_pack_i8(eq[0], eq[1])) | (u32)v_mask8(v_pack_i8(eq[2], eq[3])) << 16;
+  int za = __builtin_popcount(zeros & 0x0f0f0f0fu), zb = __builtin_popcount(zeros & 0xf0f0f0f0u);
+  return (16 - za) + 256 * (16 - zb);
+}
+#else
+int fdct_quant_pair(i16 out_a[16], i16 out_b[16], const u8 *src, int ss, const u8 *pred, int ps, int qp, int intra, int dc[2]) {
+  return fdct_quant_pair_ref(out_a, out_b, src, ss, pred, ps, qp, intra, dc);
+}
+#endif
+
 /* DC coefficients after their Hadamard transform: one more bit of shift, as the transform gain is doubled. */
 int quant_dc(int *c, int n, int qp, int intra, i16 *levels) {
   int shift = 16 + qp / 6, bias = (1 << shift) / (intra ? 3 : 6), nz = 0;

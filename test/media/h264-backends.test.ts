@@ -63,7 +63,7 @@ describe("H264Encoder wasm and native builds", () => {
         return sceneFrame(width, height, t, { panX: random() * 6 - 3, panY: random() * 4 - 2 });
       });
       const forced = [Math.floor(random() * 7)];
-      const opts = { width, height, keyframeInterval, rate };
+      const opts = { width, height, keyframeInterval, rate, preset: round % 2 ? "quality" : "fast" } as const;
       const a = await encodeWith("wasm", opts, inputs, forced);
       const label = JSON.stringify(opts);
       if (!nativeMissing) {
@@ -78,7 +78,10 @@ describe("H264Encoder wasm and native builds", () => {
 
   test.skipIf(nativeMissing !== null)("identical at 832x480 through IDRs, P frames and a bitrate target", async () => {
     const inputs = Array.from({ length: 6 }, (_, t) => sceneFrame(832, 480, t, { panX: 2.5, detail: 20 }));
-    for (const opts of [{ width: 832, height: 480, qp: 30, keyframeInterval: 4 }, { width: 832, height: 480, keyframeInterval: 4, rate: { mode: "bitrate", kbps: 900 } }] as const) {
+    const cases: H264EncoderOptions[] = [];
+    for (const preset of ["fast", "quality"] as const)
+      cases.push({ width: 832, height: 480, qp: 30, keyframeInterval: 4, preset }, { width: 832, height: 480, keyframeInterval: 4, rate: { mode: "bitrate", kbps: 900 }, preset });
+    for (const opts of cases) {
       const a = await encodeWith("wasm", opts, inputs);
       const b = await encodeWith("native", opts, inputs);
       expect(Buffer.compare(a.stream, b.stream)).toBe(0);

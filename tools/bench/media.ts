@@ -14,7 +14,11 @@
 // film grain (hard to code); "pan" is a landscape the camera pans across with a passing car and mild
 // grain (natural-looking).
 //
+// Presets: kino's "fast" (the default, x264-ultrafast-like decisions) and "quality" are both measured;
+// the BD-rate column of each x264 row gives kino fast's figure, then kino quality's.
+//
 // Flags: --sizes 832x480,1280x720  --clips fractal,pan  --frames 72  --keyint 8  --qps 22,27,32,37
+//        --presets fast,quality
 // Prints a markdown table (docs/BENCHMARKS.md, section Media).
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -32,6 +36,7 @@ const KEYINT = Number(flag("keyint", "8"));
 const QPS = flag("qps", "22,27,32,37").split(",").map(Number);
 const FPS = 24;
 const X264_PRESETS = ["ultrafast", "veryfast"];
+const PRESETS = flag("presets", "fast,quality").split(",") as ("fast" | "quality")[];
 
 // ---- clips ----
 
@@ -166,8 +171,8 @@ const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
 const kbpsOf = (bytes: number, frames: number) => (bytes * 8 * FPS) / frames / 1000;
 
 /** Our encoder: bits, Y-PSNR of the reconstruction (what decoders output), CPU seconds of the encode calls. */
-export async function encodeOurs(frames: Uint8Array[], w: number, h: number, qp: number, backend: "wasm" | "native") {
-  const enc = await H264Encoder.create({ width: w, height: h, qp, keyframeInterval: KEYINT, fps: FPS, backend });
+export async function encodeOurs(frames: Uint8Array[], w: number, h: number, qp: number, backend: "wasm" | "native", preset: "fast" | "quality" = "fast") {
+  const enc = await H264Encoder.create({ width: w, height: h, qp, keyframeInterval: KEYINT, fps: FPS, backend, preset });
   let bytes = 0, cpu = 0;
   const psnrs: number[] = [], sources: Uint8Array[] = [];
   for (const frame of frames) {
@@ -245,28 +250,32 @@ if (import.meta.main) {
   const dir = mkdtempSync(join(tmpdir(), "kino-bench-media-"));
   const print = (s: string) => console.log(s);
   try {
-    print(`| clip | size | encoder | fps (1 thread) | fps / x264 ultrafast | ${QPS.map((q) => `QP ${q}: kbit/s @ Y-PSNR dB`).join(" | ")} | BD-rate of kino vs this |`);
+    print(`| clip | size | encoder | fps (1 thread) | fps / x264 ultrafast | ${QPS.map((q) => `QP ${q}: kbit/s @ Y-PSNR dB`).join(" | ")} | BD-rate of kino ${PRESETS.join(" / ")} vs this |`);
     print(`|---|---|---|---|---|${QPS.map(() => "---|").join("")}---|`);
     for (const [w, h] of SIZES) {
       for (const clip of CLIPS) {
         const frames = clip === "fractal" ? fractalClip(w, h, FRAMES) : panClip(w, h, FRAMES);
-        const rows: { name: string; fps: number; points: Point[] }[] = [];
-        const ours = { name: "kino native", cpu: 0, points: [] as Point[] };
-        const oursWasm = { name: "kino wasm", cpu: 0 };
+        const rows: { name: string; fps: number; points: Point[]; wasm?: boolean }[] = [];
+        const ours: { preset: string; points: Point[] }[] = [];
         let sources: Uint8Array[] = [];
-        for (const qp of QPS) {
-          const native = await encodeOurs(frames, w, h, qp, "native");
-          ours.cpu += native.cpu;
-          ours.points.push(native.point);
-          sources = native.sources;
-          const wasm = await encodeOurs(frames, w, h, qp, "wasm");
-        if (wasm.point.kbps !== native.point.kbps) throw new Error(`wasm and native streams differ (${clip} ${w}x${h} QP ${qp})`);
-        oursWasm.cpu += wasm.cpu;
+        for (const preset of PRESETS) {
+          let cpuNative = 0, cpuWasm = 0;
+          const points: Point[] = [];
+          for (const qp of QPS) {
+            const native = await encodeOurs(frames, w, h, qp, "native", preset);
+            cpuNative += native.cpu;
+            points.push(native.point);
+            sources = native.sources;
+            const wasm = await encodeOurs(frames, w, h, qp, "wasm", preset);
+            if (wasm.point.kbps !== native.point.kbps) throw new Error(`wasm and native streams differ (${clip} ${w}x${h} QP ${qp} ${preset})`);
+            cpuWasm += wasm.cpu;
+          }
+          ours.push({ preset, points });
+          rows.push({ name: `kino ${preset} native`, fps: (FRAMES * QPS.length) / cpuNative, points });
+          rows.push({ name: `kino ${preset} wasm`, fps: (FRAMES * QPS.length) / cpuWasm, points, wasm: true });
         }
         const yuv = join(dir, "source.yuv");
         writeFileSync(yuv, Buffer.concat(sources));
-        rows.push({ name: ours.name, fps: (FRAMES * QPS.length) / ours.cpu, points: ours.points });
-        rows.push({ name: oursWasm.name, fps: (FRAMES * QPS.length) / oursWasm.cpu, points: ours.points });
         for (const preset of X264_PRESETS) {
           let cpu = 0;
           const points: Point[] = [];
@@ -279,8 +288,8 @@ if (import.meta.main) {
         }
         const ultrafast = rows.find((r) => r.name === "x264 ultrafast")!.fps;
         for (const row of rows) {
-          const bd = row.name.startsWith("kino") ? "" : `${fmt(bdRate(row.points, ours.points))} %`;
-          const points = row.name === oursWasm.name ? QPS.map(() => "same stream") : row.points.map((p) => `${fmt(p.kbps, 0)} @ ${fmt(p.psnr, 2)}`);
+          const bd = row.name.startsWith("kino") ? "" : ours.map((o) => `${fmt(bdRate(row.points, o.points))} %`).join(" / ");
+          const points = row.wasm ? QPS.map(() => "same stream") : row.points.map((p) => `${fmt(p.kbps, 0)} @ ${fmt(p.psnr, 2)}`);
           print(`| ${clip} | ${w}x${h} | ${row.name} | ${fmt(row.fps, 0)} | ${fmt(row.fps / ultrafast, 2)} | ${points.join(" | ")} | ${bd} |`);
         }
       }

@@ -20,6 +20,7 @@ const SYMBOLS = {
   h264_build_id: { args: [], returns: i32 },
   h264_create: { args: [i32, i32, i32, i32, i32, i32], returns: ptr },
   h264_rate_control: { args: [ptr, i32, i32, i32], returns: i32 },
+  h264_preset: { args: [ptr, i32], returns: i32 },
   h264_destroy: { args: [ptr], returns: none },
   h264_encode: { args: [ptr, i32], returns: i32 },
   h264_input: { args: [ptr], returns: ptr },
@@ -103,7 +104,7 @@ const finalizer = new FinalizationRegistry<{ lib: Library; handle: Pointer }>(({
 export function createNativeCore(lib: Library, p: CoreParams, rate: CoreRate): EncoderCore | null {
   const handle = lib.h264_create(p.width, p.height, p.qp, p.keyint, p.fpsMilli, p.rgba ? 1 : 0) as Pointer | null;
   if (!handle) return null;
-  if (!lib.h264_rate_control(handle, rate.mode, rate.target, rate.bufferKbit)) {
+  if (!lib.h264_rate_control(handle, rate.mode, rate.target, rate.bufferKbit) || !lib.h264_preset(handle, p.preset)) {
     lib.h264_destroy(handle);
     return null;
   }

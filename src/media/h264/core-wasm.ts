@@ -10,6 +10,7 @@ interface WasmExports {
   h264_build_id(): number;
   h264_create(width: number, height: number, qp: number, keyint: number, fpsMilli: number, rgba: number): number;
   h264_rate_control(handle: number, mode: number, target: number, bufferKbit: number): number;
+  h264_preset(handle: number, preset: number): number;
   h264_encode(handle: number, forceIdr: number): number;
   h264_input(handle: number): number;
   h264_nal_data(handle: number): number;
@@ -45,7 +46,7 @@ export async function createWasmCore(p: CoreParams, rate: CoreRate): Promise<Enc
   const w = await instantiate();
   const h = w.h264_create(p.width, p.height, p.qp, p.keyint, p.fpsMilli, p.rgba ? 1 : 0);
   if (h === 0) return null;
-  if (!w.h264_rate_control(h, rate.mode, rate.target, rate.bufferKbit)) return null;
+  if (!w.h264_rate_control(h, rate.mode, rate.target, rate.bufferKbit) || !w.h264_preset(h, p.preset)) return null;
   const bytes = (ptr: number, size: number) => new Uint8Array(w.memory.buffer, ptr, size);
   const frameBytes = p.width * p.height * (p.rgba ? 4 : 3);
   return {

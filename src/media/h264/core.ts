@@ -10,6 +10,8 @@ export interface CoreParams {
   keyint: number;
   fpsMilli: number;
   rgba: boolean;
+  /** h264_preset: 0 quality, 1 fast. */
+  preset: 0 | 1;
 }
 
 /** Rate control (h264_rate_control): mode 0 constant QP, 1 bitrate, 2 constant quality. */

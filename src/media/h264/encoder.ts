@@ -29,6 +29,11 @@ export interface H264EncoderOptions {
   keyframeInterval?: number;
   /** Frames per second: picks the level, is written into the VUI timing and paces the bitrate mode; default 24. */
   fps?: number;
+  /** Speed against compression. "fast" (default; like x264's ultrafast): Intra 16x16 only,
+   *  whole-sample motion search, SAD decisions, no deblocking filter. "quality": Intra 4x4,
+   *  quarter-sample motion, SATD decisions and the deblocking filter, about x264-veryfast
+   *  efficiency at a fraction of the speed. Both builds write identical streams for either. */
+  preset?: "fast" | "quality";
   /** "native" needs build/libkino_h264.so (or the copy embedded in the executable); "auto" (default)
    *  takes it when it loads and falls back to "wasm". */
   backend?: "auto" | "wasm" | "native";
@@ -122,7 +127,10 @@ export class H264Encoder {
       throw new Error(`H264Encoder: backend must be "auto", "wasm" or "native", got ${String(backend)}`);
     }
 
-    const params = { width, height, qp, keyint, fpsMilli: Math.round(fps * 1000), rgba: input === "rgba" };
+    const presetName = opts.preset ?? "fast";
+    if (presetName !== "fast" && presetName !== "quality") throw new Error(`H264Encoder: preset must be "fast" or "quality", got ${String(presetName)}`);
+    const preset = presetName === "fast" ? 1 : 0;
+    const params = { width, height, qp, keyint, fpsMilli: Math.round(fps * 1000), rgba: input === "rgba", preset } as const;
     let core: EncoderCore | null;
     const lib = backend === "wasm" ? null : await nativeLibrary();
     if (typeof lib === "string" && backend === "native") throw new Error(`H264Encoder: native backend unavailable: ${lib}`);
