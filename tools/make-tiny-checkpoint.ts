@@ -3,9 +3,12 @@
 // names; a word-level tokenizer/tokenizer.json; vae/ with Wan key names, or with diffusers
 // AutoencoderKLWan names as the *-Diffusers releases ship it (--vae-layout diffusers); scheduler/). Tests load it
 // through loadPipeline to prove the whole path produces frames; it is also a quick way to try the
-// server on a real (if meaningless) checkpoint.
+// server on a real (if meaningless) checkpoint. `--preset kino-tiny` writes kino-tiny's exact geometry
+// and the "kino" block tools/train/export.py writes, so `npm run bench:model -- --model DIR` measures
+// the real per-chunk cost before the trained weights exist.
 //
-//   bun tools/make-tiny-checkpoint.ts OUT_DIR [--bidirectional] [--bf16] [--seed N] [--vae-layout wan|diffusers]
+//   bun tools/make-tiny-checkpoint.ts OUT_DIR [--preset tiny|kino-tiny] [--patch T,H,W] [--bidirectional] [--bf16]
+//                                     [--seed N] [--vae-layout wan|diffusers]
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { VaeConfig } from "../src/models/configs.ts";
@@ -17,23 +20,62 @@ import { vaeParameters } from "../src/models/wan-vae-layout.ts";
 export interface TinyOptions {
   /** A chunked causal (streaming) DiT, as kino-tiny; false: a bidirectional one. Default true. */
   causal?: boolean;
-  /** Store the big matrices as bf16. */
+  /** Store the big matrices as bf16 (default: only for kino-tiny, whose export does). */
   bf16?: boolean;
   seed?: number;
   /** Tensor names of the VAE: Wan's (as Wan2.1_VAE.pth) or diffusers AutoencoderKLWan's (as the
    *  *-Diffusers releases). Default "wan". */
   vaeLayout?: "wan" | "diffusers";
+  /** The shapes: "tiny" (default; the tests' few-thousand-parameter model) or "kino-tiny". */
+  preset?: PresetName;
+  /** Overrides the preset's DiT patch (t, h, w): kino-tiny's is 1x4x4, 16 tokens per latent frame. */
+  patch?: [number, number, number];
 }
 
 const WORDS = ["a", "an", "the", "on", "background", "moving", "red", "orange", "yellow", "green", "cyan", "blue", "purple",
   "pink", "white", "gray", "black", "circle", "square", "ring", "left", "right", "up", "down", "bouncing", "still"];
 
-const DIT = { heads: 2, headDim: 16, ffn: 64, freq: 16, layers: 2, patch: [1, 2, 2], channels: 4, textLen: 16 };
-const T5 = { dim: 16, heads: 2, dKv: 8, ff: 32, layers: 2, buckets: 32 };
-const VAE: VaeConfig = {
-  dim: 4, zDim: DIT.channels, dimMult: [1, 2, 4, 4], numResBlocks: 2, temporalDownsample: [false, true, true],
-  latentsMean: new Array(DIT.channels).fill(0), latentsStd: new Array(DIT.channels).fill(1),
+interface Geometry {
+  dit: { heads: number; headDim: number; ffn: number; freq: number; layers: number; patch: number[]; channels: number; textLen: number };
+  t5: { dim: number; heads: number; dKv: number; ff: number; layers: number; buckets: number };
+  vae: VaeConfig;
+}
+
+const TINY_DIT = { heads: 2, headDim: 16, ffn: 64, freq: 16, layers: 2, patch: [1, 2, 2], channels: 4, textLen: 16 };
+const TINY: Geometry = {
+  dit: TINY_DIT,
+  t5: { dim: 16, heads: 2, dKv: 8, ff: 32, layers: 2, buckets: 32 },
+  vae: {
+    dim: 4, zDim: TINY_DIT.channels, dimMult: [1, 2, 4, 4], numResBlocks: 2, temporalDownsample: [false, true, true],
+    latentsMean: new Array(TINY_DIT.channels).fill(0), latentsStd: new Array(TINY_DIT.channels).fill(1),
+  },
 };
+
+/** kino-tiny (tools/train/common.py CFG): 64x64 video, 4x spatial and 4x temporal VAE, 16 tokens per
+ *  latent frame. */
+const KINO_TINY: Geometry = {
+  dit: { heads: 3, headDim: 64, ffn: 576, freq: 256, layers: 6, patch: [1, 4, 4], channels: 16, textLen: 32 },
+  t5: { dim: 128, heads: 4, dKv: 32, ff: 256, layers: 2, buckets: 32 },
+  vae: {
+    dim: 12, zDim: 16, dimMult: [1, 2, 4], numResBlocks: 1, temporalDownsample: [true, true],
+    latentsMean: new Array(16).fill(0), latentsStd: new Array(16).fill(1),
+  },
+};
+
+export type PresetName = "tiny" | "kino-tiny";
+const PRESETS: Record<PresetName, Geometry> = { tiny: TINY, "kino-tiny": KINO_TINY };
+
+/** The "kino" block of tools/train/export.py kino_block() with CFG's values (the keys the loader reads). */
+function kinoTinyBlock(textLen: number): object {
+  const steps = 4, shift = 3;
+  const sigmas = Array.from({ length: steps + 1 }, (_, i) => { const s = 1 - i / steps; return (shift * s) / (1 + (shift - 1) * s); });
+  return {
+    text_len: textLen, chunk_latent_frames: 1, attn_window_chunks: 4, per_frame_timesteps: true, context_pass_timestep: 0,
+    sampler: { type: "flow_euler", steps, shift, sigmas, timesteps: sigmas.slice(0, -1).map((s) => s * 1000) },
+    guidance_scale: 3, negative_prompt: "", native_width: 64, native_height: 64, fps: 16, frames_per_chunk: 4, first_chunk_frames: 1,
+    default_transition_chunks: 4, latent_channels: 16,
+  };
+}
 
 type Init = "weight" | "norm" | "bias" | "table";
 
@@ -54,7 +96,8 @@ class Tensors {
   }
 }
 
-function ditTensors(t: Tensors): void {
+function ditTensors(t: Tensors, g: Geometry): void {
+  const { dit: DIT, t5: T5 } = g;
   const dim = DIT.heads * DIT.headDim, [pt, ph, pw] = DIT.patch as [number, number, number];
   t.add("patch_embedding.weight", [dim, DIT.channels, pt, ph, pw], "weight");
   t.add("patch_embedding.bias", [dim], "bias");
@@ -80,7 +123,7 @@ function ditTensors(t: Tensors): void {
   t.linear("head.head", DIT.channels * pt * ph * pw, dim);
 }
 
-function t5Tensors(t: Tensors, vocab: number): void {
+function t5Tensors(t: Tensors, vocab: number, T5: Geometry["t5"]): void {
   const inner = T5.heads * T5.dKv;
   t.add("shared.weight", [vocab, T5.dim], "norm");
   for (let i = 0; i < T5.layers; i++) {
@@ -98,8 +141,8 @@ function t5Tensors(t: Tensors, vocab: number): void {
 }
 
 /** The Wan-VAE tensors (the structure wan-vae.ts loads), in either layout's names. */
-function vaeTensors(t: Tensors, layout: "wan" | "diffusers"): void {
-  for (const p of vaeParameters(VAE)) {
+function vaeTensors(t: Tensors, layout: "wan" | "diffusers", vae: VaeConfig): void {
+  for (const p of vaeParameters(vae)) {
     const name = p[layout];
     t.add(name, p.shape, name.endsWith(".gamma") ? "norm" : name.endsWith(".bias") ? "bias" : "weight");
   }
@@ -128,17 +171,21 @@ function tokenizerJson(): object {
 
 export async function makeTinyCheckpoint(dir: string, opts: TinyOptions = {}): Promise<void> {
   const causal = opts.causal ?? true;
+  const preset = opts.preset ?? "tiny", base = PRESETS[preset];
+  const g: Geometry = opts.patch ? { ...base, dit: { ...base.dit, patch: opts.patch } } : base, { dit: DIT, t5: T5, vae: VAE } = g;
   const rng = new SeededRandom(opts.seed ?? 1);
   for (const sub of ["transformer", "text_encoder", "tokenizer", "vae", "scheduler"]) mkdirSync(join(dir, sub), { recursive: true });
   const json = (path: string, value: object) => Bun.write(join(dir, path), JSON.stringify(value, null, 1));
   const vocab = 3 + WORDS.length;
 
   await json("model_index.json", {
-    _class_name: "WanPipeline", _diffusers_version: "0.33.0", _name_or_path: causal ? "kino-tiny-random" : "kino-tiny-random-bidirectional",
+    _class_name: "WanPipeline", _diffusers_version: "0.33.0", _name_or_path: `kino-tiny-random${preset === "tiny" ? "" : "-full-size"}${causal ? "" : "-bidirectional"}`,
     transformer: ["diffusers", "WanTransformer3DModel"], text_encoder: ["transformers", "UMT5EncoderModel"],
     tokenizer: ["transformers", "T5TokenizerFast"], vae: ["diffusers", "AutoencoderKLWan"], scheduler: ["diffusers", "FlowMatchEulerDiscreteScheduler"],
   });
-  const kino = causal
+  const kino = preset === "kino-tiny" && causal
+    ? kinoTinyBlock(DIT.textLen)
+    : causal
     ? { chunk_frames: 2, text_len: DIT.textLen, timesteps: [1000, 750, 500, 250], shift: 5, guidance_scale: 1, width: 64, height: 64, fps: 16,
         num_frames: 21, frames_per_chunk: 8, first_chunk_frames: 5, default_transition_chunks: 2, window_frames: 6, sink_frames: 2 }
     : { text_len: DIT.textLen, sampler: "euler", num_inference_steps: 4, shift: 3, guidance_scale: 3, width: 64, height: 64, fps: 16, num_frames: 9 };
@@ -147,8 +194,8 @@ export async function makeTinyCheckpoint(dir: string, opts: TinyOptions = {}): P
     in_channels: DIT.channels, out_channels: DIT.channels, text_dim: T5.dim, freq_dim: DIT.freq, ffn_dim: DIT.ffn, num_layers: DIT.layers,
     cross_attn_norm: true, qk_norm: "rms_norm_across_heads", eps: 1e-6, image_dim: null, added_kv_proj_dim: null, rope_max_seq_len: 1024, kino,
   });
-  const dit = new Tensors(rng, opts.bf16 ?? false);
-  ditTensors(dit);
+  const dit = new Tensors(rng, opts.bf16 ?? preset === "kino-tiny");
+  ditTensors(dit, g);
   await writeSafetensors(join(dir, "transformer/diffusion_pytorch_model.safetensors"), dit.list.map((t) => ({ ...t, name: ditNameToDiffusers(t.name) })));
 
   await json("text_encoder/config.json", {
@@ -157,7 +204,7 @@ export async function makeTinyCheckpoint(dir: string, opts: TinyOptions = {}): P
     dense_act_fn: "gelu_new", layer_norm_epsilon: 1e-6, pad_token_id: 0, eos_token_id: 1,
   });
   const t5 = new Tensors(rng, false);
-  t5Tensors(t5, vocab);
+  t5Tensors(t5, vocab, T5);
   await writeSafetensors(join(dir, "text_encoder/model.safetensors"), t5.list);
   await json("tokenizer/tokenizer.json", tokenizerJson());
 
@@ -167,16 +214,16 @@ export async function makeTinyCheckpoint(dir: string, opts: TinyOptions = {}): P
     latents_mean: VAE.latentsMean, latents_std: VAE.latentsStd,
   });
   const vae = new Tensors(rng, false);
-  vaeTensors(vae, opts.vaeLayout ?? "wan");
+  vaeTensors(vae, opts.vaeLayout ?? "wan", VAE);
   await writeSafetensors(join(dir, "vae/diffusion_pytorch_model.safetensors"), vae.list);
-  await json("scheduler/scheduler_config.json", { _class_name: "FlowMatchEulerDiscreteScheduler", num_train_timesteps: 1000, shift: causal ? 5 : 3 });
+  await json("scheduler/scheduler_config.json", { _class_name: "FlowMatchEulerDiscreteScheduler", num_train_timesteps: 1000, shift: causal && preset === "tiny" ? 5 : 3 });
 }
 
 if (import.meta.main) {
   const args = process.argv.slice(2);
   const out = args.find((a) => !a.startsWith("--"));
   if (!out) {
-    console.error("usage: bun tools/make-tiny-checkpoint.ts OUT_DIR [--bidirectional] [--bf16] [--seed N] [--vae-layout wan|diffusers]");
+    console.error("usage: bun tools/make-tiny-checkpoint.ts OUT_DIR [--preset tiny|kino-tiny] [--patch T,H,W] [--bidirectional] [--bf16] [--seed N] [--vae-layout wan|diffusers]");
     process.exit(2);
   }
   const value = (flag: string) => (args.includes(flag) ? args[args.indexOf(flag) + 1] : undefined);
@@ -185,6 +232,12 @@ if (import.meta.main) {
     console.error(`--vae-layout must be wan or diffusers, got ${vaeLayout}`);
     process.exit(2);
   }
-  await makeTinyCheckpoint(out, { causal: !args.includes("--bidirectional"), bf16: args.includes("--bf16"), seed: Number(value("--seed") ?? 1), vaeLayout });
-  console.log(`wrote a tiny random Wan checkpoint to ${out}`);
+  const preset = value("--preset") ?? "tiny";
+  if (!(preset in PRESETS)) {
+    console.error(`--preset must be ${Object.keys(PRESETS).join(" or ")}, got ${preset}`);
+    process.exit(2);
+  }
+  const patch = value("--patch")?.split(",").map(Number) as [number, number, number] | undefined;
+  await makeTinyCheckpoint(out, { causal: !args.includes("--bidirectional"), bf16: args.includes("--bf16") || undefined, seed: Number(value("--seed") ?? 1), vaeLayout, preset: preset as PresetName, patch });
+  console.log(`wrote a random ${preset} Wan checkpoint to ${out}`);
 }

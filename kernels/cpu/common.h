@@ -1,11 +1,12 @@
 /*
  * What every kernel file shares: the export macro and the thread split.
  *
- * Threading model: the TypeScript side (src/runtime/backends/wasm-pool.ts) runs the same exported
- * function on every thread of the pool over one shared memory, passing (tid, nth) first. Each kernel
- * picks its own slice of the work from those two numbers, so there is no scheduler in C and no
- * synchronisation inside a kernel: slices never write the same bytes. nth = 1 is the single-threaded
- * path (no shared memory, or a small op not worth waking the pool for).
+ * Threading model: the TypeScript side (src/runtime/backends/wasm-pool.ts) cuts an op into nth slices
+ * and the threads of the pool, over one shared memory, claim them: each run of the exported function
+ * gets (tid = the slice's index, nth = the slice count) first and picks its own part of the work from
+ * those two numbers, so there is no scheduler in C and no synchronisation inside a kernel: slices
+ * never write the same bytes, and any thread may run any slice. nth = 1 is the single-threaded path
+ * (no shared memory, or a small op not worth waking the pool for).
  */
 #ifndef KINO_COMMON_H
 #define KINO_COMMON_H

@@ -1,6 +1,7 @@
 /*
- * Per-thread scratch memory (packed GEMM panels, attention tiles). The TypeScript side allocates one
- * block per pool thread once and registers it with kino_set_scratch; kernels find theirs by tid.
+ * Per-slice scratch memory (packed GEMM panels, attention tiles). The TypeScript side allocates one
+ * block per slice an op can be cut into (wasm-pool.ts) once and registers them with kino_set_scratch;
+ * a kernel finds its slice's block by tid (two slices never run at once on one block).
  * SCRATCH_BYTES is the size every kernel fits in (the TS side reads it through kino_scratch_bytes).
  */
 #ifndef KINO_SCRATCH_H

@@ -56,26 +56,32 @@ export function parseKinoConfig(kino: Json | null, scheduler: Json, file: string
   if (list !== null && (!Array.isArray(list) || !list.length || list.some((t) => typeof t !== "number" || t <= 0 || t > 1000))) {
     throw bad("timesteps", `must be a non-empty list of timesteps in (0, 1000], got ${JSON.stringify(list)}`);
   }
+  // tools/train/export.py writes the sampler as an object {type: "flow_euler", steps, shift, ...}
+  const samplerObj = typeof k.sampler === "object" && k.sampler !== null ? (k.sampler as Json) : null;
+  const samplerKey = samplerObj ? "sampler.type" : "sampler";
+  const objSampler = samplerObj ? (samplerObj.type === "flow_euler" ? "euler" : samplerObj.type) : undefined;
   const schedClass = String(scheduler._class_name ?? "");
   const schedulerShift = (scheduler.flow_shift ?? scheduler.shift) as number | undefined;
   const defaultSampler: SamplerKind = list ? "distilled" : kino ? "euler" : schedClass.startsWith("UniPC") ? "unipc" : schedClass ? "euler" : "unipc";
-  const sampler = pick<SamplerKind>(defaultSampler, "sampler");
-  if (!["euler", "distilled", "unipc"].includes(sampler)) throw bad("sampler", `must be euler, distilled or unipc, got ${JSON.stringify(sampler)}`);
+  const sampler = (objSampler ?? pick<SamplerKind>(defaultSampler, "sampler")) as SamplerKind;
+  if (!["euler", "distilled", "unipc"].includes(sampler)) throw bad(samplerKey, `must be euler, distilled or unipc, got ${JSON.stringify(samplerObj?.type ?? sampler)}`);
+  const fromSampler = <T>(key: string): T | undefined => (samplerObj?.[key] ?? undefined) as T | undefined;
+  const windowChunks = pick<number | null>(null, "attn_window_chunks");
   const cfg: KinoConfig = {
     causal,
     chunkFrames: causal ? count(chunk, "chunk_frames") : 1,
-    windowFrames: pick<number | null>(null, "window_frames", "local_attn_size"),
+    windowFrames: pick<number | null>(windowChunks !== null && chunk !== null ? windowChunks * chunk : null, "window_frames", "local_attn_size"),
     sinkFrames: pick(0, "sink_frames", "sink_size"),
     textLen: pick<number | undefined>(undefined, "text_len"),
     sampler,
     denoisingSteps: list,
     warp: pick(true, "warp_denoising_step"),
-    shift: pick(schedulerShift ?? (kino ? 1 : 3), "shift", "timestep_shift", "sample_shift"),
-    steps: count(pick(list?.length ?? (kino ? 8 : 50), "num_inference_steps", "steps"), "num_inference_steps"),
+    shift: pick(fromSampler<number>("shift") ?? schedulerShift ?? (kino ? 1 : 3), "shift", "timestep_shift", "sample_shift"),
+    steps: count(pick(fromSampler<number>("steps") ?? list?.length ?? (kino ? 8 : 50), "num_inference_steps", "steps"), "num_inference_steps"),
     guidance: pick(kino ? 1 : 5, "guidance_scale", "guidance"),
     negativePrompt: pick("", "negative_prompt"),
-    width: count(pick(kino ? 64 : 832, "width"), "width"),
-    height: count(pick(kino ? 64 : 480, "height"), "height"),
+    width: count(pick(kino ? 64 : 832, "width", "native_width"), "width"),
+    height: count(pick(kino ? 64 : 480, "height", "native_height"), "height"),
     fps: count(pick(16, "fps"), "fps"),
     numFrames: count(pick(kino ? 33 : 81, "num_frames"), "num_frames"),
     framesPerChunk: pick<number | null>(null, "frames_per_chunk"),

@@ -8,6 +8,10 @@
 // chunk would not fit, the oldest frames after the first `sink` ones are dropped and the rest move
 // down. Keys keep their absolute rotation, and attention only sees position differences, so moving
 // them is exact.
+//
+// With `batch` > 1 the cache holds several streams that run in lockstep ([batch, capacity, heads,
+// head_dim]): classifier-free guidance keeps the conditional and the unconditional stream's keys side
+// by side, each filled by its own context pass, so both run as one batched forward.
 import type { Backend } from "../runtime/backend.ts";
 import type { Tensor } from "../runtime/tensor.ts";
 
@@ -21,6 +25,8 @@ export interface KvCacheShape {
   windowFrames: number;
   /** Token frames at the start of the stream that are never evicted. */
   sinkFrames: number;
+  /** Streams held side by side (default 1). */
+  batch?: number;
 }
 
 export class KvCache {
@@ -35,10 +41,10 @@ export class KvCache {
 
   constructor(private readonly b: Backend, readonly shape: KvCacheShape) {
     if (shape.sinkFrames >= shape.windowFrames) throw new Error(`sink of ${shape.sinkFrames} frames leaves no room in a ${shape.windowFrames}-frame window`);
-    const cap = shape.windowFrames * shape.tokensPerFrame;
+    const cap = shape.windowFrames * shape.tokensPerFrame, batch = shape.batch ?? 1;
     for (let i = 0; i < shape.layers; i++) {
-      this.k.push(b.alloc([1, cap, shape.heads, shape.headDim]));
-      this.v.push(b.alloc([1, cap, shape.heads, shape.headDim]));
+      this.k.push(b.alloc([batch, cap, shape.heads, shape.headDim]));
+      this.v.push(b.alloc([batch, cap, shape.heads, shape.headDim]));
     }
   }
 
@@ -50,7 +56,7 @@ export class KvCache {
     if (over > 0) {
       const keepFrom = sinkFrames + over, keep = this.heldFrames - keepFrom;
       if (keep > 0) {
-        const tmp = this.b.alloc([1, keep * tokensPerFrame, this.shape.heads, this.shape.headDim]);
+        const tmp = this.b.alloc([this.shape.batch ?? 1, keep * tokensPerFrame, this.shape.heads, this.shape.headDim]);
         for (const t of [...this.k, ...this.v]) {
           this.b.slice(tmp, t, 1, keepFrom * tokensPerFrame);
           this.b.writeSlice(t, tmp, 1, sinkFrames * tokensPerFrame);
@@ -62,7 +68,7 @@ export class KvCache {
     this.#pendingFrames = frames;
   }
 
-  /** Writes a layer's chunk K/V [1, L, H, D] after the held prefix. */
+  /** Writes a layer's chunk K/V [batch, L, H, D] after the held prefix. */
   store(layer: number, k: Tensor, v: Tensor): void {
     const at = this.heldFrames * this.shape.tokensPerFrame;
     this.b.writeSlice(this.k[layer]!, k, 1, at);

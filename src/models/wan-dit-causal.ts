@@ -5,11 +5,15 @@
 // forward at t = 0 (the context pass) writes its K/V into the cache. The cross-attention K/V of the
 // conditioning are computed by the caller and kept until the conditioning changes.
 //
+// With `batch` > 1 the model runs several streams over the same latent in lockstep, each with its own
+// KV cache and its own cross-attention K/V (stacked, WanDiT.stackCross): classifier-free guidance's
+// conditional and unconditional streams as one forward, whose linear layers see twice the rows.
+//
 // `forwardBlockCausal` runs several chunks in one pass under the block-causal mask instead — the
 // training-time view, and the reference the cached path is tested against.
 import type { Tensor } from "../runtime/tensor.ts";
 import { KvCache } from "./kv-cache.ts";
-import type { CrossAttnKV, SelfAttention, WanDiT } from "./wan-dit.ts";
+import type { CrossAttnKV, SelfAttention, TimeEmbedding, WanDiT } from "./wan-dit.ts";
 
 export interface CausalOptions {
   /** Latent frames per chunk (a multiple of the DiT's time patch). */
@@ -21,11 +25,17 @@ export interface CausalOptions {
   /** Latent height and width the cache is sized for. */
   height: number;
   width: number;
+  /** Streams run together over the same latent, each with its own cache (default 1). */
+  batch?: number;
 }
+
+/** Time embeddings kept per model (a schedule has a handful of distinct timesteps). */
+const MAX_CACHED_TIMES = 32;
 
 export class CausalWanDiT {
   readonly cache: KvCache;
   readonly chunkTokens: number;
+  readonly #times = new Map<string, TimeEmbedding>();
 
   constructor(readonly dit: WanDiT, readonly opts: CausalOptions) {
     const [pt, ph, pw] = dit.config.patch;
@@ -40,19 +50,27 @@ export class CausalWanDiT {
       tokensPerFrame,
       windowFrames: Math.ceil(opts.windowFrames / pt),
       sinkFrames: Math.ceil(opts.sinkFrames / pt),
+      batch: this.batch,
     });
   }
 
+  get batch(): number {
+    return this.opts.batch ?? 1;
+  }
+
   /**
-   * Flow prediction for the next chunk [C, N, H, W] at timestep(s) t, attending to the cache. With
+   * Flow prediction for the next chunk [C, N, H, W] at timestep(s) t, attending to the cache (with
+   * batch B: every stream on the same latent, [B, C, N, H, W], stream i using cross's item i). With
    * `commit` the chunk's K/V join the cache (the context pass) and no prediction is computed (null).
    */
   async forwardChunk(latent: Tensor, t: number | readonly number[], cross: CrossAttnKV, commit = false): Promise<Tensor | null> {
-    const dit = this.dit, grid = dit.grid(latent.shape);
+    const dit = this.dit, grid = dit.grid(latent.shape), B = this.batch;
     if (grid[0] * grid[1] * grid[2] !== this.chunkTokens) throw new Error(`chunk [${latent.shape}] does not match the cache's chunk of ${this.chunkTokens} tokens`);
+    if (cross.k[0]?.shape[0] !== B) throw new Error(`cross-attention K/V for ${cross.k[0]?.shape[0]} streams, the model runs ${B}`);
     this.cache.begin(grid[0]);
-    const time = await dit.timeEmbedding(tokenFrameTimesteps(t, latent.shape[1]!, dit.config.patch[0]));
-    const x = await dit.patchify(latent);
+    const frames = tokenFrameTimesteps(t, latent.shape[1]!, dit.config.patch[0]);
+    const time = await this.#timeEmbedding(B === 1 ? frames : Array.from({ length: B }, () => frames).flat());
+    const x = await this.#tokens(latent);
     const scale = 1 / Math.sqrt(dit.headDim);
     const self: SelfAttention = {
       store: (layer, k, v) => this.cache.store(layer, k, v),
@@ -67,8 +85,36 @@ export class CausalWanDiT {
       return await dit.head(x, grid, time);
     } finally {
       dit.backend.free(x);
-      dit.freeTime(time);
     }
+  }
+
+  /** Time embeddings depend on the timesteps only, and a stream repeats the same few every chunk
+   *  (its denoising steps and 0): each is computed once and kept until free(). */
+  async #timeEmbedding(timesteps: number[]): Promise<TimeEmbedding> {
+    const key = timesteps.join(",");
+    let time = this.#times.get(key);
+    if (!time) {
+      if (this.#times.size >= MAX_CACHED_TIMES) this.#freeTimes();
+      time = await this.dit.timeEmbedding(timesteps);
+      this.#times.set(key, time);
+    }
+    return time;
+  }
+
+  #freeTimes(): void {
+    for (const t of this.#times.values()) this.dit.freeTime(t);
+    this.#times.clear();
+  }
+
+  /** The latent's tokens, repeated for every stream: [B, L, dim]. */
+  async #tokens(latent: Tensor): Promise<Tensor> {
+    const one = await this.dit.patchify(latent);
+    if (this.batch === 1) return one;
+    const b = this.dit.backend, [, L, dim] = one.shape as [number, number, number];
+    const all = b.alloc([this.batch, L, dim]);
+    b.upsampleNearest(all, one);
+    b.free(one);
+    return all;
   }
 
   /** A new stream (the next chunk is frame `startFrame`, in latent frames). */
@@ -78,6 +124,7 @@ export class CausalWanDiT {
 
   free(): void {
     this.cache.free();
+    this.#freeTimes();
   }
 }
 

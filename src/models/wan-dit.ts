@@ -10,20 +10,22 @@
 // by the caller while the conditioning does not change), patchify, the blocks with a pluggable
 // self-attention (plain here; KV cache there), head and unpatchify.
 import type { AttentionOptions, Backend } from "../runtime/backend.ts";
-import type { Tensor } from "../runtime/tensor.ts";
+import { type Tensor, numelOf } from "../runtime/tensor.ts";
 import type { WanDitConfig } from "./configs.ts";
 import { DeviceRope } from "./rope.ts";
 import type { Tap } from "./umt5.ts";
 import { type DitWeights, type Linear, freeDitWeights, loadDitWeights } from "./wan-dit-weights.ts";
 import type { WeightSource } from "./weights.ts";
 
-/** Per-layer cross-attention K/V of one conditioning: [1, text_len, heads, head_dim] each. */
+/** Per-layer cross-attention K/V of one conditioning, [1, text_len, heads, head_dim] each, or of
+ *  several stacked for a batched forward ([B, ...], stackCross). */
 export interface CrossAttnKV {
   k: Tensor[];
   v: Tensor[];
 }
 
-/** Time embeddings of one forward: e [G, dim] and the per-block modulation input e0 as [6, G, dim]. */
+/** Time embeddings of one forward: e [G, dim] and the per-block modulation input e0 as [6, G, dim].
+ *  A batched forward over B streams has B·G rows, stream-major (each stream's G token frames). */
 export interface TimeEmbedding {
   e: Tensor;
   e0: Tensor;
@@ -32,7 +34,7 @@ export interface TimeEmbedding {
 
 /** How a block's self-attention finds its keys: the chunk itself, or a KV cache around it. */
 export interface SelfAttention {
-  /** Receives the layer's rotated keys and values [1, L, H, D] (a cache writes them). */
+  /** Receives the layer's rotated keys and values [B, L, H, D] (a cache writes them). */
   store(layer: number, k: Tensor, v: Tensor): void;
   /** out ← attention of q over the stored keys. */
   attend(layer: number, out: Tensor, q: Tensor): void;
@@ -143,6 +145,23 @@ export class WanDiT {
     }
   }
 
+  /** The K/V of several conditionings stacked along the batch ([B, text_len, H, D] per layer): the
+   *  cross-attention of a batched forward whose stream i attends to parts[i]. */
+  stackCross(parts: readonly CrossAttnKV[]): CrossAttnKV {
+    const b = this.backend, out: CrossAttnKV = { k: [], v: [] };
+    const stack = (ts: Tensor[]) => {
+      const [, L, H, D] = ts[0]!.shape as [number, number, number, number];
+      const t = b.alloc([ts.length, L, H, D]);
+      b.concat(t, ts, 0);
+      return t;
+    };
+    for (let i = 0; i < this.weights.blocks.length; i++) {
+      out.k.push(stack(parts.map((p) => p.k[i]!)));
+      out.v.push(stack(parts.map((p) => p.v[i]!)));
+    }
+    return out;
+  }
+
   freeCross(c: CrossAttnKV): void {
     this.backend.free(...c.k, ...c.v);
     c.k.length = c.v.length = 0;
@@ -169,18 +188,20 @@ export class WanDiT {
   }
 
   /**
-   * Runs every block on tokens x [1, L, dim] in place. `frameOffset` is the absolute token frame of
-   * the first token (RoPE). With `kvOnly`, the last block stops once its keys are stored (a causal
-   * context pass only needs the cache).
+   * Runs every block on tokens x [B, L, dim] in place: B streams of the same grid in one pass (the
+   * linear layers see B·L rows; stream i attends to its own keys and to cross's item i). `frameOffset`
+   * is the absolute token frame of the first token (RoPE). With `kvOnly`, the last block stops once
+   * its keys are stored (a causal context pass only needs the cache).
    */
   async blocks(x: Tensor, grid: Grid, frameOffset: number, time: TimeEmbedding, cross: CrossAttnKV, self: SelfAttention, opts: { tap?: Tap; kvOnly?: boolean } = {}): Promise<void> {
     const b = this.backend, { dim, ffnDim, numHeads, eps } = this.config;
-    const L = x.shape[1]!, G = time.groups, D = this.headDim;
-    const heads = (t: Tensor) => t.reshape([1, t.shape[1]!, numHeads, D]);
+    const [B, L] = x.shape as [number, number], G = time.groups, D = this.headDim;
+    if (G % B) throw new Error(`${G} time embedding rows for ${B} streams`);
+    const heads = (t: Tensor) => t.reshape([B, t.shape[1]!, numHeads, D]);
     const rope = this.rope.options(grid, frameOffset);
-    const h = b.alloc([1, L, dim]), q = b.alloc([1, L, dim]), k = b.alloc([1, L, dim]), v = b.alloc([1, L, dim]);
-    const att = b.alloc([1, L, dim]), ffn = b.alloc([1, L, ffnDim]), mod = b.alloc([6, G, dim]);
-    const part = (i: number) => mod.view([1, G, dim], i * G * dim); // shift_sa, scale_sa, gate_sa, shift_ff, scale_ff, gate_ff
+    const h = b.alloc([B, L, dim]), q = b.alloc([B, L, dim]), k = b.alloc([B, L, dim]), v = b.alloc([B, L, dim]);
+    const att = b.alloc([B, L, dim]), ffn = b.alloc([B, L, ffnDim]), mod = b.alloc([6, G, dim]);
+    const part = (i: number) => mod.view([B, G / B, dim], i * G * dim); // shift_sa, scale_sa, gate_sa, shift_ff, scale_ff, gate_ff
     const tap = opts.tap;
     try {
       for (const [i, w] of this.weights.blocks.entries()) {
@@ -226,23 +247,29 @@ export class WanDiT {
     }
   }
 
-  /** Output norm + projection, then unpatchify: tokens [1, L, dim] → flow prediction [C, F, H, W]. */
+  /**
+   * Output norm + projection, then unpatchify: tokens [1, L, dim] → flow prediction [C, F, H, W]
+   * (B streams [B, L, dim] → [B, C, F, H, W]).
+   */
   async head(x: Tensor, grid: Grid, time: TimeEmbedding, tap?: Tap): Promise<Tensor> {
     const b = this.backend, { dim, outDim, patch, eps } = this.config;
-    const [f, gh, gw] = grid, [pt, ph, pw] = patch, G = time.groups, L = x.shape[1]!;
+    const [f, gh, gw] = grid, [pt, ph, pw] = patch, G = time.groups, [B, L] = x.shape as [number, number];
     const table = b.alloc([2, G, dim]), e2 = b.alloc([2, G, dim]);
-    const h = b.alloc([1, L, dim]), out = b.alloc([1, L, outDim * pt * ph * pw]);
-    const video = b.alloc([outDim, f * pt, gh * ph, gw * pw]);
+    const h = b.alloc([B, L, dim]), out = b.alloc([B, L, outDim * pt * ph * pw]);
+    const frame = [outDim, f * pt, gh * ph, gw * pw], n = numelOf(frame);
+    const video = b.alloc(B === 1 ? frame : [B, ...frame]);
     try {
       b.upsampleNearest(table, this.weights.headModulation);
       b.upsampleNearest(e2, time.e.reshape([1, G, dim]));
       b.axpby(table, table, e2, 1, 1);
       b.layerNorm(h, x, eps);
-      b.modulate(h, h, table.view([1, G, dim], G * dim), table.view([1, G, dim], 0));
+      b.modulate(h, h, table.view([B, G / B, dim], G * dim), table.view([B, G / B, dim], 0));
       this.#linear(out, h, this.weights.head);
       await tap?.("head_out", out);
-      // features [pt, ph, pw, C] per token (C fastest) → video [C, f·pt, h·ph, w·pw]
-      b.permute(video.reshape([outDim, f, pt, gh, ph, gw, pw]), out.reshape([f, gh, gw, pt, ph, pw, outDim]), [6, 0, 3, 1, 4, 2, 5]);
+      // features [pt, ph, pw, C] per token (C fastest) → video [C, f·pt, h·ph, w·pw], per stream
+      for (let i = 0; i < B; i++) {
+        b.permute(video.view([outDim, f, pt, gh, ph, gw, pw], i * n), out.view([f, gh, gw, pt, ph, pw, outDim], i * n), [6, 0, 3, 1, 4, 2, 5]);
+      }
       await tap?.("out", video);
       return video;
     } catch (err) {

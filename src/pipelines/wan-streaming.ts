@@ -4,6 +4,11 @@
 // and each chunk's conditioning is asked for at its boundary (ctx.conditioningFor), so prompt
 // transitions interpolate the conditioning vector. The cross-attention K/V are recomputed only when
 // the conditioning changes. Whole clips from a causal model (`generate`) run the same loop.
+//
+// With classifier-free guidance the conditional and the unconditional stream each keep their own KV
+// cache, filled by their own context pass over the same guided clean chunk (kino-tiny's recipe,
+// tools/train/export.py "cfg"); both streams run as one batched forward (CausalWanDiT batch 2), so
+// the linear layers see twice the rows per weight read instead of two half-size passes.
 import { videoToRgb24 } from "../models/frames.ts";
 import { scheduleFor } from "../models/kino-config.ts";
 import { applyGuidance, createSampler, seededNoise } from "../models/samplers.ts";
@@ -80,6 +85,18 @@ export class WanStreamingPipeline implements Pipeline {
     };
   }
 
+  /** Cross-attention K/V of a conditioning, stacked over the unconditional one when guided. */
+  async #crossFor(cond: Conditioning, uncond: CrossAttnKV | null): Promise<CrossAttnKV> {
+    const { dit } = this.model;
+    const c = await dit.crossAttnKV(cond);
+    if (!uncond) return c;
+    try {
+      return dit.stackCross([c, uncond]);
+    } finally {
+      dit.freeCross(c);
+    }
+  }
+
   #run(req: GenerationRequest, ctx: RunContext, conditioningFor: (index: number) => Conditioning, totalFrames: number): ChunkRun {
     const durations = { denoise: 0, decode: 0 };
     return { chunks: this.#chunks(req, ctx, conditioningFor, totalFrames, durations), durations };
@@ -91,13 +108,14 @@ export class WanStreamingPipeline implements Pipeline {
     const N = kino.chunkFrames, zDim = dit.config.inDim;
     const [h, w] = [req.height / strides.spatial, req.width / strides.spatial];
     const window = kino.windowFrames ?? Math.max(DEFAULT_WINDOW_FRAMES, N + kino.sinkFrames);
-    const causal = new CausalWanDiT(dit, { chunkFrames: N, windowFrames: window, sinkFrames: kino.sinkFrames, height: h, width: w });
     const noise = seededNoise(b, req.seed);
     const schedule = scheduleFor(kino, req.num_inference_steps);
     const steps = schedule.timesteps.length;
     const firstFrames = 1 + strides.temporal * (N - 1), perChunk = strides.temporal * N;
     const totalChunks = 1 + Math.max(0, Math.ceil((totalFrames - firstFrames) / perChunk));
     const guided = req.guidance_scale > 1;
+    const causal = new CausalWanDiT(dit, { chunkFrames: N, windowFrames: window, sinkFrames: kino.sinkFrames, height: h, width: w, batch: guided ? 2 : 1 });
+    // cross: what the forward attends to (with guidance: [cond, uncond] stacked)
     let cross: CrossAttnKV | null = null, crossOf: Conditioning | null = null, uncond: CrossAttnKV | null = null;
     vae.reset();
     try {
@@ -109,7 +127,7 @@ export class WanStreamingPipeline implements Pipeline {
         if (!cross || !crossOf || !sameValues(cond, crossOf)) {
           if (cross) dit.freeCross(cross);
           cross = null;
-          cross = await dit.crossAttnKV(cond);
+          cross = await this.#crossFor(cond, uncond);
           crossOf = cond.slice();
         }
         const context: CrossAttnKV = cross;
@@ -120,12 +138,10 @@ export class WanStreamingPipeline implements Pipeline {
         try {
           for (let i = 0; i < steps; i++) {
             const v = (await causal.forwardChunk(x, schedule.timesteps[i]!, context))!;
-            if (uncond) {
-              const vu = (await causal.forwardChunk(x, schedule.timesteps[i]!, uncond))!;
-              applyGuidance(b, v, vu, req.guidance_scale);
-              b.free(vu);
-            }
-            sampler.step(i, x, v);
+            // v is [2, ...x.shape] with guidance: the cond half is guided in place
+            const vc = guided ? v.view(x.shape, 0) : v;
+            if (guided) applyGuidance(b, vc, v.view(x.shape, x.numel), req.guidance_scale);
+            sampler.step(i, x, vc);
             b.free(v);
             ctx.onProgress({ fraction: Math.min(1, (index + (i + 1) / steps) / totalChunks), stage: "denoise" });
             await tick();

@@ -106,6 +106,11 @@ export function convCases(): OpCase[] {
     { x: [1, 16, 3, 12, 12], w: [24, 16, 3, 3, 3], opts: { pad: [1, 1, 1, 1] }, dt: "f16", label: "threaded" },
     { x: [1, 8, 1, 16, 20], w: [8, 8, 1, 1, 1], bias: true, label: "1×1×1" },
     { x: [1, 3, 2, 9, 9], w: [2, 3, 2, 3, 3], opts: { stride: [1, 2, 2], pad: [0, 1, 0, 1], timePad: 1 }, label: "asymmetric pad, stride 2" },
+    // stride 1 runs kernels/cpu/conv_direct.c on the wasm backend: its block edges
+    { x: [1, 12, 2, 10, 16], w: [12, 12, 3, 3, 3], opts: { pad: [1, 1, 1, 1] }, prev: true, bias: true, label: "VAE 3³, K in two blocks" },
+    { x: [1, 4, 1, 6, 21], w: [100, 4, 1, 3, 3], opts: { pad: [1, 1, 1, 1], timePad: 0 }, bias: true, label: "Cout in two blocks" },
+    { x: [1, 3, 2, 5, 7], w: [2, 3, 1, 2, 2], opts: { pad: [0, 1, 2, 0], timePad: 0 }, label: "asymmetric pad, stride 1" },
+    { x: [2, 5, 2, 4, 4], w: [3, 5, 3, 1, 1], prev: true, dt: "bf16", label: "time conv, batch 2 with a cache" },
   ];
   const cases: OpCase[] = configs.map((c) => {
     const n = (s: number[]) => s.reduce((a, b) => a * b);

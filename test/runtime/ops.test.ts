@@ -2,7 +2,7 @@
 // this machine has, on awkward shapes, against the plain TypeScript reference. The WebAssembly
 // backend runs three ways: one thread; a two-thread pool that splits every op however small (each
 // kernel divides its own work by thread count); and the single-threaded build made for hosts without
-// shared memory. CUDA cases run where a device answers and are skipped, visibly and counted, elsewhere.
+// shared memory (with GEMM weights packed per call; the other two keep packed copies, wasm-packed.ts). CUDA cases run where a device answers and are skipped, visibly and counted, elsewhere.
 // Prints max abs / rel error per op, shape and backend; rel = max|got − ref| / max|ref|.
 //
 // Tolerances, per element |got − ref| ≤ atol + rtol·max|ref| (the cases carry them, op-cases*.ts):
@@ -50,7 +50,8 @@ async function openCuda(): Promise<Backend | null> {
 const backends: { label: string; be: Backend | null }[] = [
   { label: "wasm×1", be: await openWasmBackend({ threads: 1 }) },
   { label: "wasm×2", be: await openWasmBackend({ threads: 2, parallelMinWork: 0 }) }, // split even 1-element ops
-  { label: "wasm-st", be: await openWasmBackend({ sharedMemory: false }) }, // the build for hosts without SharedArrayBuffer
+  // the build for hosts without SharedArrayBuffer; without packed weight copies, so that GEMMs pack per call
+  { label: "wasm-st", be: await openWasmBackend({ sharedMemory: false, packedWeightBytes: 0 }) },
   { label: "cuda", be: await openCuda() },
 ];
 

@@ -1,15 +1,18 @@
 // `npm run bench:model`, in two halves, each side by side in one run (these machines are noisy):
 //
 // 1. WebAssembly: seconds per denoising step and per generation chunk of a streaming Wan model with 1
-//    and 2 threads (the claim is the ratio). The model is models/kino-tiny/ when it has been exported,
-//    else a random checkpoint of the same layout written by tools/make-tiny-checkpoint.ts.
+//    and 2 threads (the claim is the ratio), split into stages (DiT forwards, context passes, cross-attn
+//    K/V, VAE decode, H.264 encode). The model is models/kino-tiny/ when it has been exported, else a
+//    random checkpoint of its exact geometry (tools/make-tiny-checkpoint.ts --preset kino-tiny;
+//    --preset tiny: the tests' much smaller one). Chunks are timed once the KV window is full.
 // 2. GPU, when the CUDA backend opens: Wan2.1-T2V-1.3B's DiT at its real size (the released
 //    transformer config, random bf16 weights made on the device — no file), streaming 832x480 in
 //    3-latent-frame chunks (4680 tokens each): seconds per chunk (4 denoising steps + the context
 //    pass) once the KV window is full, and the video frames per second that DiT throughput allows.
 //    Without a GPU it prints one line saying it was skipped and why.
 //
-//   bun tools/bench/model.ts [--model DIR] [--width 64] [--height 64] [--chunks 6] [--steps 4]
+//   bun tools/bench/model.ts [--model DIR | --preset kino-tiny|tiny [--patch T,H,W]] [--width 64] [--height 64] [--chunks 6]
+//                            [--warmup N] [--steps 4] [--guidance G] [--threads 1,2]
 //                            [--gpu-window 21] [--gpu-chunks 3] [--gpu-only]
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -28,7 +31,9 @@ import type { Backend } from "../../src/runtime/backend.ts";
 import type { Tensor } from "../../src/runtime/tensor.ts";
 import { openBackend } from "../../src/runtime/device.ts";
 import { buildCpuWasm } from "../build/cpu.ts";
-import { makeTinyCheckpoint } from "../make-tiny-checkpoint.ts";
+import { H264Encoder } from "../../src/media/h264/encoder.ts";
+import { type PresetName, makeTinyCheckpoint } from "../make-tiny-checkpoint.ts";
+import { StageTimer } from "./stage-timer.ts";
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 
@@ -175,40 +180,69 @@ export async function benchDitChunks(backend: Backend, s: ChunkBenchSpec, measur
 
 // ---- the streaming pipeline on WebAssembly ----------------------------------------------------------
 
+/** Stages of a chunk, in print order: DiT denoising forwards (cond + uncond), context passes,
+ *  cross-attention K/V, VAE decode (with the download and RGB conversion), H.264 encode, the rest. */
+const STAGES = ["dit", "context", "cross", "vae", "encode", "other"] as const;
+type Stage = (typeof STAGES)[number];
+
 interface Measured {
   threads: number;
   step: number;
+  /** Median seconds per steady chunk, H.264 encode of its frames included, and per stage. */
   chunk: number;
+  stages: Record<Stage, number>;
   framesPerChunk: number;
 }
 
-async function measureWasm(dir: string, threads: number, req: GenerationRequest, chunks: number): Promise<Measured> {
+async function measureWasm(dir: string, threads: number, req: GenerationRequest, chunks: number, warmup: number): Promise<Measured> {
   const backend = await openBackend("cpu", { threads, log: () => {} });
   const model = await loadWanModel(backend, await resolveCheckpoint(dir));
   const pipeline = createWanPipeline(model);
   if (!pipeline.stream || !pipeline.encodePrompt) throw new Error(`${dir} is not a streaming (causal) model`);
   const cond = await pipeline.encodePrompt(req.prompt, "");
-  const steps: number[] = [], chunkTimes: number[] = [];
+  const timer = new StageTimer();
+  timer.wrap(CausalWanDiT.prototype, "forwardChunk", (a) => (a[3] ? "context" : "dit"));
+  timer.wrap(model.dit, "crossAttnKV", () => "cross");
+  timer.wrap(model.vae, "decode", () => "vae");
+  timer.wrap(model.backend, "download", () => "vae"); // the decoded frames' readback
+  const encoder = await H264Encoder.create({ width: req.width, height: req.height, fps: req.fps, qp: 26 });
+  const steps: number[] = [], chunkTimes: number[] = [], stageTimes: Record<Stage, number>[] = [];
   let last = performance.now(), chunkStart = last, frames = 0, index = 0;
   const ctx = {
     signal: new AbortController().signal,
     conditioningFor: () => cond,
     onProgress: () => {
       const now = performance.now();
-      if (index > 0) steps.push(now - last); // chunk 0 warms up
+      if (index >= warmup) steps.push(now - last);
       last = now;
     },
   };
-  for await (const chunk of pipeline.stream(req, ctx)) {
-    const now = performance.now();
-    if (index > 0) chunkTimes.push(now - chunkStart);
-    frames = chunk.frames.length;
-    chunkStart = last = now;
-    if (++index >= chunks) break;
+  try {
+    for await (const chunk of pipeline.stream(req, ctx)) {
+      const encodeStart = performance.now();
+      chunk.frames.forEach((frame, i) => encoder.encode(frame, { forceIdr: i === 0 }));
+      const now = performance.now();
+      timer.add("encode", (now - encodeStart) / 1000);
+      const t = timer.take();
+      if (index >= warmup) {
+        const total = (now - chunkStart) / 1000;
+        const st = Object.fromEntries(STAGES.map((n) => [n, t.get(n) ?? 0])) as Record<Stage, number>;
+        st.other = total - STAGES.slice(0, -1).reduce((sum, n) => sum + st[n], 0);
+        chunkTimes.push(total);
+        stageTimes.push(st);
+      }
+      frames = chunk.frames.length;
+      chunkStart = last = performance.now();
+      if (++index >= chunks) break;
+    }
+  } finally {
+    timer.restore();
+    encoder.close();
+    model.free();
+    backend.dispose();
   }
-  model.free();
-  backend.dispose();
-  return { threads, step: median(steps) / 1000, chunk: median(chunkTimes) / 1000, framesPerChunk: frames };
+  const stages = Object.fromEntries(STAGES.map((n) => [n, median(stageTimes.map((s) => s[n]))])) as Record<Stage, number>;
+  return { threads, step: median(steps) / 1000, chunk: median(chunkTimes), stages, framesPerChunk: frames };
 }
 
 async function wasmHalf(args: string[], arg: (name: string, fallback: string) => string): Promise<void> {
@@ -216,26 +250,37 @@ async function wasmHalf(args: string[], arg: (name: string, fallback: string) =>
   const kinoTiny = resolve(import.meta.dir, "../../models/kino-tiny");
   let dir = args.includes("--model") ? arg("model", "") : existsSync(join(kinoTiny, "model_index.json")) ? kinoTiny : "";
   let temp = "";
+  const preset = arg("preset", "kino-tiny") as PresetName;
   if (!dir) {
     temp = dir = mkdtempSync(join(tmpdir(), "kino-bench-"));
-    await makeTinyCheckpoint(dir);
+    const patch = args.includes("--patch") ? (arg("patch", "").split(",").map(Number) as [number, number, number]) : undefined;
+    await makeTinyCheckpoint(dir, { preset, patch });
   }
   try {
     const ckpt = await resolveCheckpoint(dir);
-    const chunks = Number(arg("chunks", "6"));
+    const k = ckpt.kino;
+    const window = Math.ceil((k.windowFrames ?? 21) / k.chunkFrames);
+    // steady state: the window is full (chunk 0, the first use of every kernel, is always left out)
+    const warmup = Number(arg("warmup", String(Math.max(1, window - 1))));
+    const chunks = warmup + Number(arg("chunks", "6"));
     const req: GenerationRequest = {
       request_id: "bench", output: "video", task: "t2v", prompt: "a red circle moving left on blue background", negative_prompt: "",
-      width: Number(arg("width", String(ckpt.kino.width))), height: Number(arg("height", String(ckpt.kino.height))), num_frames: 100000, fps: ckpt.kino.fps,
-      num_inference_steps: Number(arg("steps", String(ckpt.kino.steps))), guidance_scale: 1, seed: 0, references: [], extra_params: {},
+      width: Number(arg("width", String(k.width))), height: Number(arg("height", String(k.height))), num_frames: 100000, fps: k.fps,
+      num_inference_steps: Number(arg("steps", String(k.steps))), guidance_scale: Number(arg("guidance", String(k.guidance))), seed: 0, references: [], extra_params: {},
     };
     const d = ckpt.dit.config;
-    console.log(`WebAssembly — model: ${temp ? "random tiny checkpoint (tools/make-tiny-checkpoint.ts)" : dir} — DiT dim ${d.dim}, ${d.numLayers} layers, patch ${d.patch.join("x")}, ` +
-      `${req.width}x${req.height}, chunk ${ckpt.kino.chunkFrames} latent frames, ${req.num_inference_steps} steps + context pass`);
+    console.log(`WebAssembly — model: ${temp ? `random ${preset} checkpoint (tools/make-tiny-checkpoint.ts --preset ${preset})` : dir} — DiT dim ${d.dim}, ${d.numLayers} layers, patch ${d.patch.join("x")}, ` +
+      `${req.width}x${req.height}, chunk ${k.chunkFrames} latent frames, window ${window} chunks, ${req.num_inference_steps} steps` +
+      `${req.guidance_scale > 1 ? ` × 2 (guidance ${req.guidance_scale})` : ""} + context pass; ${chunks - warmup} chunks after ${warmup} warm-up`);
     const rows: Measured[] = [];
-    for (const threads of [1, 2]) rows.push(await measureWasm(dir, threads, req, chunks));
-    console.log("threads | s / denoising step | s / chunk (steps + context pass + VAE decode) | frames / chunk | video fps");
-    for (const r of rows) console.log(`${r.threads}       | ${r.step.toFixed(4)}            | ${r.chunk.toFixed(4)}                                      | ${r.framesPerChunk}              | ${(r.framesPerChunk / r.chunk).toFixed(1)}`);
-    console.log(`2 threads vs 1: step ×${(rows[0]!.step / rows[1]!.step).toFixed(2)} faster, chunk ×${(rows[0]!.chunk / rows[1]!.chunk).toFixed(2)} faster`);
+    for (const threads of (arg("threads", "1,2")).split(",").map(Number)) rows.push(await measureWasm(dir, threads, req, chunks, warmup));
+    console.log("threads | s / step | s / chunk (incl. encode) | DiT steps | context | cross K/V | VAE decode | encode | other | frames / chunk | video fps");
+    const f = (x: number) => x.toFixed(4);
+    for (const r of rows) {
+      const s = r.stages;
+      console.log(`${r.threads}       | ${f(r.step)}   | ${f(r.chunk)}                   | ${f(s.dit)}    | ${f(s.context)}  | ${f(s.cross)}    | ${f(s.vae)}     | ${f(s.encode)} | ${f(s.other)} | ${r.framesPerChunk}              | ${(r.framesPerChunk / r.chunk).toFixed(1)}`);
+    }
+    if (rows.length === 2) console.log(`${rows[1]!.threads} threads vs ${rows[0]!.threads}: step ×${(rows[0]!.step / rows[1]!.step).toFixed(2)} faster, chunk ×${(rows[0]!.chunk / rows[1]!.chunk).toFixed(2)} faster`);
   } finally {
     if (temp) rmSync(temp, { recursive: true, force: true });
   }

@@ -1,16 +1,37 @@
-// Runs a kernel of the CPU module on several threads: the calling thread (tid 0) plus Bun Workers
-// (tid 1..n-1), each with its own instance of the same compiled module over one shared
-// WebAssembly.Memory. Every kernel takes (tid, nth, ...args) and picks its slice of the work itself
+// Runs a kernel of the CPU module on several threads: the calling thread plus Bun Workers, each with
+// its own instance of the same compiled module over one shared WebAssembly.Memory. Every kernel takes
+// (slice, slices, ...args) and computes its own part of the work from those two numbers
 // (kernels/cpu/common.h), so a dispatch is: publish the function id and arguments in a shared control
-// block, wake the workers, do slice 0 here, wait until the workers report done. Calls are synchronous
+// block, wake the workers, and let every thread claim slices until none is left. Calls are synchronous
 // — the wasm backend's ops finish before they return — and the main thread blocks in Atomics.wait
 // (allowed in Bun, and cheap next to the kernels we split).
+//
+// Slices are claimed, not assigned: an op is cut into SLICES_PER_THREAD slices per thread, each with a
+// control word that a thread takes with a compare-exchange, and the calling thread takes whatever is
+// still unclaimed once its own slices are done. On a machine whose cores are busy with other work, a
+// worker that is not scheduled in time just claims nothing, instead of holding the op back until the
+// kernel gets its core again (with a fixed split, 2 threads were slower than 1 on a loaded 2-core
+// machine). A slice word holds 2·seq while it is open for op `seq`, 2·seq + 1 while a worker runs
+// it, DONE once finished: a worker that wakes late, after its op is over, cannot claim a slice of a
+// later op with the arguments it read for the earlier one.
 
 import { type WorkerInit, workerSource } from "./wasm-worker.ts";
 
-const SEQ = 0, PENDING = 1, FN = 2, NARGS = 3, NTH = 4, FAILED = 5;
+const SEQ = 0, FN = 2, NARGS = 3, NSLICES = 4, FAILED = 5, SLOT = 8;
 const MAX_ARGS = 32;
 const SPINS = 20000;
+/** Slices per pool thread: enough to rebalance when a thread is late, few enough that per-slice work
+ *  (a GEMM slice packs its own rows of A) stays small. */
+const SLICES_PER_THREAD = 2;
+const MAX_SLICES = 64;
+const DONE = -1;
+/** Op sequence numbers wrap here, so 2·seq + 1 stays a positive int32. */
+const SEQ_MASK = 0x3fffffff;
+
+/** Most slices an op on `threads` threads is cut into: kernels index their scratch memory by slice. */
+export function slicesFor(threads: number): number {
+  return threads === 1 ? 1 : Math.min(MAX_SLICES, threads * SLICES_PER_THREAD);
+}
 
 type Kernel = (...args: number[]) => void;
 
@@ -22,6 +43,7 @@ export class WasmPool {
   readonly #ctrl: Int32Array;
   readonly #args: Float64Array;
   #stopped = false;
+  #seq = 0;
 
   private constructor(names: string[], fns: Kernel[], workers: Worker[], ctrl: SharedArrayBuffer, args: SharedArrayBuffer) {
     names.forEach((n, i) => this.#ids.set(n, i));
@@ -48,7 +70,7 @@ export class WasmPool {
       if (typeof f !== "function") throw new Error(`wasm backend: kernel ${n} missing from the module`);
       return f as Kernel;
     });
-    const ctrl = new SharedArrayBuffer(64);
+    const ctrl = new SharedArrayBuffer((SLOT + MAX_SLICES) * 4);
     const args = new SharedArrayBuffer(MAX_ARGS * 8);
     const url = stackTops.length ? URL.createObjectURL(new Blob([workerSource], { type: "text/javascript" })) : "";
     const workers = stackTops.map(() => new Worker(url));
@@ -75,7 +97,7 @@ export class WasmPool {
     return new WasmPool(names, fns, workers, ctrl, args);
   }
 
-  /** Runs kernel `name`(tid, nth, ...args) on `nth` threads (clamped to the pool) and waits for all. */
+  /** Runs kernel `name`(slice, slices, ...args) on up to `nth` threads (clamped to the pool) and waits for all. */
   run(name: string, args: number[], nth = this.threads): void {
     if (this.#stopped) throw new Error("wasm backend: used after dispose()");
     const id = this.#ids.get(name);
@@ -87,34 +109,44 @@ export class WasmPool {
       return;
     }
     if (args.length > MAX_ARGS) throw new Error(`wasm backend: ${name} has too many arguments`);
-    const ctrl = this.#ctrl;
+    const ctrl = this.#ctrl, slices = slicesFor(n);
+    const seq = (this.#seq = (this.#seq + 1) & SEQ_MASK), open = 2 * seq;
     this.#args.set(args);
     ctrl[FN] = id;
     ctrl[NARGS] = args.length;
-    ctrl[NTH] = n;
+    ctrl[NSLICES] = slices;
     ctrl[FAILED] = 0;
-    Atomics.store(ctrl, PENDING, this.#workers.length);
-    Atomics.add(ctrl, SEQ, 1);
+    for (let i = 0; i < slices; i++) Atomics.store(ctrl, SLOT + i, open);
+    Atomics.store(ctrl, SEQ, seq);
     Atomics.notify(ctrl, SEQ);
+    let failed = false;
     try {
-      fn(0, n, ...args);
+      // the calling thread claims from the front, workers from the back
+      for (let i = 0; i < slices; i++) if (Atomics.compareExchange(ctrl, SLOT + i, open, DONE) === open) fn(i, slices, ...args);
+    } catch (e) {
+      failed = true;
+      throw e;
     } finally {
-      this.#waitForWorkers();
+      if (failed) for (let i = 0; i < slices; i++) Atomics.compareExchange(ctrl, SLOT + i, open, DONE);
+      this.#waitForWorkers(slices, open + 1);
     }
     if (ctrl[FAILED]) throw new Error(`wasm backend: kernel ${name} failed on a worker thread`);
   }
 
-  #waitForWorkers(): void {
+  /** Waits until no slice is still held by a worker (word `running`). */
+  #waitForWorkers(slices: number, running: number): void {
     const ctrl = this.#ctrl;
-    for (let i = 0; i < SPINS && Atomics.load(ctrl, PENDING) !== 0; i++);
-    for (let p = Atomics.load(ctrl, PENDING); p !== 0; p = Atomics.load(ctrl, PENDING)) Atomics.wait(ctrl, PENDING, p);
+    for (let i = 0; i < slices; i++) {
+      for (let k = 0; k < SPINS && Atomics.load(ctrl, SLOT + i) === running; k++);
+      while (Atomics.load(ctrl, SLOT + i) === running) Atomics.wait(ctrl, SLOT + i, running);
+    }
   }
 
   stop(): void {
     this.#stopped = true;
     if (!this.#workers.length) return;
     this.#ctrl[FN] = -1;
-    Atomics.add(this.#ctrl, SEQ, 1);
+    Atomics.store(this.#ctrl, SEQ, (this.#seq = (this.#seq + 1) & SEQ_MASK));
     Atomics.notify(this.#ctrl, SEQ);
     this.#workers.length = 0;
   }

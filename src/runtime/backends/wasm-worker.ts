@@ -3,9 +3,10 @@
 // function must be self-contained: no imports, no outer variables.
 //
 // Protocol (see wasm-pool.ts): one Int32Array `ctrl` over a SharedArrayBuffer and a Float64Array of
-// arguments. ctrl[SEQ] is bumped by the main thread for every op; each worker runs the kernel with
-// its own tid if tid < ctrl[NTH], then decrements ctrl[PENDING] and wakes the main thread at 0.
-// ctrl[FN] < 0 means "exit".
+// arguments. ctrl[SEQ] is set by the main thread for every op; a worker that sees it change copies the
+// op, then claims open slices (word 2·seq → 2·seq + 1) from the back, runs each and marks it DONE.
+// A claim can only succeed while the op is still the one it read, so a late worker never runs a
+// slice with another op's arguments. ctrl[FN] < 0 means "exit".
 
 export interface WorkerInit {
   module: WebAssembly.Module;
@@ -18,7 +19,7 @@ export interface WorkerInit {
 }
 
 function workerMain(): void {
-  const SEQ = 0, PENDING = 1, FN = 2, NARGS = 3, NTH = 4, FAILED = 5;
+  const SEQ = 0, FN = 2, NARGS = 3, NSLICES = 4, FAILED = 5, SLOT = 8, DONE = -1;
   const SPINS = 20000; // ~tens of µs of polling before sleeping: back-to-back ops skip the futex
   self.onmessage = (ev: MessageEvent) => {
     const init = ev.data as WorkerInit;
@@ -37,16 +38,19 @@ function workerMain(): void {
       seen = Atomics.load(ctrl, SEQ);
       const fn = ctrl[FN]!;
       if (fn < 0) break;
-      const nth = ctrl[NTH]!;
-      if (init.tid < nth) {
+      const slices = ctrl[NSLICES]!, open = 2 * seen;
+      const a = Array.from(args.subarray(0, ctrl[NARGS]!));
+      for (let s = slices - 1; s >= 0; s--) {
+        if (Atomics.compareExchange(ctrl, SLOT + s, open, open + 1) !== open) continue;
         try {
-          const a = Array.from(args.subarray(0, ctrl[NARGS]!));
-          fns[fn]!(init.tid, nth, ...a);
+          fns[fn]!(s, slices, ...a);
         } catch {
           Atomics.store(ctrl, FAILED, 1);
+        } finally {
+          Atomics.store(ctrl, SLOT + s, DONE);
+          Atomics.notify(ctrl, SLOT + s);
         }
       }
-      if (Atomics.sub(ctrl, PENDING, 1) === 1) Atomics.notify(ctrl, PENDING);
     }
     self.close();
   };

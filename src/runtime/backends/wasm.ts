@@ -1,7 +1,8 @@
 // The WebAssembly CPU backend: kernels/cpu/*.c compiled to wasm32 + SIMD128 (tools/build/cpu.ts),
 // tensors in the module's linear memory, work split over a pool of threads sharing that memory
-// (wasm-pool.ts). Every op checks its operands with op-params.ts, then runs one kernel; all ops are
-// synchronous, so `download` and `sync` resolve at once. Without SharedArrayBuffer the single-threaded
+// (wasm-pool.ts). Every op checks its operands with op-params.ts, then runs its kernel (a stride-1
+// conv pads its input first; a multi-row GEMM reads a packed copy of its weight, wasm-packed.ts); all
+// ops are synchronous, so `download` and `sync` resolve at once. Without SharedArrayBuffer the single-threaded
 // build (no shared memory) runs on the calling thread.
 
 import wasmPath from "../../../build/kino-cpu.wasm" with { type: "file" };
@@ -11,7 +12,8 @@ import { fromHalf, toHalf } from "../dtype.ts";
 import * as P from "../op-params.ts";
 import { DTYPE_BYTES, type DType, type Shape, Tensor, numelOf, stridesOf } from "../tensor.ts";
 import { WasmHeap } from "./wasm-heap.ts";
-import { WasmPool } from "./wasm-pool.ts";
+import { PackedWeights } from "./wasm-packed.ts";
+import { WasmPool, slicesFor } from "./wasm-pool.ts";
 
 export interface WasmBackendOptions {
   /** Pool size; default min(2, hardware threads). 1 = no workers. */
@@ -22,19 +24,24 @@ export interface WasmBackendOptions {
   /** false: use the single-threaded build over an unshared memory even where SharedArrayBuffer
    *  exists (what hosts without it get; the op sweep covers that build this way). */
   sharedMemory?: boolean;
+  /** Bytes of packed GEMM weight copies kept (wasm-packed.ts); 0 packs on every call. Default 256 MiB. */
+  packedWeightBytes?: number;
 }
 
 const KERNELS = [
   "kino_gemm", "kino_attention", "kino_layer_norm", "kino_rms_norm", "kino_softmax", "kino_l2norm_channels",
   "kino_gelu", "kino_silu", "kino_mul", "kino_axpby", "kino_fill", "kino_modulate", "kino_gated_add", "kino_rope3d",
-  "kino_embedding", "kino_t5_bias", "kino_conv3d", "kino_copy_rows", "kino_permute", "kino_upsample_nearest",
-  "kino_cast", "kino_rgb_to_yuv420", "kino_yuv420_to_rgb",
+  "kino_embedding", "kino_t5_bias", "kino_conv3d", "kino_conv3d_pad", "kino_conv3d_direct", "kino_pack_w",
+  "kino_gemm_packed", "kino_copy_rows", "kino_permute", "kino_upsample_nearest", "kino_cast", "kino_rgb_to_yuv420",
+  "kino_yuv420_to_rgb",
 ];
 const DT_CODE: Record<DType, number> = { f32: 0, bf16: 1, f16: 2, u8: 3 };
 const MAX_PAGES = 65536; // wasm32: 4 GiB
 const WORKER_STACK = 1 << 20;
 /** Below this much work an op runs on the calling thread: waking the pool costs more than it saves. */
 const PARALLEL_MIN_WORK = 1 << 15;
+/** Floats past each padded conv input (XP_TAIL in kernels/cpu/conv_direct.c). */
+const CONV_XP_TAIL = 8;
 
 function sharedMemoryAvailable(): boolean {
   try {
@@ -54,18 +61,19 @@ export async function openWasmBackend(opts: WasmBackendOptions = {}): Promise<B.
   const heap = new WasmHeap(memory, exports.__heap_base.value as number, MAX_PAGES * 65536);
   const threads = shared ? want : 1;
   const scratchBytes = exports.kino_scratch_bytes() as number;
-  exports.kino_set_scratch(heap.alloc(scratchBytes * threads));
+  exports.kino_set_scratch(heap.alloc(scratchBytes * slicesFor(threads))); // one block per slice of an op
   const stacks = Array.from({ length: threads - 1 }, () => heap.alloc(WORKER_STACK) + WORKER_STACK);
   const pool = await WasmPool.start(module, memory, exports, KERNELS, stacks);
   const why = shared ? "" : " (no shared memory: single-threaded)";
   const description = `WebAssembly SIMD128, ${threads} thread${threads > 1 ? "s" : ""}${why}`;
-  return new WasmBackend(memory, heap, pool, description, opts.parallelMinWork ?? PARALLEL_MIN_WORK);
+  return new WasmBackend(memory, heap, pool, description, opts.parallelMinWork ?? PARALLEL_MIN_WORK, new PackedWeights(heap, opts.packedWeightBytes));
 }
 
 class WasmBackend implements B.Backend {
   readonly name = "wasm";
   readonly device = "cpu";
   readonly #owned = new WeakSet<Tensor>();
+  readonly #packed: PackedWeights;
 
   constructor(
     readonly wasmMemory: WebAssembly.Memory,
@@ -73,7 +81,10 @@ class WasmBackend implements B.Backend {
     readonly pool: WasmPool,
     readonly description: string,
     readonly parallelMinWork: number,
-  ) {}
+    packed: PackedWeights,
+  ) {
+    this.#packed = packed;
+  }
 
   // ---- memory ------------------------------------------------------------------------------------
 
@@ -92,7 +103,7 @@ class WasmBackend implements B.Backend {
   }
 
   write(t: Tensor, data: B.HostData): void {
-    const ptr = this.#ptr(t);
+    const ptr = this.#dst(t);
     if (data.length !== t.numel) throw new Error(`write: ${data.length} values for ${t}`);
     const buf = this.wasmMemory.buffer;
     if (data instanceof Float32Array) {
@@ -123,6 +134,7 @@ class WasmBackend implements B.Backend {
     for (const t of tensors) {
       if (!this.#owned.has(t.owner)) throw new Error(`free: ${t} does not belong to this backend`);
       t.markFreed();
+      this.#packed.drop(t);
       this.heap.free(t.ptr);
     }
   }
@@ -142,6 +154,12 @@ class WasmBackend implements B.Backend {
     if (!this.#owned.has(t.owner)) throw new Error(`${t} does not belong to this wasm backend`);
     if (t.freed) throw new Error(`${t} was freed`);
     return t.ptr;
+  }
+
+  /** The address of an op's output: its memory changes, so a packed copy of it is stale. */
+  #dst(t: Tensor): number {
+    this.#packed.drop(t);
+    return this.#ptr(t);
   }
 
   #opt(t: Tensor | null | undefined): number {
@@ -167,14 +185,19 @@ class WasmBackend implements B.Backend {
 
   gemm(out: Tensor, a: Tensor, w: Tensor, bias?: Tensor | null): void {
     const { M, N, K } = P.gemmDims(out, a, w, bias);
-    const args = [this.#ptr(out), this.#ptr(a), this.#ptr(w), DT_CODE[w.dtype], this.#opt(bias), M, N, K];
-    this.#run("kino_gemm", args, (M * N * K) / 16);
+    const dst = this.#dst(out);
+    // more than 4 rows: the blocked path, from a packed copy of w (wasm-packed.ts) when there is one
+    const wp = M > 4 && N * K > 0
+      ? this.#packed.get(w, N, K, (ptr) => this.#run("kino_pack_w", [ptr, this.#ptr(w), DT_CODE[w.dtype], N, K], N * K))
+      : 0;
+    if (wp) return this.#run("kino_gemm_packed", [dst, this.#ptr(a), wp, this.#opt(bias), M, N, K], (M * N * K) / 16);
+    this.#run("kino_gemm", [dst, this.#ptr(a), this.#ptr(w), DT_CODE[w.dtype], this.#opt(bias), M, N, K], (M * N * K) / 16);
   }
 
   attention(out: Tensor, q: Tensor, k: Tensor, v: Tensor, o: B.AttentionOptions): void {
     const d = P.attentionDims(out, q, k, v, o);
     const bc = o.blockCausal;
-    const args = [this.#ptr(out), this.#ptr(q), this.#ptr(k), this.#ptr(v), this.#opt(o.bias), d.B, d.Lq, d.Lk,
+    const args = [this.#dst(out), this.#ptr(q), this.#ptr(k), this.#ptr(v), this.#opt(o.bias), d.B, d.Lq, d.Lk,
       d.kvLen, d.H, d.D, o.scale, bc?.blockSize ?? 0, bc?.qOffset ?? 0];
     this.#run("kino_attention", args, (d.B * d.H * d.Lq * d.kvLen * d.D) / 16);
   }
@@ -183,13 +206,13 @@ class WasmBackend implements B.Backend {
     const { rows, cols } = P.rowsOf("layerNorm", out, x);
     P.optionalVector("layerNorm", "weight", weight, cols);
     P.optionalVector("layerNorm", "bias", bias, cols);
-    this.#run("kino_layer_norm", [this.#ptr(out), this.#ptr(x), this.#opt(weight), this.#opt(bias), rows, cols, eps], rows * cols);
+    this.#run("kino_layer_norm", [this.#dst(out), this.#ptr(x), this.#opt(weight), this.#opt(bias), rows, cols, eps], rows * cols);
   }
 
   rmsNorm(out: Tensor, x: Tensor, eps: number, weight?: Tensor | null): void {
     const { rows, cols } = P.rowsOf("rmsNorm", out, x);
     P.optionalVector("rmsNorm", "weight", weight, cols);
-    this.#run("kino_rms_norm", [this.#ptr(out), this.#ptr(x), this.#opt(weight), rows, cols, eps], rows * cols);
+    this.#run("kino_rms_norm", [this.#dst(out), this.#ptr(x), this.#opt(weight), rows, cols, eps], rows * cols);
   }
 
   l2NormChannels(out: Tensor, x: Tensor, eps: number, scale: number, gamma?: Tensor | null): void {
@@ -198,38 +221,38 @@ class WasmBackend implements B.Backend {
     const [Bn, C] = x.shape as [number, number];
     P.optionalVector("l2NormChannels", "gamma", gamma, C);
     const S = numelOf(x.shape.slice(2));
-    this.#run("kino_l2norm_channels", [this.#ptr(out), this.#ptr(x), this.#opt(gamma), Bn, C, S, eps, scale], x.numel);
+    this.#run("kino_l2norm_channels", [this.#dst(out), this.#ptr(x), this.#opt(gamma), Bn, C, S, eps, scale], x.numel);
   }
 
   softmax(out: Tensor, x: Tensor): void {
     const { rows, cols } = P.rowsOf("softmax", out, x);
-    this.#run("kino_softmax", [this.#ptr(out), this.#ptr(x), rows, cols], rows * cols);
+    this.#run("kino_softmax", [this.#dst(out), this.#ptr(x), rows, cols], rows * cols);
   }
 
   gelu(out: Tensor, x: Tensor): void {
-    this.#run("kino_gelu", [this.#ptr(out), this.#ptr(x), P.sameShapeF32("gelu", out, x)], x.numel);
+    this.#run("kino_gelu", [this.#dst(out), this.#ptr(x), P.sameShapeF32("gelu", out, x)], x.numel);
   }
 
   silu(out: Tensor, x: Tensor): void {
-    this.#run("kino_silu", [this.#ptr(out), this.#ptr(x), P.sameShapeF32("silu", out, x)], x.numel);
+    this.#run("kino_silu", [this.#dst(out), this.#ptr(x), P.sameShapeF32("silu", out, x)], x.numel);
   }
 
   mul(out: Tensor, a: Tensor, b: Tensor): void {
-    this.#run("kino_mul", [this.#ptr(out), this.#ptr(a), this.#ptr(b), P.sameShapeF32("mul", out, a, b)], out.numel);
+    this.#run("kino_mul", [this.#dst(out), this.#ptr(a), this.#ptr(b), P.sameShapeF32("mul", out, a, b)], out.numel);
   }
 
   axpby(out: Tensor, a: Tensor, b: Tensor, alpha: number, beta: number): void {
     const n = P.sameShapeF32("axpby", out, a, b);
-    this.#run("kino_axpby", [this.#ptr(out), this.#ptr(a), this.#ptr(b), n, alpha, beta], n);
+    this.#run("kino_axpby", [this.#dst(out), this.#ptr(a), this.#ptr(b), n, alpha, beta], n);
   }
 
   fill(out: Tensor, value: number): void {
-    this.#run("kino_fill", [this.#ptr(out), P.sameShapeF32("fill", out), value], out.numel);
+    this.#run("kino_fill", [this.#dst(out), P.sameShapeF32("fill", out), value], out.numel);
   }
 
   modulate(out: Tensor, x: Tensor, scale: Tensor, shift: Tensor): void {
     const g = P.groupedDims("modulate", out, x, [scale, shift]);
-    const args = [this.#ptr(out), this.#ptr(x), this.#ptr(scale), this.#ptr(shift), g.B, g.L, g.C, g.G];
+    const args = [this.#dst(out), this.#ptr(x), this.#ptr(scale), this.#ptr(shift), g.B, g.L, g.C, g.G];
     this.#run("kino_modulate", args, x.numel);
   }
 
@@ -237,13 +260,13 @@ class WasmBackend implements B.Backend {
     const g = P.groupedDims("gatedAdd", out, x, [gate]);
     P.expectShape("gatedAdd", "y", y, x.shape);
     P.expectDtype("gatedAdd", "y", y, "f32");
-    const args = [this.#ptr(out), this.#ptr(x), this.#ptr(y), this.#ptr(gate), g.B, g.L, g.C, g.G];
+    const args = [this.#dst(out), this.#ptr(x), this.#ptr(y), this.#ptr(gate), g.B, g.L, g.C, g.G];
     this.#run("kino_gated_add", args, x.numel);
   }
 
   rope3d(out: Tensor, x: Tensor, o: B.RopeOptions): void {
     const d = P.ropeDims(out, x, o);
-    const args = [this.#ptr(out), this.#ptr(x), this.#ptr(o.cos), this.#ptr(o.sin), d.B, d.L, d.H, d.D, d.pairs,
+    const args = [this.#dst(out), this.#ptr(x), this.#ptr(o.cos), this.#ptr(o.sin), d.B, d.L, d.H, d.D, d.pairs,
       d.pt, d.ph, d.pw, d.F, d.GH, d.GW, d.f0];
     this.#run("kino_rope3d", args, x.numel);
   }
@@ -257,20 +280,41 @@ class WasmBackend implements B.Backend {
     const bad = ids.findIndex((id) => id < 0 || id >= V);
     if (bad >= 0) P.fail("embedding", `id ${ids[bad]} at ${bad} outside [0, ${V})`);
     this.#withInts(ids, (idp) =>
-      this.#run("kino_embedding", [this.#ptr(out), this.#ptr(table), DT_CODE[table.dtype], idp, ids.length, C], out.numel));
+      this.#run("kino_embedding", [this.#dst(out), this.#ptr(table), DT_CODE[table.dtype], idp, ids.length, C], out.numel));
   }
 
   t5RelativeBias(out: Tensor, table: Tensor, o: B.T5BiasOptions): void {
     const { H, Lq, Lk } = P.t5Dims(out, table, o);
     this.#withInts(P.t5BucketTable(Lq, Lk, o), (bp) =>
-      this.#run("kino_t5_bias", [this.#ptr(out), this.#ptr(table), bp, H, Lq, Lk], out.numel));
+      this.#run("kino_t5_bias", [this.#dst(out), this.#ptr(table), bp, H, Lq, Lk], out.numel));
   }
 
   conv3d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts: B.Conv3dOptions = {}): void {
     const g = P.conv3dGeometry(out, x, w, bias, opts);
-    const args = [this.#ptr(out), this.#ptr(x), this.#opt(opts.prev), this.#ptr(w), DT_CODE[w.dtype], this.#opt(bias),
+    if (out.numel === 0) return;
+    if (g.st === 1 && g.sh === 1 && g.sw === 1) return this.#conv3dDirect(out, x, w, bias, opts.prev, g);
+    const args = [this.#dst(out), this.#ptr(x), this.#opt(opts.prev), this.#ptr(w), DT_CODE[w.dtype], this.#opt(bias),
       g.B, g.Cin, g.Cout, g.T, g.H, g.W, g.kt, g.kh, g.kw, g.st, g.sh, g.sw, g.timePad, g.top, g.left, g.To, g.Ho, g.Wo];
     this.#run("kino_conv3d", args, (out.numel * g.Cin * g.kt * g.kh * g.kw) / 16);
+  }
+
+  /** Stride 1 (kernels/cpu/conv_direct.c): x and prev copied once into a zero-padded buffer, then
+   *  the conv reads its taps from there at constant offsets instead of packing im2col panels. */
+  #conv3dDirect(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, prev: Tensor | undefined, g: P.ConvGeometry): void {
+    const Tp = g.timePad + g.T, Hp = g.Ho + g.kh - 1, Wp = g.Wo + g.kw - 1;
+    const item = g.Cin * Tp * Hp * Wp + CONV_XP_TAIL, f = DTYPE_BYTES.f32;
+    const xp = this.heap.alloc(g.B * item * f);
+    try {
+      for (let b = 0; b < g.B; b++) {
+        const args = [xp + b * item * f, this.#ptr(x) + b * g.Cin * g.T * g.H * g.W * f, prev ? this.#ptr(prev) + b * g.Cin * g.timePad * g.H * g.W * f : 0,
+          g.Cin, g.T, g.H, g.W, g.timePad, Hp, Wp, g.top, g.left];
+        this.#run("kino_conv3d_pad", args, item);
+      }
+      const args = [this.#dst(out), xp, this.#ptr(w), DT_CODE[w.dtype], this.#opt(bias), g.B, g.Cin, g.Cout, Tp, Hp, Wp, g.kt, g.kh, g.kw, g.To, g.Ho, g.Wo];
+      this.#run("kino_conv3d_direct", args, (out.numel * g.Cin * g.kt * g.kh * g.kw) / 16);
+    } finally {
+      this.heap.free(xp);
+    }
   }
 
   conv2d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts: B.Conv2dOptions = {}): void {
@@ -289,7 +333,7 @@ class WasmBackend implements B.Backend {
     const table = Int32Array.from([...out.shape, ...factors, ...stridesOf(x.shape)]);
     const r = out.rank;
     this.#withInts(table, (p) =>
-      this.#run("kino_upsample_nearest", [this.#ptr(out), this.#ptr(x), r, p, p + 4 * r, p + 8 * r], out.numel));
+      this.#run("kino_upsample_nearest", [this.#dst(out), this.#ptr(x), r, p, p + 4 * r, p + 8 * r], out.numel));
   }
 
   concat(out: Tensor, inputs: readonly Tensor[], dim: number): void {
@@ -315,6 +359,7 @@ class WasmBackend implements B.Backend {
     const s = P.sliceDims(op, big, small, dim, start);
     const es = DTYPE_BYTES[big.dtype];
     const rowBig = s.bigLen * s.inner * es, rowSmall = s.smallLen * s.inner * es;
+    this.#packed.drop(intoBig ? big : small);
     const bigPtr = this.#ptr(big) + start * s.inner * es, smallPtr = this.#ptr(small);
     const args = intoBig
       ? [bigPtr, rowBig, smallPtr, rowSmall, rowSmall, s.outer]
@@ -325,29 +370,29 @@ class WasmBackend implements B.Backend {
   permute(out: Tensor, x: Tensor, perm: readonly number[]): void {
     P.permuteCheck(out, x, perm);
     if (out.numel === 0) return;
-    if (out.rank === 0) return this.#run("kino_copy_rows", [this.#ptr(out), 0, this.#ptr(x), 0, x.bytes, 1], 1);
+    if (out.rank === 0) return this.#run("kino_copy_rows", [this.#dst(out), 0, this.#ptr(x), 0, x.bytes, 1], 1);
     const xs = stridesOf(x.shape);
     const table = Int32Array.from([...out.shape, ...perm.map((p) => xs[p]!)]);
     const r = out.rank;
     this.#withInts(table, (p) =>
-      this.#run("kino_permute", [this.#ptr(out), this.#ptr(x), DTYPE_BYTES[x.dtype], r, p, p + 4 * r], out.numel));
+      this.#run("kino_permute", [this.#dst(out), this.#ptr(x), DTYPE_BYTES[x.dtype], r, p, p + 4 * r], out.numel));
   }
 
   cast(out: Tensor, x: Tensor): void {
     P.expectShape("cast", "out", out, x.shape);
     P.expectDtype("cast", "x", x, ...P.WEIGHT_DTYPES);
     P.expectDtype("cast", "out", out, ...P.WEIGHT_DTYPES);
-    this.#run("kino_cast", [this.#ptr(out), DT_CODE[out.dtype], this.#ptr(x), DT_CODE[x.dtype], x.numel], x.numel);
+    this.#run("kino_cast", [this.#dst(out), DT_CODE[out.dtype], this.#ptr(x), DT_CODE[x.dtype], x.numel], x.numel);
   }
 
   rgbToYuv420(out: Tensor, x: Tensor, range: B.FrameRange): void {
     const { T, H, W } = P.yuvDims("rgbToYuv420", x, out);
-    this.#run("kino_rgb_to_yuv420", [this.#ptr(out), this.#ptr(x), T, H, W, range[0], range[1]], x.numel);
+    this.#run("kino_rgb_to_yuv420", [this.#dst(out), this.#ptr(x), T, H, W, range[0], range[1]], x.numel);
   }
 
   yuv420ToRgb(out: Tensor, x: Tensor, range: B.FrameRange): void {
     const { T, H, W } = P.yuvDims("yuv420ToRgb", out, x);
-    this.#run("kino_yuv420_to_rgb", [this.#ptr(out), this.#ptr(x), T, H, W, range[0], range[1]], out.numel);
+    this.#run("kino_yuv420_to_rgb", [this.#dst(out), this.#ptr(x), T, H, W, range[0], range[1]], out.numel);
   }
 }
 

@@ -1,0 +1,111 @@
+// The default model as a user sees it through the server: the trained kino-tiny weights in
+// models/kino-tiny/ follow the prompt's colors, are deterministic per seed, make images, and move to
+// a new prompt in a realtime session. tools/eval/server-eval.ts measures the same properties on the
+// 40 held-out prompts; these are a quick handful.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { decodeFrames } from "../helpers/decode.ts";
+import { RealtimeClient } from "../helpers/realtime-client.ts";
+import { startTestServer, type TestServer } from "../helpers/server.ts";
+
+const exported = existsSync(join(import.meta.dir, "../../models/kino-tiny/model_index.json"));
+let server: TestServer;
+
+beforeAll(async () => {
+  if (exported) server = await startTestServer({ "generator.model_path": "builtin:kino-tiny" });
+});
+afterAll(async () => {
+  await server?.close();
+});
+
+/** Background = median of the frame's 2-pixel border; object = pixels far from it. */
+function analyse(frame: Uint8Array, size = 64) {
+  const border: number[][] = [];
+  for (let y = 0; y < size; y++) {
+    for (let x = 0; x < size; x++) {
+      if (x < 2 || y < 2 || x >= size - 2 || y >= size - 2) border.push([...frame.subarray((y * size + x) * 3, (y * size + x) * 3 + 3)]);
+    }
+  }
+  const median = (values: number[]) => values.sort((a, b) => a - b)[values.length >> 1]!;
+  const bg = [0, 1, 2].map((c) => median(border.map((p) => p[c]!)));
+  const object: number[][] = [];
+  for (let i = 0; i < size * size; i++) {
+    const p = [frame[i * 3]!, frame[i * 3 + 1]!, frame[i * 3 + 2]!];
+    if (Math.abs(p[0]! - bg[0]!) + Math.abs(p[1]! - bg[1]!) + Math.abs(p[2]! - bg[2]!) > 120) object.push(p);
+  }
+  const obj = object.length ? [0, 1, 2].map((c) => median(object.map((p) => p[c]!))) : null;
+  return { bg, obj, objectPixels: object.length };
+}
+
+/** Hue in degrees of an RGB triple. */
+function hue([r, g, b]: number[]): number {
+  const max = Math.max(r!, g!, b!);
+  const d = max - Math.min(r!, g!, b!);
+  if (d === 0) return 0;
+  const h = max === r ? ((g! - b!) / d) % 6 : max === g ? (b! - r!) / d + 2 : (r! - g!) / d + 4;
+  return (h * 60 + 360) % 360;
+}
+const isRed = (rgb: number[]) => (hue(rgb) < 25 || hue(rgb) > 335) && rgb[0]! > 120;
+const isBlue = (rgb: number[]) => hue(rgb) > 200 && hue(rgb) < 260 && rgb[2]! > 120;
+
+async function generate(prompt: string, seed: number, numFrames = 9): Promise<Uint8Array> {
+  const res = await fetch(`${server.url}/v1/videos/sync`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ prompt, size: "64x64", num_frames: numFrames, seed }),
+  });
+  expect(res.status).toBe(200);
+  return new Uint8Array(await res.arrayBuffer());
+}
+
+describe.skipIf(!exported)("kino-tiny through the server", () => {
+  test("a red object on a black background, then a blue background", async () => {
+    const red = await decodeFrames(await generate("a red circle standing still on a black background", 1), 64, 64);
+    const last = analyse(red.at(-1)!);
+    expect(Math.max(...last.bg)).toBeLessThan(60);
+    expect(last.objectPixels).toBeGreaterThan(40);
+    expect(isRed(last.obj!)).toBe(true);
+    const blue = analyse((await decodeFrames(await generate("a white square standing still on a blue background", 1), 64, 64)).at(-1)!);
+    expect(isBlue(blue.bg)).toBe(true);
+  }, 60000);
+
+  test("same prompt and seed: the same bytes; another seed: another video", async () => {
+    const prompt = "a yellow star moving left on a purple background";
+    const [a, b, c] = [await generate(prompt, 5, 5), await generate(prompt, 5, 5), await generate(prompt, 6, 5)];
+    expect(Buffer.compare(a, b)).toBe(0);
+    expect(Buffer.compare(a, c)).not.toBe(0);
+  }, 60000);
+
+  test("text to image with the same model", async () => {
+    const res = await fetch(`${server.url}/v1/images/generations`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ prompt: "a red square on a black background", size: "64x64", response_format: "b64_json", seed: 3 }),
+    });
+    expect(res.status).toBe(200);
+    const png = Buffer.from((await res.json()).data[0].b64_json, "base64");
+    const proc = Bun.spawnSync(["ffmpeg", "-v", "error", "-i", "pipe:0", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"], { stdin: png });
+    const frame = analyse(new Uint8Array(proc.stdout));
+    expect(Math.max(...frame.bg)).toBeLessThan(60);
+    expect(isRed(frame.obj!)).toBe(true);
+  }, 60000);
+
+  test("a realtime prompt update with transition_chunks 0 turns the object blue in the first affected chunk", async () => {
+    const client = await RealtimeClient.connect(server.url);
+    client.send({ type: "session.start", prompt: "a red circle moving right on a black background", size: "64x64", num_frames: 29, seed: 7 });
+    await client.nextOfType("video.chunk_metadata");
+    await client.nextOfType("video.chunk_metadata");
+    client.send({ type: "session.interaction", interaction: { event_id: "blue", event: { prompt: "a blue circle moving right on a black background" }, transition_chunks: 0 } });
+    await client.untilDone(60000);
+    const metas = client.jsonMessages().filter((m) => m.type === "video.chunk_metadata" && m.kind === "media");
+    const bytes = Buffer.concat(client.received.filter((r) => r.kind === "binary").map((r) => (r as { bytes: Uint8Array }).bytes));
+    const frames = await decodeFrames(bytes, 64, 64);
+    const first = metas.find((m) => m.started_event_ids.includes("blue"));
+    expect(first).toBeDefined();
+    // frames of a chunk: chunk 0 has 1 frame, then 4 each
+    const lastFrameOf = (chunk: number) => frames[chunk * 4]!;
+    expect(isRed(analyse(lastFrameOf(first.generation_chunk_index - 1)).obj!)).toBe(true);
+    expect(isBlue(analyse(lastFrameOf(first.generation_chunk_index)).obj!)).toBe(true);
+  }, 90000);
+});
