@@ -102,7 +102,8 @@ describe("a whole session", () => {
     expect((await client.nextOfType("error")).code).toBe("invalid_message");
     client.send({ type: "session.interaction", interaction: { event: { prompt: "x" } } });
     expect((await client.nextOfType("error")).code).toBe("session_not_started");
-    client.send({ ...START, num_frames: 1 });
+    // a session that outlasts the messages below (the socket closes after session.done), then stopped
+    client.send({ ...START, num_frames: 33, extra_params: { chunk_delay_ms: 300 } });
     await client.nextOfType("video.start");
     client.send({ ...START });
     expect((await client.nextOfType("error")).code).toBe("session_already_started");
@@ -110,7 +111,8 @@ describe("a whole session", () => {
     expect((await client.nextOfType("error")).code).toBe("message_too_large");
     client.send({ type: "session.ping", extra: 1 });
     expect(await client.nextOfType("error")).toMatchObject({ code: "invalid_request", param: "extra" });
-    await client.untilDone();
+    client.send({ type: "session.stop" });
+    expect((await client.nextOfType("session.done")).stopped).toBe(true);
   });
 });
 
