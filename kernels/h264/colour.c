@@ -59,8 +59,9 @@ static const i8 rg_lanes[2][16] = {LANES_OF(3, 0, 1), LANES_OF(4, 0, 1)}, gb_lan
 
 static inline vec weights(int a, int b) { return v_zip_lo16(v_splat16(a), v_splat16(b)); } /* a b a b ... */
 
-/* The vector part of convert_rows: converts whole steps of 16 pixels, returns where it stopped. The
- * last group's 16-byte load may read 4 bytes past the row (rgb_in has slack after the picture). */
+/* The vector part of convert_rows: converts whole steps of 16 pixels up to x_end, returns where it
+ * stopped. The last group's 16-byte load reads 4 bytes past pixel x_end (rgb24), which the caller
+ * keeps inside the frame. */
 static int convert_rows_simd(const u8 *s0, const u8 *s1, int bpp, u8 *y0, u8 *y1, u8 *du, u8 *dv, int x_end) {
   const int t = bpp == 4;
   int x = 0;
@@ -104,23 +105,26 @@ static int convert_rows_simd(const u8 *s0, const u8 *s1, int bpp, u8 *y0, u8 *y1
 }
 #endif
 
-/* Rows s0 and s1 (rgb_in), pixels [0, w): luma into y0 and y1, chroma into du and dv. simd: 0 runs
- * the scalar reference (h264_selftest compares the two). */
-static void convert_rows(const u8 *s0, const u8 *s1, int bpp, u8 *y0, u8 *y1, u8 *du, u8 *dv, int w, int simd) {
+/* Rows s0 and s1, pixels [0, w): luma into y0 and y1, chroma into du and dv; the vector part up to
+ * simd_end (0 runs the scalar reference alone, which h264_selftest compares with it). */
+static void convert_rows(const u8 *s0, const u8 *s1, int bpp, u8 *y0, u8 *y1, u8 *du, u8 *dv, int w, int simd_end) {
   int x = 0;
-  if (simd) x = convert_rows_simd(s0, s1, bpp, y0, y1, du, dv, w);
+  if (simd_end) x = convert_rows_simd(s0, s1, bpp, y0, y1, du, dv, simd_end);
   luma_row_ref(s0, bpp, y0, x, w);
   luma_row_ref(s1, bpp, y1, x, w);
   chroma_row_ref(s0, s1, bpp, du, dv, x / 2, w / 2);
 }
 
-static void convert(encoder_t *e, int simd) {
+/* rgb may be the host's own buffer (h264_encode_from), so nothing past the frame is read: on the
+ * last two rows of rgb24 the vector part stops 2 pixels early, and the scalar code does the rest. */
+static void convert(encoder_t *e, const u8 *rgb, int simd) {
   const int bpp = e->rgba ? 4 : 3, w = e->width, h = e->height, cw = e->coded_w, ch = e->coded_h;
   const int row_bytes = w * bpp;
   for (int y = 0; y < h; y += 2) {
-    const u8 *s0 = e->rgb_in + y * row_bytes;
+    const u8 *s0 = rgb + y * row_bytes;
     u8 *y0 = e->src_y + y * cw;
-    convert_rows(s0, s0 + row_bytes, bpp, y0, y0 + cw, e->src_u + y / 2 * (cw / 2), e->src_v + y / 2 * (cw / 2), w, simd);
+    int simd_end = !simd ? 0 : y + 2 >= h && bpp == 3 ? w - 2 : w;
+    convert_rows(s0, s0 + row_bytes, bpp, y0, y0 + cw, e->src_u + y / 2 * (cw / 2), e->src_v + y / 2 * (cw / 2), w, simd_end);
   }
   /* Replicate the right column and bottom row into the macroblock padding. */
   for (int y = 0; y < h; y++) memset(e->src_y + y * cw + w, e->src_y[y * cw + w - 1], (size_t)(cw - w));
@@ -133,5 +137,5 @@ static void convert(encoder_t *e, int simd) {
   }
 }
 
-void rgb_to_i420(encoder_t *e) { convert(e, 1); }
-void rgb_to_i420_ref(encoder_t *e) { convert(e, 0); }
+void rgb_to_i420(encoder_t *e, const u8 *rgb) { convert(e, rgb, 1); }
+void rgb_to_i420_ref(encoder_t *e, const u8 *rgb) { convert(e, rgb, 0); }

@@ -41,6 +41,7 @@ encoder_t *h264_create(int width, int height, int qp, int keyint, int fps_milli,
   if (qp < 0 || qp > 51 || keyint < 0 || fps_milli <= 0) return NULL;
   if (((width + 15) / 16) * ((height + 15) / 16) > MAX_FRAME_MBS) return NULL;
   cavlc_init();
+  decimate_init();
   encoder_t *e = alloc_encoder(width, height);
   if (!e) return NULL;
   e->keyint = keyint;
@@ -53,7 +54,7 @@ encoder_t *h264_create(int width, int height, int qp, int keyint, int fps_milli,
 
   int cw = e->coded_w, ch = e->coded_h;
   arena_t *a = &e->arena;
-  e->rgb_in = (u8 *)arena_alloc(a, (size_t)width * height * (e->rgba ? 4 : 3) + 16); /* colour.c may read 4 bytes past */
+  e->rgb_in = (u8 *)arena_alloc(a, (size_t)width * height * (e->rgba ? 4 : 3));
   e->src_y = (u8 *)arena_alloc(a, (size_t)cw * ch);
   e->src_u = (u8 *)arena_alloc(a, (size_t)cw * ch / 4);
   e->src_v = (u8 *)arena_alloc(a, (size_t)cw * ch / 4);
@@ -127,10 +128,9 @@ int h264_preset(encoder_t *e, int preset) {
   return 1;
 }
 
-/* Encodes the frame in h264_input(). Returns 1 for an IDR picture, 0 for a P picture. */
-EXPORT("h264_encode")
-int h264_encode(encoder_t *e, int force_idr) {
-  rgb_to_i420(e);
+/* Encodes the frame at rgb (width * height * 3 or 4 bytes). Returns 1 for an IDR picture, 0 for a P picture. */
+static int encode_frame(encoder_t *e, const u8 *rgb, int force_idr) {
+  rgb_to_i420(e, rgb);
   e->is_idr = force_idr || e->frame_count == 0 || (e->keyint > 0 && e->since_idr >= e->keyint);
   if (e->is_idr) {
     e->frame_num = 0;
@@ -168,6 +168,13 @@ int h264_encode(encoder_t *e, int force_idr) {
   e->frame_count++;
   return e->is_idr;
 }
+
+/* Encodes the frame in h264_input(). */
+EXPORT("h264_encode") int h264_encode(encoder_t *e, int force_idr) { return encode_frame(e, e->rgb_in, force_idr); }
+
+/* Encodes a frame read in place from the host's own memory (the native library: saves copying
+ * every frame into h264_input(); colour.c reads nothing past the frame). */
+EXPORT("h264_encode_from") int h264_encode_from(encoder_t *e, const u8 *rgb, int force_idr) { return encode_frame(e, rgb, force_idr); }
 
 /* Releases the encoder (natively; in wasm the host drops the instance instead). */
 EXPORT("h264_destroy") void h264_destroy(encoder_t *e) {

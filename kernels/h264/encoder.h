@@ -196,8 +196,8 @@ void rc_start_picture(encoder_t *e);
 void rc_end_picture(encoder_t *e, int bits);
 
 /* colour.c */
-void rgb_to_i420(encoder_t *e);
-void rgb_to_i420_ref(encoder_t *e);
+void rgb_to_i420(encoder_t *e, const u8 *rgb);
+void rgb_to_i420_ref(encoder_t *e, const u8 *rgb);
 
 /* params.c — SPS, PPS, level, slice header */
 void params_write(encoder_t *e);
@@ -239,6 +239,11 @@ void chroma_residual_encode(encoder_t *e, mb_t *mb, const u8 *pred_u, const u8 *
 void encode_p_macroblock(encoder_t *e, mb_t *mb);
 void inter_mb_encode(encoder_t *e, mb_t *mb, const int mv[2]);
 int skip_probe_sad(encoder_t *e, const mb_t *mb, const int skip_mv[2]);
+
+/* decimate.c — dropping nearly empty inter residuals (fast preset); decimate_init fills its tables */
+void decimate_init(void);
+int decimate_score4x4(const i16 raster[16]);
+int decimate_luma(i16 levels[16][16], u8 nz[16], int cbp_luma);
 
 /* mb_fast.c — the fast preset's macroblock decisions */
 void encode_i_macroblock_fast(encoder_t *e, mb_t *mb);

@@ -3,6 +3,7 @@
  * whose sixteen sequential predictions dominate intra time), whole-sample diamond motion search
  * (so no half-sample planes are ever computed), SAD rather than SATD everywhere, and the same exact
  * P_Skip test as the quality preset (skip only when the residual would quantise to nothing).
+ * Its inter residuals are decimated (decimate.c) and small ones not transformed at all (mb_inter.c).
  * encoder.c also turns the deblocking filter off for this preset (disable_deblocking_filter_idc 1).
  * The streams are larger than the quality preset's for the same PSNR but, like ultrafast's, cheap
  * to make.

@@ -245,16 +245,36 @@ static int compare_colour(void) {
     if (!e) return 1;
     int n = e->width * e->height * (rgba ? 4 : 3), luma = e->coded_w * e->coded_h;
     for (int k = 0; k < n; k++) e->rgb_in[k] = (u8)next_random();
-    rgb_to_i420_ref(e);
+    rgb_to_i420_ref(e, e->rgb_in);
     static u8 ref[3][96 * 32];
     memcpy(ref[0], e->src_y, (size_t)luma);
     memcpy(ref[1], e->src_u, (size_t)luma / 4);
     memcpy(ref[2], e->src_v, (size_t)luma / 4);
-    rgb_to_i420(e);
+    rgb_to_i420(e, e->rgb_in);
     bad += differ(ref[0], e->src_y, luma) + differ(ref[1], e->src_u, luma / 4) + differ(ref[2], e->src_v, luma / 4);
     h264_destroy(e);
   }
   return bad;
+}
+
+/* decimate_score4x4 against x264's definition walked over the zig-zag scan: from the highest
+ * frequency down, each +-1 adds a score by the zeros below it; any larger level scores 9. */
+static int check_decimate(void) {
+  static const int run_score[16] = {3, 2, 2, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  i16 raster[16];
+  for (int k = 0; k < 16; k++) raster[k] = (i16)(random_below(4) ? 0 : random_below(8) ? random_below(2) * 2 - 1 : random_below(9) - 4);
+  int expected = 0, k = 15;
+  while (k >= 0 && raster[zigzag4x4[k]] == 0) k--;
+  while (k >= 0) {
+    if (iabs(raster[zigzag4x4[k--]]) > 1) {
+      expected = 9;
+      break;
+    }
+    int run = 0;
+    while (k >= 0 && raster[zigzag4x4[k]] == 0) k--, run++;
+    expected += run_score[run];
+  }
+  return decimate_score4x4(raster) != expected;
 }
 
 /* Returns the number of mismatching results over a few hundred random trials (0 = all agree). */
@@ -262,12 +282,13 @@ EXPORT("h264_selftest")
 int h264_selftest(int seed) {
   static u8 a[48 * 48], b[48 * 48];
   rng_state = (u32)seed * 2654435761u + 1;
+  decimate_init(); /* its tables are otherwise filled by h264_create */
   int bad = 0;
   for (int trial = 0; trial < 300; trial++) {
     fill_pixels(a, sizeof(a), trial & 1);
     fill_pixels(b, sizeof(b), trial & 1);
     bad += compare_metrics(a, b) + compare_transform_quant(a, b) + compare_chroma_mc(a) + compare_intra4x4(a) + compare_plane(b);
-    bad += check_zero_bounds();
+    bad += check_zero_bounds() + check_decimate();
   }
   encoder_t *e = h264_create(80, 48, 26, 0, 24000, 0);
   if (!e) return -1;

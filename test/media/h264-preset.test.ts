@@ -108,11 +108,14 @@ describe("H264Encoder presets", () => {
   });
 
   // Without deblocking and sub-sample motion, small errors build up over a long P run more than in
-  // the quality preset (measured: 39.4 -> 37.6 dB over 60 frames, quality 41.0 -> 40.4 dB).
+  // the quality preset, and decimation (kernels/h264/decimate.c), which drops the lone +-1 levels
+  // that would correct them, adds to it (measured: 38.95 -> 36.6 dB over 60 frames, lowest 36.3, in
+  // 19.2 kB; quality 41.0 -> 40.4 dB; x264 -preset ultrafast at the same QP: 39.1 -> 37.3 dB,
+  // lowest 37.05, in 18.9 kB).
   test("fast: a 60-frame P-GOP stays exact and loses under 2.5 dB", async () => {
     const clip = await encode({ width: 128, height: 96, qp: 28, preset: "fast" }, scene(128, 96, 60, { panX: 0.75, panY: -0.25 }));
     expectDecodesExactly(clip, 128, 96);
     expect(mean(clip.psnrs.slice(-10))).toBeGreaterThan(mean(clip.psnrs.slice(1, 11)) - 2.5);
-    expect(Math.min(...clip.psnrs)).toBeGreaterThanOrEqual(36.5);
+    expect(Math.min(...clip.psnrs)).toBeGreaterThanOrEqual(36);
   });
 });

@@ -53,6 +53,10 @@ export async function createWasmCore(p: CoreParams, rate: CoreRate): Promise<Enc
     backend: "wasm",
     input: () => bytes(w.h264_input(h), frameBytes),
     encode: (forceIdr) => w.h264_encode(h, forceIdr ? 1 : 0) === 1,
+    encodeFrame(frame, forceIdr) {
+      bytes(w.h264_input(h), frameBytes).set(frame);
+      return w.h264_encode(h, forceIdr ? 1 : 0) === 1;
+    },
     nal: () => bytes(w.h264_nal_data(h), w.h264_nal_size(h)).slice(),
     sps: () => bytes(w.h264_sps_data(h), w.h264_sps_size(h)).slice(),
     pps: () => bytes(w.h264_pps_data(h), w.h264_pps_size(h)).slice(),

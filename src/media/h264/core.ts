@@ -30,6 +30,9 @@ export interface EncoderCore {
   input(): Uint8Array;
   /** Encodes the frame in input(); true when it became an IDR. */
   encode(forceIdr: boolean): boolean;
+  /** Encodes `frame` (width * height * 3 or 4 bytes): the native library reads it in place, the wasm
+   *  module copies it into input() first. True when it became an IDR. */
+  encodeFrame(frame: Uint8Array, forceIdr: boolean): boolean;
   /** A copy of the slice NAL unit of the last encode. */
   nal(): Uint8Array;
   sps(): Uint8Array;

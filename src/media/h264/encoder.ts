@@ -146,8 +146,7 @@ export class H264Encoder {
     if (frame.byteLength !== this.#frameBytes) {
       throw new Error(`H264Encoder: frame has ${frame.byteLength} bytes, expected ${this.#frameBytes} for ${this.width}x${this.height}`);
     }
-    core.input().set(frame);
-    const keyframe = core.encode(opts?.forceIdr === true);
+    const keyframe = core.encodeFrame(frame, opts?.forceIdr === true);
     return { nals: [core.nal()], keyframe, qp: core.frameQp() };
   }
 
