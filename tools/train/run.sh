@@ -5,8 +5,9 @@
 # continues where a previous run stopped (checkpoints every 5 min, also on SIGTERM); state.sh keeps
 # the checkpoints across sessions.
 # Background:  mkdir -p build/train && nohup bash tools/train/run.sh >> build/train/run.log 2>&1 &
-# Knobs (env): THREADS (1)  VAE_STEPS (2000)  SHARDS (32 x 1000 clips: 4 before the DiT starts, +2 per
-#   segment)  DIT_STEPS (20000)  SEGMENT (1000 DiT steps between evals)
+# Knobs (env): THREADS (1 per process)  VAE_STEPS (2000)  DEC_STEPS (4000 decoder fine-tuning steps)
+#   SHARDS (32 x 1000 clips: 4 before the DiT starts, +2 per segment)  DIT_STEPS (20000)
+#   SEGMENT (1000 DiT steps between evals)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=/usr/bin/python3
@@ -18,6 +19,7 @@ VAE_STEPS=${VAE_STEPS:-2000}
 SHARDS=${SHARDS:-32}
 DIT_STEPS=${DIT_STEPS:-20000}
 SEGMENT=${SEGMENT:-1000}
+DEC_STEPS=${DEC_STEPS:-4000}
 mkdir -p build/train
 bash tools/train/state.sh restore   # checkpoints from an earlier session
 echo "== $(date -u +%FT%TZ) kino-tiny run: VAE_STEPS=$VAE_STEPS SHARDS=$SHARDS DIT_STEPS=$DIT_STEPS THREADS=$THREADS"
@@ -29,6 +31,13 @@ tail -1 build/train/check_goldens.txt
 $PY tools/train/train_vae.py --steps "$VAE_STEPS" --frames 13,29,61c,125c --threads "$THREADS"
 $PY tools/train/train_vae.py --preview build/train/vae_recon.png
 bash tools/train/state.sh save
+$PY tools/train/encode_data.py --shards 4 --threads "$THREADS"
+# The decoder goes on learning on the frozen encoder's latents (same latent space, so the DiT stays
+# valid) in a second process while the DiT trains: 2000 joint steps leave the decoder the weak part.
+$PY tools/train/train_vae.py --decoder-only --steps "$DEC_STEPS" --frames 13,29,61c,125c --lr 2e-4 \
+    --threads "$THREADS" >> build/train/decoder.log 2>&1 &
+dec_pid=$!
+trap 'kill $dec_pid 2>/dev/null || true' EXIT
 step_of() { $PY -c "import torch,os,sys;p=sys.argv[1];print(torch.load(p)['step'] if os.path.exists(p) else 0)" "$1"; }
 cur=$(step_of build/train/dit/ckpt.pt)
 # DiT in segments; after each: more encoded data, held-out eval, samples and the loss curve
@@ -40,9 +49,12 @@ while [ "$cur" -lt "$DIT_STEPS" ]; do
   cur=$(step_of build/train/dit/ckpt.pt)
   [ "$cur" -lt "$nxt" ] && { echo "DiT stopped at $cur"; exit 1; }
   bash tools/train/state.sh save
+  $PY tools/train/train_vae.py --decoder-only --preview build/train/vae_recon.png || true
   $PY tools/train/sample.py --eval --sheet build/train/samples_latest.png --json build/train/eval.jsonl --threads "$THREADS"
   $PY tools/train/plots.py --out build/train/loss_latest.png
 done
+wait $dec_pid
+bash tools/train/state.sh save
 $PY tools/train/sample.py --eval --seen --seeds 2 --sheet docs/kino-tiny-samples.png --interp build/train/interp.png \
     --json build/train/eval_final.jsonl
 $PY tools/train/plots.py --out docs/kino-tiny-loss.png

@@ -47,16 +47,17 @@ def load_models(dit_ckpt=None, ema=True, export_precision=False):
         sd = {k: (v.to(torch.bfloat16).float() if v.dim() >= 2 and "modulation" not in k else v) for k, v in sd.items()}
     dit.load_state_dict(sd)
     text.load_state_dict(ck["ema_text" if ema else "text"])
-    # a decoder fine-tuned on the frozen encoder (train_vae.py --decoder-only) replaces the decoder
-    vck = common.load_ckpt(f"{common.BUILD}/vae/decoder_ft/ckpt.pt")
-    if vck is None or "latents_mean" not in vck:
-        vck = common.load_ckpt(f"{common.BUILD}/vae/ckpt.pt")
+    return dit.eval(), text.eval(), load_vae(), tok, ck.get("step", 0)
+
+
+def load_vae():
+    """The VAE with the fine-tuned decoder when there is one (train_vae.py --decoder-only)."""
+    vck = common.load_ckpt(f"{common.BUILD}/vae/decoder/ckpt.pt") or common.load_ckpt(f"{common.BUILD}/vae/ckpt.pt")
     vae = common.vae_model()
     vae.load_state_dict(vck["model"])
-    if "latents_mean" in vck:
-        vae.latents_mean.copy_(vck["latents_mean"])
-        vae.latents_std.copy_(vck["latents_std"])
-    return dit.eval(), text.eval(), vae.eval(), tok, ck.get("step", 0)
+    vae.latents_mean.copy_(vck["latents_mean"])
+    vae.latents_std.copy_(vck["latents_std"])
+    return vae.eval()
 
 
 def encode_text(text, tok, prompts):
@@ -232,13 +233,13 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     common.setup_torch(args.threads)
+    if args.vae_ceiling:  # needs the VAE only
+        rec, gt = vae_ceiling(load_vae())
+        print(f"held-out renders: {json.dumps(gt)}\nVAE reconstructions of them: {json.dumps(rec)}")
+        return
     dit, text, vae, tok, step = load_models(args.ckpt, export_precision=True)
     res = {"step": step, "steps": args.steps or CFG["sample_steps"],
            "guidance": CFG["guidance_scale"] if args.guidance is None else args.guidance}
-    if args.vae_ceiling:
-        rec, gt = vae_ceiling(vae)
-        res["vae_ceiling"], res["render_ceiling"] = rec, gt
-        print(f"held-out renders: {json.dumps(gt)}\nVAE reconstructions of them: {json.dumps(rec)}")
     if args.eval or args.sheet:
         t0 = time.time()
         acc, preds, truths, clips, prompts = heldout_eval(dit, text, vae, tok, seeds=range(args.seeds),

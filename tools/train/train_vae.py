@@ -10,6 +10,8 @@ Loss: L1 + MSE on pixels in [-1, 1] of decode(mu), bf16 autocast, with 5x weight
 log_var half of conv1's output is not trained (Wan's encode() discards it too) -- with Adam even a
 tiny KL weight drove sigma to ~1 and drowned the latent, and latent noise (--noise) only blurred.
 At the end the per-channel latent mean/std over 256 fresh clips are stored for normalisation.
+--decoder-only fine-tunes conv2 + the decoder on the frozen encoder's latents (build/train/vae/decoder/):
+the latent space stays the same, so it can run while (and after) the DiT trains on those latents.
 """
 import argparse
 import math
@@ -105,20 +107,29 @@ def main():
     ap.add_argument("--save-every", type=float, default=300, help="seconds")
     ap.add_argument("--out", default=f"{common.BUILD}/vae")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--decoder-only", action="store_true", help="fine-tune conv2 + decoder, encoder frozen")
     ap.add_argument("--preview", default=None, help="write a reconstruction PNG from the checkpoint and exit")
     ap.add_argument("--preview-frames", type=int, default=45)
     args = ap.parse_args()
     common.setup_torch(args.threads)
     if args.preview:
-        preview(f"{args.out}/ckpt.pt", args.preview, frames=args.preview_frames)
+        preview(f"{args.out}/decoder/ckpt.pt" if args.decoder_only else f"{args.out}/ckpt.pt", args.preview, frames=args.preview_frames)
         return
     seed = CFG["seed"]
     torch.manual_seed(seed)
     vae = common.vae_model()
+    base = None
+    if args.decoder_only:
+        base = common.load_ckpt(f"{args.out}/ckpt.pt")
+        assert base is not None and "latents_mean" in base, "train the VAE first"
+        vae.load_state_dict(base["model"])
+        args.out = f"{args.out}/decoder"
+        for p in list(vae.encoder.parameters()) + list(vae.conv1.parameters()):
+            p.requires_grad_(False)
     with torch.no_grad():  # log_var half of conv1 (unused): a small posterior variance
         vae.conv1.bias[vae.z_dim:].fill_(-8.0)
         vae.conv1.weight[vae.z_dim:].mul_(0.1)
-    opt = torch.optim.AdamW(vae.parameters(), lr=args.lr, betas=(0.9, 0.99),
+    opt = torch.optim.AdamW([p for p in vae.parameters() if p.requires_grad], lr=args.lr, betas=(0.9, 0.99),
                             weight_decay=0.0)
     ck_path = f"{args.out}/ckpt.pt"
     log = common.Logger(f"{args.out}/log.jsonl")
@@ -129,6 +140,8 @@ def main():
         opt.load_state_dict(ck["opt"])
         step = ck["step"]
         print(f"resumed VAE at step {step}")
+    if base is not None:  # the frozen half exactly as the base VAE has it
+        vae.load_state_dict({k: v for k, v in base["model"].items() if k.startswith(("encoder.", "conv1."))}, strict=False)
     if ck is not None and (step > args.steps or (step == args.steps and "latents_mean" in ck)):
         print("VAE done")
         return
@@ -140,8 +153,10 @@ def main():
     signal.signal(signal.SIGTERM, on_term)
 
     def save():
-        common.save_ckpt(ck_path, {"model": vae.state_dict(), "opt": opt.state_dict(), "step": step,
-                                   "config": vae.config()})
+        obj = {"model": vae.state_dict(), "opt": opt.state_dict(), "step": step, "config": vae.config()}
+        if base is not None:  # a complete VAE checkpoint in the base VAE's latent space
+            obj["latents_mean"], obj["latents_std"] = base["latents_mean"], base["latents_std"]
+        common.save_ckpt(ck_path, obj)
 
     last_save = time.time()
     t_start = time.time()
@@ -158,7 +173,8 @@ def main():
         w = 1.0 + args.obj_weight * obj
         gen = torch.Generator().manual_seed(seed * 7 + step)
         with torch.autocast("cpu", dtype=torch.bfloat16):
-            mu, log_var = vae.encode_raw(x)
+            with torch.set_grad_enabled(base is None):
+                mu, log_var = vae.encode_raw(x)
             mu = mu.float()
             z = mu + args.noise * mu.detach().std() * torch.randn(mu.shape, generator=gen)
             xr = vae.decode_raw(z).float()
@@ -180,7 +196,7 @@ def main():
             save()
             last_save = time.time()
     save()
-    if step >= args.steps:
+    if step >= args.steps and base is None:
         vae.eval()
         mean, std = latent_stats(vae, seed)
         ck = common.load_ckpt(ck_path)
