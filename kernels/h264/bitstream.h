@@ -23,16 +23,17 @@ static inline void bw_init(bitwriter_t *bw, u8 *buf) {
   bw->count = 0;
 }
 
-/* Appends the low n bits of value (n <= 32); whole 32-bit words go out big-endian, as one store. */
+/* Appends the low n bits of value (n <= 32); whole 32-bit words go out big-endian, as one store.
+ * Without a branch: a word is stored every time and the pointer moves only once 32 bits are
+ * complete (an incomplete word is overwritten by the next store). Whether a code completes a word
+ * depends on the data, so the branch mispredicted often. Needs 4 bytes of room past the last word. */
 static inline void bw_put(bitwriter_t *bw, u32 value, int n) {
   bw->acc = (bw->acc << n) | (value & (u32)((1ull << n) - 1));
   bw->count += n;
-  if (bw->count >= 32) {
-    bw->count -= 32;
-    u32 word = __builtin_bswap32((u32)(bw->acc >> bw->count));
-    *(u32_unaligned *)bw->ptr = word; /* both targets are little-endian */
-    bw->ptr += 4;
-  }
+  i64 full = bw->count >= 32;
+  bw->count -= full << 5;
+  *(u32_unaligned *)bw->ptr = __builtin_bswap32((u32)(bw->acc >> bw->count)); /* both targets are little-endian */
+  bw->ptr += full << 2;
 }
 
 static inline int ilog2(u32 v) { return 31 - __builtin_clz(v); } /* v > 0 */

@@ -183,11 +183,16 @@ int motion_search_fast(encoder_t *e, mb_t *mb, int mv[2], int half_pel) {
   search_t s;
   search_init(&s, e, mb);
   start_candidates(&s, e, mb);
+  /* dia[3 - k] is the opposite of dia[k]: after a move in direction k, the point in direction
+   * 3 - k is the old centre, which already lost (a tie does not move), so it is not measured again. */
   static const int dia[4][2] = {{0, -1}, {-1, 0}, {1, 0}, {0, 1}};
+  int came_from = -1;
   for (int step = 0; step < FAST_DIAMOND_STEPS; step++) {
-    int cx = s.best_x, cy = s.best_y;
-    for (int k = 0; k < 4; k++) try_int(&s, cx + dia[k][0], cy + dia[k][1]);
-    if (s.best_x == cx && s.best_y == cy) break;
+    int cx = s.best_x, cy = s.best_y, moved = -1;
+    for (int k = 0; k < 4; k++)
+      if (k != came_from && try_int(&s, cx + dia[k][0], cy + dia[k][1])) moved = k;
+    if (moved < 0) break;
+    came_from = 3 - moved;
   }
   int bx = s.best_x * 4, by = s.best_y * 4, best = s.best_cost;
   if (half_pel) {

