@@ -74,7 +74,7 @@ describe("H264Encoder wasm and native builds", () => {
       expect({ label, errors: decoded.errors, frames: decoded.frames }).toEqual({ label, errors: "", frames: inputs.length });
       a.recons.forEach((recon, i) => expect({ label, frame: i, exact: Buffer.compare(frameOf(decoded.yuv, width, height, i), recon) === 0 }).toEqual({ label, frame: i, exact: true }));
     }
-  });
+  }, 60000);
 
   test.skipIf(nativeMissing !== null)("identical at 832x480 through IDRs, P frames and a bitrate target", async () => {
     const inputs = Array.from({ length: 6 }, (_, t) => sceneFrame(832, 480, t, { panX: 2.5, detail: 20 }));
