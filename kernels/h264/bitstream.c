@@ -2,6 +2,23 @@
 #include "bitstream.h"
 #include "simd.h"
 
+void bw_words_big_endian(u8 *start, u8 *end) {
+#if defined(__wasm__)
+  u8 *p = start;
+#if H264_SIMD
+  for (; p + 16 <= end; p += 16) v_store(p, V_SHUFFLE8(v_load(p), 3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12));
+#endif
+  for (; p < end; p += 4) { /* end - start is a multiple of 4 */
+    u32 w;
+    memcpy(&w, p, 4);
+    w = __builtin_bswap32(w);
+    memcpy(p, &w, 4);
+  }
+#else
+  (void)start, (void)end;
+#endif
+}
+
 /*
  * Writes the NAL header byte and the payload with emulation_prevention_three_byte inserted: inside a
  * NAL, 00 00 followed by a byte <= 03 would look like a start code (or be reserved), so an 03 goes

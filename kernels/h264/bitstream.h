@@ -27,14 +27,37 @@ static inline void bw_init(bitwriter_t *bw, u8 *buf) {
  * Without a branch: a word is stored every time and the pointer moves only once 32 bits are
  * complete (an incomplete word is overwritten by the next store). Whether a code completes a word
  * depends on the data, so the branch mispredicted often. Needs 4 bytes of room past the last word. */
+/* Both targets are little-endian, so a word goes out byte-swapped. wasm has no byte-swap
+ * instruction (clang expands bswap32 into eleven shifts, masks and ors on every code): there the
+ * words are stored as they are and bw_trailing turns all of them around in one vector pass. */
+#if defined(__wasm__)
+#define BW_WORD(x) (x)
+#else
+#define BW_WORD(x) __builtin_bswap32(x)
+#endif
+
 static inline void bw_put(bitwriter_t *bw, u32 value, int n) {
   bw->acc = (bw->acc << n) | (value & (u32)((1ull << n) - 1));
   bw->count += n;
   i64 full = bw->count >= 32;
   bw->count -= full << 5;
-  *(u32_unaligned *)bw->ptr = __builtin_bswap32((u32)(bw->acc >> bw->count)); /* both targets are little-endian */
+  *(u32_unaligned *)bw->ptr = BW_WORD((u32)(bw->acc >> bw->count));
   bw->ptr += full << 2;
 }
+
+/* bw_put for a value already below 2^n (table codes): without the mask. */
+static inline void bw_put_exact(bitwriter_t *bw, u32 value, int n) {
+  bw->acc = (bw->acc << n) | value;
+  bw->count += n;
+  i64 full = bw->count >= 32;
+  bw->count -= full << 5;
+  *(u32_unaligned *)bw->ptr = BW_WORD((u32)(bw->acc >> bw->count));
+  bw->ptr += full << 2;
+}
+
+/* bitstream.c: makes the whole words in [start, end) big-endian where bw_put stored them as they
+ * are (wasm); nothing to do elsewhere. */
+void bw_words_big_endian(u8 *start, u8 *end);
 
 static inline int ilog2(u32 v) { return 31 - __builtin_clz(v); } /* v > 0 */
 
@@ -61,6 +84,7 @@ static inline int se_bits(int v) { return ue_bits(se_to_ue(v)); }
 static inline void bw_trailing(bitwriter_t *bw) {
   bw_put(bw, 1, 1);
   if (bw->count & 7) bw_put(bw, 0, (int)(8 - (bw->count & 7)));
+  bw_words_big_endian(bw->start, bw->ptr); /* the bytes below follow the last whole word */
   while (bw->count >= 8) {
     bw->count -= 8;
     *bw->ptr++ = (u8)(bw->acc >> bw->count);

@@ -8,7 +8,8 @@
 #include "encoder.h"
 #include "simd.h"
 
-static inline __attribute__((always_inline)) void put_vlc(bitwriter_t *bw, vlc_t v) { bw_put(bw, v.code, v.len); }
+/* Every code below comes from a table or is built to its length, so no mask is needed (bw_put_exact). */
+static inline __attribute__((always_inline)) void put_vlc(bitwriter_t *bw, vlc_t v) { bw_put_exact(bw, v.code, v.len); }
 
 /* coeff_token for every nC class: 0-2 the VLC tables of Table 9-5, 3 the 6-bit fixed-length code
  * for nC >= 8 (TotalCoeff - 1 then TrailingOnes, 000011 for an empty block), 4 chroma DC (nC -1);
@@ -30,7 +31,7 @@ static void coeff_tokens_init(void) {
 /* coeff_token followed by the trailing ones' sign flags (trailing bits in signs), as one code. */
 static inline __attribute__((always_inline)) void write_coeff_token(bitwriter_t *bw, int total, int trailing, int nC, u32 signs) {
   vlc_t v = coeff_tokens[nc_class[nC + 1]][total][trailing];
-  bw_put(bw, ((u32)v.code << trailing) | signs, v.len + trailing);
+  bw_put_exact(bw, ((u32)v.code << trailing) | signs, v.len + trailing);
 }
 
 /* Every run_before of a block at once, x264's way: for each mask of non-zero positions (bit k =
@@ -107,7 +108,7 @@ void cavlc_init(void) {
 
 static inline __attribute__((always_inline)) int put_level(bitwriter_t *bw, int level, int suffix_len, int first) {
   level_code_t t = (u32)(level + LEVEL_RANGE) <= 2 * LEVEL_RANGE ? level_codes[first][suffix_len][LEVEL_RANGE + level] : level_code(level, suffix_len, first);
-  bw_put(bw, t.code, t.len);
+  bw_put_exact(bw, t.code, t.len);
   return t.next;
 }
 
@@ -148,7 +149,7 @@ static inline __attribute__((always_inline)) int cavlc_code(bitwriter_t *out, co
   int zeros_left = last + 1 - total; /* total_zeros */
   if (total < max_coeff) put_vlc(bw, max_coeff == 4 ? total_zeros_chroma_dc_vlc[total - 1][zeros_left] : total_zeros_vlc[total - 1][zeros_left]);
   u32 runs = run_before_codes[mask]; /* each level's run_before but the lowest one's, while zeros are left */
-  if (runs) bw_put(bw, runs & ((1u << 27) - 1), (int)(runs >> 27));
+  if (runs) bw_put_exact(bw, runs & ((1u << 27) - 1), (int)(runs >> 27));
   *out = w;
   return total;
 }
@@ -166,6 +167,9 @@ int cavlc_block(bitwriter_t *bw, const i16 *coef, int max_coeff, int nC) {
   }
   return cavlc_code(bw, coef, mask, ones, neg, max_coeff, nC);
 }
+
+/* coeff_token of a block without levels (TotalCoeff 0): what most blocks of a coded 8x8 are. */
+void cavlc_empty(bitwriter_t *bw, int nC) { write_coeff_token(bw, 0, 0, nC, 0); }
 
 /* A 4x4 block given in raster order: zig-zag scanned (Table 8-13), coded from scan position first
  * (1 for AC blocks whose DC is coded separately). */

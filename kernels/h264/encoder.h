@@ -209,6 +209,7 @@ void slice_header_write(encoder_t *e, bitwriter_t *bw);
 void cavlc_init(void);
 int cavlc_block(bitwriter_t *bw, const i16 *coef, int max_coeff, int nC);
 int cavlc_block4x4(bitwriter_t *bw, const i16 raster[16], int first, int nC);
+void cavlc_empty(bitwriter_t *bw, int nC);
 
 /* mvpred.c — clause 8.4.1 */
 void mv_predict16x16(const encoder_t *e, int mbx, int mby, int mvp[2]);

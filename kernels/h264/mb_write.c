@@ -43,14 +43,20 @@ static void write_residual(encoder_t *e, bitwriter_t *bw, mb_t *mb) {
     if (!(mb->cbp_luma & (1 << b8))) continue;
     for (int b4 = 0; b4 < 4; b4++) {
       int bx = (b8 & 1) * 2 + (b4 & 1), by = (b8 >> 1) * 2 + (b4 >> 1);
-      cavlc_block4x4(bw, mb->luma[by * 4 + bx], is_i16 ? 1 : 0, nc_luma(e, mb, bx, by));
+      int nc = nc_luma(e, mb, bx, by);
+      if (mb->nz[by * 4 + bx]) cavlc_block4x4(bw, mb->luma[by * 4 + bx], is_i16 ? 1 : 0, nc);
+      else cavlc_empty(bw, nc); /* nz holds the block's TotalCoeff: no need to scan its levels */
     }
   }
   if (mb->cbp_chroma)
     for (int c = 0; c < 2; c++) cavlc_block(bw, mb->chroma_dc[c], 4, -1);
   if (mb->cbp_chroma == 2)
     for (int c = 0; c < 2; c++)
-      for (int b = 0; b < 4; b++) cavlc_block4x4(bw, mb->chroma_ac[c][b], 1, nc_chroma(e, mb, c, b & 1, b >> 1));
+      for (int b = 0; b < 4; b++) {
+        int nc = nc_chroma(e, mb, c, b & 1, b >> 1);
+        if (mb->nz_c[c][b]) cavlc_block4x4(bw, mb->chroma_ac[c][b], 1, nc);
+        else cavlc_empty(bw, nc);
+      }
 }
 
 void mb_write(encoder_t *e, bitwriter_t *bw, mb_t *mb, int p_slice) {

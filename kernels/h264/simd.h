@@ -26,6 +26,12 @@ V_INLINE void v_store64_hi(void *p, vec v) { wasm_v128_store64_lane(p, v, 1); } 
 V_INLINE vec v_load32(const void *p) { return wasm_v128_load32_zero(p); }
 V_INLINE void v_store32(void *p, vec v) { wasm_v128_store32_lane(p, v, 0); }
 V_INLINE vec v_load_u8_u16(const void *p) { return wasm_u16x8_load8x8(p); } /* 8 bytes zero-extended */
+/* 8 bytes from p in the low half, 8 from q in the high half; the same 8 bytes in both halves; the
+ * 4 bytes at p in 32-bit lane 0 and those at q in lane 2 (rest 0). Lane loads rather than a
+ * shuffle of two loads: see V_SHUFFLE8 for what a shuffle costs. */
+V_INLINE vec v_load64x2(const void *p, const void *q) { return wasm_v128_load64_lane(q, wasm_v128_load64_zero(p), 1); }
+V_INLINE vec v_load64_dup(const void *p) { return wasm_v128_load64_splat(p); }
+V_INLINE vec v_load32x2(const void *p, const void *q) { return wasm_v128_load32_lane(q, wasm_v128_load32_zero(p), 2); }
 V_INLINE vec v_zero(void) { return wasm_i64x2_const(0, 0); }
 V_INLINE vec v_splat8(int x) { return wasm_i8x16_splat((i8)x); }
 V_INLINE vec v_splat16(int x) { return wasm_i16x8_splat((i16)x); }
@@ -57,6 +63,8 @@ V_INLINE vec v_mul32(vec a, vec b) { return wasm_i32x4_mul(a, b); } /* low 32 bi
 V_INLINE vec v_shl32(vec a, int n) { return wasm_i32x4_shl(a, n); }
 V_INLINE vec v_sra32(vec a, int n) { return wasm_i32x4_shr(a, n); }
 V_INLINE vec v_srl32(vec a, int n) { return wasm_u32x4_shr(a, n); }
+V_INLINE vec v_shl64(vec a, int n) { return wasm_i64x2_shl(a, n); }
+V_INLINE vec v_srl64(vec a, int n) { return wasm_u64x2_shr(a, n); }
 
 V_INLINE vec v_and(vec a, vec b) { return wasm_v128_and(a, b); }
 V_INLINE vec v_or(vec a, vec b) { return wasm_v128_or(a, b); }
@@ -93,7 +101,10 @@ V_INLINE vec v_zip_lo64(vec a, vec b) { return wasm_i64x2_shuffle(a, b, 0, 2); }
 V_INLINE vec v_zip_hi64(vec a, vec b) { return wasm_i64x2_shuffle(a, b, 1, 3); }
 /* Byte k of the result is a[idx[k]] for idx[k] in 0..15 and 0 for idx[k] < 0. */
 V_INLINE vec v_swizzle(vec a, vec idx) { return wasm_i8x16_swizzle(a, idx); }
-/* The same with constant indices (all in 0..15). */
+/* The same with constant indices (all in 0..15). JavaScriptCore (x86-64) compiles every
+ * i8x16.shuffle, these zips too, into two pshufb (one per operand, with constant masks loaded from
+ * memory) and a por, whatever the pattern; V8 matches unpack/pshufd patterns. Hot kernels avoid
+ * shuffles in the wasm build where shifts, masks or lane loads do the same (v_transpose_two_4x4). */
 #define V_SHUFFLE8(a, ...) wasm_i8x16_shuffle((a), (a), __VA_ARGS__)
 
 V_INLINE int v_lane32(vec a, int k) {
@@ -111,8 +122,7 @@ V_INLINE int v_mask8(vec a) { return (int)wasm_i8x16_bitmask(a); } /* bit k = to
  * Good for up to 64 accumulations (16-bit partial sums here). */
 V_INLINE vec v_sad_acc(vec acc, vec a, vec b) {
   return wasm_i16x8_add(acc, wasm_u16x8_extadd_pairwise_u8x16(wasm_v128_or(wasm_u8x16_sub_sat(a, b), wasm_u8x16_sub_sat(b, a))));
-}
-V_INLINE int v_sad_total(vec acc) {
+}V_INLINE int v_sad_total(vec acc) {
   vec s = wasm_i32x4_extadd_pairwise_i16x8(acc); /* lanes < 2^15: signed and unsigned agree */
   return wasm_i32x4_extract_lane(s, 0) + wasm_i32x4_extract_lane(s, 1) + wasm_i32x4_extract_lane(s, 2) + wasm_i32x4_extract_lane(s, 3);
 }
@@ -144,6 +154,9 @@ V_INLINE void v_store32(void *p, vec v) {
   memcpy(p, &x, 4);
 }
 V_INLINE vec v_load_u8_u16(const void *p) { return _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)p)); }
+V_INLINE vec v_load64x2(const void *p, const void *q) { return _mm_unpacklo_epi64(v_load64(p), v_load64(q)); }
+V_INLINE vec v_load64_dup(const void *p) { return _mm_unpacklo_epi64(v_load64(p), v_load64(p)); }
+V_INLINE vec v_load32x2(const void *p, const void *q) { return _mm_unpacklo_epi64(v_load32(p), v_load32(q)); }
 V_INLINE vec v_zero(void) { return _mm_setzero_si128(); }
 V_INLINE vec v_splat8(int x) { return _mm_set1_epi8((char)x); }
 V_INLINE vec v_splat16(int x) { return _mm_set1_epi16((short)x); }
@@ -175,6 +188,8 @@ V_INLINE vec v_mul32(vec a, vec b) { return _mm_mullo_epi32(a, b); }
 V_INLINE vec v_shl32(vec a, int n) { return _mm_slli_epi32(a, n); }
 V_INLINE vec v_sra32(vec a, int n) { return _mm_srai_epi32(a, n); }
 V_INLINE vec v_srl32(vec a, int n) { return _mm_srli_epi32(a, n); }
+V_INLINE vec v_shl64(vec a, int n) { return _mm_slli_epi64(a, n); }
+V_INLINE vec v_srl64(vec a, int n) { return _mm_srli_epi64(a, n); }
 
 V_INLINE vec v_and(vec a, vec b) { return _mm_and_si128(a, b); }
 V_INLINE vec v_or(vec a, vec b) { return _mm_or_si128(a, b); }
@@ -238,6 +253,23 @@ V_INLINE int v_hsum32(vec a) { return v_lane32(a, 0) + v_lane32(a, 1) + v_lane32
 
 /* Transposes the two 4x4 blocks of 16-bit lanes held in lanes 0-3 and 4-7 of four rows:
  * afterwards v[j] = [column j of the left block | column j of the right block]. */
+#if defined(__wasm_simd128__)
+/* With masks and shifts, not zips: 24 one-cycle operations instead of 12 shuffles, which
+ * JavaScriptCore turns into 24 pshufb (all on one port) and 12 por (see V_SHUFFLE8). First 2x2
+ * blocks of 16-bit lanes inside each 32-bit lane, then 2x2 blocks of 32-bit lanes inside each
+ * 64-bit lane. */
+V_INLINE void v_transpose_two_4x4(vec v[4]) {
+  const vec lo16 = wasm_i32x4_splat(0xffff), lo32 = wasm_i64x2_splat(0xffffffffll);
+  vec t0 = v_or(v_and(v[0], lo16), wasm_i32x4_shl(v[1], 16));        /* r0[0] r1[0] r0[2] r1[2] */
+  vec t1 = v_or(wasm_u32x4_shr(v[0], 16), v_andnot(v[1], lo16));      /* r0[1] r1[1] r0[3] r1[3] */
+  vec t2 = v_or(v_and(v[2], lo16), wasm_i32x4_shl(v[3], 16));        /* r2[0] r3[0] r2[2] r3[2] */
+  vec t3 = v_or(wasm_u32x4_shr(v[2], 16), v_andnot(v[3], lo16));      /* r2[1] r3[1] r2[3] r3[3] */
+  v[0] = v_or(v_and(t0, lo32), wasm_i64x2_shl(t2, 32));
+  v[1] = v_or(v_and(t1, lo32), wasm_i64x2_shl(t3, 32));
+  v[2] = v_or(wasm_u64x2_shr(t0, 32), v_andnot(t2, lo32));
+  v[3] = v_or(wasm_u64x2_shr(t1, 32), v_andnot(t3, lo32));
+}
+#else
 V_INLINE void v_transpose_two_4x4(vec v[4]) {
   vec lo01 = v_zip_lo16(v[0], v[1]), hi01 = v_zip_hi16(v[0], v[1]);
   vec lo23 = v_zip_lo16(v[2], v[3]), hi23 = v_zip_hi16(v[2], v[3]);
@@ -248,6 +280,7 @@ V_INLINE void v_transpose_two_4x4(vec v[4]) {
   v[2] = v_zip_lo64(x1, y1);
   v[3] = v_zip_hi64(x1, y1);
 }
+#endif
 #endif
 
 #endif

@@ -79,10 +79,10 @@ void fdct4x4_pair(i16 out_a[16], i16 out_b[16], const u8 *src, int src_stride, c
   v_transpose_two_4x4(v);   /* v[j] = spatial column j */
   dct4_lanes(v);            /* rows: v[k] lane i = coefficient (i, k) */
   v_transpose_two_4x4(v);   /* v[i] = coefficient row i, raster */
-  v_store(out_a, v_zip_lo64(v[0], v[1]));
-  v_store(out_a + 8, v_zip_lo64(v[2], v[3]));
-  v_store(out_b, v_zip_hi64(v[0], v[1]));
-  v_store(out_b + 8, v_zip_hi64(v[2], v[3]));
+  for (int i = 0; i < 4; i++) { /* halves straight to memory: no shuffle (see V_SHUFFLE8) */
+    v_store64(out_a + 4 * i, v[i]);
+    v_store64_hi(out_b + 4 * i, v[i]);
+  }
 }
 #else
 void fdct4x4_pair(i16 out_a[16], i16 out_b[16], const u8 *src, int src_stride, const u8 *pred, int pred_stride) {
@@ -192,7 +192,7 @@ int fdct_quant_pair(i16 out_a[16], i16 out_b[16], const u8 *src, int ss, const u
   const vec bias = v_splat32((1 << shift) / (intra ? 3 : 6)), cap = v_splat16(MAX_LEVEL), zero = v_zero();
   vec eq[4];
   for (int i = 0; i < 4; i++) {
-    vec sign = v_sra16(v[i], 15), a = v_abs16(v[i]), row_mf = v_zip_lo64(v_load64(mf + 4 * i), v_load64(mf + 4 * i));
+    vec sign = v_sra16(v[i], 15), a = v_abs16(v[i]), row_mf = v_load64_dup(mf + 4 * i);
     vec lo = v_srl32(v_add32(v_mul_lo_u16_u32(a, row_mf), bias), shift);
     vec hi = v_srl32(v_add32(v_mul_hi_u16_u32(a, row_mf), bias), shift);
     vec level = v_min16(v_pack_i16(lo, hi), cap);
@@ -281,13 +281,13 @@ void recon4x4_pair(u8 *dst, int stride, const i16 la[16], const i16 lb[16], int 
   int shift = qp / 6;
   vec r[4];
   for (int i = 0; i < 4; i++) {
-    vec levels = v_zip_lo64(v_load64(la + 4 * i), v_load64(lb + 4 * i));
-    vec scale = v_shl16(v_zip_lo64(v_load64(v + 4 * i), v_load64(v + 4 * i)), shift);
+    vec levels = v_load64x2(la + 4 * i, lb + 4 * i);
+    vec scale = v_shl16(v_load64_dup(v + 4 * i), shift);
     r[i] = v_mul16(levels, scale);
   }
   if (dc) { /* lanes 0 and 4 take the low halves of dc[0] and dc[1] (little-endian on both targets) */
     static const i16 lanes_0_4[8] = {-1, 0, 0, 0, -1, 0, 0, 0};
-    r[0] = v_select(v_load(lanes_0_4), v_zip_lo64(v_load32(&dc[0]), v_load32(&dc[1])), r[0]);
+    r[0] = v_select(v_load(lanes_0_4), v_load32x2(&dc[0], &dc[1]), r[0]);
   }
   v_transpose_two_4x4(r); /* r[j] = column j, lanes = rows */
   vec e0 = v_add16(r[0], r[2]), e1 = v_sub16(r[0], r[2]);
