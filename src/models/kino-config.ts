@@ -3,7 +3,7 @@
 // Several keys have aliases — the names used by Self-Forcing / LongLive configs — so a converted
 // causal checkpoint can carry its settings under the names its training code used.
 import type { Json } from "./configs.ts";
-import type { SamplerKind } from "./samplers.ts";
+import type { PredictionType, SamplerKind } from "./samplers.ts";
 import { CheckpointError } from "./safetensors.ts";
 import { type Schedule, eulerSchedule, evenStepList, explicitSchedule, unipcSchedule, warpedSchedule } from "./schedules.ts";
 
@@ -18,6 +18,8 @@ export interface KinoConfig {
   /** Context rows the DiT pads to (diffusers configs do not carry it). */
   textLen: number | undefined;
   sampler: SamplerKind;
+  /** What the DiT outputs: "flow" (v = ε − x0, Wan's) or "sample" (x0; kino-tiny). */
+  prediction: PredictionType;
   /** Explicit denoising step list (distilled models), before warping. */
   denoisingSteps: number[] | null;
   /** Map the list through the shifted 1000-step grid (Self-Forcing's warp_denoising_step). */
@@ -67,6 +69,10 @@ export function parseKinoConfig(kino: Json | null, scheduler: Json, file: string
   if (!["euler", "distilled", "unipc"].includes(sampler)) throw bad(samplerKey, `must be euler, distilled or unipc, got ${JSON.stringify(samplerObj?.type ?? sampler)}`);
   const fromSampler = <T>(key: string): T | undefined => (samplerObj?.[key] ?? undefined) as T | undefined;
   const windowChunks = pick<number | null>(null, "attn_window_chunks");
+  // diffusers' name for it; "flow_prediction"/"v_prediction" are the velocity Wan predicts
+  const predictionName = pick<string>("flow", "prediction_type");
+  const prediction = ({ flow: "flow", flow_prediction: "flow", v_prediction: "flow", sample: "sample" } as Record<string, PredictionType>)[predictionName];
+  if (!prediction) throw bad("prediction_type", `must be flow_prediction or sample, got ${JSON.stringify(predictionName)}`);
   const cfg: KinoConfig = {
     causal,
     chunkFrames: causal ? count(chunk, "chunk_frames") : 1,
@@ -74,6 +80,7 @@ export function parseKinoConfig(kino: Json | null, scheduler: Json, file: string
     sinkFrames: pick(0, "sink_frames", "sink_size"),
     textLen: pick<number | undefined>(undefined, "text_len"),
     sampler,
+    prediction,
     denoisingSteps: list,
     warp: pick(true, "warp_denoising_step"),
     shift: pick(fromSampler<number>("shift") ?? schedulerShift ?? (kino ? 1 : 3), "shift", "timestep_shift", "sample_shift"),

@@ -12,6 +12,8 @@ import { SeededRandom } from "./random.ts";
 import type { Schedule } from "./schedules.ts";
 
 export type SamplerKind = "euler" | "distilled" | "unipc";
+/** What the DiT outputs: the flow velocity v = ε − x0 (Wan), or the clean sample x0 (kino-tiny). */
+export type PredictionType = "flow" | "sample";
 
 export interface Sampler {
   readonly schedule: Schedule;
@@ -30,14 +32,37 @@ export function seededNoise(backend: Backend, seed: number): NoiseSource {
   return (out) => backend.write(out, rng.normal(out.numel));
 }
 
-export function createSampler(kind: SamplerKind, backend: Backend, schedule: Schedule, noise: NoiseSource): Sampler {
-  switch (kind) {
-    case "euler":
-      return new EulerSampler(backend, schedule);
-    case "distilled":
-      return new DistilledSampler(backend, schedule, noise);
-    case "unipc":
-      return new UniPCSampler(backend, schedule);
+export function createSampler(kind: SamplerKind, backend: Backend, schedule: Schedule, noise: NoiseSource, prediction: PredictionType = "flow"): Sampler {
+  const sampler = ((): Sampler => {
+    switch (kind) {
+      case "euler":
+        return new EulerSampler(backend, schedule);
+      case "distilled":
+        return new DistilledSampler(backend, schedule, noise);
+      case "unipc":
+        return new UniPCSampler(backend, schedule);
+    }
+  })();
+  return prediction === "sample" ? new FromSamplePrediction(backend, sampler) : sampler;
+}
+
+/**
+ * A model that predicts x0 drives any flow sampler through the velocity it implies at step i:
+ * v = (x − x0)/σ_i (exact: x = (1 − σ)x0 + σε). Guidance may be applied before this: it is linear
+ * and both predictions share x.
+ */
+class FromSamplePrediction implements Sampler {
+  constructor(private readonly backend: Backend, private readonly inner: Sampler) {}
+  get schedule(): Schedule {
+    return this.inner.schedule;
+  }
+  step(i: number, x: Tensor, prediction: Tensor): void {
+    const sigma = this.inner.schedule.sigmas[i]!;
+    this.backend.axpby(prediction, x, prediction, 1 / sigma, -1 / sigma);
+    this.inner.step(i, x, prediction);
+  }
+  free(): void {
+    this.inner.free();
   }
 }
 

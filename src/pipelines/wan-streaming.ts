@@ -134,7 +134,7 @@ export class WanStreamingPipeline implements Pipeline {
         const started = performance.now();
         const x = b.alloc([zDim, N, h, w]);
         noise(x);
-        const sampler = createSampler(kino.sampler, b, schedule, noise);
+        const sampler = createSampler(kino.sampler, b, schedule, noise, kino.prediction);
         try {
           for (let i = 0; i < steps; i++) {
             const v = (await causal.forwardChunk(x, schedule.timesteps[i]!, context))!;

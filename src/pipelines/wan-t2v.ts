@@ -71,7 +71,7 @@ export class WanT2VPipeline implements Pipeline {
     const x = b.alloc(shape);
     noise(x);
     const schedule = scheduleFor(kino, req.num_inference_steps);
-    const sampler = createSampler(kino.sampler, b, schedule, noise);
+    const sampler = createSampler(kino.sampler, b, schedule, noise, kino.prediction);
     try {
       for (const [i, t] of schedule.timesteps.entries()) {
         const v = await dit.forward(x, t, cond);

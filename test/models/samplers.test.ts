@@ -57,6 +57,20 @@ describe("samplers", () => {
     expect(maxAbsDiff(await backend.download(y), e.x0)).toBeLessThan(1e-6);
   });
 
+  test("x0-predicting models (prediction_type sample) drive the same steps through v = (x − x0)/σ", async () => {
+    const e = S.euler_step_example;
+    const x = e.x.flat() as number[], v = e.v.flat() as number[];
+    const x0 = x.map((xi, i) => xi - e.sigma * v[i]!); // what a perfect x0 model returns for this v
+    const schedule = { timesteps: [0, 0], sigmas: [e.sigma, e.sigma_next, 0] };
+    const viaSample = up(x);
+    createSampler("euler", backend, schedule, () => {}, "sample").step(0, viaSample, up(x0));
+    expect(maxAbsDiff(await backend.download(viaSample), e.x_next.flat())).toBeLessThan(1e-5);
+    // the last Euler step (σ → 0) lands exactly on the model's x0
+    const last = up(x);
+    createSampler("euler", backend, { timesteps: [0], sigmas: [e.sigma, 0] }, () => {}, "sample").step(0, last, up(x0));
+    expect(maxAbsDiff(await backend.download(last), x0)).toBeLessThan(1e-5);
+  });
+
   test("CFG: uncond + g·(cond − uncond)", async () => {
     const cond = up([1, 2, 3]), uncond = up([0.5, 0.5, 0.5]);
     applyGuidance(backend, cond, uncond, 5);

@@ -31,7 +31,12 @@ CFG = {
     "chunk_latent_frames": 1,       # latent frames per chunk (-> 4 video frames, the first chunk 1)
     "attn_window_chunks": 4,        # a chunk attends to itself + the 3 previous chunks (KV cache)
     "train_latent_frames": 8,       # training clips: 1 + 4*7 = 29 video frames
-    # flow matching
+    # flow matching. The DiT predicts the clean latent x0 ("sample"), not the velocity: a 1x4x4 patch of
+    # 16 channels is 256 values per token, wider than the 192-wide transformer, and a velocity
+    # eps - x0 must carry the token's full-rank noise through it (v-prediction left visible noise in
+    # every sample after 2000 steps); x0 lies on the data's low-dimensional manifold. Samplers turn it
+    # into the flow velocity v = (x_sigma - x0) / sigma.
+    "prediction": "sample",
     "shift": 3.0,
     "sample_steps": 4,
     "guidance_scale": 3.0,

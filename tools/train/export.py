@@ -58,9 +58,11 @@ def kino_block(steps, shift, guidance):
                                   "so positions may be re-based; table has 1024 positions",
         "per_frame_timesteps": True,
         "context_pass_timestep": 0.0,
+        "prediction_type": CFG["prediction"],
         "sampler": {"type": "flow_euler", "steps": steps, "shift": shift, "sigmas": sig,
                     "timesteps": [s * 1000.0 for s in sig[:-1]],
-                    "update": "x <- x + (sigma[i+1] - sigma[i]) * v, v = model(x, t=1000*sigma[i]); sigma[-1] = 0"},
+                    "update": "x <- x + (sigma[i+1] - sigma[i]) * v, v = (x - model(x, t=1000*sigma[i])) / sigma[i] "
+                              "(prediction_type sample: the model gives x0); sigma[-1] = 0"},
         "guidance_scale": guidance,
         "negative_prompt": "",
         "cfg": "v = v_uncond + g * (v_cond - v_uncond); the uncond stream has its own self-attn KV cache, "

@@ -111,6 +111,8 @@ class Stream:
             if self.g != 1.0:
                 vu, _ = self.dit.forward_chunk(x, t, self.kv["u"], [self.k], past["u"])
                 v = vu + self.g * (v - vu)
+            if CFG["prediction"] == "sample":  # the DiT's x0 -> flow velocity (linear: guidance commutes)
+                v = (x - v) / self.sig[i]
             x = x + (self.sig[i + 1] - self.sig[i]) * v
         for s in streams:  # context pass at t = 0
             _, kv = self.dit.forward_chunk(x, torch.zeros(b), self.kv[s], [self.k], past[s])

@@ -3,8 +3,9 @@
   python3 tools/train/train_dit.py --steps 40000
 
 Recipe (see docs/MODEL.md):
-  * flow matching: x_s = (1 - s) x0 + s eps, target v = eps - x0, t = 1000 s; s = shift(u), u ~ U(0,1),
-    shift(u) = 3u / (1 + 2u) (the same shift as the sampler);
+  * flow matching: x_s = (1 - s) x0 + s eps, t = 1000 s; s = shift(u), u ~ U(0,1),
+    shift(u) = 3u / (1 + 2u) (the same shift as the sampler); the DiT predicts x0 (CFG "prediction"),
+    the loss is on the velocity it implies, ((x0_pred - x0) / max(s, 0.25))^2;
   * diffusion forcing over chunks: every chunk (1 latent frame) of a clip gets its own noise level;
   * teacher forcing layout (what streaming inference sees): the sequence is [clean frames 0..F-1
     (t = 0), noisy frames 0..F-1 (per-frame t)]; clean frames attend block-causally to clean frames
@@ -151,7 +152,7 @@ def main():
     ema_text = common.EMA(text, args.ema)
     ck_path = f"{args.out}/ckpt.pt"
     log = common.Logger(f"{args.out}/log.jsonl")
-    step = 0
+    step = ema_start = 0
     ck = None if args.bench else common.load_ckpt(ck_path)
     if ck is not None:
         dit.load_state_dict(ck["dit"])
@@ -160,6 +161,7 @@ def main():
         ema_text.model.load_state_dict(ck["ema_text"])
         opt.load_state_dict(ck["opt"])
         step = ck["step"]
+        ema_start = ck.get("ema_start", 0)
         print(f"resumed DiT at step {step}")
     if step >= args.steps:
         print("DiT done")
@@ -190,7 +192,7 @@ def main():
     def save():
         common.save_ckpt(ck_path, {"dit": dit.state_dict(), "text": text.state_dict(),
                                    "ema_dit": ema_dit.model.state_dict(), "ema_text": ema_text.model.state_dict(),
-                                   "opt": opt.state_dict(), "step": step, "cfg": CFG,
+                                   "opt": opt.state_dict(), "step": step, "ema_start": ema_start, "cfg": CFG,
                                    "vocab": tok.vocab})
 
     last_save = time.time()
@@ -227,12 +229,19 @@ def main():
             ctx = ctx.view(args.bs, 2, ctx.shape[1], ctx.shape[2])
             out = dit(torch.cat([x0, xt], dim=2), t, ctx, frame_pos=frame_pos, frame_mask=mask, frame_ctx=fctx)
         pred = out[:, :, F_:].float()
-        loss = (pred - target).pow(2).mean()
+        if CFG["prediction"] == "sample":
+            # x0 prediction, loss on the velocity it implies: ((x0_pred - x0) / sigma)^2; sigma floored
+            # at 0.25 (the 4-step sampler never evaluates below 0.5) so that rare tiny sigmas do not
+            # dominate the gradient
+            loss = ((pred - x0) / s5.clamp(min=0.25)).pow(2).mean()
+        else:
+            loss = (pred - target).pow(2).mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         gn = torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
-        d = min(args.ema, (1 + step) / (10 + step))
+        e = step - ema_start  # steps since the EMA (re)started
+        d = min(args.ema, (1 + e) / (10 + e))
         ema_dit.update(dit, d)
         ema_text.update(text, d)
         step += 1
