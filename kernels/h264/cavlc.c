@@ -171,21 +171,22 @@ int cavlc_block(bitwriter_t *bw, const i16 *coef, int max_coeff, int nC) {
 /* coeff_token of a block without levels (TotalCoeff 0): what most blocks of a coded 8x8 are. */
 void cavlc_empty(bitwriter_t *bw, int nC) { write_coeff_token(bw, 0, 0, nC, 0); }
 
-/* A 4x4 block given in raster order: zig-zag scanned (Table 8-13), coded from scan position first
- * (1 for AC blocks whose DC is coded separately). */
-int cavlc_block4x4(bitwriter_t *bw, const i16 raster[16], int first, int nC) {
+/* A 4x4 block given column-major (transform.c): zig-zag scanned (Table 8-13, transposed), coded
+ * from scan position first (1 for AC blocks whose DC is coded separately). */
+int cavlc_block4x4(bitwriter_t *bw, const i16 coef[16], int first, int nC) {
   i16 scan[16];
   u32 mask, ones, neg;
 #if H264_SIMD
-  vec lo = v_load(raster), hi = v_load(raster + 8), s0, s1;
+  /* scan order as column-major indices: 0 4 1 2 5 8 12 9 | 6 3 7 10 13 14 11 15 */
+  vec lo = v_load(coef), hi = v_load(coef + 8), s0, s1;
 #if defined(__wasm_simd128__)
   /* wasm shuffles two vectors by constant byte indices in one instruction (pshufb pairs in V8 and JSC) */
-  s0 = wasm_i8x16_shuffle(lo, hi, 0, 1, 2, 3, 8, 9, 16, 17, 10, 11, 4, 5, 6, 7, 12, 13);
-  s1 = wasm_i8x16_shuffle(lo, hi, 18, 19, 24, 25, 26, 27, 20, 21, 14, 15, 22, 23, 28, 29, 30, 31);
+  s0 = wasm_i8x16_shuffle(lo, hi, 0, 1, 8, 9, 2, 3, 4, 5, 10, 11, 16, 17, 24, 25, 18, 19);
+  s1 = wasm_i8x16_shuffle(lo, hi, 12, 13, 6, 7, 14, 15, 20, 21, 26, 27, 28, 29, 22, 23, 30, 31);
 #else
   /* each half of the scan takes lanes from both halves of the block (index -1 gives 0) */
-  s0 = v_or(V_SHUFFLE8(lo, 0, 1, 2, 3, 8, 9, -1, -1, 10, 11, 4, 5, 6, 7, 12, 13), V_SHUFFLE8(hi, -1, -1, -1, -1, -1, -1, 0, 1, -1, -1, -1, -1, -1, -1, -1, -1));
-  s1 = v_or(V_SHUFFLE8(hi, 2, 3, 8, 9, 10, 11, 4, 5, -1, -1, 6, 7, 12, 13, 14, 15), V_SHUFFLE8(lo, -1, -1, -1, -1, -1, -1, -1, -1, 14, 15, -1, -1, -1, -1, -1, -1));
+  s0 = v_or(V_SHUFFLE8(lo, 0, 1, 8, 9, 2, 3, 4, 5, 10, 11, -1, -1, -1, -1, -1, -1), V_SHUFFLE8(hi, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 1, 8, 9, 2, 3));
+  s1 = v_or(V_SHUFFLE8(lo, 12, 13, 6, 7, 14, 15, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1), V_SHUFFLE8(hi, -1, -1, -1, -1, -1, -1, 4, 5, 10, 11, 12, 13, 6, 7, 14, 15));
 #endif
   v_store(scan, s0);
   v_store(scan + 8, s1);
@@ -197,7 +198,7 @@ int cavlc_block4x4(bitwriter_t *bw, const i16 raster[16], int first, int nC) {
 #else
   mask = ones = neg = 0;
   for (int k = 0; k < 16; k++) {
-    scan[k] = raster[zigzag4x4[k]];
+    scan[k] = coef[zigzag4x4[k]];
     mask |= (u32)(scan[k] != 0) << k;
     ones |= (u32)(scan[k] == 1 || scan[k] == -1) << k;
     neg |= (u32)(scan[k] < 0) << k;

@@ -61,33 +61,33 @@ static const i8 rg_lanes[2][16] = {LANES_OF(3, 0, 1), LANES_OF(4, 0, 1)}, gb_lan
 #define YG_GB 16519
 
 static inline vec weights(int a, int b) { return v_zip_lo16(v_splat16(a), v_splat16(b)); } /* a b a b ... */
-/* a b 0 0 a b 0 0: weights for lanes that hold the sums of two neighbouring pixels (see below) */
-static inline vec pair_weights(int a, int b) { return v_and(weights(a, b), v_zip_lo32(v_splat32(-1), v_zero())); }
 
 /* The vector part of convert_rows: converts whole steps of 16 pixels up to x_end, returns where it
  * stopped. The last group's 16-byte load reads 4 bytes past pixel x_end (rgb24), which the caller
  * keeps inside the frame. Chroma adds each pixel to its right neighbour in 16 bits before the
- * weights (the same integer sums), with a 64-bit shift rather than a shuffle, and weights only the
- * pair sums, so the other lanes come out 0 and two groups combine with a shift and an or; one
- * shuffle per step puts the chroma samples back in order. (The wasm build pays two pshufb and a por
- * per shuffle under JavaScriptCore, see simd.h, and this loop had 20 of them per step.) The results
- * are packed as soon as they are complete, so fewer vectors are live at once. */
+ * weights (the same integer sums), with 64-bit shifts rather than shuffles: the first group of a
+ * half keeps its pair sums in the even 32-bit lanes, the second moves them into the odd ones, so
+ * one pair of multiply-adds weights both groups and leaves the samples in the order 0 2 1 3; one
+ * shuffle per step puts them in order. (The wasm build pays two pshufb and a por per shuffle under
+ * JavaScriptCore, see simd.h, and this loop had 20 of them per step.) The results are packed as
+ * soon as they are complete, so fewer vectors are live at once. */
 static int convert_rows_simd(const u8 *s0, const u8 *s1, int bpp, u8 *y0, u8 *y1, u8 *du, u8 *dv, int x_end, long ahead) {
   const int t = bpp == 4;
   int x = 0;
   const vec rg_idx = v_load(rg_lanes[t]), gb_idx = v_load(gb_lanes[t]);
   const vec y_rg = weights(YR, YG_RG), y_gb = weights(YG_GB, YB);
-  const vec u_rg = pair_weights(UR, UG), u_gb = pair_weights(0, UB), v_rg = pair_weights(VR, VG), v_gb = pair_weights(0, VB);
+  const vec u_rg = weights(UR, UG), u_gb = weights(0, UB), v_rg = weights(VR, VG), v_gb = weights(0, VB);
+  const vec even32 = v_zip_lo32(v_splat32(-1), v_zero()); /* 32-bit lanes 0 and 2 */
   const vec y_add = v_splat32((16 << 16) + 32768), c_add = v_splat32((128 << 18) + (1 << 17));
   for (; x + 16 <= x_end; x += 16) {
-    vec luma16[2][2], uc[2], vc[2];
+    vec uv16[2];
     /* The host's frame is usually not in the cache (bun:ffi hands over the caller's buffer): fetch
      * the rows `ahead` bytes on while these are converted. Reading it cold cost 15-20 % of the
      * native encode time before. A hint only (nothing in wasm); past the frame's end it is harmless. */
     __builtin_prefetch(s0 + x * bpp + ahead);
     __builtin_prefetch(s1 + x * bpp + ahead);
     for (int h = 0; h < 2; h++) {
-      vec luma[2][2], u[2], v[2];
+      vec luma[2][2], rg_pairs = v_zero(), gb_pairs = v_zero();
       for (int k = 0; k < 2; k++) {
         const int g = 2 * h + k;
         vec rg[2], gb[2];
@@ -95,21 +95,32 @@ static int convert_rows_simd(const u8 *s0, const u8 *s1, int bpp, u8 *y0, u8 *y1
           vec px = v_load((r ? s1 : s0) + (x + 4 * g) * bpp);
           rg[r] = v_swizzle(px, rg_idx);
           gb[r] = v_swizzle(px, gb_idx);
-          luma[r][k] = v_sra32(v_add32(v_add32(v_madd16(rg[r], y_rg), v_madd16(gb[r], y_gb)), y_add), 16);
+          /* (sum + y_add) >> 16 lies in 16..235: its byte 2, picked out below (v_bytes2_of_32) */
+          luma[r][k] = v_add32(v_add32(v_madd16(rg[r], y_rg), v_madd16(gb[r], y_gb)), y_add);
         }
         vec rg_sum = v_add16(rg[0], rg[1]), gb_sum = v_add16(gb[0], gb[1]); /* <= 510 per lane */
-        /* + the right neighbour: lanes 0-1 and 4-5 hold the 2x2 sums (<= 1020) */
-        rg_sum = v_add16(rg_sum, v_srl64(rg_sum, 32));
-        gb_sum = v_add16(gb_sum, v_srl64(gb_sum, 32));
-        u[k] = v_add32(v_madd16(rg_sum, u_rg), v_madd16(gb_sum, u_gb)); /* 32-bit lanes 0 and 2; 1 and 3 are 0 */
-        v[k] = v_add32(v_madd16(rg_sum, v_rg), v_madd16(gb_sum, v_gb));
+        /* 2x2 sums (<= 1020): pixel 0 + pixel 1 (and 2 + 3) in 32-bit lanes 0 and 2 for k = 0, in
+         * lanes 1 and 3 for k = 1; the other lanes 0 */
+        if (k == 0) {
+          rg_pairs = v_add16(v_and(rg_sum, even32), v_srl64(rg_sum, 32));
+          gb_pairs = v_add16(v_and(gb_sum, even32), v_srl64(gb_sum, 32));
+        } else {
+          rg_pairs = v_add16(rg_pairs, v_add16(v_andnot(rg_sum, even32), v_shl64(rg_sum, 32)));
+          gb_pairs = v_add16(gb_pairs, v_add16(v_andnot(gb_sum, even32), v_shl64(gb_sum, 32)));
+        }
       }
-      for (int r = 0; r < 2; r++) luma16[r][h] = v_pack_i16(luma[r][0], luma[r][1]);
-      uc[h] = v_sra32(v_add32(v_or(u[0], v_shl64(u[1], 32)), c_add), 18); /* chroma samples 0 2 1 3 (+4h) */
-      vc[h] = v_sra32(v_add32(v_or(v[0], v_shl64(v[1], 32)), c_add), 18);
+      /* Each half's results leave the registers as soon as they are complete: luma to memory, the
+       * chroma of the half as one vector (16-bit U 0 2 1 3, V 0 2 1 3, + 4h). Keeping all of a
+       * step's results for full-width stores made JavaScriptCore spill (16 vector registers, eleven
+       * of them holding the constants above). */
+      for (int r = 0; r < 2; r++) v_store64((r ? y1 : y0) + x + 8 * h, v_bytes2_of_32(luma[r][0], luma[r][1]));
+      /* chroma samples 0 2 1 3 (+4h) */
+      vec uc = v_sra32(v_add32(v_add32(v_madd16(rg_pairs, u_rg), v_madd16(gb_pairs, u_gb)), c_add), 18);
+      vec vc = v_sra32(v_add32(v_add32(v_madd16(rg_pairs, v_rg), v_madd16(gb_pairs, v_gb)), c_add), 18);
+      uv16[h] = v_pack_i16(uc, vc);
     }
-    for (int r = 0; r < 2; r++) v_store(r ? y1 + x : y0 + x, v_pack_u8(luma16[r][0], luma16[r][1]));
-    vec uv = V_SHUFFLE8(v_pack_u8(v_pack_i16(uc[0], uc[1]), v_pack_i16(vc[0], vc[1])), 0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15);
+    /* bytes U 0 2 1 3 4 6 5 7, V 0 2 1 3 4 6 5 7 after the pack: one shuffle puts both in order */
+    vec uv = V_SHUFFLE8(v_pack_u8(uv16[0], uv16[1]), 0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15);
     v_store64(du + x / 2, uv);
     v_store64_hi(dv + x / 2, uv);
   }

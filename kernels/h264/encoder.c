@@ -41,6 +41,7 @@ encoder_t *h264_create(int width, int height, int qp, int keyint, int fps_milli,
   if (qp < 0 || qp > 51 || keyint < 0 || fps_milli <= 0) return NULL;
   if (((width + 15) / 16) * ((height + 15) / 16) > MAX_FRAME_MBS) return NULL;
   cavlc_init();
+  mb_write_init();
   decimate_init();
   encoder_t *e = alloc_encoder(width, height);
   if (!e) return NULL;

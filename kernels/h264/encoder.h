@@ -53,8 +53,8 @@ typedef struct {
   int cbp_chroma; /* 0 none, 1 DC only, 2 DC and AC */
   u8 nz[16];      /* TotalCoeff per luma 4x4 block (raster) */
   u8 nz_c[2][4];  /* TotalCoeff per chroma AC block */
-  i16 luma[16][16];       /* levels per 4x4 block (raster block order, raster coefficient order) */
-  i16 luma_dc[16];        /* Intra16x16 DC levels, raster over the 4x4 grid of blocks */
+  i16 luma[16][16];       /* levels per 4x4 block (raster block order, column-major coefficients: transform.c) */
+  i16 luma_dc[16];        /* Intra16x16 DC levels, column-major over the 4x4 grid of blocks (like the AC) */
   i16 chroma_dc[2][4];
   i16 chroma_ac[2][4][16];
 } mb_t;
@@ -152,6 +152,7 @@ int satd4x4_ref(const u8 *a, int as, const u8 *b, int bs);
 int satd8x8_ref(const u8 *a, int as, const u8 *b, int bs);
 int satd16x16_ref(const u8 *a, int as, const u8 *b, int bs);
 int sad16x16(const u8 *a, int as, const u8 *b, int bs);
+void sad16x16_x4(const u8 *a, int as, const u8 *const b[4], int bs, int out[4]);
 int sad8x8_ref(const u8 *a, int as, const u8 *b, int bs);
 int sad8x8(const u8 *a, int as, const u8 *b, int bs);
 /* SAD of the left and right 8x4 halves of a 16x4 region. */
@@ -208,7 +209,7 @@ void slice_header_write(encoder_t *e, bitwriter_t *bw);
 /* cavlc.c — residual_block_cavlc (clause 9.2); cavlc_init fills its tables (h264_create calls it) */
 void cavlc_init(void);
 int cavlc_block(bitwriter_t *bw, const i16 *coef, int max_coeff, int nC);
-int cavlc_block4x4(bitwriter_t *bw, const i16 raster[16], int first, int nC);
+int cavlc_block4x4(bitwriter_t *bw, const i16 coef[16], int first, int nC);
 void cavlc_empty(bitwriter_t *bw, int nC);
 
 /* mvpred.c — clause 8.4.1 */
@@ -226,7 +227,7 @@ void mc_chroma8_ref(u8 *dst, int dst_stride, const u8 *plane, int stride, int cx
 /* motion.c */
 int mv_in_range(const encoder_t *e, int mbx, int mby, int mvx, int mvy);
 int motion_search(encoder_t *e, mb_t *mb, int mv[2]);
-int motion_search_fast(encoder_t *e, mb_t *mb, int mv[2], int half_pel);
+int motion_search_fast(encoder_t *e, mb_t *mb, int mv[2], int half_pel, const int known[3]);
 
 /* mb_intra.c / mb_inter.c — mode decision, transform, reconstruction into pic[cur] */
 int i4_predicted_mode(const encoder_t *e, const mb_t *mb, int bx, int by);
@@ -243,7 +244,7 @@ int skip_probe_sad(encoder_t *e, const mb_t *mb, const int skip_mv[2]);
 
 /* decimate.c — dropping nearly empty inter residuals (fast preset); decimate_init fills its tables */
 void decimate_init(void);
-int decimate_score4x4(const i16 raster[16]);
+int decimate_score4x4(const i16 levels[16]);
 int decimate_luma(i16 levels[16][16], u8 nz[16], int cbp_luma);
 
 /* mb_fast.c — the fast preset's macroblock decisions */
@@ -251,6 +252,8 @@ void encode_i_macroblock_fast(encoder_t *e, mb_t *mb);
 void encode_p_macroblock_fast(encoder_t *e, mb_t *mb);
 
 /* mb_write.c — macroblock_layer() (clause 7.3.5) */
+/* fills mb_write.c's nC table (h264_create calls it) */
+void mb_write_init(void);
 void mb_write(encoder_t *e, bitwriter_t *bw, mb_t *mb, int p_slice);
 void mb_store_info(encoder_t *e, const mb_t *mb);
 

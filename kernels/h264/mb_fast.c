@@ -29,7 +29,10 @@ void encode_p_macroblock_fast(encoder_t *e, mb_t *mb) {
   mv_predict16x16(e, mb->x, mb->y, mb->mvp);
   mv_predict_skip(e, mb->x, mb->y, skip_mv);
   int skip_ok = mv_in_range(e, mb->x, mb->y, skip_mv[0], skip_mv[1]);
-  if (skip_ok && skip_probe_sad(e, mb, skip_mv) < FAST_SKIP_PROBE_FACTOR * e->zero_sad_luma) {
+  /* the probe's SAD, at a whole-sample vector, is also the search's at that position */
+  int known[3] = {skip_mv[0] >> 2, skip_mv[1] >> 2, skip_ok ? skip_probe_sad(e, mb, skip_mv) : -1};
+  const int *known_sad = known[2] >= 0 && !((skip_mv[0] | skip_mv[1]) & 3) ? known : NULL;
+  if (skip_ok && known[2] < FAST_SKIP_PROBE_FACTOR * e->zero_sad_luma) {
     inter_mb_encode(e, mb, skip_mv);
     if (mb->cbp_luma == 0 && mb->cbp_chroma == 0) {
       mb->type = MB_PSKIP;
@@ -37,7 +40,7 @@ void encode_p_macroblock_fast(encoder_t *e, mb_t *mb) {
     }
   }
   int mv[2];
-  int inter_cost = motion_search_fast(e, mb, mv, FAST_HALF_PEL);
+  int inter_cost = motion_search_fast(e, mb, mv, FAST_HALF_PEL, known_sad);
   if (inter_cost >= FAST_INTRA_SAD * 256) {
     int i16_cost, i16_mode = intra16x16_choose(e, mb, &i16_cost, 2);
     if (i16_cost + e->lambda * 4 < inter_cost) {

@@ -213,12 +213,17 @@ void intra16x16_encode(encoder_t *e, mb_t *mb) {
     mb->nz[r + 1] = (u8)(counts >> 8);
     any_ac |= counts;
   }
-  luma_dc_forward(dc);
-  quant_dc(dc, 16, qp, 1, mb->luma_dc);
+  /* The DC block is coded column-major like every 4x4 block (transform.c). The Hadamard transforms
+   * commute with transposition (the same matrix on both sides), so transposing the DCs going in and
+   * the scaled DCs coming out is all it takes. */
+  int dc_cm[16], dc_rec_cm[16], dc_rec[16];
+  for (int k = 0; k < 16; k++) dc_cm[(k & 3) * 4 + (k >> 2)] = dc[k];
+  luma_dc_forward(dc_cm);
+  quant_dc(dc_cm, 16, qp, 1, mb->luma_dc);
   mb->cbp_luma = any_ac ? 15 : 0;
 
-  int dc_rec[16];
-  luma_dc_dequant(dc_rec, mb->luma_dc, qp);
+  luma_dc_dequant(dc_rec_cm, mb->luma_dc, qp);
+  for (int k = 0; k < 16; k++) dc_rec[k] = dc_rec_cm[(k & 3) * 4 + (k >> 2)];
   copy_block(rec, s, pred, 16, 16, 16);
   for (int r = 0; r < 16; r += 2) recon4x4_pair(rec + (r >> 2) * 4 * s + (r & 3) * 4, s, mb->luma[r], mb->luma[r + 1], qp, dc_rec + r);
 }

@@ -47,16 +47,19 @@ typedef struct {
   int mvp[2];
   int xmin, xmax, ymin, ymax;
   int best_x, best_y, best_cost; /* integer samples */
+  int known_x, known_y, known_sad; /* a SAD measured before the search (known_sad < 0: none) */
 } search_t;
 
 static inline int mv_cost(const search_t *s, int qx, int qy) {
   return s->e->lambda * (se_bits(qx - s->mvp[0]) + se_bits(qy - s->mvp[1]));
 }
 
-/* Evaluates an integer MV (in samples); returns 1 when it became the best. */
-static int try_int(search_t *s, int x, int y) {
-  if (x < s->xmin || x > s->xmax || y < s->ymin || y > s->ymax) return 0;
-  int cost = sad16x16(s->src, s->src_stride, s->ref + y * s->stride + x, s->stride) + mv_cost(s, x * 4, y * 4);
+static inline int in_bounds(const search_t *s, int x, int y) { return x >= s->xmin && x <= s->xmax && y >= s->ymin && y <= s->ymax; }
+
+/* Takes the integer MV (in samples, inside the bounds) whose SAD is sad when it is cheaper than the
+ * best so far; returns 1 when it became the best. */
+static int take_int(search_t *s, int x, int y, int sad) {
+  int cost = sad + mv_cost(s, x * 4, y * 4);
   if (cost < s->best_cost) {
     s->best_cost = cost;
     s->best_x = x;
@@ -64,6 +67,13 @@ static int try_int(search_t *s, int x, int y) {
     return 1;
   }
   return 0;
+}
+
+/* Evaluates an integer MV (in samples); returns 1 when it became the best. */
+static int try_int(search_t *s, int x, int y) {
+  if (!in_bounds(s, x, y)) return 0;
+  int sad = x == s->known_x && y == s->known_y && s->known_sad >= 0 ? s->known_sad : sad16x16(s->src, s->src_stride, s->ref + y * s->stride + x, s->stride);
+  return take_int(s, x, y, sad);
 }
 
 /* Hexagon steps until the centre is the best, then the 8 neighbours. After a move in direction k
@@ -127,6 +137,7 @@ static void search_init(search_t *s, encoder_t *e, const mb_t *mb) {
   mv_bounds(e, mb->x, mb->y, &s->xmin, &s->xmax, &s->ymin, &s->ymax);
   s->best_cost = 0x7fffffff;
   s->best_x = s->best_y = 0;
+  s->known_sad = -1;
 }
 
 /* Start candidates, rounded to whole samples: median prediction, zero, the co-located vector of the
@@ -179,9 +190,13 @@ int motion_search(encoder_t *e, mb_t *mb, int mv[2]) {
  */
 #define FAST_DIAMOND_STEPS 8
 
-int motion_search_fast(encoder_t *e, mb_t *mb, int mv[2], int half_pel) {
+/* known, when not NULL: the SAD known[2] of the whole-sample position (known[0], known[1]),
+ * measured already (the P_Skip probe, whose vector is usually the median prediction, the first
+ * start candidate); it is not measured again. */
+int motion_search_fast(encoder_t *e, mb_t *mb, int mv[2], int half_pel, const int known[3]) {
   search_t s;
   search_init(&s, e, mb);
+  if (known) s.known_x = known[0], s.known_y = known[1], s.known_sad = known[2];
   start_candidates(&s, e, mb);
   /* dia[3 - k] is the opposite of dia[k]: after a move in direction k, the point in direction
    * 3 - k is the old centre, which already lost (a tie does not move), so it is not measured again. */
@@ -189,8 +204,18 @@ int motion_search_fast(encoder_t *e, mb_t *mb, int mv[2], int half_pel) {
   int came_from = -1;
   for (int step = 0; step < FAST_DIAMOND_STEPS; step++) {
     int cx = s.best_x, cy = s.best_y, moved = -1;
-    for (int k = 0; k < 4; k++)
-      if (k != came_from && try_int(&s, cx + dia[k][0], cy + dia[k][1])) moved = k;
+    if (in_bounds(&s, cx - 1, cy - 1) && in_bounds(&s, cx + 1, cy + 1)) {
+      /* all four points inside: their SADs in one pass (the old centre's is measured but unused),
+       * then the same comparisons in the same order as below */
+      const u8 *c = s.ref + cy * s.stride + cx, *const pts[4] = {c - s.stride, c - 1, c + 1, c + s.stride};
+      int sad[4];
+      sad16x16_x4(s.src, s.src_stride, pts, s.stride, sad);
+      for (int k = 0; k < 4; k++)
+        if (k != came_from && take_int(&s, cx + dia[k][0], cy + dia[k][1], sad[k])) moved = k;
+    } else {
+      for (int k = 0; k < 4; k++)
+        if (k != came_from && try_int(&s, cx + dia[k][0], cy + dia[k][1])) moved = k;
+    }
     if (moved < 0) break;
     came_from = 3 - moved;
   }

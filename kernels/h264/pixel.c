@@ -133,8 +133,24 @@ void sad16x4_halves(const u8 *a, int as, const u8 *b, int bs, int out[2]) {
 
 int sad16x16(const u8 *a, int as, const u8 *b, int bs) {
   vec acc = v_zero();
+  V_WASM_UNROLL(2)
   for (int y = 0; y < 16; y++, a += as, b += bs) acc = v_sad_acc(acc, v_load(a), v_load(b));
   return v_sad_total(acc);
+}
+
+/* sad16x16 against four blocks at once (the fast search's diamond): each source row is loaded
+ * once for all four. */
+void sad16x16_x4(const u8 *a, int as, const u8 *const b[4], int bs, int out[4]) {
+  vec acc0 = v_zero(), acc1 = v_zero(), acc2 = v_zero(), acc3 = v_zero();
+  const u8 *b0 = b[0], *b1 = b[1], *b2 = b[2], *b3 = b[3];
+  for (int y = 0; y < 16; y++, a += as, b0 += bs, b1 += bs, b2 += bs, b3 += bs) {
+    vec src = v_load(a);
+    acc0 = v_sad_acc(acc0, src, v_load(b0));
+    acc1 = v_sad_acc(acc1, src, v_load(b1));
+    acc2 = v_sad_acc(acc2, src, v_load(b2));
+    acc3 = v_sad_acc(acc3, src, v_load(b3));
+  }
+  out[0] = v_sad_total(acc0), out[1] = v_sad_total(acc1), out[2] = v_sad_total(acc2), out[3] = v_sad_total(acc3);
 }
 
 /*
@@ -224,6 +240,9 @@ int satd4x4(const u8 *a, int as, const u8 *b, int bs) {
 
 u64 ssd(const u8 *a, int as, const u8 *b, int bs, int w, int h) { return ssd_ref(a, as, b, bs, w, h); }
 int sad16x16(const u8 *a, int as, const u8 *b, int bs) { return sad16x16_ref(a, as, b, bs); }
+void sad16x16_x4(const u8 *a, int as, const u8 *const b[4], int bs, int out[4]) {
+  for (int k = 0; k < 4; k++) out[k] = sad16x16_ref(a, as, b[k], bs);
+}
 int sad8x8(const u8 *a, int as, const u8 *b, int bs) { return sad8x8_ref(a, as, b, bs); }
 void sad16x4_halves(const u8 *a, int as, const u8 *b, int bs, int out[2]) { sad16x4_halves_ref(a, as, b, bs, out); }
 int sad16x16_vertical(const u8 *a, int as, const u8 *top) { return sad16x16_vertical_ref(a, as, top); }

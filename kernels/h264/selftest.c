@@ -36,6 +36,10 @@ static int differ(const u8 *a, const u8 *b, int n) {
 static int compare_metrics(const u8 *a, const u8 *b) {
   int bad = 0;
   bad += sad16x16(a, 48, b, 48) != sad16x16_ref(a, 48, b, 48);
+  const u8 *const four[4] = {b + 1, b + 48, b + 50, b + 97};
+  int x4[4];
+  sad16x16_x4(a, 48, four, 48, x4);
+  for (int k = 0; k < 4; k++) bad += x4[k] != sad16x16_ref(a, 48, four[k], 48);
   bad += satd16x16(a, 48, b, 48) != satd16x16_ref(a, 48, b, 48);
   bad += satd8x8(a + 5, 48, b + 3, 48) != satd8x8_ref(a + 5, 48, b + 3, 48);
   bad += satd4x4(a + 1, 48, b + 2, 48) != satd4x4_ref(a + 1, 48, b + 2, 48);
@@ -261,20 +265,20 @@ static int compare_colour(void) {
  * frequency down, each +-1 adds a score by the zeros below it; any larger level scores 9. */
 static int check_decimate(void) {
   static const int run_score[16] = {3, 2, 2, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-  i16 raster[16];
-  for (int k = 0; k < 16; k++) raster[k] = (i16)(random_below(4) ? 0 : random_below(8) ? random_below(2) * 2 - 1 : random_below(9) - 4);
+  i16 levels[16];
+  for (int k = 0; k < 16; k++) levels[k] = (i16)(random_below(4) ? 0 : random_below(8) ? random_below(2) * 2 - 1 : random_below(9) - 4);
   int expected = 0, k = 15;
-  while (k >= 0 && raster[zigzag4x4[k]] == 0) k--;
+  while (k >= 0 && levels[zigzag4x4[k]] == 0) k--;
   while (k >= 0) {
-    if (iabs(raster[zigzag4x4[k--]]) > 1) {
+    if (iabs(levels[zigzag4x4[k--]]) > 1) {
       expected = 9;
       break;
     }
     int run = 0;
-    while (k >= 0 && raster[zigzag4x4[k]] == 0) k--, run++;
+    while (k >= 0 && levels[zigzag4x4[k]] == 0) k--, run++;
     expected += run_score[run];
   }
-  return decimate_score4x4(raster) != expected;
+  return decimate_score4x4(levels) != expected;
 }
 
 /* Returns the number of mismatching results over a few hundred random trials (0 = all agree). */

@@ -107,6 +107,11 @@ V_INLINE vec v_swizzle(vec a, vec idx) { return wasm_i8x16_swizzle(a, idx); }
  * shuffles in the wasm build where shifts, masks or lane loads do the same (v_transpose_two_4x4). */
 #define V_SHUFFLE8(a, ...) wasm_i8x16_shuffle((a), (a), __VA_ARGS__)
 
+/* Byte 2 of each 32-bit lane of a, then of b, in bytes 0-7 (bytes 8-15 unspecified): the value of
+ * (x >> 16) where every lane is known to hold 0 <= x < 2^24. One shuffle where shifts and two
+ * packs cost ten instructions under JavaScriptCore. */
+V_INLINE vec v_bytes2_of_32(vec a, vec b) { return wasm_i8x16_shuffle(a, b, 2, 6, 10, 14, 18, 22, 26, 30, 2, 6, 10, 14, 18, 22, 26, 30); }
+
 V_INLINE int v_lane32(vec a, int k) {
   switch (k) {
   case 0: return wasm_i32x4_extract_lane(a, 0);
@@ -226,6 +231,10 @@ V_INLINE vec v_zip_hi64(vec a, vec b) { return _mm_unpackhi_epi64(a, b); }
 V_INLINE vec v_swizzle(vec a, vec idx) { return _mm_shuffle_epi8(a, idx); } /* negative index: top bit set -> 0 */
 #define V_SHUFFLE8(a, ...) _mm_shuffle_epi8((a), _mm_setr_epi8(__VA_ARGS__))
 
+V_INLINE vec v_bytes2_of_32(vec a, vec b) {
+  return _mm_or_si128(V_SHUFFLE8(a, 2, 6, 10, 14, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1), V_SHUFFLE8(b, -1, -1, -1, -1, 2, 6, 10, 14, -1, -1, -1, -1, -1, -1, -1, -1));
+}
+
 V_INLINE int v_lane32(vec a, int k) {
   switch (k) {
   case 0: return _mm_cvtsi128_si32(a);
@@ -246,6 +255,17 @@ V_INLINE void v_sad_halves(vec acc, int *left, int *right) {
 
 #else
 #define H264_SIMD 0
+#endif
+
+/* Partial unrolling of a row loop in the wasm build only. Fully unrolled, clang computes every row's
+ * address up front and JavaScriptCore keeps them all live, spilling most of them to the stack (16
+ * general registers); a loop unrolled by n keeps a few pointers and steps them. Native code is
+ * left to the compiler. */
+#if defined(__wasm_simd128__)
+#define V_PRAGMA(x) _Pragma(#x)
+#define V_WASM_UNROLL(n) V_PRAGMA(clang loop unroll_count(n))
+#else
+#define V_WASM_UNROLL(n)
 #endif
 
 #if H264_SIMD

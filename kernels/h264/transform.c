@@ -3,15 +3,19 @@
  * normative scaling (H.264 clauses 8.5.6 - 8.5.12).
  *
  * The forward direction is the encoder's choice; only the inverse (scaling + inverse transform)
- * must match the decoder bit for bit, so it follows the spec's equations literally. Arrays are
- * raster order c[i*4+j] with i the vertical frequency (row) and j the horizontal one, as in the
- * spec's c_ij.
+ * must match the decoder bit for bit, so it follows the spec's equations literally. Coefficient
+ * arrays are column-major: c[j*4+i] holds the spec's c_ij (i the vertical frequency, j the
+ * horizontal one). The vector transforms end (and the inverse starts) with one column per vector,
+ * so storing columns saves a 4x4 transpose each way, which JavaScriptCore compiles badly (simd.h);
+ * the zig-zag scan below, and decimate.c's inverse of it, follow this order. The quantiser and
+ * scaling tables are symmetric (c_ij and c_ji share a class), so they read the same either way.
  */
 #include "encoder.h"
 #include "simd.h"
 
-/* Frame zig-zag scan (Table 8-13): scan index -> raster index. */
-const u8 zigzag4x4[16] = {0, 1, 4, 8, 5, 2, 3, 6, 9, 12, 13, 10, 7, 11, 14, 15};
+/* Frame zig-zag scan (Table 8-13): scan index -> column-major index (raster 0, 1, 4, 8, 5, 2, ...
+ * transposed). */
+const u8 zigzag4x4[16] = {0, 4, 1, 2, 5, 8, 12, 9, 6, 3, 7, 10, 13, 14, 11, 15};
 
 /* QPc as a function of qPI (Table 8-15); identity below 30. */
 const u8 chroma_qp_table[52] = {
@@ -53,10 +57,10 @@ void fdct4x4(i16 out[16], const u8 *src, int src_stride, const u8 *pred, int pre
   for (int x = 0; x < 4; x++) {
     int d0 = t[x], d1 = t[4 + x], d2 = t[8 + x], d3 = t[12 + x];
     int s03 = d0 + d3, d03 = d0 - d3, s12 = d1 + d2, d12 = d1 - d2;
-    out[x] = (i16)(s03 + s12);
-    out[4 + x] = (i16)(2 * d03 + d12);
-    out[8 + x] = (i16)(s03 - s12);
-    out[12 + x] = (i16)(d03 - 2 * d12);
+    out[x * 4 + 0] = (i16)(s03 + s12); /* column x, column-major */
+    out[x * 4 + 1] = (i16)(2 * d03 + d12);
+    out[x * 4 + 2] = (i16)(s03 - s12);
+    out[x * 4 + 3] = (i16)(d03 - 2 * d12);
   }
 }
 
@@ -67,9 +71,9 @@ static inline void dct4_lanes(vec v[4]) {
   vec s03 = v_add16(v[0], v[3]), d03 = v_sub16(v[0], v[3]);
   vec s12 = v_add16(v[1], v[2]), d12 = v_sub16(v[1], v[2]);
   v[0] = v_add16(s03, s12);
-  v[1] = v_add16(v_shl16(d03, 1), d12);
+  v[1] = v_add16(v_add16(d03, d03), d12); /* 2x as an add: JavaScriptCore moves every constant shift count through a general register */
   v[2] = v_sub16(s03, s12);
-  v[3] = v_sub16(d03, v_shl16(d12, 1));
+  v[3] = v_sub16(v_sub16(d03, d12), d12);
 }
 
 void fdct4x4_pair(i16 out_a[16], i16 out_b[16], const u8 *src, int src_stride, const u8 *pred, int pred_stride) {
@@ -77,11 +81,10 @@ void fdct4x4_pair(i16 out_a[16], i16 out_b[16], const u8 *src, int src_stride, c
   for (int y = 0; y < 4; y++) v[y] = v_sub16(v_load_u8_u16(src + y * src_stride), v_load_u8_u16(pred + y * pred_stride));
   dct4_lanes(v);            /* columns: v[i] = vertical frequency i */
   v_transpose_two_4x4(v);   /* v[j] = spatial column j */
-  dct4_lanes(v);            /* rows: v[k] lane i = coefficient (i, k) */
-  v_transpose_two_4x4(v);   /* v[i] = coefficient row i, raster */
-  for (int i = 0; i < 4; i++) { /* halves straight to memory: no shuffle (see V_SHUFFLE8) */
-    v_store64(out_a + 4 * i, v[i]);
-    v_store64_hi(out_b + 4 * i, v[i]);
+  dct4_lanes(v);            /* rows: v[k] lane i = coefficient (i, k), i.e. coefficient column k */
+  for (int k = 0; k < 4; k++) { /* halves straight to memory: no shuffle (see V_SHUFFLE8) */
+    v_store64(out_a + 4 * k, v[k]);
+    v_store64_hi(out_b + 4 * k, v[k]);
   }
 }
 #else
@@ -179,8 +182,7 @@ int fdct_quant_pair(i16 out_a[16], i16 out_b[16], const u8 *src, int ss, const u
   for (int y = 0; y < 4; y++) v[y] = v_sub16(v_load_u8_u16(src + y * ss), v_load_u8_u16(pred + y * ps));
   dct4_lanes(v);
   v_transpose_two_4x4(v);
-  dct4_lanes(v);
-  v_transpose_two_4x4(v); /* v[i] = coefficient row i of block a (lanes 0-3) and of block b (4-7) */
+  dct4_lanes(v); /* v[j] = coefficient column j of block a (lanes 0-3) and of block b (4-7) */
   if (dc) {
     static const i16 not_dc[8] = {0, -1, -1, -1, 0, -1, -1, -1};
     dc[0] = (i16)v_lane32(v[0], 0);
@@ -190,9 +192,11 @@ int fdct_quant_pair(i16 out_a[16], i16 out_b[16], const u8 *src, int ss, const u
   const int shift = 15 + qp / 6;
   const i16 *mf = mf16_table[qp % 6];
   const vec bias = v_splat32((1 << shift) / (intra ? 3 : 6)), cap = v_splat16(MAX_LEVEL), zero = v_zero();
+  /* The factor table is symmetric and its rows 0 and 2, 1 and 3 are equal: two vectors serve all four columns. */
+  const vec mf02 = v_load64_dup(mf), mf13 = v_load64_dup(mf + 4);
   vec eq[4];
   for (int i = 0; i < 4; i++) {
-    vec sign = v_sra16(v[i], 15), a = v_abs16(v[i]), row_mf = v_load64_dup(mf + 4 * i);
+    vec sign = v_gt16(zero, v[i]), a = v_abs16(v[i]), row_mf = i & 1 ? mf13 : mf02; /* sign: all ones where negative */
     vec lo = v_srl32(v_add32(v_mul_lo_u16_u32(a, row_mf), bias), shift);
     vec hi = v_srl32(v_add32(v_mul_hi_u16_u32(a, row_mf), bias), shift);
     vec level = v_min16(v_pack_i16(lo, hi), cap);
@@ -230,11 +234,12 @@ void dequant4x4(int d[16], const i16 levels[16], int qp) {
   for (int k = 0; k < 16; k++) d[k] = (levels[k] * v[k]) << shift;
 }
 
-/* Clause 8.5.12.2: rows, then columns, then (x + 32) >> 6, added to the prediction already in dst. */
+/* Clause 8.5.12.2: rows, then columns, then (x + 32) >> 6, added to the prediction already in dst.
+ * d is column-major: row i is d[i], d[4 + i], d[8 + i], d[12 + i]. */
 void idct4x4_add(u8 *dst, int stride, const int d[16]) {
   int f[16];
   for (int i = 0; i < 4; i++) {
-    const int *r = d + i * 4;
+    const int r[4] = {d[i], d[4 + i], d[8 + i], d[12 + i]};
     int e0 = r[0] + r[2], e1 = r[0] - r[2], e2 = (r[1] >> 1) - r[3], e3 = r[1] + (r[3] >> 1);
     f[i * 4 + 0] = e0 + e3;
     f[i * 4 + 1] = e1 + e2;
@@ -280,16 +285,15 @@ void recon4x4_pair(u8 *dst, int stride, const i16 la[16], const i16 lb[16], int 
   const i16 *v = scale16[qp % 6];
   int shift = qp / 6;
   vec r[4];
-  for (int i = 0; i < 4; i++) {
-    vec levels = v_load64x2(la + 4 * i, lb + 4 * i);
-    vec scale = v_shl16(v_load64_dup(v + 4 * i), shift);
-    r[i] = v_mul16(levels, scale);
-  }
+  /* The scale table is symmetric, rows 0 and 2 and rows 1 and 3 equal: two shifted vectors serve all columns. */
+  const vec scale02 = v_shl16(v_load64_dup(v), shift), scale13 = v_shl16(v_load64_dup(v + 4), shift);
+  for (int j = 0; j < 4; j++) /* r[j] = coefficient column j (lanes = rows i) */
+    r[j] = v_mul16(v_load64x2(la + 4 * j, lb + 4 * j), j & 1 ? scale13 : scale02);
   if (dc) { /* lanes 0 and 4 take the low halves of dc[0] and dc[1] (little-endian on both targets) */
     static const i16 lanes_0_4[8] = {-1, 0, 0, 0, -1, 0, 0, 0};
     r[0] = v_select(v_load(lanes_0_4), v_load32x2(&dc[0], &dc[1]), r[0]);
   }
-  v_transpose_two_4x4(r); /* r[j] = column j, lanes = rows */
+  /* the horizontal pass runs across the columns, lane-wise: no transpose needed first */
   vec e0 = v_add16(r[0], r[2]), e1 = v_sub16(r[0], r[2]);
   vec e2 = v_sub16(v_sra16(r[1], 1), r[3]), e3 = v_add16(r[1], v_sra16(r[3], 1));
   r[0] = v_add16(e0, e3);
