@@ -145,16 +145,20 @@ static void convert_rows(const u8 *s0, const u8 *s1, int bpp, u8 *y0, u8 *y1, u8
 
 /* rgb may be the host's own buffer (h264_encode_from), so nothing past the frame is read: on the
  * last two rows of rgb24 the vector part stops 2 pixels early, and the scalar code does the rest. */
-static void convert(encoder_t *e, const u8 *rgb, int simd) {
-  const int bpp = e->rgba ? 4 : 3, w = e->width, h = e->height, cw = e->coded_w, ch = e->coded_h;
+static void convert_band(encoder_t *e, const u8 *rgb, int simd, int y_from, int y_to) {
+  const int bpp = e->rgba ? 4 : 3, w = e->width, h = e->height, cw = e->coded_w;
   const int row_bytes = w * bpp;
-  for (int y = 0; y < h; y += 2) {
+  for (int y = y_from; y < y_to; y += 2) {
     const u8 *s0 = rgb + y * row_bytes;
     u8 *y0 = e->src_y + y * cw;
     int simd_end = !simd ? 0 : y + 2 >= h && bpp == 3 ? w - 2 : w;
     convert_rows(s0, s0 + row_bytes, bpp, y0, y0 + cw, e->src_u + y / 2 * (cw / 2), e->src_v + y / 2 * (cw / 2), w, simd_end);
   }
-  /* Replicate the right column and bottom row into the macroblock padding. */
+}
+
+/* Replicate the right column and bottom row into the macroblock padding. */
+static void pad_source(encoder_t *e) {
+  const int w = e->width, h = e->height, cw = e->coded_w, ch = e->coded_h;
   for (int y = 0; y < h; y++) memset(e->src_y + y * cw + w, e->src_y[y * cw + w - 1], (size_t)(cw - w));
   for (int y = h; y < ch; y++) memcpy(e->src_y + y * cw, e->src_y + (h - 1) * cw, (size_t)cw);
   for (int p = 0; p < 2; p++) {
@@ -164,6 +168,21 @@ static void convert(encoder_t *e, const u8 *rgb, int simd) {
     for (int y = ph; y < ch / 2; y++) memcpy(plane + y * cs, plane + (ph - 1) * cs, (size_t)cs);
   }
 }
+
+static void convert(encoder_t *e, const u8 *rgb, int simd) {
+  convert_band(e, rgb, simd, 0, e->height);
+  pad_source(e);
+}
+
+/* Rows [y_from, y_to) (even bounds, or y_to = height) of the frame at rgb, without the padding
+ * (rgb_to_i420_pad once all rows are in): lets the wasm host copy a band of rows into h264_input()
+ * and convert it while it is still in the cache. The same numbers as rgb_to_i420. */
+void rgb_to_i420_rows(encoder_t *e, const u8 *rgb, int y_from, int y_to) {
+  if (y_from < 0) y_from = 0;
+  if (y_to > e->height) y_to = e->height;
+  convert_band(e, rgb, 1, y_from & ~1, y_to);
+}
+void rgb_to_i420_pad(encoder_t *e) { pad_source(e); }
 
 void rgb_to_i420(encoder_t *e, const u8 *rgb) { convert(e, rgb, 1); }
 void rgb_to_i420_ref(encoder_t *e, const u8 *rgb) { convert(e, rgb, 0); }

@@ -131,7 +131,8 @@ int h264_preset(encoder_t *e, int preset) {
 
 /* Encodes the frame at rgb (width * height * 3 or 4 bytes). Returns 1 for an IDR picture, 0 for a P picture. */
 static int encode_frame(encoder_t *e, const u8 *rgb, int force_idr) {
-  rgb_to_i420(e, rgb);
+  if (rgb) rgb_to_i420(e, rgb);
+  else rgb_to_i420_pad(e); /* the host converted the rows already (h264_convert_rows) */
   e->is_idr = force_idr || e->frame_count == 0 || (e->keyint > 0 && e->since_idr >= e->keyint);
   if (e->is_idr) {
     e->frame_num = 0;
@@ -172,6 +173,12 @@ static int encode_frame(encoder_t *e, const u8 *rgb, int force_idr) {
 
 /* Encodes the frame in h264_input(). */
 EXPORT("h264_encode") int h264_encode(encoder_t *e, int force_idr) { return encode_frame(e, e->rgb_in, force_idr); }
+
+/* Converts rows [y_from, y_to) of h264_input() (y_from even) to the encoder's I420 source: the wasm
+ * host copies the frame a band of rows at a time and converts each band while it is in the cache,
+ * then calls h264_encode_converted once every row is converted. Same result as h264_encode. */
+EXPORT("h264_convert_rows") void h264_convert_rows(encoder_t *e, int y_from, int y_to) { rgb_to_i420_rows(e, e->rgb_in, y_from, y_to); }
+EXPORT("h264_encode_converted") int h264_encode_converted(encoder_t *e, int force_idr) { return encode_frame(e, NULL, force_idr); }
 
 /* Encodes a frame read in place from the host's own memory (the native library: saves copying
  * every frame into h264_input(); colour.c reads nothing past the frame). */

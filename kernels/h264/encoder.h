@@ -199,6 +199,8 @@ void rc_end_picture(encoder_t *e, int bits);
 /* colour.c */
 void rgb_to_i420(encoder_t *e, const u8 *rgb);
 void rgb_to_i420_ref(encoder_t *e, const u8 *rgb);
+void rgb_to_i420_rows(encoder_t *e, const u8 *rgb, int y_from, int y_to);
+void rgb_to_i420_pad(encoder_t *e);
 
 /* params.c — SPS, PPS, level, slice header */
 void params_write(encoder_t *e);

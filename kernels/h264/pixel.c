@@ -101,6 +101,33 @@ u64 ssd(const u8 *a, int as, const u8 *b, int bs, int w, int h) {
   return sum;
 }
 
+#if defined(__wasm_simd128__)
+/* WebAssembly: see sad_row8 below (16-bit lanes from the load on, no u8 -> u16 extadd). */
+V_INLINE vec sad_vs16(vec acc, const u8 *a, vec lo, vec hi) {
+  return v_add16(v_add16(acc, v_abs16(v_sub16(v_load_u8_u16(a), lo))), v_abs16(v_sub16(v_load_u8_u16(a + 8), hi)));
+}
+
+int sad16x16_vertical(const u8 *a, int as, const u8 *top) {
+  vec acc = v_zero(), lo = v_load_u8_u16(top), hi = v_load_u8_u16(top + 8);
+  for (int y = 0; y < 16; y++, a += as) acc = sad_vs16(acc, a, lo, hi);
+  return v_sad_total(acc);
+}
+
+int sad16x16_horizontal(const u8 *a, int as, const u8 *left, int left_stride) {
+  vec acc = v_zero();
+  for (int y = 0; y < 16; y++, a += as) {
+    vec l = v_splat16(left[y * left_stride]);
+    acc = sad_vs16(acc, a, l, l);
+  }
+  return v_sad_total(acc);
+}
+
+int sad16x16_flat(const u8 *a, int as, int value) {
+  vec acc = v_zero(), v = v_splat16(value);
+  for (int y = 0; y < 16; y++, a += as) acc = sad_vs16(acc, a, v, v);
+  return v_sad_total(acc);
+}
+#else
 int sad16x16_vertical(const u8 *a, int as, const u8 *top) {
   vec acc = v_zero(), t = v_load(top);
   for (int y = 0; y < 16; y++, a += as) acc = v_sad_acc(acc, v_load(a), t);
@@ -118,19 +145,63 @@ int sad16x16_flat(const u8 *a, int as, int value) {
   for (int y = 0; y < 16; y++, a += as) acc = v_sad_acc(acc, v_load(a), v);
   return v_sad_total(acc);
 }
+#endif
 
+#if defined(__wasm_simd128__)
+/* WebAssembly: JavaScriptCore rebuilds the constant of u8 -> u16 extadd_pairwise at every use, so
+ * the SADs work on 16-bit lanes from the load on (load8x8_u is one pmovzxbw): |a - b| by i16 abs. */
+V_INLINE vec sad_row8(vec acc, const u8 *a, const u8 *b) { return v_add16(acc, v_abs16(v_sub16(v_load_u8_u16(a), v_load_u8_u16(b)))); }
+V_INLINE vec sad_row8s(vec acc, vec a, const u8 *b) { return v_add16(acc, v_abs16(v_sub16(a, v_load_u8_u16(b)))); }
+
+int sad8x8(const u8 *a, int as, const u8 *b, int bs) {
+  vec acc = v_zero();
+  for (int y = 0; y < 8; y++, a += as, b += bs) acc = sad_row8(acc, a, b);
+  return v_sad_total(acc);
+}
+#else
 int sad8x8(const u8 *a, int as, const u8 *b, int bs) {
   vec acc = v_zero();
   for (int y = 0; y < 8; y++, a += as, b += bs) acc = v_sad_acc(acc, v_load64(a), v_load64(b));
   return v_sad_total(acc);
 }
 
+#endif
+
+#if defined(__wasm_simd128__)
+void sad16x4_halves(const u8 *a, int as, const u8 *b, int bs, int out[2]) {
+  vec left = v_zero(), right = v_zero();
+  for (int y = 0; y < 4; y++, a += as, b += bs) left = sad_row8(left, a, b), right = sad_row8(right, a + 8, b + 8);
+  out[0] = v_sad_total(left), out[1] = v_sad_total(right);
+}
+#else
 void sad16x4_halves(const u8 *a, int as, const u8 *b, int bs, int out[2]) {
   vec acc = v_zero();
   for (int y = 0; y < 4; y++, a += as, b += bs) acc = v_sad_acc(acc, v_load(a), v_load(b));
   v_sad_halves(acc, &out[0], &out[1]);
 }
+#endif
 
+#if defined(__wasm_simd128__)
+int sad16x16(const u8 *a, int as, const u8 *b, int bs) {
+  vec acc = v_zero();
+  V_WASM_UNROLL(2)
+  for (int y = 0; y < 16; y++, a += as, b += bs) acc = sad_row8(sad_row8(acc, a, b), a + 8, b + 8);
+  return v_sad_total(acc);
+}
+
+void sad16x16_x4(const u8 *a, int as, const u8 *const b[4], int bs, int out[4]) {
+  vec acc0 = v_zero(), acc1 = v_zero(), acc2 = v_zero(), acc3 = v_zero();
+  const u8 *b0 = b[0], *b1 = b[1], *b2 = b[2], *b3 = b[3];
+  for (int y = 0; y < 16; y++, a += as, b0 += bs, b1 += bs, b2 += bs, b3 += bs) {
+    vec lo = v_load_u8_u16(a), hi = v_load_u8_u16(a + 8);
+    acc0 = sad_row8s(sad_row8s(acc0, lo, b0), hi, b0 + 8);
+    acc1 = sad_row8s(sad_row8s(acc1, lo, b1), hi, b1 + 8);
+    acc2 = sad_row8s(sad_row8s(acc2, lo, b2), hi, b2 + 8);
+    acc3 = sad_row8s(sad_row8s(acc3, lo, b3), hi, b3 + 8);
+  }
+  out[0] = v_sad_total(acc0), out[1] = v_sad_total(acc1), out[2] = v_sad_total(acc2), out[3] = v_sad_total(acc3);
+}
+#else
 int sad16x16(const u8 *a, int as, const u8 *b, int bs) {
   vec acc = v_zero();
   V_WASM_UNROLL(2)
@@ -152,6 +223,7 @@ void sad16x16_x4(const u8 *a, int as, const u8 *const b[4], int bs, int out[4]) 
   }
   out[0] = v_sad_total(acc0), out[1] = v_sad_total(acc1), out[2] = v_sad_total(acc2), out[3] = v_sad_total(acc3);
 }
+#endif
 
 /*
  * SATD of two horizontally adjacent 4x4 blocks (4 rows x 8 columns) of differences, as i32x4

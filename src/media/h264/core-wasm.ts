@@ -13,6 +13,8 @@ interface WasmExports {
   h264_preset(handle: number, preset: number): number;
   h264_encode(handle: number, forceIdr: number): number;
   h264_input(handle: number): number;
+  h264_convert_rows(handle: number, yFrom: number, yTo: number): void;
+  h264_encode_converted(handle: number, forceIdr: number): number;
   h264_nal_data(handle: number): number;
   h264_nal_size(handle: number): number;
   h264_sps_data(handle: number): number;
@@ -48,14 +50,22 @@ export async function createWasmCore(p: CoreParams, rate: CoreRate): Promise<Enc
   if (h === 0) return null;
   if (!w.h264_rate_control(h, rate.mode, rate.target, rate.bufferKbit) || !w.h264_preset(h, p.preset)) return null;
   const bytes = (ptr: number, size: number) => new Uint8Array(w.memory.buffer, ptr, size);
-  const frameBytes = p.width * p.height * (p.rgba ? 4 : 3);
+  const frameBytes = p.width * p.height * (p.rgba ? 4 : 3), rowBytes = p.width * (p.rgba ? 4 : 3);
+  const bandRows = Math.max(2, Math.floor(16384 / rowBytes) & ~1);
   return {
     backend: "wasm",
     input: () => bytes(w.h264_input(h), frameBytes),
     encode: (forceIdr) => w.h264_encode(h, forceIdr ? 1 : 0) === 1,
+    // A band of rows (~16 KiB) at a time: copied in and converted to I420 while still in the
+    // cache, instead of one whole-frame copy whose end has left the cache when conversion starts.
     encodeFrame(frame, forceIdr) {
-      bytes(w.h264_input(h), frameBytes).set(frame);
-      return w.h264_encode(h, forceIdr ? 1 : 0) === 1;
+      const input = bytes(w.h264_input(h), frameBytes);
+      for (let y = 0; y < p.height; y += bandRows) {
+        const end = Math.min(p.height, y + bandRows);
+        input.set(frame.subarray(y * rowBytes, end * rowBytes), y * rowBytes);
+        w.h264_convert_rows(h, y, end);
+      }
+      return w.h264_encode_converted(h, forceIdr ? 1 : 0) === 1;
     },
     nal: () => bytes(w.h264_nal_data(h), w.h264_nal_size(h)).slice(),
     sps: () => bytes(w.h264_sps_data(h), w.h264_sps_size(h)).slice(),
