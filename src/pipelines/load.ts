@@ -6,7 +6,6 @@ import { resolveCheckpoint } from "../models/checkpoint.ts";
 import { loadWanModel } from "../models/wan-model.ts";
 import { openBackend } from "../runtime/device.ts";
 import type { Pipeline } from "./pipeline.ts";
-import { ProceduralPipeline } from "./procedural.ts";
 import { createWanPipeline } from "./wan-t2v.ts";
 
 /** Where the trained default model is exported (models/kino-tiny/ in the repository). */
@@ -20,9 +19,8 @@ export interface LoadedPipeline {
 
 /**
  * model_path forms:
- * - `builtin:kino-tiny` — the default model: the checkpoint in models/kino-tiny/ when it has been
- *   exported there (a model_index.json), or the copy build.ts embedded in the executable, else the
- *   procedural renderer behind the same Pipeline contract.
+ * - `builtin:kino-tiny` — the default model: the checkpoint in models/kino-tiny/ (a model_index.json),
+ *   or the copy build.ts embedded in the executable.
  * - `pipeline:<file>` — a module exporting `createPipeline(init)`; the test suite uses it to drive
  *   the server with a controllable pipeline.
  * - a directory — a diffusers/Wan checkpoint (the models issue).
@@ -33,10 +31,7 @@ export async function loadPipeline(init: WorkerInit): Promise<LoadedPipeline> {
     if (existsSync(join(KINO_TINY_DIR, "model_index.json"))) return loadCheckpoint(KINO_TINY_DIR, init);
     const bundle = embeddedBundle("kino-tiny");
     if (bundle) return loadCheckpoint(await unpackBundle(bundle), init);
-  }
-  if (modelPath === "builtin:kino-tiny" || modelPath === "builtin:procedural") {
-    if (init.lora) throw new Error(`${modelPath} has no weights to merge the LoRA adapter ${init.lora.path} into`);
-    return { pipeline: new ProceduralPipeline(), backend: "cpu (procedural renderer)" };
+    throw new Error(`builtin:kino-tiny has no weights: ${KINO_TINY_DIR} has no model_index.json and this executable embeds none (train and export them with bash tools/train/run.sh, or set generator.model_path to a checkpoint)`);
   }
   if (modelPath.startsWith("pipeline:")) {
     const file = modelPath.slice("pipeline:".length);

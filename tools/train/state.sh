@@ -2,7 +2,7 @@
 # Keeps kino-tiny's training state across sessions. build/train/ lives in the work tree, which a new
 # session lays anew, so:  `state.sh save` copies the checkpoints to $KINO_TRAIN_STATE (default
 # ~/.cache/kino-train, kept when the machine is handed back as it was) and `state.sh restore` copies
-# them back when build/train has none; the VAE checkpoint committed in tools/train/state/ is the
+# them back when build/train has none; the VAE checkpoints committed in tools/train/state/ (weights only) are the
 # fallback when the cache is gone too. run.sh restores before it starts.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -137,7 +137,8 @@ def main():
     step = 0
     if ck is not None:
         vae.load_state_dict(ck["model"])
-        opt.load_state_dict(ck["opt"])
+        if "opt" in ck:  # the committed fallback in tools/train/state/ carries no optimizer state
+            opt.load_state_dict(ck["opt"])
         step = ck["step"]
         print(f"resumed VAE at step {step}")
     if base is not None:  # the frozen half exactly as the base VAE has it
