@@ -66,13 +66,7 @@ static inline void direct_tile(int kc, const float *pa, const float *xb, const i
       for (int v = 0; v < NV; v++) acc[r][v] += a * b[v];
     }
   }
-  KINO_UNROLL
-  for (int r = 0; r < MR; r++)
-    KINO_UNROLL
-    for (int v = 0; v < NV; v++) {
-      if (accumulate) acc[r][v] += vload(c + r * ldc + 4 * v);
-      vstore(c + r * ldc + 4 * v, acc[r][v]);
-    }
+  store_tile(acc, c, ldc, accumulate);
 }
 
 static inline void direct_tile_edge(int kc, const float *pa, const float *xb, const int *koff, float *c, int ldc, int mr,

@@ -108,15 +108,8 @@ void KINO_EXPORT(kino_gemm)(int tid, int nth, float *out, const float *a, const 
     gemm_small_m(out, a, w, wdt, bias, M, N, K, (int)r.lo, (int)r.hi);
     return;
   }
-  int i_lo = 0, i_hi = M, j_lo = 0, j_hi = N;
-  if (N >= nth * 4 * NR) { /* split columns: each thread packs only its own weights */
-    range_t r = split_range((size_t)(N + NR - 1) / NR, tid, nth);
-    j_lo = (int)r.lo * NR, j_hi = imin(N, (int)r.hi * NR);
-  } else {
-    range_t r = split_range((size_t)(M + MR - 1) / MR, tid, nth);
-    i_lo = (int)r.lo * MR, i_hi = imin(M, (int)r.hi * MR);
-  }
-  if (i_lo >= i_hi || j_lo >= j_hi) return;
+  int i_lo, i_hi, j_lo, j_hi;
+  if (!gemm_thread_block(tid, nth, M, N, &i_lo, &i_hi, &j_lo, &j_hi)) return;
   rows_src as = {a, DT_F32, K}, ws = {w, wdt, K};
   gemm_blocked(i_lo, i_hi, j_lo, j_hi, K, pack_a_rows, &as, pack_b_wrows, &ws, out, N, 0, thread_scratch(tid));
   if (bias)

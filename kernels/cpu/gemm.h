@@ -55,6 +55,31 @@ void gemm_blocked(int i_lo, int i_hi, int j_lo, int j_hi, int K, pack_a_fn pack_
  * The micro-kernel: the MR×NR tile at c (row stride ldc) = / += pa[kc][MR] · pb[kc][NR-wide rows
  * ldb apart]. ldb = NR for packed panels; attention passes V rows directly with ldb = H·D.
  */
+/* Adds (accumulate) or stores a finished MR x (4*NV) accumulator tile into C. */
+static inline void store_tile(v4f acc[MR][NV], float *c, int ldc, int accumulate) {
+  KINO_UNROLL
+  for (int r = 0; r < MR; r++)
+    KINO_UNROLL
+    for (int v = 0; v < NV; v++) {
+      if (accumulate) acc[r][v] += vload(c + r * ldc + 4 * v);
+      vstore(c + r * ldc + 4 * v, acc[r][v]);
+    }
+}
+
+/* This thread's block of an M x N output: columns split when there are enough of them (each thread
+ * then packs only its own weights), rows otherwise. Returns 0 when the thread has nothing to do. */
+static inline int gemm_thread_block(int tid, int nth, int M, int N, int *i_lo, int *i_hi, int *j_lo, int *j_hi) {
+  *i_lo = 0, *i_hi = M, *j_lo = 0, *j_hi = N;
+  if (N >= nth * 4 * NR) {
+    range_t r = split_range((size_t)(N + NR - 1) / NR, tid, nth);
+    *j_lo = (int)r.lo * NR, *j_hi = imin(N, (int)r.hi * NR);
+  } else {
+    range_t r = split_range((size_t)(M + MR - 1) / MR, tid, nth);
+    *i_lo = (int)r.lo * MR, *i_hi = imin(M, (int)r.hi * MR);
+  }
+  return *i_lo < *i_hi && *j_lo < *j_hi;
+}
+
 static inline void micro_kernel(int kc, const float *pa, const float *pb, int ldb, float *c, int ldc, int accumulate) {
   v4f acc[MR][NV] = {{{0}}};
   for (int k = 0; k < kc; k++, pa += MR, pb += ldb) {
@@ -68,13 +93,7 @@ static inline void micro_kernel(int kc, const float *pa, const float *pb, int ld
       for (int v = 0; v < NV; v++) acc[r][v] += a * b[v];
     }
   }
-  KINO_UNROLL
-  for (int r = 0; r < MR; r++)
-    KINO_UNROLL
-    for (int v = 0; v < NV; v++) {
-      if (accumulate) acc[r][v] += vload(c + r * ldc + 4 * v);
-      vstore(c + r * ldc + 4 * v, acc[r][v]);
-    }
+  store_tile(acc, c, ldc, accumulate);
 }
 
 /* Edge tiles (fewer than MR rows or NR columns): the full tile into a temporary, then the valid part. */

@@ -24,15 +24,8 @@ void KINO_EXPORT(kino_pack_w)(int tid, int nth, float *wp, const void *w, int wd
 
 void KINO_EXPORT(kino_gemm_packed)(int tid, int nth, float *out, const float *a, const float *wp, const float *bias, int M,
                                    int N, int K) {
-  int i_lo = 0, i_hi = M, j_lo = 0, j_hi = N;
-  if (N >= nth * 4 * NR) { /* split columns, as kino_gemm */
-    range_t r = split_range((size_t)(N + NR - 1) / NR, tid, nth);
-    j_lo = (int)r.lo * NR, j_hi = imin(N, (int)r.hi * NR);
-  } else {
-    range_t r = split_range((size_t)(M + MR - 1) / MR, tid, nth);
-    i_lo = (int)r.lo * MR, i_hi = imin(M, (int)r.hi * MR);
-  }
-  if (i_lo >= i_hi || j_lo >= j_hi) return;
+  int i_lo, i_hi, j_lo, j_hi;
+  if (!gemm_thread_block(tid, nth, M, N, &i_lo, &i_hi, &j_lo, &j_hi)) return;
   float *ap = thread_scratch(tid) + (size_t)KC * NC; /* where gemm_blocked keeps its A block */
   rows_src as = {a, DT_F32, K};
   if (K == 0)

@@ -19,6 +19,17 @@ void bw_words_big_endian(u8 *start, u8 *end) {
 #endif
 }
 
+/* One RBSP byte, preceded by an emulation-prevention 0x03 after two zero bytes when it is <= 3. */
+static inline int put_escaped(u8 *dst, int n, u8 b, int *zeros) {
+  if (*zeros >= 2 && b <= 3) {
+    dst[n++] = 3;
+    *zeros = 0;
+  }
+  dst[n++] = b;
+  *zeros = b == 0 ? *zeros + 1 : 0;
+  return n;
+}
+
 /*
  * Writes the NAL header byte and the payload with emulation_prevention_three_byte inserted: inside a
  * NAL, 00 00 followed by a byte <= 03 would look like a start code (or be reserved), so an 03 goes
@@ -36,13 +47,7 @@ int nal_wrap(u8 *dst, int header, const u8 *rbsp, int rbsp_size) {
     vec chunk = v_load(rbsp + i);
     if (zeros >= 2 || v_mask8(v_eq8(chunk, v_zero()))) {
       for (int end = i + 16; i < end; i++) {
-        u8 b = rbsp[i];
-        if (zeros >= 2 && b <= 3) {
-          dst[n++] = 3;
-          zeros = 0;
-        }
-        dst[n++] = b;
-        zeros = b == 0 ? zeros + 1 : 0;
+        n = put_escaped(dst, n, rbsp[i], &zeros);
       }
       i -= 16;
       continue;
@@ -53,13 +58,7 @@ int nal_wrap(u8 *dst, int header, const u8 *rbsp, int rbsp_size) {
   }
 #endif
   for (; i < rbsp_size; i++) {
-    u8 b = rbsp[i];
-    if (zeros >= 2 && b <= 3) {
-      dst[n++] = 3;
-      zeros = 0;
-    }
-    dst[n++] = b;
-    zeros = b == 0 ? zeros + 1 : 0;
+    n = put_escaped(dst, n, rbsp[i], &zeros);
   }
   return n;
 }
