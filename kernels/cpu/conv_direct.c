@@ -55,16 +55,7 @@ void KINO_EXPORT(kino_conv3d_pad)(int tid, int nth, float *xp, const float *x, c
 static inline void direct_tile(int kc, const float *pa, const float *xb, const int *koff, float *c, int ldc, int accumulate) {
   v4f acc[MR][NV] = {{{0}}};
   for (int k = 0; k < kc; k++, pa += MR) {
-    const float *pb = xb + koff[k];
-    v4f b[NV];
-    KINO_UNROLL
-    for (int v = 0; v < NV; v++) b[v] = vload(pb + 4 * v);
-    KINO_UNROLL
-    for (int r = 0; r < MR; r++) {
-      v4f a = vsplat(pa[r]);
-      KINO_UNROLL
-      for (int v = 0; v < NV; v++) acc[r][v] += a * b[v];
-    }
+    tile_step(acc, pa, xb + koff[k]);
   }
   store_tile(acc, c, ldc, accumulate);
 }

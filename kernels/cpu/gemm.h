@@ -55,6 +55,19 @@ void gemm_blocked(int i_lo, int i_hi, int j_lo, int j_hi, int K, pack_a_fn pack_
  * The micro-kernel: the MR×NR tile at c (row stride ldc) = / += pa[kc][MR] · pb[kc][NR-wide rows
  * ldb apart]. ldb = NR for packed panels; attention passes V rows directly with ldb = H·D.
  */
+/* One k of an MR x NR tile: acc += pa[0..MR) (column of A) x pb[0..NR) (row of B). */
+static inline void tile_step(v4f acc[MR][NV], const float *pa, const float *pb) {
+  v4f b[NV];
+  KINO_UNROLL
+  for (int v = 0; v < NV; v++) b[v] = vload(pb + 4 * v);
+  KINO_UNROLL
+  for (int r = 0; r < MR; r++) {
+    v4f a = vsplat(pa[r]);
+    KINO_UNROLL
+    for (int v = 0; v < NV; v++) acc[r][v] += a * b[v];
+  }
+}
+
 /* Adds (accumulate) or stores a finished MR x (4*NV) accumulator tile into C. */
 static inline void store_tile(v4f acc[MR][NV], float *c, int ldc, int accumulate) {
   KINO_UNROLL
@@ -83,15 +96,7 @@ static inline int gemm_thread_block(int tid, int nth, int M, int N, int *i_lo, i
 static inline void micro_kernel(int kc, const float *pa, const float *pb, int ldb, float *c, int ldc, int accumulate) {
   v4f acc[MR][NV] = {{{0}}};
   for (int k = 0; k < kc; k++, pa += MR, pb += ldb) {
-    v4f b[NV];
-    KINO_UNROLL
-    for (int v = 0; v < NV; v++) b[v] = vload(pb + 4 * v);
-    KINO_UNROLL
-    for (int r = 0; r < MR; r++) {
-      v4f a = vsplat(pa[r]);
-      KINO_UNROLL
-      for (int v = 0; v < NV; v++) acc[r][v] += a * b[v];
-    }
+    tile_step(acc, pa, pb);
   }
   store_tile(acc, c, ldc, accumulate);
 }
