@@ -3,10 +3,12 @@
 // --keyint frames).
 //
 //   encode speed: frames per CPU second over the four QPs, ours as WebAssembly and native (bun:ffi;
-//                 the same stream, checked), x264 through ffmpeg reading the raw I420 file, less
-//                 ffmpeg's start-up (a 1-frame run); x264 gets I420, ours also converts RGB to I420
-//                 inside the timed call; each kino build first encodes --warmup frames untimed
-//                 (JavaScriptCore's tier-up of the wasm module);
+//                 the same stream, checked), x264 through ffmpeg less ffmpeg's start-up (a 1-frame
+//                 run). Each from the same input both ways: RGB frames (ours converts inside the
+//                 timed call, ffmpeg's swscale converts for x264 in the same process) and the I420
+//                 frames of that conversion (ours with input "i420", ffmpeg reading the raw file);
+//                 each kino build first encodes --warmup frames untimed (JavaScriptCore's tier-up of
+//                 the wasm module);
 //   quality:      each encoder at four QPs, Y-PSNR against the same I420 frames (ours: our own
 //                 conversion, which x264 is then given), and the Bjøntegaard delta rate of ours against
 //                 each x264 preset (negative = ours needs fewer bits for the same Y-PSNR).
@@ -174,8 +176,8 @@ const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
 const kbpsOf = (bytes: number, frames: number) => (bytes * 8 * FPS) / frames / 1000;
 
 /** Our encoder: bits, Y-PSNR of the reconstruction (what decoders output), CPU seconds of the encode calls. */
-export async function encodeOurs(frames: Uint8Array[], w: number, h: number, qp: number, backend: "wasm" | "native", preset: "fast" | "quality" = "fast") {
-  const enc = await H264Encoder.create({ width: w, height: h, qp, keyframeInterval: KEYINT, fps: FPS, backend, preset });
+export async function encodeOurs(frames: Uint8Array[], w: number, h: number, qp: number, backend: "wasm" | "native", preset: "fast" | "quality" = "fast", input: "rgb24" | "i420" = "rgb24") {
+  const enc = await H264Encoder.create({ width: w, height: h, qp, keyframeInterval: KEYINT, fps: FPS, backend, preset, input });
   let bytes = 0, cpu = 0;
   const psnrs: number[] = [], sources: Uint8Array[] = [];
   for (const frame of frames) {
@@ -198,14 +200,19 @@ function run(cmd: string[]): { cpu: number } {
   return { cpu: Number(usage.cpuTime.user + usage.cpuTime.system) / 1e6 };
 }
 
-/** libx264 through ffmpeg on the raw I420 file; CPU seconds beyond ffmpeg's own start-up. */
-function encodeX264(dir: string, yuv: string, w: number, h: number, frames: number, preset: string, qp: number, sources: Uint8Array[]) {
+/** libx264 through ffmpeg on the raw I420 file (or, with `rgb`, on the raw RGB file, converted by
+ *  swscale to BT.601 limited range on the same thread); CPU seconds beyond ffmpeg's own start-up;
+ *  quality is measured on the I420 encode. */
+function encodeX264(dir: string, input: { yuv: string } | { rgb: string }, w: number, h: number, frames: number, preset: string, qp: number, sources: Uint8Array[]) {
   const out = join(dir, `x264-${preset}-${qp}.h264`), decoded = join(dir, "decoded.yuv");
-  const args = (n: number) => ["ffmpeg", "-v", "error", "-y", "-f", "rawvideo", "-pix_fmt", "yuv420p", "-s", `${w}x${h}`, "-r", String(FPS), "-i", yuv,
+  const source = "yuv" in input ? ["-pix_fmt", "yuv420p", "-s", `${w}x${h}`, "-r", String(FPS), "-i", input.yuv]
+    : ["-pix_fmt", "rgb24", "-s", `${w}x${h}`, "-r", String(FPS), "-i", input.rgb, "-filter_threads", "1", "-vf", "scale=out_color_matrix=bt601:out_range=tv,format=yuv420p"];
+  const args = (n: number) => ["ffmpeg", "-v", "error", "-y", "-f", "rawvideo", ...source,
     "-frames:v", String(n), "-c:v", "libx264", "-preset", preset, "-profile:v", "baseline", "-threads", "1", "-g", String(KEYINT || 250),
     "-keyint_min", String(KEYINT || 250), "-sc_threshold", "0", "-qp", String(qp), "-f", "h264", out];
   const startup = run(args(1)).cpu;
   const { cpu } = run(args(frames));
+  if ("rgb" in input) return { point: { kbps: NaN, psnr: NaN }, cpu: Math.max(1e-6, cpu - startup) };
   run(["ffmpeg", "-v", "error", "-y", "-i", out, "-f", "rawvideo", "-pix_fmt", "yuv420p", decoded]);
   const yuv420 = readFileSync(decoded), size = (w * h * 3) / 2;
   const psnrs = sources.map((src, i) => psnrY(yuv420.subarray(i * size, i * size + w * h), src, w * h));
@@ -253,16 +260,17 @@ if (import.meta.main) {
   const dir = mkdtempSync(join(tmpdir(), "kino-bench-media-"));
   const print = (s: string) => console.log(s);
   try {
-    print(`| clip | size | encoder | fps (1 thread) | fps / x264 ultrafast | ${QPS.map((q) => `QP ${q}: kbit/s @ Y-PSNR dB`).join(" | ")} | BD-rate of kino ${PRESETS.join(" / ")} vs this |`);
-    print(`|---|---|---|---|---|${QPS.map(() => "---|").join("")}---|`);
+    print(`| clip | size | encoder | fps from RGB | / x264 ultrafast | fps from I420 | / x264 ultrafast | ${QPS.map((q) => `QP ${q}: kbit/s @ Y-PSNR dB`).join(" | ")} | BD-rate of kino ${PRESETS.join(" / ")} vs this |`);
+    print(`|---|---|---|---|---|---|---|${QPS.map(() => "---|").join("")}---|`);
     for (const [w, h] of SIZES) {
       for (const clip of CLIPS) {
         const frames = clip === "fractal" ? fractalClip(w, h, FRAMES) : panClip(w, h, FRAMES);
-        const rows: { name: string; fps: number; points: Point[]; wasm?: boolean }[] = [];
+        // The I420 frames of kino's conversion: x264's input, and ours for the from-I420 figures.
+        const sources = (await encodeOurs(frames, w, h, QPS[0]!, "wasm")).sources;
+        const rows: { name: string; fps: { rgb: number; i420: number }; points: Point[]; wasm?: boolean }[] = [];
         const ours: { preset: string; points: Point[] }[] = [];
-        let sources: Uint8Array[] = [];
         for (const preset of PRESETS) {
-          let cpuNative = 0, cpuWasm = 0;
+          const cpu = { native: { rgb: 0, i420: 0 }, wasm: { rgb: 0, i420: 0 } };
           const points: Point[] = [];
           // Untimed warm-up, the same for both builds: the first WARMUP frames once. The wasm module's
           // code is compiled by JavaScriptCore's optimising tier in the background only after it has
@@ -271,35 +279,41 @@ if (import.meta.main) {
           // subtraction of a 1-frame run (encodeX264).
           if (WARMUP > 0) for (const backend of ["native", "wasm"] as const) await encodeOurs(frames.slice(0, WARMUP), w, h, QPS[0]!, backend, preset);
           for (const qp of QPS) {
-            const native = await encodeOurs(frames, w, h, qp, "native", preset);
-            cpuNative += native.cpu;
-            points.push(native.point);
-            sources = native.sources;
-            const wasm = await encodeOurs(frames, w, h, qp, "wasm", preset);
-            if (wasm.point.kbps !== native.point.kbps) throw new Error(`wasm and native streams differ (${clip} ${w}x${h} QP ${qp} ${preset})`);
-            cpuWasm += wasm.cpu;
+            for (const backend of ["native", "wasm"] as const) {
+              const rgb = await encodeOurs(frames, w, h, qp, backend, preset);
+              const yuv = await encodeOurs(sources, w, h, qp, backend, preset, "i420");
+              if (backend === "native") points.push(rgb.point);
+              else if (rgb.point.kbps !== points.at(-1)!.kbps) throw new Error(`wasm and native streams differ (${clip} ${w}x${h} QP ${qp} ${preset})`);
+              if (yuv.point.kbps !== rgb.point.kbps) throw new Error(`i420 and rgb24 input streams differ (${clip} ${w}x${h} QP ${qp} ${preset} ${backend})`);
+              cpu[backend].rgb += rgb.cpu;
+              cpu[backend].i420 += yuv.cpu;
+            }
           }
           ours.push({ preset, points });
-          rows.push({ name: `kino ${preset} native`, fps: (FRAMES * QPS.length) / cpuNative, points });
-          rows.push({ name: `kino ${preset} wasm`, fps: (FRAMES * QPS.length) / cpuWasm, points, wasm: true });
+          const fps = (c: { rgb: number; i420: number }) => ({ rgb: (FRAMES * QPS.length) / c.rgb, i420: (FRAMES * QPS.length) / c.i420 });
+          rows.push({ name: `kino ${preset} native`, fps: fps(cpu.native), points });
+          rows.push({ name: `kino ${preset} wasm`, fps: fps(cpu.wasm), points, wasm: true });
         }
-        const yuv = join(dir, "source.yuv");
+        const yuv = join(dir, "source.yuv"), rgb = join(dir, "source.rgb");
         writeFileSync(yuv, Buffer.concat(sources));
+        writeFileSync(rgb, Buffer.concat(frames));
         for (const preset of X264_PRESETS) {
-          let cpu = 0;
+          const cpu = { rgb: 0, i420: 0 };
           const points: Point[] = [];
           for (const qp of QPS) {
-            const r = encodeX264(dir, yuv, w, h, FRAMES, preset, qp, sources);
-            cpu += r.cpu;
+            const r = encodeX264(dir, { yuv }, w, h, FRAMES, preset, qp, sources);
+            cpu.i420 += r.cpu;
             points.push(r.point);
+            cpu.rgb += encodeX264(dir, { rgb }, w, h, FRAMES, preset, qp, sources).cpu;
           }
-          rows.push({ name: `x264 ${preset}`, fps: (FRAMES * QPS.length) / cpu, points });
+          rows.push({ name: `x264 ${preset}`, fps: { rgb: (FRAMES * QPS.length) / cpu.rgb, i420: (FRAMES * QPS.length) / cpu.i420 }, points });
         }
         const ultrafast = rows.find((r) => r.name === "x264 ultrafast")!.fps;
         for (const row of rows) {
           const bd = row.name.startsWith("kino") ? "" : ours.map((o) => `${fmt(bdRate(row.points, o.points))} %`).join(" / ");
           const points = row.wasm ? QPS.map(() => "same stream") : row.points.map((p) => `${fmt(p.kbps, 0)} @ ${fmt(p.psnr, 2)}`);
-          print(`| ${clip} | ${w}x${h} | ${row.name} | ${fmt(row.fps, 0)} | ${fmt(row.fps / ultrafast, 2)} | ${points.join(" | ")} | ${bd} |`);
+          const speed = `${fmt(row.fps.rgb, 0)} | ${fmt(row.fps.rgb / ultrafast.rgb, 2)} | ${fmt(row.fps.i420, 0)} | ${fmt(row.fps.i420 / ultrafast.i420, 2)}`;
+          print(`| ${clip} | ${w}x${h} | ${row.name} | ${speed} | ${points.join(" | ")} | ${bd} |`);
         }
       }
     }

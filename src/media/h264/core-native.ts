@@ -24,6 +24,7 @@ const SYMBOLS = {
   h264_destroy: { args: [ptr], returns: none },
   h264_encode: { args: [ptr, i32], returns: i32 },
   h264_encode_from: { args: [ptr, ptr, i32], returns: i32 },
+  h264_encode_converted: { args: [ptr, i32], returns: i32 },
   h264_input: { args: [ptr], returns: ptr },
   h264_nal_data: { args: [ptr], returns: ptr },
   h264_nal_size: { args: [ptr], returns: i32 },
@@ -120,6 +121,7 @@ export function createNativeCore(lib: Library, p: CoreParams, rate: CoreRate): E
     encode: (forceIdr) => lib.h264_encode(handle, forceIdr ? 1 : 0) === 1,
     // bun:ffi passes the typed array's own memory (offset included): no copy into input()
     encodeFrame: (frame, forceIdr) => lib.h264_encode_from(handle, frame, forceIdr ? 1 : 0) === 1,
+    encodeConverted: (forceIdr) => lib.h264_encode_converted(handle, forceIdr ? 1 : 0) === 1,
     nal: () => view(lib.h264_nal_data(handle), lib.h264_nal_size(handle)).slice(),
     sps: () => view(lib.h264_sps_data(handle), lib.h264_sps_size(handle)).slice(),
     pps: () => view(lib.h264_pps_data(handle), lib.h264_pps_size(handle)).slice(),

@@ -67,6 +67,7 @@ export async function createWasmCore(p: CoreParams, rate: CoreRate): Promise<Enc
       }
       return w.h264_encode_converted(h, forceIdr ? 1 : 0) === 1;
     },
+    encodeConverted: (forceIdr) => w.h264_encode_converted(h, forceIdr ? 1 : 0) === 1,
     nal: () => bytes(w.h264_nal_data(h), w.h264_nal_size(h)).slice(),
     sps: () => bytes(w.h264_sps_data(h), w.h264_sps_size(h)).slice(),
     pps: () => bytes(w.h264_pps_data(h), w.h264_pps_size(h)).slice(),

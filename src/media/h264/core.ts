@@ -33,6 +33,8 @@ export interface EncoderCore {
   /** Encodes `frame` (width * height * 3 or 4 bytes): the native library reads it in place, the wasm
    *  module copies it into input() first. True when it became an IDR. */
   encodeFrame(frame: Uint8Array, forceIdr: boolean): boolean;
+  /** Encodes the I420 picture the host wrote into plane(0, ·). True when it became an IDR. */
+  encodeConverted(forceIdr: boolean): boolean;
   /** A copy of the slice NAL unit of the last encode. */
   nal(): Uint8Array;
   sps(): Uint8Array;

@@ -20,8 +20,10 @@ export interface H264EncoderOptions {
   /** Any even size >= 16; coded as whole macroblocks and cropped back in the SPS. */
   width: number;
   height: number;
-  /** Pixel layout of the frames passed to encode(); default rgb24. */
-  input?: "rgb24" | "rgba";
+  /** Pixel layout of the frames passed to encode(); default rgb24. "i420": planar Y, Cb, Cr of
+   *  width x height, width/2 x height/2 each (BT.601 limited range, as sourceI420() returns), encoded
+   *  as given, without conversion. */
+  input?: "rgb24" | "rgba" | "i420";
   /** Shorthand for rate: { mode: "qp", qp }; default 26. Give qp or rate, not both. */
   qp?: number;
   rate?: H264RateControl;
@@ -96,13 +98,15 @@ export class H264Encoder {
   readonly backend: "wasm" | "native";
   #core: EncoderCore | null;
   readonly #frameBytes: number;
+  readonly #i420Input: boolean;
 
-  private constructor(core: EncoderCore, width: number, height: number, bytesPerPixel: number) {
+  private constructor(core: EncoderCore, width: number, height: number, input: "rgb24" | "rgba" | "i420") {
     this.#core = core;
     this.backend = core.backend;
     this.width = width;
     this.height = height;
-    this.#frameBytes = width * height * bytesPerPixel;
+    this.#frameBytes = (width * height * { rgb24: 6, rgba: 8, i420: 3 }[input]) / 2;
+    this.#i420Input = input === "i420";
     this.sps = core.sps();
     this.pps = core.pps();
   }
@@ -121,7 +125,9 @@ export class H264Encoder {
       throw new Error(`H264Encoder: fps must be a number in (0, 1000], got ${String(fps)}`);
     }
     const input = opts.input ?? "rgb24";
-    if (input !== "rgb24" && input !== "rgba") throw new Error(`H264Encoder: input must be "rgb24" or "rgba", got ${String(input)}`);
+    if (input !== "rgb24" && input !== "rgba" && input !== "i420") {
+      throw new Error(`H264Encoder: input must be "rgb24", "rgba" or "i420", got ${String(input)}`);
+    }
     const backend = opts.backend ?? "auto";
     if (backend !== "auto" && backend !== "wasm" && backend !== "native") {
       throw new Error(`H264Encoder: backend must be "auto", "wasm" or "native", got ${String(backend)}`);
@@ -137,16 +143,17 @@ export class H264Encoder {
     if (lib && typeof lib !== "string") core = createNativeCore(lib, params, rate);
     else core = await createWasmCore(params, rate);
     if (!core) throw new Error(`H264Encoder: cannot allocate an encoder for ${width}x${height}`);
-    return new H264Encoder(core, width, height, input === "rgba" ? 4 : 3);
+    return new H264Encoder(core, width, height, input);
   }
 
-  /** Encodes one frame (width*height*3 bytes for rgb24, *4 for rgba). */
+  /** Encodes one frame (width*height*3 bytes for rgb24, *4 for rgba, *1.5 for i420). */
   encode(frame: Uint8Array, opts?: { forceIdr?: boolean }): EncodedFrame {
     const core = this.#open();
     if (frame.byteLength !== this.#frameBytes) {
       throw new Error(`H264Encoder: frame has ${frame.byteLength} bytes, expected ${this.#frameBytes} for ${this.width}x${this.height}`);
     }
-    const keyframe = core.encodeFrame(frame, opts?.forceIdr === true);
+    const forceIdr = opts?.forceIdr === true;
+    const keyframe = this.#i420Input ? this.#encodeI420(core, frame, forceIdr) : core.encodeFrame(frame, forceIdr);
     return { nals: [core.nal()], keyframe, qp: core.frameQp() };
   }
 
@@ -169,6 +176,17 @@ export class H264Encoder {
   #open(): EncoderCore {
     if (!this.#core) throw new Error("H264Encoder: encoder is closed");
     return this.#core;
+  }
+
+  /** Copies the planes into the encoder's source picture (its rows are padded) and encodes it. */
+  #encodeI420(core: EncoderCore, frame: Uint8Array, forceIdr: boolean): boolean {
+    let offset = 0;
+    for (let p = 0; p < 3; p++) {
+      const w = p ? this.width / 2 : this.width, h = p ? this.height / 2 : this.height;
+      const { data, stride } = core.plane(0, p);
+      for (let y = 0; y < h; y++, offset += w) data.set(frame.subarray(offset, offset + w), y * stride);
+    }
+    return core.encodeConverted(forceIdr);
   }
 
   #i420(kind: 0 | 1): Uint8Array {
