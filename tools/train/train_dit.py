@@ -12,6 +12,11 @@ Recipe (see docs/MODEL.md):
     (= the context pass that fills the KV cache), a noisy frame attends to the clean frames of the
     previous chunks (window of 4 chunks incl. itself) and to its own chunk (= a denoising step);
     temporal RoPE position of both copies of frame f is f; loss on the noisy frames only;
+  * the first chunk matters most: with clean previous frames in view, frames 1.. mostly learn to carry
+    the scene on, and only frame 0 learns to make an object from noise (after 4300 steps of uniform
+    weighting, frame 0 -- and so every sample -- had a background and no object). So frame 0's loss
+    weighs --first-frame-weight times more, and each step adds --image-bs single first frames
+    (text-to-image: exactly the first streaming chunk, no past) of other clips;
   * captions from randomised templates each step; 10% dropped to the empty prompt ([eos] only) for
     classifier-free guidance;
   * prompt switches: 25% of the clips change one attribute (object color/shape or background) at a
@@ -99,6 +104,21 @@ def shift_sigma(u, shift):
     return shift * u / (1 + (shift - 1) * u)
 
 
+def image_loss(dit, text, tok, lat, scenes, rng, gen, args, text_len):
+    """The first-chunk objective: latent frame 0 of other clips, generated from noise with no past."""
+    idx = rng.integers(0, lat.shape[0], args.image_bs)
+    x0 = lat[torch.from_numpy(idx), :, :1].float()
+    prompts = ["" if rng.random() < args.drop else render.caption_pair(scenes[i], rng)[0] for i in idx]
+    sigma = shift_sigma(torch.rand(args.image_bs, generator=gen), CFG["shift"])
+    s5 = sigma[:, None, None, None, None]
+    xt = (1 - s5) * x0 + s5 * torch.randn(x0.shape, generator=gen)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        pred = dit(xt, sigma * 1000.0, encode_prompts(text, tok, prompts, text_len)).float()
+    if CFG["prediction"] == "sample":
+        return ((pred - x0) / s5.clamp(min=0.25)).pow(2).mean()
+    return (pred - (xt - x0) / s5).pow(2).mean()
+
+
 def load_data(path, max_shards=None):
     files = sorted(glob.glob(f"{path}/shard_*.pt"))
     if max_shards:
@@ -126,6 +146,8 @@ def main():
     ap.add_argument("--lr", type=float, default=5e-4)
     ap.add_argument("--warmup", type=int, default=500)
     ap.add_argument("--ema", type=float, default=0.999)
+    ap.add_argument("--first-frame-weight", type=float, default=4.0, help="loss weight of latent frame 0")
+    ap.add_argument("--image-bs", type=int, default=32, help="extra single-first-frame samples per step")
     ap.add_argument("--drop", type=float, default=0.1, help="caption dropout (CFG)")
     ap.add_argument("--save-every", type=float, default=300, help="seconds")
     ap.add_argument("--data", default=f"{common.BUILD}/data")
@@ -172,6 +194,8 @@ def main():
     W = CFG["attn_window_chunks"]
     text_len = CFG["dit"]["text_len"]
     mask = wan_dit.teacher_forcing_mask(F_, K, W)
+    frame_w = torch.ones(F_)
+    frame_w[0] = args.first_frame_weight
     frame_pos = torch.cat([torch.arange(F_), torch.arange(F_)])
     if args.bench:
         z = CFG["vae"]["z_dim"]
@@ -233,9 +257,12 @@ def main():
             # x0 prediction, loss on the velocity it implies: ((x0_pred - x0) / sigma)^2; sigma floored
             # at 0.25 (the 4-step sampler never evaluates below 0.5) so that rare tiny sigmas do not
             # dominate the gradient
-            loss = ((pred - x0) / s5.clamp(min=0.25)).pow(2).mean()
+            err = ((pred - x0) / s5.clamp(min=0.25)).pow(2)
         else:
-            loss = (pred - target).pow(2).mean()
+            err = (pred - target).pow(2)
+        loss = (err.mean(dim=(1, 3, 4)) * frame_w).sum(dim=1).mean() / frame_w.sum()
+        if args.image_bs:
+            loss = (loss + image_loss(dit, text, tok, lat, scenes, rng, gen, args, text_len)) / 2
         opt.zero_grad(set_to_none=True)
         loss.backward()
         gn = torch.nn.utils.clip_grad_norm_(params, 1.0)
