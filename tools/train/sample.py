@@ -233,13 +233,14 @@ def main():
     ap.add_argument("--json", default=None, help="append results as JSON lines")
     ap.add_argument("--vae-ceiling", action="store_true", help="score VAE reconstructions of the held-out renders")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--raw", action="store_true", help="the trained weights instead of their EMA")
     args = ap.parse_args()
     common.setup_torch(args.threads)
     if args.vae_ceiling:  # needs the VAE only
         rec, gt = vae_ceiling(load_vae())
         print(f"held-out renders: {json.dumps(gt)}\nVAE reconstructions of them: {json.dumps(rec)}")
         return
-    dit, text, vae, tok, step = load_models(args.ckpt, export_precision=True)
+    dit, text, vae, tok, step = load_models(args.ckpt, ema=not args.raw, export_precision=True)
     res = {"step": step, "steps": args.steps or CFG["sample_steps"],
            "guidance": CFG["guidance_scale"] if args.guidance is None else args.guidance}
     if args.eval or args.sheet:

@@ -17,6 +17,10 @@ Recipe (see docs/MODEL.md):
     weighting, frame 0 -- and so every sample -- had a background and no object). So frame 0's loss
     weighs --first-frame-weight times more, and each step adds --image-bs single first frames
     (text-to-image: exactly the first streaming chunk, no past) of other clips;
+  * context noise: streaming conditions each chunk on the model's own earlier chunks, never as clean
+    as the training clips, and a model trained on perfect context alone copied its own errors until
+    the objects fell apart into colored patches within 8 chunks. So half of the context frames get
+    noise of a level up to --ctx-noise (their t says it); the server's context pass stays at t = 0;
   * captions from randomised templates each step; 10% dropped to the empty prompt ([eos] only) for
     classifier-free guidance;
   * prompt switches: 25% of the clips change one attribute (object color/shape or background) at a
@@ -148,6 +152,7 @@ def main():
     ap.add_argument("--ema", type=float, default=0.999)
     ap.add_argument("--first-frame-weight", type=float, default=4.0, help="loss weight of latent frame 0")
     ap.add_argument("--image-bs", type=int, default=32, help="extra single-first-frame samples per step")
+    ap.add_argument("--ctx-noise", type=float, default=0.2, help="largest noise level of a context frame")
     ap.add_argument("--drop", type=float, default=0.1, help="caption dropout (CFG)")
     ap.add_argument("--save-every", type=float, default=300, help="seconds")
     ap.add_argument("--data", default=f"{common.BUILD}/data")
@@ -247,11 +252,15 @@ def main():
         s5 = sigma[:, None, :, None, None]
         xt = (1 - s5) * x0 + s5 * eps
         target = eps - x0
-        t = torch.cat([torch.zeros(args.bs, F_), sigma * 1000.0], dim=1)
+        # context noise: half of the context frames carry noise up to --ctx-noise (and say so in t)
+        s_ctx = torch.rand(args.bs, F_, generator=gen) * args.ctx_noise * (torch.rand(args.bs, F_, generator=gen) < 0.5)
+        c5 = s_ctx[:, None, :, None, None]
+        x_ctx = (1 - c5) * x0 + c5 * torch.randn(x0.shape, generator=gen)
+        t = torch.cat([s_ctx * 1000.0, sigma * 1000.0], dim=1)
         with torch.autocast("cpu", dtype=torch.bfloat16):
             ctx = encode_prompts(text, tok, prompts, text_len)
             ctx = ctx.view(args.bs, 2, ctx.shape[1], ctx.shape[2])
-            out = dit(torch.cat([x0, xt], dim=2), t, ctx, frame_pos=frame_pos, frame_mask=mask, frame_ctx=fctx)
+            out = dit(torch.cat([x_ctx, xt], dim=2), t, ctx, frame_pos=frame_pos, frame_mask=mask, frame_ctx=fctx)
         pred = out[:, :, F_:].float()
         if CFG["prediction"] == "sample":
             # x0 prediction, loss on the velocity it implies: ((x0_pred - x0) / sigma)^2; sigma floored
