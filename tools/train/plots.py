@@ -1,4 +1,5 @@
-"""Loss-curve PNG (no matplotlib): docs/kino-tiny-loss.png from build/train/{vae,dit}/log.jsonl.
+"""Loss-curve PNG (no matplotlib): docs/kino-tiny-loss.png from build/train/{vae,dit}/log.jsonl and
+the held-out evaluations in build/train/eval.jsonl.
 
   python3 tools/train/plots.py [--out docs/kino-tiny-loss.png]
 """
@@ -67,7 +68,12 @@ def main():
     p1 = panel([r["step"] for r in vae], smooth([r["l1"] for r in vae], 20), "vae: pixel l1 (train, smoothed)")
     p2 = panel([r["step"] for r in dit], smooth([r["loss"] for r in dit], 10), "dit: flow-matching mse (train, smoothed)",
                color=(200, 60, 30))
-    png.write_png(args.out, png.grid([[p1, p2]], pad=4))
+    panels = [p1, p2]
+    evals = [r for r in common.Logger(f"{common.BUILD}/eval.jsonl").read() if "heldout" in r]
+    if len(evals) >= 2:  # the held-out object-color accuracy after each DiT segment (sample.py --eval)
+        panels.append(panel([r["step"] for r in evals], [r["heldout"]["color"] for r in evals],
+                            "dit: held-out object color accuracy", logy=False, color=(30, 150, 60)))
+    png.write_png(args.out, png.grid([panels], pad=4))
     print("wrote", args.out)
 
 
