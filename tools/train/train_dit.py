@@ -108,6 +108,15 @@ def shift_sigma(u, shift):
     return shift * u / (1 + (shift - 1) * u)
 
 
+def flow_error(pred, x0, eps, s5):
+    """Elementwise loss. x0 prediction is scored on the velocity it implies, (x0_pred - x0) / sigma,
+    sigma floored at 0.25 (the 4-step sampler never evaluates below 0.5) so that rare tiny sigmas do
+    not dominate the gradient; v prediction against v = eps - x0."""
+    if CFG["prediction"] == "sample":
+        return ((pred - x0) / s5.clamp(min=0.25)).pow(2)
+    return (pred - (eps - x0)).pow(2)
+
+
 def image_loss(dit, text, tok, lat, scenes, rng, gen, args, text_len):
     """The first-chunk objective: latent frame 0 of other clips, generated from noise with no past."""
     idx = rng.integers(0, lat.shape[0], args.image_bs)
@@ -115,12 +124,11 @@ def image_loss(dit, text, tok, lat, scenes, rng, gen, args, text_len):
     prompts = ["" if rng.random() < args.drop else render.caption_pair(scenes[i], rng)[0] for i in idx]
     sigma = shift_sigma(torch.rand(args.image_bs, generator=gen), CFG["shift"])
     s5 = sigma[:, None, None, None, None]
-    xt = (1 - s5) * x0 + s5 * torch.randn(x0.shape, generator=gen)
+    eps = torch.randn(x0.shape, generator=gen)
+    xt = (1 - s5) * x0 + s5 * eps
     with torch.autocast("cpu", dtype=torch.bfloat16):
         pred = dit(xt, sigma * 1000.0, encode_prompts(text, tok, prompts, text_len)).float()
-    if CFG["prediction"] == "sample":
-        return ((pred - x0) / s5.clamp(min=0.25)).pow(2).mean()
-    return (pred - (xt - x0) / s5).pow(2).mean()
+    return flow_error(pred, x0, eps, s5).mean()
 
 
 def load_data(path, max_shards=None):
@@ -251,7 +259,6 @@ def main():
         eps = torch.randn(x0.shape, generator=gen)
         s5 = sigma[:, None, :, None, None]
         xt = (1 - s5) * x0 + s5 * eps
-        target = eps - x0
         # context noise: half of the context frames carry noise up to --ctx-noise (and say so in t)
         s_ctx = torch.rand(args.bs, F_, generator=gen) * args.ctx_noise * (torch.rand(args.bs, F_, generator=gen) < 0.5)
         c5 = s_ctx[:, None, :, None, None]
@@ -261,14 +268,7 @@ def main():
             ctx = encode_prompts(text, tok, prompts, text_len)
             ctx = ctx.view(args.bs, 2, ctx.shape[1], ctx.shape[2])
             out = dit(torch.cat([x_ctx, xt], dim=2), t, ctx, frame_pos=frame_pos, frame_mask=mask, frame_ctx=fctx)
-        pred = out[:, :, F_:].float()
-        if CFG["prediction"] == "sample":
-            # x0 prediction, loss on the velocity it implies: ((x0_pred - x0) / sigma)^2; sigma floored
-            # at 0.25 (the 4-step sampler never evaluates below 0.5) so that rare tiny sigmas do not
-            # dominate the gradient
-            err = ((pred - x0) / s5.clamp(min=0.25)).pow(2)
-        else:
-            err = (pred - target).pow(2)
+        err = flow_error(out[:, :, F_:].float(), x0, eps, s5)
         loss = (err.mean(dim=(1, 3, 4)) * frame_w).sum(dim=1).mean() / frame_w.sum()
         if args.image_bs:
             loss = (loss + image_loss(dit, text, tok, lat, scenes, rng, gen, args, text_len)) / 2
