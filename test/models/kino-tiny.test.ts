@@ -20,6 +20,8 @@ afterAll(async () => {
   await server?.close();
 });
 
+const median = (values: number[]) => values.sort((a, b) => a - b)[values.length >> 1]!;
+
 /** The background color: the per-channel median of the frame's 2-pixel border. */
 function background(frame: Uint8Array, size = 64): number[] {
   const border: number[][] = [];
@@ -28,7 +30,6 @@ function background(frame: Uint8Array, size = 64): number[] {
       if (x < 2 || y < 2 || x >= size - 2 || y >= size - 2) border.push([...frame.subarray((y * size + x) * 3, (y * size + x) * 3 + 3)]);
     }
   }
-  const median = (values: number[]) => values.sort((a, b) => a - b)[values.length >> 1]!;
   return [0, 1, 2].map((c) => median(border.map((p) => p[c]!)));
 }
 
@@ -49,7 +50,6 @@ function objectColor(frame: Uint8Array, size = 64): string | null {
     if (rgb.reduce((sum, v, c) => sum + Math.abs(v - bg[c]!), 0) > 60) px.push(rgb);
   }
   if (px.length < 10) return null;
-  const median = (values: number[]) => values.sort((a, b) => a - b)[values.length >> 1]!;
   const color = [0, 1, 2].map((c) => median(px.map((p) => p[c]!)));
   const distance = (p: number[]) => p.reduce((sum, v, c) => sum + (v - color[c]!) ** 2, 0);
   return Object.keys(PALETTE).reduce((best, name) => (distance(PALETTE[name]!) < distance(PALETTE[best]!) ? name : best));

@@ -71,12 +71,11 @@ def encode_text(text, tok, prompts):
 
 
 class Stream:
-    def __init__(self, dit, vae, ctx_cond, ctx_uncond, steps, shift, guidance, window, seed=0, ctx_sigma=0.0):
+    def __init__(self, dit, vae, ctx_cond, ctx_uncond, steps, shift, guidance, window, seed=0):
         self.dit, self.vae = dit, vae
         self.sig = sampler_sigmas(steps, shift)
         self.g = guidance
         self.window = window
-        self.ctx_sigma = ctx_sigma  # the context pass sees the chunk re-noised to this level (0 = clean)
         self.k = 0
         self.gen = torch.Generator().manual_seed(seed)
         self.vae_cache = {}
@@ -115,12 +114,8 @@ class Stream:
             if CFG["prediction"] == "sample":  # the DiT's x0 -> flow velocity (linear: guidance commutes)
                 v = (x - v) / self.sig[i]
             x = x + (self.sig[i + 1] - self.sig[i]) * v
-        xc, tc = x, torch.zeros(b)
-        if self.ctx_sigma > 0:
-            xc = (1 - self.ctx_sigma) * x + self.ctx_sigma * torch.randn(x.shape, generator=self.gen)
-            tc = torch.full((b,), self.ctx_sigma * 1000.0)
-        for s in streams:  # context pass (at t = 0 unless ctx_sigma)
-            _, kv = self.dit.forward_chunk(xc, tc, self.kv[s], [self.k], past[s])
+        for s in streams:  # context pass at t = 0
+            _, kv = self.dit.forward_chunk(x, torch.zeros(b), self.kv[s], [self.k], past[s])
             self.caches[s].append(kv)
             self.caches[s] = self.caches[s][-(self.window - 1):] if self.window > 1 else []
         self.k += 1
@@ -133,13 +128,13 @@ class Stream:
         return ((v + 1) * 127.5).round().byte().permute(0, 2, 3, 4, 1).numpy()  # [B, T, H, W, 3]
 
 
-def generate(dit, text, vae, tok, prompts, chunks=8, steps=None, shift=None, guidance=None, seed=0, ctx_sigma=0.0):
+def generate(dit, text, vae, tok, prompts, chunks=8, steps=None, shift=None, guidance=None, seed=0):
     steps = steps or CFG["sample_steps"]
     shift = shift or CFG["shift"]
     guidance = CFG["guidance_scale"] if guidance is None else guidance
     ctx = encode_text(text, tok, prompts)
     unc = encode_text(text, tok, [""] * len(prompts))
-    st = Stream(dit, vae, ctx, unc, steps, shift, guidance, CFG["attn_window_chunks"], seed, ctx_sigma)
+    st = Stream(dit, vae, ctx, unc, steps, shift, guidance, CFG["attn_window_chunks"], seed)
     frames = [st.next_frames(len(prompts)) for _ in range(chunks)]
     return np.concatenate(frames, axis=1)
 
@@ -238,7 +233,6 @@ def main():
     ap.add_argument("--json", default=None, help="append results as JSON lines")
     ap.add_argument("--vae-ceiling", action="store_true", help="score VAE reconstructions of the held-out renders")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--ctx-sigma", type=float, default=0.0, help="re-noise each chunk to this level for its context pass")
     ap.add_argument("--raw", action="store_true", help="the trained weights instead of their EMA")
     args = ap.parse_args()
     common.setup_torch(args.threads)
@@ -252,13 +246,13 @@ def main():
     if args.eval or args.sheet:
         t0 = time.time()
         acc, preds, truths, clips, prompts = heldout_eval(dit, text, vae, tok, seeds=range(args.seeds),
-                                                          steps=args.steps, guidance=args.guidance, ctx_sigma=args.ctx_sigma)
+                                                          steps=args.steps, guidance=args.guidance)
         res["heldout"] = acc
         res["n"] = len(preds)
         print(f"step {step}: held-out accuracy {json.dumps(acc)} ({len(preds)} clips, {time.time() - t0:.0f} s)")
         if args.seen:
             acc2, *_ = heldout_eval(dit, text, vae, tok, seeds=range(args.seeds), combos=seen_combos(),
-                                    steps=args.steps, guidance=args.guidance, ctx_sigma=args.ctx_sigma)
+                                    steps=args.steps, guidance=args.guidance)
             res["seen"] = acc2
             print(f"step {step}: seen-combination accuracy {json.dumps(acc2)}")
         if args.sheet:

@@ -180,25 +180,25 @@ export class H264Encoder {
 
   /** Copies the planes into the encoder's source picture (its rows are padded) and encodes it. */
   #encodeI420(core: EncoderCore, frame: Uint8Array, forceIdr: boolean): boolean {
-    let offset = 0;
-    for (let p = 0; p < 3; p++) {
-      const w = p ? this.width / 2 : this.width, h = p ? this.height / 2 : this.height;
-      const { data, stride } = core.plane(0, p);
-      for (let y = 0; y < h; y++, offset += w) data.set(frame.subarray(offset, offset + w), y * stride);
-    }
+    this.#eachRow(core, 0, (row, offset, w) => row.set(frame.subarray(offset, offset + w)));
     return core.encodeConverted(forceIdr);
   }
 
   #i420(kind: 0 | 1): Uint8Array {
-    const core = this.#open();
     const out = new Uint8Array((this.width * this.height * 3) / 2);
+    this.#eachRow(this.#open(), kind, (row, offset) => out.set(row, offset));
+    return out;
+  }
+
+  /** Visits every row of the source (kind 0) or reconstructed (1) picture, Y then Cb then Cr, with its
+   *  offset in a packed I420 frame. */
+  #eachRow(core: EncoderCore, kind: 0 | 1, visit: (row: Uint8Array, offset: number, width: number) => void): void {
     let offset = 0;
     for (let p = 0; p < 3; p++) {
       const w = p ? this.width / 2 : this.width, h = p ? this.height / 2 : this.height;
       const { data, stride } = core.plane(kind, p);
-      for (let y = 0; y < h; y++, offset += w) out.set(data.subarray(y * stride, y * stride + w), offset);
+      for (let y = 0; y < h; y++, offset += w) visit(data.subarray(y * stride, y * stride + w), offset, w);
     }
-    return out;
   }
 }
 
