@@ -1,6 +1,7 @@
 """Render training clips and encode them with the trained VAE into latent shards (resumable).
 
   python3 tools/train/encode_data.py --shards 24      # build/train/data/shard_XXX.pt, 1000 clips each
+  python3 tools/train/encode_data.py --first 100 --shards 4 --switch-prob 0.75   # switch-heavy shard_100..103
 Each shard: {"latents": fp16 [N, z, F, h, w] (normalised with the VAE's latents_mean/std),
              "scenes": [scene dicts]}. Clip i of shard s is a pure function of (seed, s, i).
 """
@@ -31,7 +32,9 @@ def load_vae():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shards", type=int, default=24)
+    ap.add_argument("--first", type=int, default=0, help="number of the first shard")
     ap.add_argument("--per-shard", type=int, default=1000)
+    ap.add_argument("--switch-prob", type=float, default=0.25, help="share of the clips with a prompt switch")
     ap.add_argument("--out", default=f"{common.BUILD}/data")
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
@@ -42,7 +45,7 @@ def main():
     nf = CFG["train_latent_frames"]
     frames = 1 + vae.t_stride * (nf - 1)
     excluded = render.heldout_set()
-    for s in range(args.shards):
+    for s in range(args.first, args.first + args.shards):
         path = f"{args.out}/shard_{s:03d}.pt"
         if os.path.exists(path):
             continue
@@ -51,7 +54,7 @@ def main():
         scenes, lats = [], []
         bs = 16
         for i in range(0, args.per_shard, bs):
-            sc = [render.sample_scene(rng, excluded, frames=frames, switch_prob=0.25, latents=nf)
+            sc = [render.sample_scene(rng, excluded, frames=frames, switch_prob=args.switch_prob, latents=nf)
                   for _ in range(min(bs, args.per_shard - i))]
             x = torch.from_numpy(np.stack([render.render(c) for c in sc])).float().div(127.5).sub(1.0)
             x = x.permute(0, 4, 1, 2, 3).contiguous()

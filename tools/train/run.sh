@@ -6,8 +6,9 @@
 # the checkpoints across sessions.
 # Background:  mkdir -p build/train && nohup bash tools/train/run.sh >> build/train/run.log 2>&1 &
 # Knobs (env): THREADS (1 per process)  VAE_STEPS (2000)  DEC_STEPS (4000 decoder fine-tuning steps)
-#   SHARDS (32 x 1000 clips: 4 before the DiT starts, +2 per segment)  DIT_STEPS (20000)
-#   SEGMENT (1000 DiT steps between evals)
+#   SHARDS (32 x 1000 clips: 4 before the DiT starts, +2 per segment)  DIT_STEPS (19000)
+#   SEGMENT (1000 DiT steps between evals)  DECAY (4000: the last DECAY DiT steps decay the lr)
+#   SWITCH_FROM (12000: from this DiT step on, 4 more shards with 75 % prompt-switch clips)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=/usr/bin/python3
@@ -17,7 +18,9 @@ THREADS=${THREADS:-1}
 export OMP_NUM_THREADS=$THREADS OPENBLAS_NUM_THREADS=$THREADS
 VAE_STEPS=${VAE_STEPS:-2000}
 SHARDS=${SHARDS:-32}
-DIT_STEPS=${DIT_STEPS:-20000}
+DIT_STEPS=${DIT_STEPS:-19000}
+DECAY=${DECAY:-4000}
+SWITCH_FROM=${SWITCH_FROM:-12000}
 SEGMENT=${SEGMENT:-1000}
 DEC_STEPS=${DEC_STEPS:-4000}
 mkdir -p build/train
@@ -45,7 +48,12 @@ while [ "$cur" -lt "$DIT_STEPS" ]; do
   nxt=$(( (cur / SEGMENT + 1) * SEGMENT )); [ "$nxt" -gt "$DIT_STEPS" ] && nxt=$DIT_STEPS
   want=$(( 4 + 2 * (cur / SEGMENT) )); [ "$want" -gt "$SHARDS" ] && want=$SHARDS
   $PY tools/train/encode_data.py --shards "$want" --threads "$THREADS"
-  $PY tools/train/train_dit.py --steps "$nxt" --bs 16 --warmup 300 --threads "$THREADS"
+  # red -> blue prompt switches still came out green at step 12000: more switches from then on
+  if [ "$cur" -ge "$SWITCH_FROM" ]; then
+    $PY tools/train/encode_data.py --first 100 --shards 4 --switch-prob 0.75 --threads "$THREADS"
+  fi
+  $PY tools/train/train_dit.py --steps "$nxt" --bs 16 --warmup 300 --threads "$THREADS" \
+      --decay-start $(( DIT_STEPS - DECAY )) --decay-end "$DIT_STEPS"
   cur=$(step_of build/train/dit/ckpt.pt)
   [ "$cur" -lt "$nxt" ] && { echo "DiT stopped at $cur"; exit 1; }
   bash tools/train/state.sh save

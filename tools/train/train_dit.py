@@ -29,6 +29,8 @@ Recipe (see docs/MODEL.md):
     server does when the prompt changes between chunks;
   * FFN/text-MLP GELU: the erf form while training (3x faster on CPU, < 5e-4 from the tanh form);
     evaluation, export and the server use Wan's tanh form.
+  * learning rate: linear warmup, constant, then a linear decay to 5 % from --decay-start to
+    --decay-end (the planned last step): the accuracy climbs that a constant rate leaves on the table;
   * AdamW, bf16 autocast, EMA of weights; checkpoints every few minutes (atomic) in build/train/dit/.
 """
 import argparse
@@ -47,6 +49,12 @@ import tokenizer as tokmod
 import wan_dit
 
 import render  # noqa: E402
+
+
+def learning_rate(args, step):
+    """Warmup, constant, then linear decay to 5 % between --decay-start and --decay-end."""
+    decay = (step - args.decay_start) / max(1, args.decay_end - args.decay_start)
+    return args.lr * min(1.0, (step + 1) / args.warmup) * (1.0 - 0.95 * min(1.0, max(0.0, decay)))
 
 
 def init_dit(m):
@@ -157,6 +165,8 @@ def main():
     ap.add_argument("--bs", type=int, default=32)
     ap.add_argument("--lr", type=float, default=5e-4)
     ap.add_argument("--warmup", type=int, default=500)
+    ap.add_argument("--decay-start", type=int, default=15000, help="step where the lr starts to decay")
+    ap.add_argument("--decay-end", type=int, default=19000, help="step where the lr reaches 5 %% of --lr")
     ap.add_argument("--ema", type=float, default=0.999)
     ap.add_argument("--first-frame-weight", type=float, default=4.0, help="loss weight of latent frame 0")
     ap.add_argument("--image-bs", type=int, default=32, help="extra single-first-frame samples per step")
@@ -239,7 +249,7 @@ def main():
     n_steps_here = 0
     while step < args.steps and not stop["flag"]:
         t_step = time.time()
-        lr = args.lr * min(1.0, (step + 1) / args.warmup)
+        lr = learning_rate(args, step)
         for g in opt.param_groups:
             g["lr"] = lr
         rng = np.random.default_rng([seed, 3, step])
