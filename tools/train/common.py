@@ -127,3 +127,20 @@ class EMA:
         d = self.decay if decay is None else decay
         for pe, p in zip(self.model.parameters(), model.parameters()):
             pe.mul_(d).add_(p.detach(), alpha=1 - d)
+
+
+def spliced_mu(vae, x, x_after=None, switch_latent=None):
+    """Raw VAE latents of clips with prompt switches, as the DiT should see them: latent frames
+    before the switch from the clip itself, from the switch on those of the switched scene rendered
+    from its start (same trajectory). Encoding the switch clip in one causal pass instead makes the
+    latents after the switch depend on the old object's features in the encoder cache: a red -> blue
+    switch then encoded (and the DiT learned, and streamed forever) a latent that decodes green.
+    x: [B, 3, T, H, W]; switch_latent: per clip, its first switched latent frame or None;
+    x_after: [number of switch clips, 3, T, H, W], the switched scenes of those clips in order."""
+    mu, _ = vae.encode_raw(x)
+    rows = [i for i, L in enumerate(switch_latent or []) if L is not None]
+    if rows:
+        mu_b, _ = vae.encode_raw(x_after)
+        for j, i in enumerate(rows):
+            mu[i, :, switch_latent[i]:] = mu_b[j, :, switch_latent[i]:]
+    return mu

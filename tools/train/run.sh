@@ -8,6 +8,7 @@
 # Knobs (env): THREADS (1 per process)  VAE_STEPS (2000)  DEC_STEPS (4000 decoder fine-tuning steps)
 #   SHARDS (32 x 1000 clips: 4 before the DiT starts, +2 per segment)  DIT_STEPS (19000)
 #   SEGMENT (1000 DiT steps between evals)  DECAY (4000: the last DECAY DiT steps decay the lr)
+#   DEC_SWITCH_STEPS (2000 decoder steps with prompt switches after DEC_STEPS)
 #   SWITCH_FROM (12000: from this DiT step on, 4 more shards with 75 % prompt-switch clips)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,6 +24,7 @@ DECAY=${DECAY:-4000}
 SWITCH_FROM=${SWITCH_FROM:-12000}
 SEGMENT=${SEGMENT:-1000}
 DEC_STEPS=${DEC_STEPS:-4000}
+DEC_SWITCH_STEPS=${DEC_SWITCH_STEPS:-2000}
 mkdir -p build/train
 bash tools/train/state.sh restore   # checkpoints from an earlier session
 echo "== $(date -u +%FT%TZ) kino-tiny run: VAE_STEPS=$VAE_STEPS SHARDS=$SHARDS DIT_STEPS=$DIT_STEPS THREADS=$THREADS"
@@ -35,12 +37,19 @@ $PY tools/train/train_vae.py --steps "$VAE_STEPS" --frames 13,29,61c,125c --thre
 $PY tools/train/train_vae.py --preview build/train/vae_recon.png
 bash tools/train/state.sh save
 $PY tools/train/encode_data.py --shards 4 --threads "$THREADS"
+# shards written before prompt switches were spliced (common.spliced_mu) get their switch clips
+# re-encoded (a no-op once done)
+$PY tools/train/encode_data.py --resplice --threads "$THREADS"
 # The decoder goes on learning on the frozen encoder's latents (same latent space, so the DiT stays
 # valid) in a second process while the DiT trains: 2000 joint steps leave the decoder the weak part.
-$PY tools/train/train_vae.py --decoder-only --steps "$DEC_STEPS" --frames 13,29,61c,125c --lr 2e-4 \
-    --threads "$THREADS" >> build/train/decoder.log 2>&1 &
+# Then DEC_SWITCH_STEPS more with spliced prompt switches (the decoder learns to turn the old object
+# into the new one at a splice).
+dec_args=(--decoder-only --frames 13,29,61c,125c --lr 2e-4 --threads "$THREADS")
+{ $PY tools/train/train_vae.py "${dec_args[@]}" --steps "$DEC_STEPS" &&
+  $PY tools/train/train_vae.py "${dec_args[@]}" --steps $(( DEC_STEPS + DEC_SWITCH_STEPS )) --switch-prob 0.3
+} >> build/train/decoder.log 2>&1 &
 dec_pid=$!
-trap 'kill $dec_pid 2>/dev/null || true' EXIT
+trap 'kids=$(pgrep -P $dec_pid || true); kill $dec_pid $kids 2>/dev/null || true' EXIT  # the decoder stages and their python
 step_of() { $PY -c "import torch,os,sys;p=sys.argv[1];print(torch.load(p)['step'] if os.path.exists(p) else 0)" "$1"; }
 cur=$(step_of build/train/dit/ckpt.pt)
 # DiT in segments; after each: more encoded data, held-out eval, samples and the loss curve

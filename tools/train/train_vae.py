@@ -12,6 +12,9 @@ tiny KL weight drove sigma to ~1 and drowned the latent, and latent noise (--noi
 At the end the per-channel latent mean/std over 256 fresh clips are stored for normalisation.
 --decoder-only fine-tunes conv2 + the decoder on the frozen encoder's latents (build/train/vae/decoder/):
 the latent space stays the same, so it can run while (and after) the DiT trains on those latents.
+--switch-prob adds prompt switches, their latents spliced (common.spliced_mu): the decoder learns to
+turn the old object into the new one at the splice, which a causal decoder otherwise smears (a red ->
+blue splice decoded green for a chunk).
 """
 import argparse
 import math
@@ -27,29 +30,46 @@ from common import CFG
 import render  # noqa: E402  (tools/data)
 
 
-def batch(step, bs, frames, seed, with_mask=False, crop=None):
-    """crop: None or a size: a random crop-by-crop window of each clip (long clips at low cost)."""
+def _without_objects(sc):
+    """The scene's background alone (a background switch kept, an object switch dropped)."""
+    bg = {k: v for k, v in sc.items() if k != "switch" or v["attr"] == "bg"}
+    return dict(bg, objects=[])
+
+
+def _tensor(frames):
+    """uint8 [B, T, H, W, 3] -> float [B, 3, T, H, W] in [-1, 1]."""
+    return torch.from_numpy(np.stack(frames)).float().div(127.5).sub(1.0).permute(0, 4, 1, 2, 3).contiguous()
+
+
+def batch(step, bs, frames, seed, with_mask=False, crop=None, switch_prob=0.0):
+    """-> x [B, 3, T, H, W], object mask (with_mask), and the prompt switches: per clip the first
+    switched latent frame or None, and the switched scenes rendered from their start (for
+    common.spliced_mu). crop: None or a size: a random window of each clip (long clips at low cost)."""
     rng = np.random.default_rng([seed, 1, step])
-    clips, masks = [], []
+    clips, masks, after, switch = [], [], [], []
     for _ in range(bs):
-        sc = render.sample_scene(rng, frames=frames, two_prob=0.25)
+        sc = render.sample_scene(rng, frames=frames, two_prob=0.25, switch_prob=switch_prob,
+                                 latents=(frames - 1) // 4 + 1)
         sc["t0"] = int(rng.integers(0, 17))
         fr = render.render(sc)
         clips.append(fr)
+        switch.append(sc["switch"]["latent"] if "switch" in sc else None)
+        if "switch" in sc:
+            after.append(render.render(render.switched(sc)))
         if with_mask:  # object pixels: where the frame differs from the same scene without objects
-            bg = render.render(dict(sc, objects=[]))
+            bg = render.render(_without_objects(sc))
             masks.append((np.abs(fr.astype(np.int16) - bg).max(-1) > 8))
-    x = torch.from_numpy(np.stack(clips)).float().div(127.5).sub(1.0)  # [B, T, H, W, 3]
-    x = x.permute(0, 4, 1, 2, 3).contiguous()
+    x = _tensor(clips)
+    x_after = _tensor(after) if after else None
+    m = None
     if with_mask:
         m = torch.from_numpy(np.stack(masks)).float()[:, None]  # [B, 1, T, H, W]
         m = torch.nn.functional.max_pool3d(m, (1, 3, 3), 1, (0, 1, 1))  # include the edges
     if crop:
         oy, ox = (int(v) for v in rng.integers(0, x.shape[-1] - crop + 1, 2))
-        x = x[..., oy:oy + crop, ox:ox + crop].contiguous()
-        if with_mask:
-            m = m[..., oy:oy + crop, ox:ox + crop].contiguous()
-    return (x, m) if with_mask else x
+        win = lambda t: None if t is None else t[..., oy:oy + crop, ox:ox + crop].contiguous()
+        x, x_after, m = win(x), win(x_after), win(m)
+    return x, m, switch, x_after
 
 
 def latent_stats(vae, seed, n=256, frames=29):
@@ -75,7 +95,7 @@ def preview(path, out, n=6, frames=45, seed=99):
     ck = common.load_ckpt(path)
     vae.load_state_dict(ck["model"])
     vae.eval()
-    x = batch(10 ** 6 + seed, n, frames, CFG["seed"])
+    x = batch(10 ** 6 + seed, n, frames, CFG["seed"])[0]
     with torch.no_grad():
         mu, _ = vae.encode_raw(x)
         xr = vae.decode_raw(mu).clamp(-1, 1)
@@ -108,6 +128,8 @@ def main():
     ap.add_argument("--out", default=f"{common.BUILD}/vae")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--decoder-only", action="store_true", help="fine-tune conv2 + decoder, encoder frozen")
+    ap.add_argument("--switch-prob", type=float, default=0.0,
+                    help="share of clips with a prompt switch, encoded spliced as the DiT's data is")
     ap.add_argument("--preview", default=None, help="write a reconstruction PNG from the checkpoint and exit")
     ap.add_argument("--preview-frames", type=int, default=45)
     args = ap.parse_args()
@@ -170,12 +192,13 @@ def main():
         for g in opt.param_groups:
             g["lr"] = lr
         crop = 32 if frames.endswith("c") else None
-        x, obj = batch(step, args.bs, int(frames.rstrip("c")), seed, with_mask=True, crop=crop)
+        x, obj, switch, x_after = batch(step, args.bs, int(frames.rstrip("c")), seed, with_mask=True, crop=crop,
+                                        switch_prob=args.switch_prob)
         w = 1.0 + args.obj_weight * obj
         gen = torch.Generator().manual_seed(seed * 7 + step)
         with torch.autocast("cpu", dtype=torch.bfloat16):
             with torch.set_grad_enabled(base is None):
-                mu, log_var = vae.encode_raw(x)
+                mu = common.spliced_mu(vae, x, x_after, switch)
             mu = mu.float()
             z = mu + args.noise * mu.detach().std() * torch.randn(mu.shape, generator=gen)
             xr = vae.decode_raw(z).float()
