@@ -5,6 +5,7 @@ import os
 import sys
 import time
 
+import numpy as np
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -127,6 +128,11 @@ class EMA:
         d = self.decay if decay is None else decay
         for pe, p in zip(self.model.parameters(), model.parameters()):
             pe.mul_(d).add_(p.detach(), alpha=1 - d)
+
+
+def video_tensor(frames):
+    """uint8 clips [B][T, H, W, 3] -> float [B, 3, T, H, W] in [-1, 1] (the VAE's input)."""
+    return torch.from_numpy(np.stack(frames)).float().div(127.5).sub(1.0).permute(0, 4, 1, 2, 3).contiguous()
 
 
 def spliced_mu(vae, x, x_after=None, switch_latent=None):

@@ -2,8 +2,10 @@
 
   python3 tools/train/encode_data.py --shards 24      # build/train/data/shard_XXX.pt, 1000 clips each
   python3 tools/train/encode_data.py --first 100 --shards 4 --switch-prob 0.75   # switch-heavy shard_100..103
+  python3 tools/train/encode_data.py --resplice      # splice the switch clips of shards written before
 Each shard: {"latents": fp16 [N, z, F, h, w] (normalised with the VAE's latents_mean/std),
-             "scenes": [scene dicts]}. Clip i of shard s is a pure function of (seed, s, i).
+             "scenes": [scene dicts], "spliced": True (prompt switches: common.spliced_mu)}.
+Clip i of shard s is a pure function of (seed, s, i).
 """
 import argparse
 import glob
@@ -30,9 +32,8 @@ def load_vae():
 
 
 def clips(scenes):
-    """[B, 3, T, H, W] in [-1, 1]."""
-    x = torch.from_numpy(np.stack([render.render(c) for c in scenes])).float().div(127.5).sub(1.0)
-    return x.permute(0, 4, 1, 2, 3).contiguous()
+    """The scenes rendered: [B, 3, T, H, W] in [-1, 1]."""
+    return common.video_tensor([render.render(c) for c in scenes])
 
 
 def encode_scenes(vae, scenes):

@@ -36,11 +36,6 @@ def _without_objects(sc):
     return dict(bg, objects=[])
 
 
-def _tensor(frames):
-    """uint8 [B, T, H, W, 3] -> float [B, 3, T, H, W] in [-1, 1]."""
-    return torch.from_numpy(np.stack(frames)).float().div(127.5).sub(1.0).permute(0, 4, 1, 2, 3).contiguous()
-
-
 def batch(step, bs, frames, seed, with_mask=False, crop=None, switch_prob=0.0):
     """-> x [B, 3, T, H, W], object mask (with_mask), and the prompt switches: per clip the first
     switched latent frame or None, and the switched scenes rendered from their start (for
@@ -59,8 +54,8 @@ def batch(step, bs, frames, seed, with_mask=False, crop=None, switch_prob=0.0):
         if with_mask:  # object pixels: where the frame differs from the same scene without objects
             bg = render.render(_without_objects(sc))
             masks.append((np.abs(fr.astype(np.int16) - bg).max(-1) > 8))
-    x = _tensor(clips)
-    x_after = _tensor(after) if after else None
+    x = common.video_tensor(clips)
+    x_after = common.video_tensor(after) if after else None
     m = None
     if with_mask:
         m = torch.from_numpy(np.stack(masks)).float()[:, None]  # [B, 1, T, H, W]
@@ -78,7 +73,7 @@ def latent_stats(vae, seed, n=256, frames=29):
     with torch.no_grad():
         for i in range(0, n, 8):
             clips = [render.render(render.sample_scene(rng, frames=frames)) for _ in range(8)]
-            x = torch.from_numpy(np.stack(clips)).float().div(127.5).sub(1.0).permute(0, 4, 1, 2, 3)
+            x = common.video_tensor(clips)
             with torch.autocast("cpu", dtype=torch.bfloat16):
                 mu, _ = vae.encode_raw(x)
             mus.append(mu.float())
