@@ -8,6 +8,7 @@
 # Knobs (env): THREADS (1 per process)  VAE_STEPS (2000)  DEC_STEPS (4000 decoder fine-tuning steps)
 #   SHARDS (32 x 1000 clips: 4 before the DiT starts, +2 per segment)  DIT_STEPS (19000)
 #   SEGMENT (1000 DiT steps between evals)  DECAY (4000: the last DECAY DiT steps decay the lr)
+#   LR (5e-4: the DiT's peak learning rate; a run continued past a finished decay may want less)
 #   DEC_SWITCH_STEPS (2000 decoder steps with prompt switches after DEC_STEPS)
 #   SWITCH_FROM (12000: from this DiT step on, 4 more shards with 75 % prompt-switch clips)
 set -euo pipefail
@@ -21,6 +22,7 @@ VAE_STEPS=${VAE_STEPS:-2000}
 SHARDS=${SHARDS:-32}
 DIT_STEPS=${DIT_STEPS:-19000}
 DECAY=${DECAY:-4000}
+LR=${LR:-5e-4}
 SWITCH_FROM=${SWITCH_FROM:-12000}
 SEGMENT=${SEGMENT:-1000}
 DEC_STEPS=${DEC_STEPS:-4000}
@@ -61,7 +63,7 @@ while [ "$cur" -lt "$DIT_STEPS" ]; do
   if [ "$cur" -ge "$SWITCH_FROM" ]; then
     $PY tools/train/encode_data.py --first 100 --shards 4 --switch-prob 0.75 --threads "$THREADS"
   fi
-  $PY tools/train/train_dit.py --steps "$nxt" --bs 16 --warmup 300 --threads "$THREADS" \
+  $PY tools/train/train_dit.py --steps "$nxt" --bs 16 --warmup 300 --lr "$LR" --threads "$THREADS" \
       --decay-start $(( DIT_STEPS - DECAY )) --decay-end "$DIT_STEPS"
   cur=$(step_of build/train/dit/ckpt.pt)
   [ "$cur" -lt "$nxt" ] && { echo "DiT stopped at $cur"; exit 1; }
