@@ -29,8 +29,12 @@ SHAPES = ["circle", "square", "triangle", "ring", "star"]
 MOTIONS = ["left", "right", "up", "down", "bouncing", "spinning", "growing", "shrinking", "still"]
 ROUND = {"circle", "ring"}  # spinning is invisible for these: never sampled
 
+# Bumped whenever a seed renders differently (encode_data.py re-renders older shards).
+# 2: shapes upright (no random angle).
+VERSION = 2
 SIZE = 64
 FPS = 16
+T_STRIDE = 4  # video frames per latent frame (the VAE's; frame 0 is a latent frame of its own)
 
 MOTION_PHRASES = {
     "left": ["moving left", "moving to the left", "going left"],
@@ -129,8 +133,12 @@ def sample_object(rng, bg, r_range, excluded):
             continue
         break
     r = float(rng.uniform(*r_range))
-    o = {"color": color, "shape": shape, "motion": motion, "r": r,
-         "angle": float(rng.uniform(0, 2 * math.pi)) if shape not in ROUND else 0.0}
+    # Shapes stand upright (a triangle or a star points up, a square sits on a side); only
+    # "spinning" turns them. A random angle made every caption ambiguous in orientation, and a
+    # denoiser's estimate under that ambiguity is the average over angles: a round blob for every
+    # shape. (The angle is still drawn so that the parameters after it keep their values per seed.)
+    rng.uniform(0, 2 * math.pi)
+    o = {"color": color, "shape": shape, "motion": motion, "r": r, "angle": 0.0}
     m = 2.0 + r
     o["x"] = float(rng.uniform(m, SIZE - m))
     o["y"] = float(rng.uniform(m, SIZE - m))
@@ -152,7 +160,9 @@ def sample_object(rng, bg, r_range, excluded):
     return o
 
 
-def sample_scene(rng, excluded=None, two_prob=0.2, frames=29, switch_prob=0.0, latents=8):
+def sample_scene(rng, excluded=None, two_prob=0.2, frames=29, switch_prob=0.0, latents=8, ramp_prob=0.0):
+    """A random scene; switch_prob of them with a prompt switch (add_switch), ramp_prob of those
+    gradual over 2-4 latent frames instead of at once."""
     excluded = heldout_set() if excluded is None else excluded
     if rng.random() < 0.3:
         bg = str(rng.choice(SPECIAL_BGS))
@@ -169,13 +179,19 @@ def sample_scene(rng, excluded=None, two_prob=0.2, frames=29, switch_prob=0.0, l
              "size": SIZE, "fps": FPS}
     if switch_prob > 0 and rng.random() < switch_prob:
         scene = add_switch(scene, rng, int(rng.integers(2, latents)), excluded)
+        # (drawn only when asked for, so that seeds without ramps render as before)
+        if "switch" in scene and ramp_prob > 0 and rng.random() < ramp_prob:
+            scene["switch"]["chunks"] = int(rng.integers(2, 5))
     return scene
 
 
-def add_switch(scene, rng, latent, excluded=None, t_stride=4):
+def add_switch(scene, rng, latent, excluded=None, t_stride=T_STRIDE):
     """Prompt switch inside a clip: from video frame 1 + t_stride*(latent-1) on (= latent frame
     `latent`), one attribute (object color, object shape or background) changes; everything else
-    (object trajectory, background seed) continues. Captions: caption_pair()."""
+    (object trajectory, background seed) continues. Captions: caption_pair(). A switch with
+    "chunks": N > 1 is gradual, as a prompt transition over N chunks is served: latent frame
+    latent + i shows the old and the new scene cross-faded at progress (i + 1) / N
+    (switch_progress), and is conditioned on the two captions' text-encoder outputs mixed alike."""
     excluded = heldout_set() if excluded is None else excluded
     o = scene["objects"][0]
     for _ in range(100):
@@ -197,6 +213,19 @@ def add_switch(scene, rng, latent, excluded=None, t_stride=4):
     return scene
 
 
+def switch_progress(sw, latent):
+    """How far latent frame `latent` is into switch sw: 0 before it, (i + 1) / N in its i-th
+    frame of N ("chunks", 1 = at once), then 1."""
+    if latent < sw["latent"]:
+        return 0.0
+    return min(1.0, (latent - sw["latent"] + 1) / sw.get("chunks", 1))
+
+
+def splice_latent(sw):
+    """The first latent frame of switch sw that shows the new scene alone."""
+    return sw["latent"] + sw.get("chunks", 1) - 1
+
+
 def switched(scene):
     """The scene after its switch (no 'switch' key)."""
     import copy
@@ -206,8 +235,6 @@ def switched(scene):
         b["bg"] = sw["value"]
     else:
         b["objects"][0][sw["attr"]] = sw["value"]
-        if sw["attr"] == "shape" and sw["value"] in ROUND:
-            b["objects"][0]["angle"] = 0.0
     return b
 
 
@@ -229,8 +256,6 @@ def scene_from_combo(color, shape, motion, bg, seed=0, frames=29):
         if o["motion"] == motion:
             break
     o["color"], o["shape"], o["motion"] = color, shape, motion
-    if shape in ROUND:
-        o["angle"] = 0.0
     return {"bg": bg, "bg_seed": int(rng.integers(1 << 30)), "objects": [o], "frames": frames, "size": SIZE,
             "fps": FPS}
 
@@ -420,8 +445,12 @@ def render(scene):
     if "switch" in scene:
         a = render({k: v for k, v in scene.items() if k != "switch"})
         b = render(switched(scene))
-        f = scene["switch"]["frame"]
-        return np.concatenate([a[:f], b[f:]], 0)
+        sw = scene["switch"]
+        out = a.copy()
+        for k in range(sw["frame"], len(a)):
+            p = switch_progress(sw, 1 + (k - 1) // T_STRIDE)
+            out[k] = np.clip((1 - p) * a[k].astype(np.float32) + p * b[k] + 0.5, 0, 255).astype(np.uint8)
+        return out
     T = scene["frames"]
     rng = np.random.default_rng(scene["bg_seed"])
     state = {}

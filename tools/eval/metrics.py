@@ -5,6 +5,7 @@ validated on ground-truth renders (`python3 tools/eval/metrics.py --validate`).
 classify(frames) -> {"background", "color", "shape", "motion", "found"}
 """
 import argparse
+import colorsys
 import math
 import os
 import sys
@@ -236,6 +237,50 @@ def classify(frames):
     shape = classify_shape(masks)
     motion = classify_motion(masks, shape)
     return {"background": bg, "color": color, "shape": shape, "motion": motion, "found": found}
+
+
+def hue_deg(rgb):
+    h, _, _ = colorsys.rgb_to_hsv(*(np.asarray(rgb, np.float64) / 255.0))
+    return h * 360.0
+
+
+def judge_transition(frames, chunk_frames, first, transition_chunks):
+    """A red -> blue prompt transition (the kino-tiny issue's test). frames: the whole stream;
+    chunk_frames: frames per generation chunk; first: the first affected chunk. Per chunk the
+    object's median color, its hue and its color class; passes when the chunks before are red, the
+    hue moves monotonically towards blue from the last red chunk over the affected ones, and every
+    chunk from the transition's last on is blue."""
+    _, rows = classify_background(frames)
+    out, start = [], 0
+    for k, n in enumerate(chunk_frames):
+        fr = frames[start:start + n]
+        start += n
+        masks = [object_mask(f, rows) for f in fr]
+        px = [f[m] for f, m in zip(fr, masks) if m is not None]
+        if not px:
+            out.append({"chunk": k, "color": None, "hue": None})
+            continue
+        med = np.median(np.concatenate(px).astype(np.float32), axis=0)
+        out.append({"chunk": k, "rgb": [round(float(v)) for v in med], "hue": round(hue_deg(med), 1),
+                    "color": classify_color(fr, masks)})
+    n = max(1, transition_chunks)
+    # red sits at 0/360 degrees, blue at 240: unwrap so that red -> purple -> blue is decreasing
+    unwrap = lambda h: None if h is None else (h + 360.0 if h < 120.0 else h)  # noqa: E731
+    path = [unwrap(out[i]["hue"]) for i in range(first - 1, min(first + n, len(out)))]
+    monotonic = all(a is not None and b is not None and b <= a + 5.0 for a, b in zip(path, path[1:]))
+    blue_from = first + n - 1
+    blue_after = all(o["color"] == "blue" for o in out[blue_from:])
+    red_before = all(o["color"] == "red" for o in out[1:first])  # chunk 0 is a single frame
+    return {"transition_chunks": transition_chunks, "first_affected_chunk": first, "per_chunk": out,
+            "red_before": red_before, "monotonic": monotonic, "blue_from_chunk": blue_from,
+            "blue_after": blue_after, "pass": red_before and monotonic and blue_after}
+
+
+def transition_line(t):
+    """One line of report for judge_transition's result."""
+    hues = " ".join("-" if o["hue"] is None else f"{o['hue']:.0f}" for o in t["per_chunk"])
+    return (f"hue per chunk {hues}; red before {t['red_before']}, monotonic {t['monotonic']}, "
+            f"blue from chunk {t['blue_from_chunk']} {t['blue_after']} -> {'pass' if t['pass'] else 'FAIL'}")
 
 
 def score(preds, truths):

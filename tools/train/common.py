@@ -141,7 +141,9 @@ def spliced_mu(vae, x, x_after=None, switch_latent=None):
     from its start (same trajectory). Encoding the switch clip in one causal pass instead makes the
     latents after the switch depend on the old object's features in the encoder cache: a red -> blue
     switch then encoded (and the DiT learned, and streamed forever) a latent that decodes green.
-    x: [B, 3, T, H, W]; switch_latent: per clip, its first switched latent frame or None;
+    x: [B, 3, T, H, W]; switch_latent: per clip, its first latent frame that shows the switched
+    scene alone (render.splice_latent; a gradual switch's cross-faded frames before it keep the clip's
+    own latents) or None;
     x_after: [number of switch clips, 3, T, H, W], the switched scenes of those clips in order."""
     mu, _ = vae.encode_raw(x)
     rows = [i for i, L in enumerate(switch_latent or []) if L is not None]

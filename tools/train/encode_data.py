@@ -1,14 +1,13 @@
 """Render training clips and encode them with the trained VAE into latent shards (resumable).
 
   python3 tools/train/encode_data.py --shards 24      # build/train/data/shard_XXX.pt, 1000 clips each
-  python3 tools/train/encode_data.py --first 100 --shards 4 --switch-prob 0.75   # switch-heavy shard_100..103
-  python3 tools/train/encode_data.py --resplice      # splice the switch clips of shards written before
+  python3 tools/train/encode_data.py --first 100 --shards 8 --switch-prob 0.75 --ramp-prob 0.5  # switch-heavy
 Each shard: {"latents": fp16 [N, z, F, h, w] (normalised with the VAE's latents_mean/std),
-             "scenes": [scene dicts], "spliced": True (prompt switches: common.spliced_mu)}.
-Clip i of shard s is a pure function of (seed, s, i).
+             "scenes": [scene dicts], "render_version": render.VERSION}; prompt switches are encoded
+spliced (common.spliced_mu). Clip i of shard s is a pure function of (seed, s, i); a shard from an
+older renderer is rendered and encoded again.
 """
 import argparse
-import glob
 import os
 import time
 
@@ -38,7 +37,7 @@ def clips(scenes):
 
 def encode_scenes(vae, scenes):
     """Normalised fp16 latents; prompt switches spliced (common.spliced_mu)."""
-    sw = [c["switch"]["latent"] if "switch" in c else None for c in scenes]
+    sw = [render.splice_latent(c["switch"]) if "switch" in c else None for c in scenes]
     after = [render.switched(c) for c in scenes if "switch" in c]
     after = clips(after) if after else None
     with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
@@ -46,25 +45,11 @@ def encode_scenes(vae, scenes):
     return vae.normalize(mu.float()).half()
 
 
-def resplice(path, vae):
-    """Re-encode the switch clips of a shard written before splicing (their latents after the
-    switch only: the causal encoder's latents before it are the same either way)."""
-    sh = common.load_ckpt(path)
-    if sh.get("spliced"):
+def current(path):
+    """Whether a shard exists and was rendered by the present renderer (render.VERSION)."""
+    if not os.path.exists(path):
         return False
-    idx = [i for i, c in enumerate(sh["scenes"]) if "switch" in c]
-    for k in range(0, len(idx), 16):
-        part = idx[k:k + 16]
-        after = [render.switched(sh["scenes"][i]) for i in part]
-        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
-            mu, _ = vae.encode_raw(clips(after))
-        z = vae.normalize(mu.float()).half()
-        for j, i in enumerate(part):
-            L = sh["scenes"][i]["switch"]["latent"]
-            sh["latents"][i, :, L:] = z[j, :, L:]
-    sh["spliced"] = True
-    common.save_ckpt(path, sh)
-    return True
+    return common.load_ckpt(path).get("render_version") == render.VERSION
 
 
 def main():
@@ -73,9 +58,9 @@ def main():
     ap.add_argument("--first", type=int, default=0, help="number of the first shard")
     ap.add_argument("--per-shard", type=int, default=1000)
     ap.add_argument("--switch-prob", type=float, default=0.25, help="share of the clips with a prompt switch")
+    ap.add_argument("--ramp-prob", type=float, default=0.0, help="share of the switches that are gradual")
     ap.add_argument("--out", default=f"{common.BUILD}/data")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--resplice", action="store_true", help="splice the switch clips of existing shards, then exit")
     args = ap.parse_args()
     common.setup_torch(args.threads)
     os.makedirs(args.out, exist_ok=True)
@@ -84,26 +69,21 @@ def main():
     nf = CFG["train_latent_frames"]
     frames = 1 + vae.t_stride * (nf - 1)
     excluded = render.heldout_set()
-    if args.resplice:
-        for path in sorted(glob.glob(f"{args.out}/shard_*.pt")):
-            t0 = time.time()
-            if resplice(path, vae):
-                print(f"{path}: switch clips spliced in {time.time() - t0:.0f} s", flush=True)
-        return
     for s in range(args.first, args.first + args.shards):
         path = f"{args.out}/shard_{s:03d}.pt"
-        if os.path.exists(path):
+        if current(path):
             continue
         t0 = time.time()
         rng = np.random.default_rng([seed, 10, s])
         scenes, lats = [], []
         bs = 16
         for i in range(0, args.per_shard, bs):
-            sc = [render.sample_scene(rng, excluded, frames=frames, switch_prob=args.switch_prob, latents=nf)
+            sc = [render.sample_scene(rng, excluded, frames=frames, switch_prob=args.switch_prob, latents=nf,
+                                     ramp_prob=args.ramp_prob)
                   for _ in range(min(bs, args.per_shard - i))]
             lats.append(encode_scenes(vae, sc))
             scenes.extend(sc)
-        common.save_ckpt(path, {"latents": torch.cat(lats), "scenes": scenes, "spliced": True})
+        common.save_ckpt(path, {"latents": torch.cat(lats), "scenes": scenes, "render_version": render.VERSION})
         print(f"shard {s}: {len(scenes)} clips in {time.time() - t0:.0f} s", flush=True)
 
 

@@ -9,8 +9,8 @@
 #   SHARDS (32 x 1000 clips: 4 before the DiT starts, +2 per segment)  DIT_STEPS (19000)
 #   SEGMENT (1000 DiT steps between evals)  DECAY (4000: the last DECAY DiT steps decay the lr)
 #   LR (5e-4: the DiT's peak learning rate; a run continued past a finished decay may want less)
-#   DEC_SWITCH_STEPS (2000 decoder steps with prompt switches after DEC_STEPS)
-#   SWITCH_FROM (12000: from this DiT step on, 4 more shards with 75 % prompt-switch clips)
+#   DEC_SWITCH_STEPS (2500 decoder steps with prompt switches after DEC_STEPS, their own lr schedule)
+#   SWITCH_FROM (12000: from this DiT step on, 8 more shards with 75 % prompt-switch clips)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=/usr/bin/python3
@@ -26,7 +26,7 @@ LR=${LR:-5e-4}
 SWITCH_FROM=${SWITCH_FROM:-12000}
 SEGMENT=${SEGMENT:-1000}
 DEC_STEPS=${DEC_STEPS:-4000}
-DEC_SWITCH_STEPS=${DEC_SWITCH_STEPS:-2000}
+DEC_SWITCH_STEPS=${DEC_SWITCH_STEPS:-2500}
 mkdir -p build/train
 bash tools/train/state.sh restore   # checkpoints from an earlier session
 echo "== $(date -u +%FT%TZ) kino-tiny run: VAE_STEPS=$VAE_STEPS SHARDS=$SHARDS DIT_STEPS=$DIT_STEPS THREADS=$THREADS"
@@ -39,16 +39,14 @@ $PY tools/train/train_vae.py --steps "$VAE_STEPS" --frames 13,29,61c,125c --thre
 $PY tools/train/train_vae.py --preview build/train/vae_recon.png
 bash tools/train/state.sh save
 $PY tools/train/encode_data.py --shards 4 --threads "$THREADS"
-# shards written before prompt switches were spliced (common.spliced_mu) get their switch clips
-# re-encoded (a no-op once done)
-$PY tools/train/encode_data.py --resplice --threads "$THREADS"
 # The decoder goes on learning on the frozen encoder's latents (same latent space, so the DiT stays
 # valid) in a second process while the DiT trains: 2000 joint steps leave the decoder the weak part.
 # Then DEC_SWITCH_STEPS more with spliced prompt switches (the decoder learns to turn the old object
 # into the new one at a splice).
 dec_args=(--decoder-only --frames 13,29,61c,125c --lr 2e-4 --threads "$THREADS")
 { $PY tools/train/train_vae.py "${dec_args[@]}" --steps "$DEC_STEPS" &&
-  $PY tools/train/train_vae.py "${dec_args[@]}" --steps $(( DEC_STEPS + DEC_SWITCH_STEPS )) --switch-prob 0.3
+  $PY tools/train/train_vae.py --decoder-only --frames 13,29,61c,125c --lr 1e-4 --threads "$THREADS" \
+      --steps $(( DEC_STEPS + DEC_SWITCH_STEPS )) --schedule-from "$DEC_STEPS" --switch-prob 0.5
 } >> build/train/decoder.log 2>&1 &
 dec_pid=$!
 trap 'kids=$(pgrep -P $dec_pid || true); kill $dec_pid $kids 2>/dev/null || true' EXIT  # the decoder stages and their python
@@ -59,9 +57,10 @@ while [ "$cur" -lt "$DIT_STEPS" ]; do
   nxt=$(( (cur / SEGMENT + 1) * SEGMENT )); [ "$nxt" -gt "$DIT_STEPS" ] && nxt=$DIT_STEPS
   want=$(( 4 + 2 * (cur / SEGMENT) )); [ "$want" -gt "$SHARDS" ] && want=$SHARDS
   $PY tools/train/encode_data.py --shards "$want" --threads "$THREADS"
-  # red -> blue prompt switches still came out green at step 12000: more switches from then on
+  # red -> blue prompt switches still came out green at step 12000: more switches from then on,
+  # half of them gradual (the server's transitions over N chunks)
   if [ "$cur" -ge "$SWITCH_FROM" ]; then
-    $PY tools/train/encode_data.py --first 100 --shards 4 --switch-prob 0.75 --threads "$THREADS"
+    $PY tools/train/encode_data.py --first 100 --shards 8 --switch-prob 0.75 --ramp-prob 0.5 --threads "$THREADS"
   fi
   $PY tools/train/train_dit.py --steps "$nxt" --bs 16 --warmup 300 --lr "$LR" --threads "$THREADS" \
       --decay-start $(( DIT_STEPS - DECAY )) --decay-end "$DIT_STEPS"
@@ -69,7 +68,8 @@ while [ "$cur" -lt "$DIT_STEPS" ]; do
   [ "$cur" -lt "$nxt" ] && { echo "DiT stopped at $cur"; exit 1; }
   bash tools/train/state.sh save
   $PY tools/train/train_vae.py --decoder-only --preview build/train/vae_recon.png || true
-  $PY tools/train/sample.py --eval --sheet build/train/samples_latest.png --json build/train/eval.jsonl --threads "$THREADS"
+  $PY tools/train/sample.py --eval --transitions --sheet build/train/samples_latest.png --json build/train/eval.jsonl \
+      --threads "$THREADS"
   $PY tools/train/plots.py --out build/train/loss_latest.png
 done
 wait $dec_pid

@@ -15,8 +15,6 @@
 """
 import argparse
 import json
-import math
-import os
 import time
 
 import numpy as np
@@ -201,23 +199,25 @@ def contact_sheet(path, clips, prompts, preds=None, every=4, scale=2):
     png.write_png(path, png.grid(rows))
 
 
-def interp_test(dit, text, vae, tok, a="a red circle standing still on a black background",
-                b="a blue circle standing still on a black background", chunks=12, ramp=(3, 9), seed=3):
-    """Linear interpolation of the text-encoder outputs (zero-padded to text_len) between chunks
-    ramp[0]..ramp[1]; returns per-chunk mean object color and the frames."""
+def transition_probe(dit, text, vae, tok, transition_chunks, chunks=8, first=3, seed=0,
+                     a="a red circle moving right on a black background",
+                     b="a blue circle moving right on a black background"):
+    """The server evaluation's transition session (tools/eval/server-eval.ts) in the training
+    sampler: prompt a, then from chunk `first` on a linear interpolation of the zero-padded
+    text-encoder outputs reaching b in the transition_chunks-th affected chunk (progress 1/N, 2/N,
+    ..., 1; 0 chunks = b at once). -> (metrics.judge_transition's verdict, frames)."""
+    import metrics
     ca, cb = [dit.pad_context([c])[0] for c in encode_text(text, tok, [a, b])]
     unc = encode_text(text, tok, [""])
     st = Stream(dit, vae, [ca], unc, CFG["sample_steps"], CFG["shift"], CFG["guidance_scale"],
                 CFG["attn_window_chunks"], seed)
-    out, alphas = [], []
+    out = []
     for k in range(chunks):
-        al = min(1.0, max(0.0, (k - ramp[0]) / max(1, ramp[1] - ramp[0])))
-        st.set_context([(1 - al) * ca + al * cb])
-        fr = st.next_frames(1)[0]
-        out.append(fr)
-        alphas.append(al)
-    fr = np.concatenate(out, 0)
-    return fr, alphas
+        progress = 0.0 if k < first else min(1.0, (k - first + 1) / max(1, transition_chunks))
+        st.set_context([(1 - progress) * ca + progress * cb])
+        out.append(st.next_frames(1)[0])
+    frames = np.concatenate(out, 0)
+    return metrics.judge_transition(frames, [len(f) for f in out], first, transition_chunks), frames
 
 
 def main():
@@ -229,7 +229,9 @@ def main():
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--guidance", type=float, default=None)
-    ap.add_argument("--interp", default=None, help="write a prompt-interpolation strip PNG")
+    ap.add_argument("--transitions", action="store_true",
+                    help="the server evaluation's red -> blue transitions (over 3 and 0 chunks)")
+    ap.add_argument("--interp", default=None, help="--transitions, and a PNG strip of the 3-chunk one")
     ap.add_argument("--json", default=None, help="append results as JSON lines")
     ap.add_argument("--vae-ceiling", action="store_true", help="score VAE reconstructions of the held-out renders")
     ap.add_argument("--threads", type=int, default=1)
@@ -259,23 +261,15 @@ def main():
             n = len(prompts)
             contact_sheet(args.sheet, clips[:n][:16], prompts[:16], preds[:16])
             print("wrote", args.sheet)
-    if args.interp:
-        fr, al = interp_test(dit, text, vae, tok)
+    if args.transitions or args.interp:
         import metrics
-        bg, rows = metrics.classify_background(fr)
-        cols = []
-        for k in [0] + list(range(4, fr.shape[0], 4)):
-            m = metrics.object_mask(fr[k], rows)
-            cols.append(None if m is None else fr[k][m].mean(0).round().tolist())
-        res["interp_colors"] = cols
-        red, blue = np.array(render.COLORS["red"], float), np.array(render.COLORS["blue"], float)
-        proj = [None if c is None else float(np.dot(np.array(c) - red, blue - red) / np.dot(blue - red, blue - red))
-                for c in cols]
-        res["interp_alpha_schedule"] = al
-        res["interp_alpha_measured"] = proj
-        print("interp red->blue: alpha given per chunk   ", [round(a, 2) for a in al])
-        print("interp red->blue: alpha measured (color)   ", [None if p is None else round(p, 2) for p in proj])
-        png.write_png(args.interp, png.grid([[png.upscale(fr[k], 2) for k in range(0, fr.shape[0], 4)]]))
+        res["transitions"] = []
+        for n in (3, 0):
+            verdict, frames = transition_probe(dit, text, vae, tok, n)
+            res["transitions"].append(verdict)
+            print(f"step {step}: red -> blue over {n} chunks: {metrics.transition_line(verdict)}")
+            if args.interp and n == 3:
+                png.write_png(args.interp, png.grid([[png.upscale(f, 2) for f in frames[::2]]]))
     if args.json:
         with open(args.json, "a") as f:
             f.write(json.dumps(res) + "\n")

@@ -26,7 +26,9 @@ Recipe (see docs/MODEL.md):
   * prompt switches: 25% of the clips change one attribute (object color/shape or background) at a
     latent-frame boundary; the frames before/after it are conditioned on the caption before/after
     (per-frame context in cross-attention, the clean and noisy copies alike), which is what the
-    server does when the prompt changes between chunks;
+    server does when the prompt changes between chunks; a gradual switch over N latent frames
+    (render.switch_progress) conditions each of them on the two captions' text-encoder outputs
+    mixed at its progress, as the server mixes them over a transition of N chunks;
   * FFN/text-MLP GELU: the erf form while training (3x faster on CPU, < 5e-4 from the tanh form);
     evaluation, export and the server use Wan's tanh form.
   * learning rate: linear warmup, constant, then a linear decay to 5 % from --decay-start to
@@ -110,6 +112,18 @@ def encode_prompts(text_model, tok, prompts, text_len):
         t[k, :len(i)] = torch.tensor(i)
         m[k, :len(i)] = 1
     return text_model(t, m)
+
+
+def frame_contexts(switches, frames):
+    """Per clip of a batch (its prompt switch or None): the caption mixes its latent frames are
+    conditioned on, as weights of the caption after the switch [B, M], and which of them each
+    latent frame uses [B, F] (for the DiT's frame_ctx)."""
+    progress = [[0.0 if sw is None else render.switch_progress(sw, f) for f in range(frames)] for sw in switches]
+    levels = [sorted(set(p)) for p in progress]
+    M = max(len(v) for v in levels)
+    mix = torch.tensor([v + [v[-1]] * (M - len(v)) for v in levels])
+    fctx = torch.tensor([[v.index(x) for x in p] for v, p in zip(levels, progress)], dtype=torch.long)
+    return mix, fctx
 
 
 def shift_sigma(u, shift):
@@ -225,7 +239,7 @@ def main():
         hw = common.latent_hw()
         lat = torch.randn(args.bs * 4, z, F_, hw, hw).half()
         rng0 = np.random.default_rng(0)
-        scenes = [render.sample_scene(rng0, switch_prob=0.25) for _ in range(args.bs * 4)]
+        scenes = [render.sample_scene(rng0, switch_prob=0.25, ramp_prob=0.5) for _ in range(args.bs * 4)]
     else:
         lat, scenes = load_data(args.data)
         print(f"data: {lat.shape[0]} clips, latents {tuple(lat.shape[1:])}")
@@ -257,11 +271,7 @@ def main():
         x0 = lat[torch.from_numpy(idx)].float()
         pairs = [("", "") if rng.random() < args.drop else render.caption_pair(scenes[i], rng) for i in idx]
         prompts = [p for pair in pairs for p in pair]
-        fctx = torch.zeros(args.bs, F_, dtype=torch.long)
-        for b, i in enumerate(idx):
-            sw = scenes[i].get("switch")
-            if sw is not None:
-                fctx[b, sw["latent"]:] = 1
+        mix, fctx = frame_contexts([scenes[i].get("switch") for i in idx], F_)
         fctx = torch.cat([fctx, fctx], dim=1)
         gen = torch.Generator().manual_seed(seed * 13 + step)
         u = torch.rand(args.bs, F_, generator=gen)
@@ -277,6 +287,7 @@ def main():
         with torch.autocast("cpu", dtype=torch.bfloat16):
             ctx = encode_prompts(text, tok, prompts, text_len)
             ctx = ctx.view(args.bs, 2, ctx.shape[1], ctx.shape[2])
+            ctx = (1 - mix[..., None, None]) * ctx[:, :1] + mix[..., None, None] * ctx[:, 1:]
             out = dit(torch.cat([x_ctx, xt], dim=2), t, ctx, frame_pos=frame_pos, frame_mask=mask, frame_ctx=fctx)
         err = flow_error(out[:, :, F_:].float(), x0, eps, s5)
         loss = (err.mean(dim=(1, 3, 4)) * frame_w).sum(dim=1).mean() / frame_w.sum()

@@ -14,7 +14,7 @@ At the end the per-channel latent mean/std over 256 fresh clips are stored for n
 the latent space stays the same, so it can run while (and after) the DiT trains on those latents.
 --switch-prob adds prompt switches, their latents spliced (common.spliced_mu): the decoder learns to
 turn the old object into the new one at the splice, which a causal decoder otherwise smears (a red ->
-blue splice decoded green for a chunk).
+blue splice decoded green for a chunk); the frames after a switch weigh --splice-weight times more.
 """
 import argparse
 import math
@@ -48,7 +48,7 @@ def batch(step, bs, frames, seed, with_mask=False, crop=None, switch_prob=0.0):
         sc["t0"] = int(rng.integers(0, 17))
         fr = render.render(sc)
         clips.append(fr)
-        switch.append(sc["switch"]["latent"] if "switch" in sc else None)
+        switch.append(render.splice_latent(sc["switch"]) if "switch" in sc else None)
         if "switch" in sc:
             after.append(render.render(render.switched(sc)))
         if with_mask:  # object pixels: where the frame differs from the same scene without objects
@@ -125,6 +125,10 @@ def main():
     ap.add_argument("--decoder-only", action="store_true", help="fine-tune conv2 + decoder, encoder frozen")
     ap.add_argument("--switch-prob", type=float, default=0.0,
                     help="share of clips with a prompt switch, encoded spliced as the DiT's data is")
+    ap.add_argument("--splice-weight", type=float, default=4.0,
+                    help="extra loss weight on the 8 frames from a prompt switch on (where the decoder smears)")
+    ap.add_argument("--schedule-from", type=int, default=0,
+                    help="step where this stage's warmup and cosine start (a stage resuming a finished one)")
     ap.add_argument("--preview", default=None, help="write a reconstruction PNG from the checkpoint and exit")
     ap.add_argument("--preview-frames", type=int, default=45)
     args = ap.parse_args()
@@ -181,8 +185,9 @@ def main():
     warm = 100
     lengths = str(args.frames).split(",")
     while step < args.steps and not stop["flag"]:
-        frac = step / max(1, args.steps)
-        lr = args.lr * min(1.0, (step + 1) / warm) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+        s0 = min(args.schedule_from, args.steps - 1)
+        frac = (step - s0) / max(1, args.steps - s0)
+        lr = args.lr * min(1.0, (step - s0 + 1) / warm) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
         frames = lengths[int(np.random.default_rng([seed, 5, step]).integers(len(lengths)))]
         for g in opt.param_groups:
             g["lr"] = lr
@@ -190,6 +195,10 @@ def main():
         x, obj, switch, x_after = batch(step, args.bs, int(frames.rstrip("c")), seed, with_mask=True, crop=crop,
                                         switch_prob=args.switch_prob)
         w = 1.0 + args.obj_weight * obj
+        for i, L in enumerate(switch):
+            if L is not None:
+                f = 1 + vae.t_stride * (L - 1)
+                w[i, :, f:f + 8] *= args.splice_weight
         gen = torch.Generator().manual_seed(seed * 7 + step)
         with torch.autocast("cpu", dtype=torch.bfloat16):
             with torch.set_grad_enabled(base is None):
