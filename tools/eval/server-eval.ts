@@ -5,6 +5,7 @@
 // tools/eval/score.py decodes and scores (run here at the end).
 //
 //   bun tools/eval/server-eval.ts [--model builtin:kino-tiny] [--frames 29] [--out build/eval]
+//                                 [--session-seeds 7]   (comma-separated: the transitions once per seed)
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { loadServeConfig } from "../../src/config/load.ts";
@@ -19,6 +20,7 @@ const arg = (name: string, fallback: string) => {
 const out = resolve(arg("out", join(ROOT, "build/eval")));
 const numFrames = Number(arg("frames", "29"));
 const model = arg("model", "builtin:kino-tiny");
+const sessionSeeds = arg("session-seeds", "7").split(",").map(Number);
 // Debian's interpreter has numpy (python3-numpy); a python3 earlier on PATH may not
 const PY = existsSync("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
 mkdirSync(out, { recursive: true });
@@ -51,14 +53,14 @@ async function video(prompt: string, seed: number): Promise<Uint8Array> {
 interface ChunkMeta { generation_chunk_index: number; num_frames: number; started_event_ids: string[] }
 
 /** A realtime session that switches prompts after `switchAfter` media chunks; returns the stream. */
-async function session(name: string, from: string, to: string, transitionChunks: number, switchAfter = 2) {
+async function session(name: string, from: string, to: string, transitionChunks: number, seed: number, switchAfter = 2) {
   const ws = new WebSocket(`${url.replace(/^http/, "ws")}/v1/realtime/video`);
   ws.binaryType = "arraybuffer";
   const bytes: Uint8Array[] = [];
   const chunks: ChunkMeta[] = [];
   let media = 0;
   await new Promise<void>((done, fail) => {
-    ws.onopen = () => ws.send(JSON.stringify({ type: "session.start", prompt: from, size: "64x64", num_frames: numFrames, seed: 7 }));
+    ws.onopen = () => ws.send(JSON.stringify({ type: "session.start", prompt: from, size: "64x64", num_frames: numFrames, seed }));
     ws.onerror = () => fail(new Error(`${name}: WebSocket error`));
     ws.onmessage = (e) => {
       if (typeof e.data !== "string") return void bytes.push(new Uint8Array(e.data as ArrayBuffer));
@@ -95,10 +97,13 @@ try {
   const [a, b, c] = [await video(prompt, 1), await video(prompt, 1), await video(prompt, 2)];
   const same = (x: Uint8Array, y: Uint8Array) => x.length === y.length && x.every((v, i) => v === y[i]);
   const determinism = { same_seed_identical_bytes: same(a, b), other_seed_different_bytes: !same(a, c) };
-  const transitions = [
-    await session("transition-3", prompt, "a blue circle moving right on a black background", 3),
-    await session("transition-0", prompt, "a blue circle moving right on a black background", 0),
-  ];
+  const transitions = [];
+  for (const seed of sessionSeeds) {
+    for (const n of [3, 0]) {
+      const name = sessionSeeds.length > 1 ? `transition-${n}-seed${seed}` : `transition-${n}`;
+      transitions.push(await session(name, prompt, "a blue circle moving right on a black background", n, seed));
+    }
+  }
   const manifest = join(out, "manifest.json");
   writeFileSync(manifest, JSON.stringify({ model, num_frames: numFrames, heldout, determinism, transitions }, null, 1));
   const score = Bun.spawnSync([PY, join(ROOT, "tools/eval/score.py"), manifest], { stdout: "inherit", stderr: "inherit" });

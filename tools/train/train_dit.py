@@ -28,7 +28,9 @@ Recipe (see docs/MODEL.md):
     (per-frame context in cross-attention, the clean and noisy copies alike), which is what the
     server does when the prompt changes between chunks; a gradual switch over N latent frames
     (render.switch_progress) conditions each of them on the two captions' text-encoder outputs
-    mixed at its progress, as the server mixes them over a transition of N chunks;
+    mixed at its progress, as the server mixes them over a transition of N chunks; those frames weigh
+    --switch-weight times more (from step 22000: the first chunk after a red -> blue switch still
+    came out green-cyan, the DiT hedging between the context's object and the caption's);
   * FFN/text-MLP GELU: the erf form while training (3x faster on CPU, < 5e-4 from the tanh form);
     evaluation, export and the server use Wan's tanh form.
   * learning rate: linear warmup, constant, then a linear decay to 5 % from --decay-start to
@@ -183,6 +185,8 @@ def main():
     ap.add_argument("--decay-end", type=int, default=19000, help="step where the lr reaches 5 %% of --lr")
     ap.add_argument("--ema", type=float, default=0.999)
     ap.add_argument("--first-frame-weight", type=float, default=4.0, help="loss weight of latent frame 0")
+    ap.add_argument("--switch-weight", type=float, default=4.0,
+                    help="loss weight of the latent frames of a prompt switch (from step 22000)")
     ap.add_argument("--image-bs", type=int, default=32, help="extra single-first-frame samples per step")
     ap.add_argument("--ctx-noise", type=float, default=0.2, help="largest noise level of a context frame")
     ap.add_argument("--drop", type=float, default=0.1, help="caption dropout (CFG)")
@@ -290,7 +294,12 @@ def main():
             ctx = (1 - mix[..., None, None]) * ctx[:, :1] + mix[..., None, None] * ctx[:, 1:]
             out = dit(torch.cat([x_ctx, xt], dim=2), t, ctx, frame_pos=frame_pos, frame_mask=mask, frame_ctx=fctx)
         err = flow_error(out[:, :, F_:].float(), x0, eps, s5)
-        loss = (err.mean(dim=(1, 3, 4)) * frame_w).sum(dim=1).mean() / frame_w.sum()
+        w = frame_w.repeat(args.bs, 1)
+        for b, i in enumerate(idx):  # the frames of a switch, up to the first showing the new scene alone
+            sw = scenes[i].get("switch")
+            if sw is not None:
+                w[b, sw["latent"]:render.splice_latent(sw) + 1] *= args.switch_weight
+        loss = (err.mean(dim=(1, 3, 4)) * w).sum(dim=1).mean() / frame_w.sum()
         if args.image_bs:
             loss = (loss + image_loss(dit, text, tok, lat, scenes, rng, gen, args, text_len)) / 2
         opt.zero_grad(set_to_none=True)
