@@ -78,6 +78,24 @@ async function generate(prompt: string, seed: number, numFrames = 9): Promise<Ui
   return new Uint8Array(await res.arrayBuffer());
 }
 
+/** A 29-frame realtime session that switches from one prompt to another (transition_chunks 0)
+ *  after its second media chunk: the last frame of every media chunk (chunk 0 is 1 frame, then 4
+ *  each) and the index of the first chunk the update affects. */
+async function hardSwitch(from: string, to: string, seed: number): Promise<{ lastFrames: Uint8Array[]; first: number }> {
+  const client = await RealtimeClient.connect(server.url);
+  client.send({ type: "session.start", prompt: from, size: "64x64", num_frames: 29, seed });
+  await client.nextOfType("video.chunk_metadata");
+  await client.nextOfType("video.chunk_metadata");
+  client.send({ type: "session.interaction", interaction: { event_id: "switch", event: { prompt: to }, transition_chunks: 0 } });
+  await client.untilDone(60000);
+  const metas = client.jsonMessages().filter((m) => m.type === "video.chunk_metadata" && m.kind === "media");
+  const bytes = Buffer.concat(client.received.filter((r) => r.kind === "binary").map((r) => (r as { bytes: Uint8Array }).bytes));
+  const frames = await decodeFrames(bytes, 64, 64);
+  const first = metas.find((m) => m.started_event_ids.includes("switch"));
+  expect(first).toBeDefined();
+  return { lastFrames: metas.map((_, k) => frames[k * 4]!), first: first.generation_chunk_index };
+}
+
 describe.skipIf(!exported)("kino-tiny through the server", () => {
   test("the background follows the prompt: black, then blue", async () => {
     const black = background((await decodeFrames(await generate("a red circle standing still on a black background", 1), 64, 64)).at(-1)!);
@@ -130,41 +148,19 @@ describe.skipIf(!exported)("kino-tiny through the server", () => {
   // (kino-tiny does not yet tell blue from cyan right after a switch: the test asserts where the
   // change lands, black before it and a bright background from the first affected chunk on)
   test("a realtime prompt update with transition_chunks 0 changes the background in the first affected chunk", async () => {
-    const client = await RealtimeClient.connect(server.url);
-    client.send({ type: "session.start", prompt: "a white circle moving right on a black background", size: "64x64", num_frames: 29, seed: 7 });
-    await client.nextOfType("video.chunk_metadata");
-    await client.nextOfType("video.chunk_metadata");
-    client.send({ type: "session.interaction", interaction: { event_id: "blue", event: { prompt: "a white circle moving right on a blue background" }, transition_chunks: 0 } });
-    await client.untilDone(60000);
-    const metas = client.jsonMessages().filter((m) => m.type === "video.chunk_metadata" && m.kind === "media");
-    const bytes = Buffer.concat(client.received.filter((r) => r.kind === "binary").map((r) => (r as { bytes: Uint8Array }).bytes));
-    const frames = await decodeFrames(bytes, 64, 64);
-    const first = metas.find((m) => m.started_event_ids.includes("blue"));
-    expect(first).toBeDefined();
-    // chunk 0 is 1 frame, then 4 each: frame 4k is the last frame of chunk k
-    const lastFrameOf = (chunk: number) => background(frames[chunk * 4]!);
-    expect(Math.max(...lastFrameOf(first.generation_chunk_index - 1))).toBeLessThan(60);
-    expect(Math.max(...lastFrameOf(first.generation_chunk_index))).toBeGreaterThan(150);
+    const { lastFrames, first } = await hardSwitch("a white circle moving right on a black background", "a white circle moving right on a blue background", 7);
+    expect(Math.max(...background(lastFrames[first - 1]!))).toBeLessThan(60);
+    expect(Math.max(...background(lastFrames[first]!))).toBeGreaterThan(150);
   }, 90000);
 
   // The issue's red -> blue switch (docs/MODEL.md: through the server the first affected chunk is
   // blue for 3 of 4 seeds, 196-201 degrees, on the edge of cyan): red up to the switch, off red in the
   // first affected chunk, and blue from the next one on for good.
   test("a realtime prompt update with transition_chunks 0 turns a red object blue and keeps it blue", async () => {
-    const client = await RealtimeClient.connect(server.url);
-    client.send({ type: "session.start", prompt: "a red circle moving right on a black background", size: "64x64", num_frames: 29, seed: 8 });
-    await client.nextOfType("video.chunk_metadata");
-    await client.nextOfType("video.chunk_metadata");
-    client.send({ type: "session.interaction", interaction: { event_id: "blue", event: { prompt: "a blue circle moving right on a black background" }, transition_chunks: 0 } });
-    await client.untilDone(60000);
-    const metas = client.jsonMessages().filter((m) => m.type === "video.chunk_metadata" && m.kind === "media");
-    const bytes = Buffer.concat(client.received.filter((r) => r.kind === "binary").map((r) => (r as { bytes: Uint8Array }).bytes));
-    const frames = await decodeFrames(bytes, 64, 64);
-    const first = metas.find((m) => m.started_event_ids.includes("blue"))!.generation_chunk_index;
-    const colorOf = (chunk: number) => objectColor(frames[chunk * 4]!); // the chunk's last frame
-    expect(colorOf(first - 1)).toBe("red");
-    expect(colorOf(first)).not.toBe("red");
-    const after = Array.from({ length: metas.length - first - 1 }, (_, i) => colorOf(first + 1 + i));
+    const { lastFrames, first } = await hardSwitch("a red circle moving right on a black background", "a blue circle moving right on a black background", 8);
+    expect(objectColor(lastFrames[first - 1]!)).toBe("red");
+    expect(objectColor(lastFrames[first]!)).not.toBe("red");
+    const after = lastFrames.slice(first + 1).map((frame) => objectColor(frame));
     expect(after.length).toBeGreaterThanOrEqual(3);
     expect(after.every((c) => c === "blue"), `object colors after the switch: ${after.join(", ")}`).toBe(true);
   }, 90000);
