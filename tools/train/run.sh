@@ -43,10 +43,10 @@ $PY tools/train/encode_data.py --shards 4 --threads "$THREADS"
 # valid) in a second process while the DiT trains: 2000 joint steps leave the decoder the weak part.
 # Then DEC_SWITCH_STEPS more with spliced prompt switches (the decoder learns to turn the old object
 # into the new one at a splice).
-dec_args=(--decoder-only --frames 13,29,61c,125c --lr 2e-4 --threads "$THREADS")
-{ $PY tools/train/train_vae.py "${dec_args[@]}" --steps "$DEC_STEPS" &&
-  $PY tools/train/train_vae.py --decoder-only --frames 13,29,61c,125c --lr 1e-4 --threads "$THREADS" \
-      --steps $(( DEC_STEPS + DEC_SWITCH_STEPS )) --schedule-from "$DEC_STEPS" --switch-prob 0.5
+dec_args=(--decoder-only --frames 13,29,61c,125c --threads "$THREADS")
+{ $PY tools/train/train_vae.py "${dec_args[@]}" --lr 2e-4 --steps "$DEC_STEPS" &&
+  $PY tools/train/train_vae.py "${dec_args[@]}" --lr 1e-4 --steps $(( DEC_STEPS + DEC_SWITCH_STEPS )) \
+      --schedule-from "$DEC_STEPS" --switch-prob 0.5
 } >> build/train/decoder.log 2>&1 &
 dec_pid=$!
 trap 'kids=$(pgrep -P $dec_pid || true); kill $dec_pid $kids 2>/dev/null || true' EXIT  # the decoder stages and their python

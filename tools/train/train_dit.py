@@ -275,7 +275,8 @@ def main():
         x0 = lat[torch.from_numpy(idx)].float()
         pairs = [("", "") if rng.random() < args.drop else render.caption_pair(scenes[i], rng) for i in idx]
         prompts = [p for pair in pairs for p in pair]
-        mix, fctx = frame_contexts([scenes[i].get("switch") for i in idx], F_)
+        switches = [scenes[i].get("switch") for i in idx]
+        mix, fctx = frame_contexts(switches, F_)
         fctx = torch.cat([fctx, fctx], dim=1)
         gen = torch.Generator().manual_seed(seed * 13 + step)
         u = torch.rand(args.bs, F_, generator=gen)
@@ -295,8 +296,7 @@ def main():
             out = dit(torch.cat([x_ctx, xt], dim=2), t, ctx, frame_pos=frame_pos, frame_mask=mask, frame_ctx=fctx)
         err = flow_error(out[:, :, F_:].float(), x0, eps, s5)
         w = frame_w.repeat(args.bs, 1)
-        for b, i in enumerate(idx):  # the frames of a switch, up to the first showing the new scene alone
-            sw = scenes[i].get("switch")
+        for b, sw in enumerate(switches):  # the frames of a switch, up to the first showing the new scene alone
             if sw is not None:
                 w[b, sw["latent"]:render.splice_latent(sw) + 1] *= args.switch_weight
         loss = (err.mean(dim=(1, 3, 4)) * w).sum(dim=1).mean() / frame_w.sum()

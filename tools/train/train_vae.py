@@ -38,7 +38,7 @@ def _without_objects(sc):
 
 def batch(step, bs, frames, seed, with_mask=False, crop=None, switch_prob=0.0):
     """-> x [B, 3, T, H, W], object mask (with_mask), and the prompt switches: per clip the first
-    switched latent frame or None, and the switched scenes rendered from their start (for
+    latent frame that shows the switched scene alone (render.splice_latent) or None, and the switched scenes rendered from their start (for
     common.spliced_mu). crop: None or a size: a random window of each clip (long clips at low cost)."""
     rng = np.random.default_rng([seed, 1, step])
     clips, masks, after, switch = [], [], [], []
