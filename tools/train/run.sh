@@ -11,6 +11,7 @@
 #   LR (5e-4: the DiT's peak learning rate; a run continued past a finished decay may want less)
 #   DEC_SWITCH_STEPS (2500 decoder steps with prompt switches after DEC_STEPS, their own lr schedule)
 #   SWITCH_FROM (12000: from this DiT step on, 8 more shards with 75 % prompt-switch clips)
+#   RAMP_FROM (27257: from this DiT step on, a quarter of each batch are gradual switches)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=/usr/bin/python3
@@ -24,6 +25,7 @@ DIT_STEPS=${DIT_STEPS:-19000}
 DECAY=${DECAY:-4000}
 LR=${LR:-5e-4}
 SWITCH_FROM=${SWITCH_FROM:-12000}
+RAMP_FROM=${RAMP_FROM:-27257}
 SEGMENT=${SEGMENT:-1000}
 DEC_STEPS=${DEC_STEPS:-4000}
 DEC_SWITCH_STEPS=${DEC_SWITCH_STEPS:-2500}
@@ -62,7 +64,9 @@ while [ "$cur" -lt "$DIT_STEPS" ]; do
   if [ "$cur" -ge "$SWITCH_FROM" ]; then
     $PY tools/train/encode_data.py --first 100 --shards 8 --switch-prob 0.75 --ramp-prob 0.5 --threads "$THREADS"
   fi
+  ramp_share=0; [ "$cur" -ge "$RAMP_FROM" ] && ramp_share=0.25
   $PY tools/train/train_dit.py --steps "$nxt" --bs 16 --warmup 300 --lr "$LR" --threads "$THREADS" \
+      --ramp-share "$ramp_share" \
       --decay-start $(( DIT_STEPS - DECAY )) --decay-end "$DIT_STEPS"
   cur=$(step_of build/train/dit/ckpt.pt)
   [ "$cur" -lt "$nxt" ] && { echo "DiT stopped at $cur"; exit 1; }

@@ -220,6 +220,42 @@ def transition_probe(dit, text, vae, tok, transition_chunks, chunks=8, first=3, 
     return metrics.judge_transition(frames, [len(f) for f in out], first, transition_chunks), frames
 
 
+@torch.no_grad()
+def switch_x0_trace(dit, text, vae, tok, seed=0, first=3,
+                    a="a red circle moving right on a black background",
+                    b="a blue circle moving right on a black background"):
+    """The first chunk after a hard switch a -> b, step by step: the object's hue in the decoded
+    conditional, unconditional and guided x0 estimates at each sigma, and in the chunk drawn (what
+    the first denoising step commits the chunk to; docs/MODEL.md on the 3-chunk transition)."""
+    assert CFG["prediction"] == "sample", "the DiT predicts x0"
+    import copy
+    import metrics
+    ca, cb = [dit.pad_context([c])[0] for c in encode_text(text, tok, [a, b])]
+    st = Stream(dit, vae, [ca], encode_text(text, tok, [""]), CFG["sample_steps"], CFG["shift"],
+                CFG["guidance_scale"], CFG["attn_window_chunks"], seed)
+    past_frames = [st.next_frames(1)[0] for _ in range(first)]
+    st.set_context([cb])
+
+    def hue(x0):  # decoded after the stream's past (which stays as it is), judged with it
+        cache = {k: copy.deepcopy(c) for k, c in st.vae_cache.items()}  # keyed by the conv modules
+        v = vae.decode_stream(x0, cache).clamp(-1, 1)
+        chunks = past_frames + [((v + 1) * 127.5).round().byte().permute(0, 2, 3, 4, 1).numpy()[0]]
+        verdict = metrics.judge_transition(np.concatenate(chunks), [len(c) for c in chunks], first, 0)
+        h = verdict["per_chunk"][-1]["hue"]
+        return "-" if h is None else f"{h:.0f}"
+    x = torch.randn(1, CFG["vae"]["z_dim"], 1, common.latent_hw(), common.latent_hw(), generator=st.gen)
+    past = {s: st._past(s) for s in ("c", "u")}
+    row = []
+    for i in range(len(st.sig) - 1):
+        t = torch.full((1,), st.sig[i] * 1000.0)
+        xc, _ = dit.forward_chunk(x, t, st.kv["c"], [st.k], past["c"])
+        xu, _ = dit.forward_chunk(x, t, st.kv["u"], [st.k], past["u"])
+        xg = xu + st.g * (xc - xu)
+        row.append(f"sigma {st.sig[i]:.2f}: cond {hue(xc)} uncond {hue(xu)} guided {hue(xg)}")
+        x = x + (st.sig[i + 1] - st.sig[i]) * (x - xg) / st.sig[i]
+    return "; ".join(row) + f"; drawn {hue(x)}"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ckpt", default=None)
@@ -232,6 +268,8 @@ def main():
     ap.add_argument("--transitions", action="store_true",
                     help="the server evaluation's red -> blue transitions (over 3 and 0 chunks)")
     ap.add_argument("--interp", default=None, help="--transitions, and a PNG strip of the 3-chunk one")
+    ap.add_argument("--x0-trace", type=int, default=0,
+                    help="switch_x0_trace for this many noise seeds (the first chunk after red -> blue)")
     ap.add_argument("--json", default=None, help="append results as JSON lines")
     ap.add_argument("--vae-ceiling", action="store_true", help="score VAE reconstructions of the held-out renders")
     ap.add_argument("--threads", type=int, default=1)
@@ -270,6 +308,8 @@ def main():
             print(f"step {step}: red -> blue over {n} chunks: {metrics.transition_line(verdict)}")
             if args.interp and n == 3:
                 png.write_png(args.interp, png.grid([[png.upscale(f, 2) for f in frames[::2]]]))
+    for seed in range(args.x0_trace):
+        print(f"step {step}, seed {seed}: {switch_x0_trace(dit, text, vae, tok, seed)}")
     if args.json:
         with open(args.json, "a") as f:
             f.write(json.dumps(res) + "\n")

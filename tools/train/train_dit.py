@@ -31,6 +31,9 @@ Recipe (see docs/MODEL.md):
     mixed at its progress, as the server mixes them over a transition of N chunks; those frames weigh
     --switch-weight times more (from step 22000: the first chunk after a red -> blue switch still
     came out green-cyan, the DiT hedging between the context's object and the caption's);
+    --ramp-share draws that share of each batch from the gradual switches (from step 27257: the
+    middle chunk of a red -> blue transition over 3 chunks still came out cyan or green, even after
+    a clean red past; caption mixes after a past are the rarest inputs. It helped a little only);
   * FFN/text-MLP GELU: the erf form while training (3x faster on CPU, < 5e-4 from the tanh form);
     evaluation, export and the server use Wan's tanh form.
   * learning rate: linear warmup, constant, then a linear decay to 5 % from --decay-start to
@@ -187,6 +190,8 @@ def main():
     ap.add_argument("--first-frame-weight", type=float, default=4.0, help="loss weight of latent frame 0")
     ap.add_argument("--switch-weight", type=float, default=4.0,
                     help="loss weight of the latent frames of a prompt switch (from step 22000)")
+    ap.add_argument("--ramp-share", type=float, default=0.0,
+                    help="share of each batch drawn from the gradual-switch clips (from step 27257)")
     ap.add_argument("--image-bs", type=int, default=32, help="extra single-first-frame samples per step")
     ap.add_argument("--ctx-noise", type=float, default=0.2, help="largest noise level of a context frame")
     ap.add_argument("--drop", type=float, default=0.1, help="caption dropout (CFG)")
@@ -247,6 +252,8 @@ def main():
     else:
         lat, scenes = load_data(args.data)
         print(f"data: {lat.shape[0]} clips, latents {tuple(lat.shape[1:])}")
+    ramps = np.array([i for i, sc in enumerate(scenes) if sc.get("switch", {}).get("chunks", 1) > 1])
+    n_ramp = int(round(args.ramp_share * args.bs)) if len(ramps) else 0
 
     stop = {"flag": False}
 
@@ -272,6 +279,8 @@ def main():
             g["lr"] = lr
         rng = np.random.default_rng([seed, 3, step])
         idx = rng.integers(0, lat.shape[0], args.bs)
+        if n_ramp:
+            idx[:n_ramp] = rng.choice(ramps, n_ramp)
         x0 = lat[torch.from_numpy(idx)].float()
         pairs = [("", "") if rng.random() < args.drop else render.caption_pair(scenes[i], rng) for i in idx]
         prompts = [p for pair in pairs for p in pair]
