@@ -256,6 +256,46 @@ def switch_x0_trace(dit, text, vae, tok, seed=0, first=3,
     return "; ".join(row) + f"; drawn {hue(x)}"
 
 
+@torch.no_grad()
+def switch_matrix(dit, text, vae, tok, seed=0, first=3):
+    """Hard object-color switches between every two colors (a circle moving right on a black
+    background, all 90 pairs in one batch): the color class of the first affected chunk and of the
+    next, as metrics.judge_transition reads them. -> {(a, b): (first, next)}"""
+    import metrics
+    pairs = [(a, b) for a in render.COLORS for b in render.COLORS if a != b]
+    cap = lambda c: f"a {c} circle moving right on a black background"  # noqa: E731
+    before = encode_text(text, tok, [cap(a) for a, _ in pairs])
+    after = encode_text(text, tok, [cap(b) for _, b in pairs])
+    st = Stream(dit, vae, before, encode_text(text, tok, [""] * len(pairs)), CFG["sample_steps"], CFG["shift"],
+                CFG["guidance_scale"], CFG["attn_window_chunks"], seed)
+    chunks = []
+    for k in range(first + 2):
+        if k == first:
+            st.set_context(after)
+        chunks.append(st.next_frames(len(pairs)))
+    out = {}
+    for i, pair in enumerate(pairs):
+        per = metrics.judge_transition(np.concatenate([c[i] for c in chunks]), [c.shape[1] for c in chunks],
+                                       first, 0)["per_chunk"]
+        out[pair] = (per[first]["color"], per[first + 1]["color"])
+    return out
+
+
+def switch_matrix_report(m):
+    """Rows: the color before, columns: after; '+' where the first affected chunk has the new color,
+    else the class it has ('=' where it kept the old one)."""
+    names = list(render.COLORS)
+    lines = ["from \\ to " + " ".join(f"{b[:6]:>6}" for b in names)]
+    for a in names:
+        cells = [f"{'':>6}" if a == b else f"{'+' if m[a, b][0] == b else '=' if m[a, b][0] == a else str(m[a, b][0])[:6]:>6}"
+                 for b in names]
+        lines.append(f"{a:>10} " + " ".join(cells))
+    n = len(m)
+    lines.append(f"new color in the first affected chunk: {sum(v[0] == b for (_, b), v in m.items())}/{n}, "
+                 f"in the next: {sum(v[1] == b for (_, b), v in m.items())}/{n}")
+    return "\n".join(lines)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ckpt", default=None)
@@ -270,6 +310,8 @@ def main():
     ap.add_argument("--interp", default=None, help="--transitions, and a PNG strip of the 3-chunk one")
     ap.add_argument("--x0-trace", type=int, default=0,
                     help="switch_x0_trace for this many noise seeds (the first chunk after red -> blue)")
+    ap.add_argument("--switch-matrix", action="store_true",
+                    help="hard color switches between every two colors: does the first affected chunk land?")
     ap.add_argument("--json", default=None, help="append results as JSON lines")
     ap.add_argument("--vae-ceiling", action="store_true", help="score VAE reconstructions of the held-out renders")
     ap.add_argument("--threads", type=int, default=1)
@@ -308,6 +350,9 @@ def main():
             print(f"step {step}: red -> blue over {n} chunks: {metrics.transition_line(verdict)}")
             if args.interp and n == 3:
                 png.write_png(args.interp, png.grid([[png.upscale(f, 2) for f in frames[::2]]]))
+    if args.switch_matrix:
+        print(f"step {step}: hard color switches (a circle moving right on black; seed 0)")
+        print(switch_matrix_report(switch_matrix(dit, text, vae, tok)))
     for seed in range(args.x0_trace):
         print(f"step {step}, seed {seed}: {switch_x0_trace(dit, text, vae, tok, seed)}")
     if args.json:
