@@ -72,7 +72,7 @@ while [ "$cur" -lt "$DIT_STEPS" ]; do
   [ "$cur" -lt "$nxt" ] && { echo "DiT stopped at $cur"; exit 1; }
   bash tools/train/state.sh save
   $PY tools/train/train_vae.py --decoder-only --preview build/train/vae_recon.png || true
-  $PY tools/train/sample.py --eval --transitions --sheet build/train/samples_latest.png --json build/train/eval.jsonl \
+  $PY tools/train/sample.py --eval --transitions --switch-matrix --sheet build/train/samples_latest.png --json build/train/eval.jsonl \
       --threads "$THREADS"
   $PY tools/train/plots.py --out build/train/loss_latest.png
 done

@@ -290,9 +290,8 @@ def switch_matrix_report(m):
         cells = [f"{'':>6}" if a == b else f"{'+' if m[a, b][0] == b else '=' if m[a, b][0] == a else str(m[a, b][0])[:6]:>6}"
                  for b in names]
         lines.append(f"{a:>10} " + " ".join(cells))
-    n = len(m)
-    lines.append(f"new color in the first affected chunk: {sum(v[0] == b for (_, b), v in m.items())}/{n}, "
-                 f"in the next: {sum(v[1] == b for (_, b), v in m.items())}/{n}")
+    first, nxt = (sum(v[j] == b for (_, b), v in m.items()) for j in (0, 1))
+    lines.append(f"new color in the first affected chunk: {first}/{len(m)}, in the next: {nxt}/{len(m)}")
     return "\n".join(lines)
 
 
@@ -351,8 +350,10 @@ def main():
             if args.interp and n == 3:
                 png.write_png(args.interp, png.grid([[png.upscale(f, 2) for f in frames[::2]]]))
     if args.switch_matrix:
+        m = switch_matrix(dit, text, vae, tok)
+        res["switch_matrix"] = [sum(v[j] == b for (_, b), v in m.items()) for j in (0, 1)]
         print(f"step {step}: hard color switches (a circle moving right on black; seed 0)")
-        print(switch_matrix_report(switch_matrix(dit, text, vae, tok)))
+        print(switch_matrix_report(m))
     for seed in range(args.x0_trace):
         print(f"step {step}, seed {seed}: {switch_x0_trace(dit, text, vae, tok, seed)}")
     if args.json:
