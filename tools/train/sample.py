@@ -281,6 +281,11 @@ def switch_matrix(dit, text, vae, tok, seed=0, first=3):
     return out
 
 
+def switch_matrix_counts(m):
+    """-> [switches whose first affected chunk has the new color, those whose next one has it]"""
+    return [sum(v[j] == b for (_, b), v in m.items()) for j in (0, 1)]
+
+
 def switch_matrix_report(m):
     """Rows: the color before, columns: after; '+' where the first affected chunk has the new color,
     else the class it has ('=' where it kept the old one)."""
@@ -290,7 +295,7 @@ def switch_matrix_report(m):
         cells = [f"{'':>6}" if a == b else f"{'+' if m[a, b][0] == b else '=' if m[a, b][0] == a else str(m[a, b][0])[:6]:>6}"
                  for b in names]
         lines.append(f"{a:>10} " + " ".join(cells))
-    first, nxt = (sum(v[j] == b for (_, b), v in m.items()) for j in (0, 1))
+    first, nxt = switch_matrix_counts(m)
     lines.append(f"new color in the first affected chunk: {first}/{len(m)}, in the next: {nxt}/{len(m)}")
     return "\n".join(lines)
 
@@ -351,7 +356,7 @@ def main():
                 png.write_png(args.interp, png.grid([[png.upscale(f, 2) for f in frames[::2]]]))
     if args.switch_matrix:
         m = switch_matrix(dit, text, vae, tok)
-        res["switch_matrix"] = [sum(v[j] == b for (_, b), v in m.items()) for j in (0, 1)]
+        res["switch_matrix"] = switch_matrix_counts(m)
         print(f"step {step}: hard color switches (a circle moving right on black; seed 0)")
         print(switch_matrix_report(m))
     for seed in range(args.x0_trace):
