@@ -154,7 +154,7 @@ describe.skipIf(!exported)("kino-tiny through the server", () => {
   }, 90000);
 
   // The red -> blue switch (docs/MODEL.md: through the server the first affected chunk is
-  // blue for 4 of 4 seeds at step 26000, 201-205 degrees, near the edge of cyan): red up to the switch,
+  // blue for 4 of 4 seeds at step 32000, 200-212 degrees, near the edge of cyan): red up to the switch,
   // off red in the first affected chunk, and blue from the next one on for good.
   test("a realtime prompt update with transition_chunks 0 turns a red object blue and keeps it blue", async () => {
     const { lastFrames, first } = await hardSwitch("a red circle moving right on a black background", "a blue circle moving right on a black background", 8);
