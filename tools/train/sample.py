@@ -281,6 +281,42 @@ def switch_matrix(dit, text, vae, tok, seed=0, first=3):
     return out
 
 
+@torch.no_grad()
+def shape_probe(dit, text, vae, tok, sigmas=(0.5, 0.75, 0.9), words=("true", "circle", "star")):
+    """Does the shape word steer what the DiT draws? Frame 0 of each held-out render, encoded and
+    noised to sigma (fixed noise), one guided x0 estimate with no past, decoded and classified; the
+    caption's shape word is the true one, or replaced by each of `words`' others. A DiT that binds
+    shape words draws the captioned shape; at step 36000 it drew circles (and some squares) for
+    every word, even from a star noised to sigma 0.5. -> {(word, sigma): [(true shape, drawn)]}"""
+    import metrics
+    unc = dit.cross_kv(encode_text(text, tok, [""]))
+    gen = torch.Generator().manual_seed(0)
+    rows = {}
+    for i, c in enumerate(render.load_heldout()["combinations"]):
+        fr = render.render(render.scene_from_combo(*c, seed=i))[:1]
+        z = vae.encode(torch.from_numpy(fr).float().div(127.5).sub(1).permute(3, 0, 1, 2)[None])
+        eps = torch.randn(z.shape, generator=gen)
+        for word in words:
+            kv = dit.cross_kv(encode_text(text, tok, [render.canonical_caption(c[0], c[1] if word == "true" else word, c[2], c[3])]))
+            for s in sigmas:
+                xt, t = (1 - s) * z + s * eps, torch.full((1,), s * 1000.0)
+                xc, _ = dit.forward_chunk(xt, t, kv, [0], None)
+                xu, _ = dit.forward_chunk(xt, t, unc, [0], None)
+                v = vae.decode_stream(xu + CFG["guidance_scale"] * (xc - xu), {}).clamp(-1, 1)
+                f = ((v[0] + 1) * 127.5).round().byte().permute(1, 2, 3, 0).numpy()
+                rows.setdefault((word, s), []).append((c[1], metrics.classify(np.repeat(f, 5, 0))["shape"]))
+    return rows
+
+
+def shape_probe_report(rows):
+    lines = []
+    for (word, s), r in rows.items():
+        said = np.mean([d == (t if word == "true" else word) for t, d in r])
+        hist = " ".join(f"{k} {sum(d == k for _, d in r)}" for k in render.SHAPES)
+        lines.append(f"caption's shape {word:6s} sigma {s}: captioned shape drawn {said:.0%} ({hist})")
+    return "\n".join(lines)
+
+
 def switch_matrix_counts(m):
     """-> [switches whose first affected chunk has the new color, those whose next one has it]"""
     return [sum(v[j] == b for (_, b), v in m.items()) for j in (0, 1)]
@@ -316,6 +352,8 @@ def main():
                     help="switch_x0_trace for this many noise seeds (the first chunk after red -> blue)")
     ap.add_argument("--switch-matrix", action="store_true",
                     help="hard color switches between every two colors: does the first affected chunk land?")
+    ap.add_argument("--shape-probe", action="store_true",
+                    help="does the shape word steer frame 0? (one x0 estimate of noised held-out renders)")
     ap.add_argument("--json", default=None, help="append results as JSON lines")
     ap.add_argument("--vae-ceiling", action="store_true", help="score VAE reconstructions of the held-out renders")
     ap.add_argument("--threads", type=int, default=1)
@@ -359,6 +397,12 @@ def main():
         res["switch_matrix"] = switch_matrix_counts(m)
         print(f"step {step}: hard color switches (a circle moving right on black; seed 0)")
         print(switch_matrix_report(m))
+    if args.shape_probe:
+        rows = shape_probe(dit, text, vae, tok)
+        res["shape_probe"] = {f"{w} {s}": float(np.mean([d == (t if w == "true" else w) for t, d in r]))
+                              for (w, s), r in rows.items()}
+        print(f"step {step}: shape words, one x0 estimate of frame 0 (40 held-out renders)")
+        print(shape_probe_report(rows))
     for seed in range(args.x0_trace):
         print(f"step {step}, seed {seed}: {switch_x0_trace(dit, text, vae, tok, seed)}")
     if args.json:
