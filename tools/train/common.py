@@ -42,6 +42,10 @@ CFG = {
     "sample_steps": 4,
     "guidance_scale": 2.0,  # 3 over-saturated moving objects into colored stripes (held-out color 20 % vs 30 % at step 7000)
 }
+# Experiments with another DiT patch (e.g. KINO_DIT_PATCH=1,2,2: 64 tokens per latent frame) train and
+# sample under the same variable; the exported model is the 1x4x4 one.
+if os.environ.get("KINO_DIT_PATCH"):
+    CFG["dit"]["patch_size"] = [int(v) for v in os.environ["KINO_DIT_PATCH"].split(",")]
 
 
 def spatial_factor():

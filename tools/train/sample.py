@@ -285,7 +285,8 @@ def switch_matrix(dit, text, vae, tok, seed=0, first=3):
 def shape_probe(dit, text, vae, tok, sigmas=(0.5, 0.75, 0.9), words=("true", "circle", "star")):
     """Does the shape word steer what the DiT draws? Frame 0 of each held-out render, encoded and
     noised to sigma (fixed noise), one guided x0 estimate with no past, decoded and classified; the
-    caption's shape word is the true one, or replaced by each of `words`' others. A DiT that binds
+    caption's shape word is the true one, or replaced by each of `words`' others. Then frame 0 of
+    each prompt sampled from noise (the first chunk of a stream). A DiT that binds
     shape words draws the captioned shape; at step 36000 it drew circles (and some squares) for
     every word, even from a star noised to sigma 0.5. -> {(word, sigma): [(true shape, drawn)]}"""
     import metrics
@@ -305,6 +306,13 @@ def shape_probe(dit, text, vae, tok, sigmas=(0.5, 0.75, 0.9), words=("true", "ci
                 v = vae.decode_stream(xu + CFG["guidance_scale"] * (xc - xu), {}).clamp(-1, 1)
                 f = ((v[0] + 1) * 127.5).round().byte().permute(1, 2, 3, 0).numpy()
                 rows.setdefault((word, s), []).append((c[1], metrics.classify(np.repeat(f, 5, 0))["shape"]))
+    # and frame 0 sampled from noise as the first streaming chunk is
+    combos = render.load_heldout()["combinations"]
+    prompts = [render.canonical_caption(*c) for c in combos]
+    st = Stream(dit, vae, encode_text(text, tok, prompts), encode_text(text, tok, [""] * len(prompts)),
+                CFG["sample_steps"], CFG["shift"], CFG["guidance_scale"], CFG["attn_window_chunks"], 0)
+    for c, f in zip(combos, st.next_frames(len(prompts))):
+        rows.setdefault(("true", "sampled"), []).append((c[1], metrics.classify(np.repeat(f, 5, 0))["shape"]))
     return rows
 
 
@@ -313,7 +321,8 @@ def shape_probe_report(rows):
     for (word, s), r in rows.items():
         said = np.mean([d == (t if word == "true" else word) for t, d in r])
         hist = " ".join(f"{k} {sum(d == k for _, d in r)}" for k in render.SHAPES)
-        lines.append(f"caption's shape {word:6s} sigma {s}: captioned shape drawn {said:.0%} ({hist})")
+        where = "frame 0 sampled from noise" if s == "sampled" else f"sigma {s}"
+        lines.append(f"caption's shape {word:6s} {where}: captioned shape drawn {said:.0%} ({hist})")
     return "\n".join(lines)
 
 

@@ -144,26 +144,6 @@ def flow_error(pred, x0, eps, s5):
     return (pred - (eps - x0)).pow(2)
 
 
-def object_weight(x0, weight, lo=1.5, hi=3.0):
-    """Per latent pixel loss weight [B, 1, F, H, W] that makes the object count `weight` times more
-    than the background, normalised to mean 1 per frame. The object is where a latent pixel differs
-    from its frame's per-channel spatial median by more than `lo` (a ramp to full weight at `hi`; the
-    median pixel of the training latents differs by 0.66, the 86th percentile by 2.15 — the object is
-    ~14 % of them; stars, flakes and the sunset's gradient read as a little object too). Shapes: after 36000 steps the DiT drew a round
-    blob for every shape word, its single x0 estimate of a noised star (sigma 0.5, caption "star")
-    came out a circle, while the object is ~14 % of a frame's latent pixels."""
-    if weight == 1.0:
-        return None
-    bg = x0.flatten(3).median(dim=3).values[..., None, None]
-    m = (((x0 - bg).norm(dim=1, keepdim=True) - lo) / (hi - lo)).clamp(0.0, 1.0)
-    w = 1.0 + (weight - 1.0) * m
-    return w / w.mean(dim=(3, 4), keepdim=True)
-
-
-def weighted_mean(err, wmap, dims):
-    return err.mean(dim=dims) if wmap is None else (err * wmap).mean(dim=dims)
-
-
 def image_loss(dit, text, tok, lat, scenes, rng, gen, args, text_len):
     """The first-chunk objective: latent frame 0 of other clips, generated from noise with no past."""
     idx = rng.integers(0, lat.shape[0], args.image_bs)
@@ -175,7 +155,7 @@ def image_loss(dit, text, tok, lat, scenes, rng, gen, args, text_len):
     xt = (1 - s5) * x0 + s5 * eps
     with torch.autocast("cpu", dtype=torch.bfloat16):
         pred = dit(xt, sigma * 1000.0, encode_prompts(text, tok, prompts, text_len)).float()
-    return weighted_mean(flow_error(pred, x0, eps, s5), object_weight(x0, args.object_weight), (0, 1, 2, 3, 4))
+    return flow_error(pred, x0, eps, s5).mean()
 
 
 def load_data(path, max_shards=None):
@@ -212,8 +192,9 @@ def main():
                     help="loss weight of the latent frames of a prompt switch (from step 22000)")
     ap.add_argument("--ramp-share", type=float, default=0.0,
                     help="share of each batch drawn from the gradual-switch clips (from step 27257)")
-    ap.add_argument("--object-weight", type=float, default=1.0,
-                    help="loss weight of the object's latent pixels against the background's (from step 36000)")
+    ap.add_argument("--image-only", action="store_true",
+                    help="train text-to-image on first frames alone (experiments on what the DiT can learn per frame)")
+    ap.add_argument("--shards", type=int, default=None, help="load only the first N data shards")
     ap.add_argument("--image-bs", type=int, default=32, help="extra single-first-frame samples per step")
     ap.add_argument("--ctx-noise", type=float, default=0.2, help="largest noise level of a context frame")
     ap.add_argument("--drop", type=float, default=0.1, help="caption dropout (CFG)")
@@ -272,7 +253,7 @@ def main():
         rng0 = np.random.default_rng(0)
         scenes = [render.sample_scene(rng0, switch_prob=0.25, ramp_prob=0.5) for _ in range(args.bs * 4)]
     else:
-        lat, scenes = load_data(args.data)
+        lat, scenes = load_data(args.data, args.shards)
         print(f"data: {lat.shape[0]} clips, latents {tuple(lat.shape[1:])}")
     ramps = np.array([i for i, sc in enumerate(scenes) if sc.get("switch", {}).get("chunks", 1) > 1])
     n_ramp = int(round(args.ramp_share * args.bs)) if len(ramps) else 0
@@ -300,40 +281,43 @@ def main():
         for g in opt.param_groups:
             g["lr"] = lr
         rng = np.random.default_rng([seed, 3, step])
-        idx = rng.integers(0, lat.shape[0], args.bs)
-        if n_ramp:
-            idx[:n_ramp] = rng.choice(ramps, n_ramp)
-        x0 = lat[torch.from_numpy(idx)].float()
-        pairs = [("", "") if rng.random() < args.drop else render.caption_pair(scenes[i], rng) for i in idx]
-        prompts = [p for pair in pairs for p in pair]
-        switches = [scenes[i].get("switch") for i in idx]
-        mix, fctx = frame_contexts(switches, F_)
-        fctx = torch.cat([fctx, fctx], dim=1)
-        gen = torch.Generator().manual_seed(seed * 13 + step)
-        u = torch.rand(args.bs, F_, generator=gen)
-        sigma = shift_sigma(u, CFG["shift"])
-        eps = torch.randn(x0.shape, generator=gen)
-        s5 = sigma[:, None, :, None, None]
-        xt = (1 - s5) * x0 + s5 * eps
-        # context noise: half of the context frames carry noise up to --ctx-noise (and say so in t)
-        s_ctx = torch.rand(args.bs, F_, generator=gen) * args.ctx_noise * (torch.rand(args.bs, F_, generator=gen) < 0.5)
-        c5 = s_ctx[:, None, :, None, None]
-        x_ctx = (1 - c5) * x0 + c5 * torch.randn(x0.shape, generator=gen)
-        t = torch.cat([s_ctx * 1000.0, sigma * 1000.0], dim=1)
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            ctx = encode_prompts(text, tok, prompts, text_len)
-            ctx = ctx.view(args.bs, 2, ctx.shape[1], ctx.shape[2])
-            ctx = (1 - mix[..., None, None]) * ctx[:, :1] + mix[..., None, None] * ctx[:, 1:]
-            out = dit(torch.cat([x_ctx, xt], dim=2), t, ctx, frame_pos=frame_pos, frame_mask=mask, frame_ctx=fctx)
-        err = flow_error(out[:, :, F_:].float(), x0, eps, s5)
-        w = frame_w.repeat(args.bs, 1)
-        for b, sw in enumerate(switches):  # the frames of a switch, up to the first showing the new scene alone
-            if sw is not None:
-                w[b, sw["latent"]:render.splice_latent(sw) + 1] *= args.switch_weight
-        err = weighted_mean(err, object_weight(x0, args.object_weight), (1, 3, 4))
-        loss = (err * w).sum(dim=1).mean() / frame_w.sum()
-        if args.image_bs:
-            loss = (loss + image_loss(dit, text, tok, lat, scenes, rng, gen, args, text_len)) / 2
+        if args.image_only:
+            loss = image_loss(dit, text, tok, lat, scenes, rng, torch.Generator().manual_seed(seed * 13 + step),
+                              args, text_len)
+        else:
+            idx = rng.integers(0, lat.shape[0], args.bs)
+            if n_ramp:
+                idx[:n_ramp] = rng.choice(ramps, n_ramp)
+            x0 = lat[torch.from_numpy(idx)].float()
+            pairs = [("", "") if rng.random() < args.drop else render.caption_pair(scenes[i], rng) for i in idx]
+            prompts = [p for pair in pairs for p in pair]
+            switches = [scenes[i].get("switch") for i in idx]
+            mix, fctx = frame_contexts(switches, F_)
+            fctx = torch.cat([fctx, fctx], dim=1)
+            gen = torch.Generator().manual_seed(seed * 13 + step)
+            u = torch.rand(args.bs, F_, generator=gen)
+            sigma = shift_sigma(u, CFG["shift"])
+            eps = torch.randn(x0.shape, generator=gen)
+            s5 = sigma[:, None, :, None, None]
+            xt = (1 - s5) * x0 + s5 * eps
+            # context noise: half of the context frames carry noise up to --ctx-noise (and say so in t)
+            s_ctx = torch.rand(args.bs, F_, generator=gen) * args.ctx_noise * (torch.rand(args.bs, F_, generator=gen) < 0.5)
+            c5 = s_ctx[:, None, :, None, None]
+            x_ctx = (1 - c5) * x0 + c5 * torch.randn(x0.shape, generator=gen)
+            t = torch.cat([s_ctx * 1000.0, sigma * 1000.0], dim=1)
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                ctx = encode_prompts(text, tok, prompts, text_len)
+                ctx = ctx.view(args.bs, 2, ctx.shape[1], ctx.shape[2])
+                ctx = (1 - mix[..., None, None]) * ctx[:, :1] + mix[..., None, None] * ctx[:, 1:]
+                out = dit(torch.cat([x_ctx, xt], dim=2), t, ctx, frame_pos=frame_pos, frame_mask=mask, frame_ctx=fctx)
+            err = flow_error(out[:, :, F_:].float(), x0, eps, s5)
+            w = frame_w.repeat(args.bs, 1)
+            for b, sw in enumerate(switches):  # the frames of a switch, up to the first showing the new scene alone
+                if sw is not None:
+                    w[b, sw["latent"]:render.splice_latent(sw) + 1] *= args.switch_weight
+            loss = (err.mean(dim=(1, 3, 4)) * w).sum(dim=1).mean() / frame_w.sum()
+            if args.image_bs:
+                loss = (loss + image_loss(dit, text, tok, lat, scenes, rng, gen, args, text_len)) / 2
         opt.zero_grad(set_to_none=True)
         loss.backward()
         gn = torch.nn.utils.clip_grad_norm_(params, 1.0)
