@@ -149,7 +149,12 @@ def image_loss(dit, text, tok, lat, scenes, rng, gen, args, text_len):
     idx = rng.integers(0, lat.shape[0], args.image_bs)
     x0 = lat[torch.from_numpy(idx), :, :1].float()
     prompts = ["" if rng.random() < args.drop else render.caption_pair(scenes[i], rng)[0] for i in idx]
-    sigma = shift_sigma(torch.rand(args.image_bs, generator=gen), CFG["shift"])
+    u = torch.rand(args.image_bs, generator=gen)
+    if args.image_sigmas:  # a band of noise levels only (experiments on where the caption must decide)
+        lo, hi = (float(v) for v in args.image_sigmas.split(","))
+        sigma = lo + (hi - lo) * u
+    else:
+        sigma = shift_sigma(u, CFG["shift"])
     s5 = sigma[:, None, None, None, None]
     eps = torch.randn(x0.shape, generator=gen)
     xt = (1 - s5) * x0 + s5 * eps
@@ -194,6 +199,7 @@ def main():
                     help="share of each batch drawn from the gradual-switch clips (from step 27257)")
     ap.add_argument("--image-only", action="store_true",
                     help="train text-to-image on first frames alone (experiments on what the DiT can learn per frame)")
+    ap.add_argument("--image-sigmas", default=None, help="LO,HI: the first-frame objective's noise levels uniform in a band")
     ap.add_argument("--shards", type=int, default=None, help="load only the first N data shards")
     ap.add_argument("--image-bs", type=int, default=32, help="extra single-first-frame samples per step")
     ap.add_argument("--ctx-noise", type=float, default=0.2, help="largest noise level of a context frame")
