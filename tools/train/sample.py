@@ -293,7 +293,8 @@ def shape_probe(dit, text, vae, tok, sigmas=(0.5, 0.75, 0.9), words=("true", "ci
     unc = dit.cross_kv(encode_text(text, tok, [""]))
     gen = torch.Generator().manual_seed(0)
     rows = {}
-    for i, c in enumerate(render.load_heldout()["combinations"]):
+    combos = render.load_heldout()["combinations"]
+    for i, c in enumerate(combos):
         fr = render.render(render.scene_from_combo(*c, seed=i))[:1]
         z = vae.encode(torch.from_numpy(fr).float().div(127.5).sub(1).permute(3, 0, 1, 2)[None])
         eps = torch.randn(z.shape, generator=gen)
@@ -307,7 +308,6 @@ def shape_probe(dit, text, vae, tok, sigmas=(0.5, 0.75, 0.9), words=("true", "ci
                 f = ((v[0] + 1) * 127.5).round().byte().permute(1, 2, 3, 0).numpy()
                 rows.setdefault((word, s), []).append((c[1], metrics.classify(np.repeat(f, 5, 0))["shape"]))
     # and frame 0 sampled from noise as the first streaming chunk is
-    combos = render.load_heldout()["combinations"]
     prompts = [render.canonical_caption(*c) for c in combos]
     st = Stream(dit, vae, encode_text(text, tok, prompts), encode_text(text, tok, [""] * len(prompts)),
                 CFG["sample_steps"], CFG["shift"], CFG["guidance_scale"], CFG["attn_window_chunks"], 0)
@@ -316,10 +316,16 @@ def shape_probe(dit, text, vae, tok, sigmas=(0.5, 0.75, 0.9), words=("true", "ci
     return rows
 
 
+def shape_probe_scores(rows):
+    """-> {(word, sigma): the share of estimates that show the captioned shape}"""
+    return {(w, s): float(np.mean([d == (t if w == "true" else w) for t, d in r])) for (w, s), r in rows.items()}
+
+
 def shape_probe_report(rows):
     lines = []
+    scores = shape_probe_scores(rows)
     for (word, s), r in rows.items():
-        said = np.mean([d == (t if word == "true" else word) for t, d in r])
+        said = scores[word, s]
         hist = " ".join(f"{k} {sum(d == k for _, d in r)}" for k in render.SHAPES)
         where = "frame 0 sampled from noise" if s == "sampled" else f"sigma {s}"
         lines.append(f"caption's shape {word:6s} {where}: captioned shape drawn {said:.0%} ({hist})")
@@ -408,8 +414,7 @@ def main():
         print(switch_matrix_report(m))
     if args.shape_probe:
         rows = shape_probe(dit, text, vae, tok)
-        res["shape_probe"] = {f"{w} {s}": float(np.mean([d == (t if w == "true" else w) for t, d in r]))
-                              for (w, s), r in rows.items()}
+        res["shape_probe"] = {f"{w} {s}": v for (w, s), v in shape_probe_scores(rows).items()}
         print(f"step {step}: shape words, one x0 estimate of frame 0 (40 held-out renders)")
         print(shape_probe_report(rows))
     for seed in range(args.x0_trace):
