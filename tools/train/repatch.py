@@ -43,11 +43,7 @@ def main():
     dit, text = train_dit.build(tok)
     dit.load_state_dict(convert(ck["ema_dit"], old, new))
     text.load_state_dict(ck["ema_text"])
-    decay, no_decay = [], []
-    for mod in (dit, text):  # the parameter groups of train_dit.py
-        for n, p in mod.named_parameters():
-            (no_decay if p.dim() < 2 or "modulation" in n or "embedding" in n else decay).append(p)
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}])
+    opt = train_dit.make_optimizer(dit, text, 0.0)
     common.save_ckpt(dst, {"dit": dit.state_dict(), "text": text.state_dict(), "ema_dit": dit.state_dict(),
                            "ema_text": text.state_dict(), "opt": opt.state_dict(), "step": ck["step"],
                            "ema_start": ck["step"], "cfg": common.CFG, "vocab": ck["vocab"]})

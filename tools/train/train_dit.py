@@ -175,6 +175,16 @@ def load_data(path, max_shards=None):
     return torch.cat(lats), scenes
 
 
+def make_optimizer(dit, text, lr):
+    """AdamW; no weight decay on biases, norms, modulation tables and embeddings."""
+    decay, no_decay = [], []
+    for mod in (dit, text):
+        for n, p in mod.named_parameters():
+            (no_decay if p.dim() < 2 or "modulation" in n or "embedding" in n else decay).append(p)
+    return torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
+                             lr=lr, betas=(0.9, 0.99))
+
+
 def build(tok):
     torch.manual_seed(CFG["seed"])
     dit = common.dit_model()
@@ -219,12 +229,7 @@ def main():
     n_dit = sum(p.numel() for p in dit.parameters())
     n_t5 = sum(p.numel() for p in text.parameters())
     print(f"DiT params {n_dit / 1e6:.2f}M, text encoder {n_t5 / 1e6:.3f}M")
-    decay, no_decay = [], []
-    for mod in (dit, text):
-        for n, p in mod.named_parameters():
-            (no_decay if p.dim() < 2 or "modulation" in n or "embedding" in n else decay).append(p)
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
-                            lr=args.lr, betas=(0.9, 0.99))
+    opt = make_optimizer(dit, text, args.lr)
     ema_dit = common.EMA(dit, args.ema)
     ema_text = common.EMA(text, args.ema)
     ck_path = f"{args.out}/ckpt.pt"
