@@ -41,6 +41,7 @@ Recipe (see docs/MODEL.md):
   * AdamW, bf16 autocast, EMA of weights; checkpoints every few minutes (atomic) in build/train/dit/.
 """
 import argparse
+import copy
 import glob
 import math
 import signal
@@ -144,6 +145,23 @@ def flow_error(pred, x0, eps, s5):
     return (pred - (eps - x0)).pow(2)
 
 
+@torch.no_grad()
+def circle_twins(vae, scenes):
+    """Latent frame 0 of each scene with every object drawn as a circle (same place, size, color).
+    Sampling reaches its last steps holding a round blob that the caption's shape word must turn into
+    a star or a ring; a noised true frame always already shows the outline, so the word is never
+    needed in training (at step 36000 the DiT drew circles for every shape word)."""
+    frames = []
+    for sc in scenes:
+        twin = copy.deepcopy({k: v for k, v in sc.items() if k != "switch"})
+        twin["frames"] = 1
+        for o in twin["objects"]:
+            o["shape"] = "circle"
+        frames.append(render.render(twin)[0])
+    x = torch.from_numpy(np.stack(frames)).float().div(127.5).sub(1).permute(0, 3, 1, 2)[:, :, None]
+    return vae.encode(x)
+
+
 def image_loss(dit, text, tok, lat, scenes, rng, gen, args, text_len):
     """The first-chunk objective: latent frame 0 of other clips, generated from noise with no past."""
     idx = rng.integers(0, lat.shape[0], args.image_bs)
@@ -155,9 +173,14 @@ def image_loss(dit, text, tok, lat, scenes, rng, gen, args, text_len):
         sigma = lo + (hi - lo) * u
     else:
         sigma = shift_sigma(u, CFG["shift"])
+    n_twin = int(round(args.twin_share * args.image_bs)) if args.twin_share else 0
+    if n_twin:  # their inputs: the circle twin of the frame, at the noise levels where outlines are drawn
+        sigma[:n_twin] = 0.2 + 0.4 * sigma[:n_twin]
     s5 = sigma[:, None, None, None, None]
     eps = torch.randn(x0.shape, generator=gen)
     xt = (1 - s5) * x0 + s5 * eps
+    if n_twin:
+        xt[:n_twin] = (1 - s5[:n_twin]) * circle_twins(args.vae, [scenes[i] for i in idx[:n_twin]]) + s5[:n_twin] * eps[:n_twin]
     with torch.autocast("cpu", dtype=torch.bfloat16):
         pred = dit(xt, sigma * 1000.0, encode_prompts(text, tok, prompts, text_len)).float()
     return flow_error(pred, x0, eps, s5).mean()
@@ -210,6 +233,8 @@ def main():
     ap.add_argument("--image-only", action="store_true",
                     help="train text-to-image on first frames alone (experiments on what the DiT can learn per frame)")
     ap.add_argument("--image-sigmas", default=None, help="LO,HI: the first-frame objective's noise levels uniform in a band")
+    ap.add_argument("--twin-share", type=float, default=0.0,
+                    help="share of the first frames whose noised input is their circle twin (circle_twins)")
     ap.add_argument("--shards", type=int, default=None, help="load only the first N data shards")
     ap.add_argument("--image-bs", type=int, default=32, help="extra single-first-frame samples per step")
     ap.add_argument("--ctx-noise", type=float, default=0.2, help="largest noise level of a context frame")
@@ -225,6 +250,9 @@ def main():
     seed = CFG["seed"]
     tok = tokmod.default_tokenizer()
     dit, text = build(tok)
+    if args.twin_share:
+        import sample  # (imports this module)
+        args.vae = sample.load_vae()
     params = list(dit.parameters()) + list(text.parameters())
     n_dit = sum(p.numel() for p in dit.parameters())
     n_t5 = sum(p.numel() for p in text.parameters())
