@@ -320,9 +320,9 @@ def main():
         for g in opt.param_groups:
             g["lr"] = lr
         rng = np.random.default_rng([seed, 3, step])
+        gen = torch.Generator().manual_seed(seed * 13 + step)
         if args.image_only:
-            loss = image_loss(dit, text, tok, lat, scenes, rng, torch.Generator().manual_seed(seed * 13 + step),
-                              args, text_len)
+            loss = image_loss(dit, text, tok, lat, scenes, rng, gen, args, text_len)
         else:
             idx = rng.integers(0, lat.shape[0], args.bs)
             if n_ramp:
@@ -333,7 +333,6 @@ def main():
             switches = [scenes[i].get("switch") for i in idx]
             mix, fctx = frame_contexts(switches, F_)
             fctx = torch.cat([fctx, fctx], dim=1)
-            gen = torch.Generator().manual_seed(seed * 13 + step)
             u = torch.rand(args.bs, F_, generator=gen)
             sigma = shift_sigma(u, CFG["shift"])
             eps = torch.randn(x0.shape, generator=gen)
