@@ -34,6 +34,11 @@ Recipe (see docs/MODEL.md):
     --ramp-share draws that share of each batch from the gradual switches (from step 27257: the
     middle chunk of a red -> blue transition over 3 chunks still came out cyan or green, even after
     a clean red past; caption mixes after a past are the rarest inputs. It helped a little only);
+  * circle twins (experiments from step 36000, docs/MODEL.md "Shape"): --twin-share of the first
+    frames and --twin-clip-share of the clips get as their noised input, at sigma 0.2-0.6, the same
+    scene drawn with circles and as the target the true shapes: sampling ends on a round blob that
+    the caption's shape word (frame 0) or the past's shape (later chunks) must sharpen, and a noised
+    true frame never needs either;
   * FFN/text-MLP GELU: the erf form while training (3x faster on CPU, < 5e-4 from the tanh form);
     evaluation, export and the server use Wan's tanh form.
   * learning rate: linear warmup, constant, then a linear decay to 5 % from --decay-start to
@@ -146,20 +151,21 @@ def flow_error(pred, x0, eps, s5):
 
 
 @torch.no_grad()
-def circle_twins(vae, scenes):
-    """Latent frame 0 of each scene with every object drawn as a circle (same place, size, color).
-    Sampling reaches its last steps holding a round blob that the caption's shape word must turn into
-    a star or a ring; a noised true frame always already shows the outline, so the word is never
-    needed in training (at step 36000 the DiT drew circles for every shape word)."""
-    frames = []
+def circle_twins(vae, scenes, frames=1):
+    """Latents of the first `frames` video frames of each scene with every object drawn as a circle
+    (same place, size, color, motion). Sampling reaches its last steps holding a round blob that the
+    caption's shape word (or, in a stream, the shape of the past frames) must turn into a star or a
+    ring; a noised true frame always already shows the outline, so neither is ever needed in
+    training (at step 36000 the DiT drew circles for every shape word)."""
+    clips = []
     for sc in scenes:
         twin = copy.deepcopy({k: v for k, v in sc.items() if k != "switch"})
-        twin["frames"] = 1
+        twin["frames"] = frames
         for o in twin["objects"]:
             o["shape"] = "circle"
-        frames.append(render.render(twin)[0])
-    x = torch.from_numpy(np.stack(frames)).float().div(127.5).sub(1).permute(0, 3, 1, 2)[:, :, None]
-    return vae.encode(x)
+        clips.append(render.render(twin))
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # as encode_data.py encodes the training clips
+        return vae.encode(common.video_tensor(clips)).float()
 
 
 def image_loss(dit, text, tok, lat, scenes, rng, gen, args, text_len):
@@ -235,6 +241,8 @@ def main():
     ap.add_argument("--image-sigmas", default=None, help="LO,HI: the first-frame objective's noise levels uniform in a band")
     ap.add_argument("--twin-share", type=float, default=0.0,
                     help="share of the first frames whose noised input is their circle twin (circle_twins)")
+    ap.add_argument("--twin-clip-share", type=float, default=0.0,
+                    help="share of the clips whose noised latents are their whole circle twin's, at sigma 0.2-0.6")
     ap.add_argument("--shards", type=int, default=None, help="load only the first N data shards")
     ap.add_argument("--image-bs", type=int, default=32, help="extra single-first-frame samples per step")
     ap.add_argument("--ctx-noise", type=float, default=0.2, help="largest noise level of a context frame")
@@ -250,7 +258,7 @@ def main():
     seed = CFG["seed"]
     tok = tokmod.default_tokenizer()
     dit, text = build(tok)
-    if args.twin_share:
+    if args.twin_share or args.twin_clip_share:
         import sample  # (imports this module)
         args.vae = sample.load_vae()
     params = list(dit.parameters()) + list(text.parameters())
@@ -296,6 +304,8 @@ def main():
         print(f"data: {lat.shape[0]} clips, latents {tuple(lat.shape[1:])}")
     ramps = np.array([i for i, sc in enumerate(scenes) if sc.get("switch", {}).get("chunks", 1) > 1])
     n_ramp = int(round(args.ramp_share * args.bs)) if len(ramps) else 0
+    plain = np.array([i for i, sc in enumerate(scenes) if "switch" not in sc])
+    n_twin = int(round(args.twin_clip_share * args.bs))  # the last n_twin clips of a batch
 
     stop = {"flag": False}
 
@@ -327,6 +337,8 @@ def main():
             idx = rng.integers(0, lat.shape[0], args.bs)
             if n_ramp:
                 idx[:n_ramp] = rng.choice(ramps, n_ramp)
+            if n_twin:
+                idx[-n_twin:] = rng.choice(plain, n_twin)
             x0 = lat[torch.from_numpy(idx)].float()
             pairs = [("", "") if rng.random() < args.drop else render.caption_pair(scenes[i], rng) for i in idx]
             prompts = [p for pair in pairs for p in pair]
@@ -338,6 +350,11 @@ def main():
             eps = torch.randn(x0.shape, generator=gen)
             s5 = sigma[:, None, :, None, None]
             xt = (1 - s5) * x0 + s5 * eps
+            if n_twin:  # the stream's situation: a round blob at low sigma, the past shows the true shape
+                sigma[-n_twin:] = 0.2 + 0.4 * torch.rand(n_twin, F_, generator=gen)
+                s5 = sigma[:, None, :, None, None]
+                twins = circle_twins(args.vae, [scenes[i] for i in idx[-n_twin:]], scenes[idx[-1]]["frames"])
+                xt[-n_twin:] = (1 - s5[-n_twin:]) * twins + s5[-n_twin:] * eps[-n_twin:]
             # context noise: half of the context frames carry noise up to --ctx-noise (and say so in t)
             s_ctx = torch.rand(args.bs, F_, generator=gen) * args.ctx_noise * (torch.rand(args.bs, F_, generator=gen) < 0.5)
             c5 = s_ctx[:, None, :, None, None]
