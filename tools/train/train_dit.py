@@ -179,14 +179,15 @@ def image_loss(dit, text, tok, lat, scenes, rng, gen, args, text_len):
         sigma = lo + (hi - lo) * u
     else:
         sigma = shift_sigma(u, CFG["shift"])
-    n_twin = int(round(args.twin_share * args.image_bs)) if args.twin_share else 0
-    if n_twin:  # their inputs: the circle twin of the frame, at the noise levels where outlines are drawn
+    n_twin = int(round(args.twin_share * args.image_bs))
+    src = x0  # what gets noised
+    if n_twin:  # the circle twin of the frame, at the noise levels where outlines are drawn
         sigma[:n_twin] = 0.2 + 0.4 * sigma[:n_twin]
+        src = x0.clone()
+        src[:n_twin] = circle_twins(args.vae, [scenes[i] for i in idx[:n_twin]])
     s5 = sigma[:, None, None, None, None]
     eps = torch.randn(x0.shape, generator=gen)
-    xt = (1 - s5) * x0 + s5 * eps
-    if n_twin:
-        xt[:n_twin] = (1 - s5[:n_twin]) * circle_twins(args.vae, [scenes[i] for i in idx[:n_twin]]) + s5[:n_twin] * eps[:n_twin]
+    xt = (1 - s5) * src + s5 * eps
     with torch.autocast("cpu", dtype=torch.bfloat16):
         pred = dit(xt, sigma * 1000.0, encode_prompts(text, tok, prompts, text_len)).float()
     return flow_error(pred, x0, eps, s5).mean()
@@ -348,13 +349,13 @@ def main():
             u = torch.rand(args.bs, F_, generator=gen)
             sigma = shift_sigma(u, CFG["shift"])
             eps = torch.randn(x0.shape, generator=gen)
-            s5 = sigma[:, None, :, None, None]
-            xt = (1 - s5) * x0 + s5 * eps
+            src = x0  # what gets noised
             if n_twin:  # the stream's situation: a round blob at low sigma, the past shows the true shape
                 sigma[-n_twin:] = 0.2 + 0.4 * torch.rand(n_twin, F_, generator=gen)
-                s5 = sigma[:, None, :, None, None]
-                twins = circle_twins(args.vae, [scenes[i] for i in idx[-n_twin:]], scenes[idx[-1]]["frames"])
-                xt[-n_twin:] = (1 - s5[-n_twin:]) * twins + s5[-n_twin:] * eps[-n_twin:]
+                src = x0.clone()
+                src[-n_twin:] = circle_twins(args.vae, [scenes[i] for i in idx[-n_twin:]], scenes[idx[-1]]["frames"])
+            s5 = sigma[:, None, :, None, None]
+            xt = (1 - s5) * src + s5 * eps
             # context noise: half of the context frames carry noise up to --ctx-noise (and say so in t)
             s_ctx = torch.rand(args.bs, F_, generator=gen) * args.ctx_noise * (torch.rand(args.bs, F_, generator=gen) < 0.5)
             c5 = s_ctx[:, None, :, None, None]
