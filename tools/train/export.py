@@ -82,9 +82,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(common.ROOT, "models", "kino-tiny"))
     ap.add_argument("--ckpt", default=None)
+    ap.add_argument("--vae", default=None, help="a VAE checkpoint instead of build/train's (sample.load_vae)")
     args = ap.parse_args()
     common.setup_torch(1)
-    dit, text, vae, tok, step = sample.load_models(args.ckpt)
+    dit, text, vae, tok, step = sample.load_models(args.ckpt, vae_ckpt=args.vae)
     out = args.out
     for sub in ("transformer", "text_encoder", "tokenizer", "vae", "scheduler"):
         os.makedirs(os.path.join(out, sub), exist_ok=True)
