@@ -153,6 +153,7 @@ def spliced_mu(vae, x, x_after=None, switch_latent=None):
     rows = [i for i, L in enumerate(switch_latent or []) if L is not None]
     if rows:
         mu_b, _ = vae.encode_raw(x_after)
+        mu = mu.clone()  # a view of chunk()'s output: autograd (a joint VAE stage) forbids writing into it
         for j, i in enumerate(rows):
             mu[i, :, switch_latent[i]:] = mu_b[j, :, switch_latent[i]:]
     return mu

@@ -15,6 +15,8 @@ the latent space stays the same, so it can run while (and after) the DiT trains 
 --switch-prob adds prompt switches, their latents spliced (common.spliced_mu): the decoder learns to
 turn the old object into the new one at the splice, which a causal decoder otherwise smears (a red ->
 blue splice decoded green for a chunk); the frames after a switch weigh --splice-weight times more.
+--init CKPT --anchor W fine-tunes encoder and decoder together from a finished VAE while holding the
+latents near the initial encoder's (the latent statistics are kept), so the DiT's data moves little.
 """
 import argparse
 import math
@@ -34,6 +36,16 @@ def _without_objects(sc):
     """The scene's background alone (a background switch kept, an object switch dropped)."""
     bg = {k: v for k, v in sc.items() if k != "switch" or v["attr"] == "bg"}
     return dict(bg, objects=[])
+
+
+def closing_gaps(m, k=15):
+    """Pixels a morphological closing (k x k, per frame) adds to the object mask m [B, 1, T, H, W]: a
+    ring's hole and the notches between a star's points, where the shape's outline is decided."""
+    h = k // 2
+    pool = lambda t: torch.nn.functional.max_pool3d(t, (1, k, k), 1, (0, h, h))  # noqa: E731
+    padded = torch.nn.functional.pad(m, (2 * h,) * 4)  # outside the frame is not object
+    closed = -pool(-pool(padded))
+    return (closed[..., 2 * h:-2 * h, 2 * h:-2 * h] - m).clamp(min=0)
 
 
 def batch(step, bs, frames, seed, with_mask=False, crop=None, switch_prob=0.0):
@@ -127,8 +139,17 @@ def main():
                     help="share of clips with a prompt switch, encoded spliced as the DiT's data is")
     ap.add_argument("--splice-weight", type=float, default=4.0,
                     help="extra loss weight on the 8 frames from a prompt switch on (where the decoder smears)")
+    ap.add_argument("--hole-weight", type=float, default=0.0,
+                    help="extra loss weight on a ring's hole and a star's notches (closing_gaps), which a "
+                         "soft reconstruction loses first")
     ap.add_argument("--schedule-from", type=int, default=0,
                     help="step where this stage's warmup and cosine start (a stage resuming a finished one)")
+    ap.add_argument("--init", default=None,
+                    help="a complete VAE checkpoint to start from when --out has none (joint fine-tuning)")
+    ap.add_argument("--anchor", type=float, default=0.0,
+                    help="joint fine-tuning: weight of the squared distance of the latents (in units of the "
+                         "init's latents_std) from the init encoder's; keeps its latent space and statistics, so "
+                         "a DiT trained on it stays close to valid")
     ap.add_argument("--preview", default=None, help="write a reconstruction PNG from the checkpoint and exit")
     ap.add_argument("--preview-frames", type=int, default=45)
     args = ap.parse_args()
@@ -150,19 +171,29 @@ def main():
     with torch.no_grad():  # log_var half of conv1 (unused): a small posterior variance
         vae.conv1.bias[vae.z_dim:].fill_(-8.0)
         vae.conv1.weight[vae.z_dim:].mul_(0.1)
+    anchor = None
+    if args.init and not args.decoder_only:  # a complete checkpoint: its latent statistics are kept
+        base = common.load_ckpt(args.init)
+        vae.load_state_dict(base["model"])
+    if args.anchor > 0:
+        assert base is not None, "--anchor needs --init"
+        anchor = common.vae_model()
+        anchor.load_state_dict(base["model"])
+        anchor.requires_grad_(False)
+        anchor_std = base["latents_std"].view(1, -1, 1, 1, 1)
     opt = torch.optim.AdamW([p for p in vae.parameters() if p.requires_grad], lr=args.lr, betas=(0.9, 0.99),
                             weight_decay=0.0)
     ck_path = f"{args.out}/ckpt.pt"
     log = common.Logger(f"{args.out}/log.jsonl")
     ck = common.load_ckpt(ck_path)
-    step = 0
+    step = base["step"] if args.init and base is not None else 0  # continue the init's stream of batches
     if ck is not None:
         vae.load_state_dict(ck["model"])
         if "opt" in ck:  # the committed fallback in tools/train/state/ carries no optimizer state
             opt.load_state_dict(ck["opt"])
         step = ck["step"]
         print(f"resumed VAE at step {step}")
-    if base is not None:  # the frozen half exactly as the base VAE has it
+    if args.decoder_only:  # the frozen half exactly as the base VAE has it
         vae.load_state_dict({k: v for k, v in base["model"].items() if k.startswith(("encoder.", "conv1."))}, strict=False)
     if ck is not None and (step > args.steps or (step == args.steps and "latents_mean" in ck)):
         print("VAE done")
@@ -194,14 +225,14 @@ def main():
         crop = 32 if frames.endswith("c") else None
         x, obj, switch, x_after = batch(step, args.bs, int(frames.rstrip("c")), seed, with_mask=True, crop=crop,
                                         switch_prob=args.switch_prob)
-        w = 1.0 + args.obj_weight * obj
+        w = 1.0 + args.obj_weight * obj + args.hole_weight * closing_gaps(obj)
         for i, L in enumerate(switch):
             if L is not None:
                 f = 1 + vae.t_stride * (L - 1)
                 w[i, :, f:f + 8] *= args.splice_weight
         gen = torch.Generator().manual_seed(seed * 7 + step)
         with torch.autocast("cpu", dtype=torch.bfloat16):
-            with torch.set_grad_enabled(base is None):
+            with torch.set_grad_enabled(not args.decoder_only):
                 mu = common.spliced_mu(vae, x, x_after, switch)
             mu = mu.float()
             z = mu + args.noise * mu.detach().std() * torch.randn(mu.shape, generator=gen)
@@ -209,6 +240,11 @@ def main():
         l1 = (xr - x).abs().mean()
         mse = (xr - x).pow(2).mean()
         loss = (w * ((xr - x).abs() + (xr - x).pow(2))).mean() / w.mean()
+        if anchor is not None:
+            with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+                mu0 = common.spliced_mu(anchor, x, x_after, switch).float()
+            drift = ((mu - mu0) / anchor_std).pow(2).mean()
+            loss = loss + args.anchor * drift
         opt.zero_grad(set_to_none=True)
         loss.backward()
         gn = torch.nn.utils.clip_grad_norm_(vae.parameters(), 1.0)
@@ -216,10 +252,11 @@ def main():
         step += 1
         if step % 10 == 0:
             el = time.time() - t_start
+            extra = {} if anchor is None else {"drift": drift.item()}
             log.log(step=step, loss=loss.item(), l1=l1.item(), mse=mse.item(), lr=lr,
-                    gn=float(gn), mu_abs=mu.abs().mean().item(), mu_std=mu.std().item())
+                    gn=float(gn), mu_abs=mu.abs().mean().item(), mu_std=mu.std().item(), **extra)
             print(f"vae step {step} loss {loss.item():.4f} l1 {l1.item():.4f} mse {mse.item():.5f} "
-                  f"lr {lr:.2e} {el / 60:.1f} min", flush=True)
+                  + "".join(f"{k} {v:.4f} " for k, v in extra.items()) + f"lr {lr:.2e} {el / 60:.1f} min", flush=True)
         if time.time() - last_save > args.save_every:
             save()
             last_save = time.time()
