@@ -20,8 +20,8 @@ from common import CFG
 import render  # noqa: E402
 
 
-def load_vae():
-    ck = common.load_ckpt(f"{common.BUILD}/vae/ckpt.pt")
+def load_vae(path=None):
+    ck = common.load_ckpt(path or f"{common.BUILD}/vae/ckpt.pt")
     assert ck is not None and "latents_mean" in ck, "train the VAE first"
     vae = common.vae_model()
     vae.load_state_dict(ck["model"])
@@ -60,11 +60,13 @@ def main():
     ap.add_argument("--switch-prob", type=float, default=0.25, help="share of the clips with a prompt switch")
     ap.add_argument("--ramp-prob", type=float, default=0.0, help="share of the switches that are gradual")
     ap.add_argument("--out", default=f"{common.BUILD}/data")
+    ap.add_argument("--vae", default=None, help="another VAE checkpoint (e.g. train_vae.py --init --anchor's); "
+                                                "write its shards to their own --out")
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     common.setup_torch(args.threads)
     os.makedirs(args.out, exist_ok=True)
-    vae = load_vae()
+    vae = load_vae(args.vae)
     seed = CFG["seed"]
     nf = CFG["train_latent_frames"]
     frames = 1 + vae.t_stride * (nf - 1)
