@@ -171,10 +171,11 @@ def main():
     with torch.no_grad():  # log_var half of conv1 (unused): a small posterior variance
         vae.conv1.bias[vae.z_dim:].fill_(-8.0)
         vae.conv1.weight[vae.z_dim:].mul_(0.1)
-    anchor = None
+    anchor, step = None, 0
     if args.init and not args.decoder_only:  # a complete checkpoint: its latent statistics are kept
         base = common.load_ckpt(args.init)
         vae.load_state_dict(base["model"])
+        step = base["step"]  # continue the init's stream of batches
     if args.anchor > 0:
         assert base is not None, "--anchor needs --init"
         anchor = common.vae_model()
@@ -186,7 +187,6 @@ def main():
     ck_path = f"{args.out}/ckpt.pt"
     log = common.Logger(f"{args.out}/log.jsonl")
     ck = common.load_ckpt(ck_path)
-    step = base["step"] if args.init and base is not None else 0  # continue the init's stream of batches
     if ck is not None:
         vae.load_state_dict(ck["model"])
         if "opt" in ck:  # the committed fallback in tools/train/state/ carries no optimizer state
