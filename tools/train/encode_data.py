@@ -15,19 +15,10 @@ import numpy as np
 import torch
 
 import common
+import sample
 from common import CFG
 
 import render  # noqa: E402
-
-
-def load_vae(path=None):
-    ck = common.load_ckpt(path or f"{common.BUILD}/vae/ckpt.pt")
-    assert ck is not None and "latents_mean" in ck, "train the VAE first"
-    vae = common.vae_model()
-    vae.load_state_dict(ck["model"])
-    vae.latents_mean.copy_(ck["latents_mean"])
-    vae.latents_std.copy_(ck["latents_std"])
-    return vae.eval()
 
 
 def clips(scenes):
@@ -66,7 +57,7 @@ def main():
     args = ap.parse_args()
     common.setup_torch(args.threads)
     os.makedirs(args.out, exist_ok=True)
-    vae = load_vae(args.vae)
+    vae = sample.load_vae(args.vae or f"{common.BUILD}/vae/ckpt.pt")  # the encoder: the base VAE's
     seed = CFG["seed"]
     nf = CFG["train_latent_frames"]
     frames = 1 + vae.t_stride * (nf - 1)

@@ -53,6 +53,7 @@ def load_vae(path=None):
     (train_vae.py --decoder-only)."""
     vck = common.load_ckpt(path) if path else (common.load_ckpt(f"{common.BUILD}/vae/decoder/ckpt.pt")
                                                 or common.load_ckpt(f"{common.BUILD}/vae/ckpt.pt"))
+    assert vck is not None and "latents_mean" in vck, f"no finished VAE at {path or common.BUILD + '/vae'}"
     vae = common.vae_model()
     vae.load_state_dict(vck["model"])
     vae.latents_mean.copy_(vck["latents_mean"])
@@ -187,7 +188,7 @@ def vae_ceiling(vae, combos=None, seed=0):
         pg.append(metrics.classify(fr))
         tr.append({"color": c[0], "shape": c[1], "motion": c[2], "background": c[3]})
     rec = metrics.score(pr, tr)
-    for shape in render.SHAPES:  # where the shapes are lost: rings and stars, the decoder rounds them
+    for shape in render.SHAPES:  # where the shapes are lost (stars: the decoder rounds their points)
         hits = [p["shape"] == t["shape"] for p, t in zip(pr, tr) if t["shape"] == shape]
         rec[f"shape_{shape}"] = f"{sum(hits)}/{len(hits)}"
     return rec, metrics.score(pg, tr)
