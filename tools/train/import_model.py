@@ -39,10 +39,7 @@ def import_dit(model_dir, out):
     # export.py adds encoder.embed_tokens.weight, a copy of shared.weight that HF loaders expect
     text.t5.load_state_dict({from_hf[k]: v for k, v in tsd.items() if k in from_hf}, strict=True)
     step = json.load(open(os.path.join(model_dir, "model_index.json")))["kino"]["train_step"]
-    opt = train_dit.make_optimizer(dit, text, 0.0)
-    common.save_ckpt(out, {"dit": dit.state_dict(), "text": text.state_dict(), "ema_dit": dit.state_dict(),
-                           "ema_text": text.state_dict(), "opt": opt.state_dict(), "step": step,
-                           "ema_start": step, "cfg": common.CFG, "vocab": tok.vocab})
+    train_dit.save_restart_ckpt(out, dit.state_dict(), text.state_dict(), step, tok)
     print(f"{model_dir} (DiT step {step}) -> {out}")
 
 

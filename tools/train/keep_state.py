@@ -3,8 +3,7 @@
   python3 tools/train/keep_state.py [--ckpt build/train/dit/ckpt.pt] [--out tools/train/state/dit-ckpt.pt]
 
 The home cache (state.sh) goes with the machine, and with it every DiT step trained since the last
-export. This keeps the EMA weights alone, in fp16, as both the trained and the EMA weights (torch.save
-stores a tensor shared by two entries once), with the optimizer state dropped: ~7 MB where the full
+export. This keeps the EMA weights alone, in fp16,, with the optimizer state dropped (train_dit.save_restart_ckpt): ~7 MB where the full
 checkpoint is ~30 MB. train_dit.py resumes from it as from import_model.py's checkpoint (optimizer
 anew, EMA restarted at the kept step); fp16 keeps 11 significant bits, far below what one training
 step changes. state.sh restore prefers it to rebuilding from the exported model.
@@ -27,12 +26,7 @@ def main():
     ck = torch.load(args.ckpt, map_location="cpu")
     dit = {k: v.half() if v.is_floating_point() else v for k, v in ck["ema_dit"].items()}
     text = {k: v.half() if v.is_floating_point() else v for k, v in ck["ema_text"].items()}
-    tok = tokmod.default_tokenizer()
-    d, t = train_dit.build(tok)
-    opt = train_dit.make_optimizer(d, t, 0.0)
-    common.save_ckpt(args.out, {"dit": dit, "text": text, "ema_dit": dit, "ema_text": text,
-                                "opt": opt.state_dict(), "step": ck["step"], "ema_start": ck["step"],
-                                "cfg": ck["cfg"], "vocab": ck["vocab"]})
+    train_dit.save_restart_ckpt(args.out, dit, text, ck["step"], tokmod.default_tokenizer())
     print(f"{args.ckpt} (step {ck['step']}) -> {args.out}: {os.path.getsize(args.out) / 1e6:.1f} MB")
 
 

@@ -43,10 +43,7 @@ def main():
     dit, text = train_dit.build(tok)
     dit.load_state_dict(convert(ck["ema_dit"], old, new))
     text.load_state_dict(ck["ema_text"])
-    opt = train_dit.make_optimizer(dit, text, 0.0)
-    common.save_ckpt(dst, {"dit": dit.state_dict(), "text": text.state_dict(), "ema_dit": dit.state_dict(),
-                           "ema_text": text.state_dict(), "opt": opt.state_dict(), "step": ck["step"],
-                           "ema_start": ck["step"], "cfg": common.CFG, "vocab": ck["vocab"]})
+    train_dit.save_restart_ckpt(dst, dit.state_dict(), text.state_dict(), ck["step"], tok)
     print(f"{src} (patch {old}, step {ck['step']}) -> {dst} (patch {new})")
 
 

@@ -215,6 +215,17 @@ def make_optimizer(dit, text, lr):
                              lr=lr, betas=(0.9, 0.99))
 
 
+def save_restart_ckpt(path, dit_sd, text_sd, step, tok):
+    """A checkpoint that resumes at `step` from the given weights with a fresh optimizer and the EMA
+    restarted there (repatch.py, import_model.py, keep_state.py). The weights serve as both the
+    trained and the EMA copy (torch.save stores a tensor shared by two entries once)."""
+    dit, text = build(tok)
+    opt = make_optimizer(dit, text, 0.0)
+    common.save_ckpt(path, {"dit": dit_sd, "text": text_sd, "ema_dit": dit_sd, "ema_text": text_sd,
+                            "opt": opt.state_dict(), "step": step, "ema_start": step, "cfg": CFG,
+                            "vocab": tok.vocab})
+
+
 def build(tok):
     torch.manual_seed(CFG["seed"])
     dit = common.dit_model()
