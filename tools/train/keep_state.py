@@ -3,8 +3,8 @@
   python3 tools/train/keep_state.py [--ckpt build/train/dit/ckpt.pt] [--out tools/train/state/dit-ckpt.pt]
 
 The home cache (state.sh) goes with the machine, and with it every DiT step trained since the last
-export. This keeps the EMA weights alone, in fp16,, with the optimizer state dropped (train_dit.save_restart_ckpt): ~7 MB where the full
-checkpoint is ~30 MB. train_dit.py resumes from it as from import_model.py's checkpoint (optimizer
+export. This keeps the EMA weights alone, in fp16, with the optimizer state dropped
+(train_dit.save_restart_ckpt): ~7 MB where the full checkpoint is ~30 MB. train_dit.py resumes from it as from import_model.py's checkpoint (optimizer
 anew, EMA restarted at the kept step); fp16 keeps 11 significant bits, far below what one training
 step changes. state.sh restore prefers it to rebuilding from the exported model.
 """
