@@ -184,7 +184,7 @@ def image_loss(dit, text, tok, lat, scenes, rng, gen, args, text_len):
     if n_twin:  # the circle twin of the frame, at the noise levels where outlines are drawn
         sigma[:n_twin] = 0.2 + 0.4 * sigma[:n_twin]
         src = x0.clone()
-        src[:n_twin] = circle_twins(args.vae, [scenes[i] for i in idx[:n_twin]])
+        src[:n_twin] = circle_twins(args.twin_vae, [scenes[i] for i in idx[:n_twin]])
     s5 = sigma[:, None, None, None, None]
     eps = torch.randn(x0.shape, generator=gen)
     xt = (1 - s5) * src + s5 * eps
@@ -261,6 +261,8 @@ def main():
     ap.add_argument("--drop", type=float, default=0.1, help="caption dropout (CFG)")
     ap.add_argument("--save-every", type=float, default=300, help="seconds")
     ap.add_argument("--data", default=f"{common.BUILD}/data")
+    ap.add_argument("--vae", default=None, help="the VAE checkpoint --data was encoded with (encode_data.py --vae); "
+                    "the circle twins are encoded with it too")
     ap.add_argument("--out", default=f"{common.BUILD}/dit")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--bench", type=int, default=0, help="time N steps on random latents and exit")
@@ -272,7 +274,7 @@ def main():
     dit, text = build(tok)
     if args.twin_share or args.twin_clip_share:
         import sample  # (imports this module)
-        args.vae = sample.load_vae()
+        args.twin_vae = sample.load_vae(args.vae)
     params = list(dit.parameters()) + list(text.parameters())
     n_dit = sum(p.numel() for p in dit.parameters())
     n_t5 = sum(p.numel() for p in text.parameters())
@@ -364,7 +366,7 @@ def main():
             if n_twin:  # the stream's situation: a round blob at low sigma, the past shows the true shape
                 sigma[-n_twin:] = 0.2 + 0.4 * torch.rand(n_twin, F_, generator=gen)
                 src = x0.clone()
-                src[-n_twin:] = circle_twins(args.vae, [scenes[i] for i in idx[-n_twin:]], scenes[idx[-1]]["frames"])
+                src[-n_twin:] = circle_twins(args.twin_vae, [scenes[i] for i in idx[-n_twin:]], scenes[idx[-1]]["frames"])
             s5 = sigma[:, None, :, None, None]
             xt = (1 - s5) * src + s5 * eps
             # context noise: half of the context frames carry noise up to --ctx-noise (and say so in t)

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# kino-tiny's line for stars: the DiT continued on the latents of the joint VAE stage.
+#   mkdir -p build/train && nohup bash tools/train/joint.sh >> build/train/joint.log 2>&1 &
+# The decoder stage (run.sh) blurs a star's points away: its reconstructions of the held-out stars
+# keep 9 of 26, so no DiT trained on its latents can draw one. Fine-tuning encoder and decoder
+# together, with the latents anchored to the old encoder's (--anchor: the DiT's latent space moves
+# ~0.07 std), keeps 16 of 26 (docs/MODEL.md, "A VAE stage for stars"). Every stage resumes:
+#   1. the joint VAE stage (2000 steps from decoder step 6500; ~85 min on 2 threads)
+#   2. run.sh's 40 data shards, encoded with it into build/train/data-joint (~40-70 s a shard)
+#   3. the DiT from its kept checkpoint on those latents with the circle-twin recipe, to DIT_STEPS,
+#      the lr decayed over DECAY_START..DIT_STEPS; then the held-out evaluation through the sampler
+# Knobs (env): THREADS (2)  DIT_STEPS (58000)  DECAY_START (54000)  TWIN_CLIP (0.15)
+# Export (when it beats models/kino-tiny): export.py --vae build/train/vae-joint/ckpt.pt.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PY=/usr/bin/python3
+TC=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4
+if [ -e "$TC" ]; then export LD_PRELOAD="$TC"; fi
+THREADS=${THREADS:-2}
+DIT_STEPS=${DIT_STEPS:-58000}
+DECAY_START=${DECAY_START:-54000}
+TWIN_CLIP=${TWIN_CLIP:-0.15}
+VAE=build/train/vae-joint/ckpt.pt
+DATA=build/train/data-joint
+mkdir -p build/train
+bash tools/train/state.sh restore
+echo "== $(date -u +%FT%TZ) joint line: DIT_STEPS=$DIT_STEPS DECAY_START=$DECAY_START THREADS=$THREADS"
+$PY tools/train/train_vae.py --init build/train/vae/decoder/ckpt.pt --anchor 0.1 --hole-weight 8 --switch-prob 0.5 \
+    --lr 1e-4 --steps 8500 --schedule-from 6500 --frames 13,29,61c,125c --out build/train/vae-joint --threads "$THREADS"
+bash tools/train/state.sh save
+$PY tools/train/encode_data.py --vae "$VAE" --out "$DATA" --shards 32 --threads "$THREADS"
+$PY tools/train/encode_data.py --vae "$VAE" --out "$DATA" --first 100 --shards 8 --switch-prob 0.75 --ramp-prob 0.5 \
+    --threads "$THREADS"
+$PY tools/train/train_dit.py --data "$DATA" --vae "$VAE" --steps "$DIT_STEPS" --bs 16 --lr 1e-4 --warmup 300 \
+    --threads "$THREADS" --ramp-share 0.25 --twin-share 0.5 --twin-clip-share "$TWIN_CLIP" \
+    --decay-start "$DECAY_START" --decay-end "$DIT_STEPS"
+bash tools/train/state.sh save
+$PY tools/train/keep_state.py
+$PY tools/train/sample.py --eval --vae "$VAE" --threads "$THREADS" --json build/train/eval-joint.jsonl
+echo "== $(date -u +%FT%TZ) joint line done"
