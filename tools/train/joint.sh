@@ -2,11 +2,11 @@
 # kino-tiny's line for stars: the DiT continued on the latents of the joint VAE stage.
 #   mkdir -p build/train && nohup bash tools/train/joint.sh >> build/train/joint.log 2>&1 &
 # The decoder stage (run.sh) blurs a star's points away: its reconstructions of the held-out stars
-# keep 9 of 26, so no DiT trained on its latents can draw one. Fine-tuning encoder and decoder
+# keep 10 of 26, and a DiT trained on its latents draws none. Fine-tuning encoder and decoder
 # together, with the latents anchored to the old encoder's (--anchor: the DiT's latent space moves
 # ~0.07 std), keeps 16 of 26 (docs/MODEL.md, "A VAE stage for stars"). Every stage resumes:
-#   1. the joint VAE stage (2000 steps from decoder step 6500; ~85 min on 2 threads)
-#   2. run.sh's 40 data shards, encoded with it into build/train/data-joint (~40-70 s a shard)
+#   1. the joint VAE stage (2000 steps from decoder step 6500; ~95 min on 2 threads)
+#   2. run.sh's 40 data shards, encoded with it into build/train/data-joint (~45 min on 2 threads)
 #   3. the DiT from its kept checkpoint on those latents with the circle-twin recipe, to DIT_STEPS,
 #      the lr decayed over DECAY_START..DIT_STEPS; then the held-out evaluation through the sampler
 # Knobs (env): THREADS (2)  DIT_STEPS (58000)  DECAY_START (54000)  TWIN_CLIP (0.15)
@@ -28,9 +28,14 @@ echo "== $(date -u +%FT%TZ) joint line: DIT_STEPS=$DIT_STEPS DECAY_START=$DECAY_
 $PY tools/train/train_vae.py --init build/train/vae/decoder/ckpt.pt --anchor 0.1 --hole-weight 8 --switch-prob 0.5 \
     --lr 1e-4 --steps 8500 --schedule-from 6500 --frames 13,29,61c,125c --out build/train/vae-joint --threads "$THREADS"
 bash tools/train/state.sh save
-$PY tools/train/encode_data.py --vae "$VAE" --out "$DATA" --shards 32 --threads "$THREADS"
-$PY tools/train/encode_data.py --vae "$VAE" --out "$DATA" --first 100 --shards 8 --switch-prob 0.75 --ramp-prob 0.5 \
-    --threads "$THREADS"
+# Two encoders side by side, each on half the shards and threads: the rendering is single-threaded
+# numpy, and two 1-thread encoders did 2 shards in 129 s where one 2-thread encoder takes 82 s a shard.
+encode() { $PY tools/train/encode_data.py --vae "$VAE" --out "$DATA" --threads $(( THREADS > 1 ? THREADS / 2 : 1 )) "$@"; }
+encode --first 0 --shards 16 & half=$!
+encode --first 16 --shards 16; wait "$half"
+switches=(--switch-prob 0.75 --ramp-prob 0.5)
+encode --first 100 --shards 4 "${switches[@]}" & half=$!
+encode --first 104 --shards 4 "${switches[@]}"; wait "$half"
 $PY tools/train/train_dit.py --data "$DATA" --vae "$VAE" --steps "$DIT_STEPS" --bs 16 --lr 1e-4 --warmup 300 \
     --threads "$THREADS" --ramp-share 0.25 --twin-share 0.5 --twin-clip-share "$TWIN_CLIP" \
     --decay-start "$DECAY_START" --decay-end "$DIT_STEPS"
