@@ -12,10 +12,7 @@
 # Knobs (env): THREADS (2)  DIT_STEPS (58000)  DECAY_START (54000)  TWIN_CLIP (0.15)
 # Export (when it beats models/kino-tiny): export.py --vae build/train/vae-joint/ckpt.pt.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-PY=/usr/bin/python3
-TC=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4
-if [ -e "$TC" ]; then export LD_PRELOAD="$TC"; fi
+source "$(dirname "$0")/env.sh"
 THREADS=${THREADS:-2}
 DIT_STEPS=${DIT_STEPS:-58000}
 DECAY_START=${DECAY_START:-54000}

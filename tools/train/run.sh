@@ -13,10 +13,7 @@
 #   SWITCH_FROM (12000: from this DiT step on, 8 more shards with 75 % prompt-switch clips)
 #   RAMP_FROM (27257: from this DiT step on, a quarter of each batch are gradual switches)
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-PY=/usr/bin/python3
-TC=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4
-if [ -e "$TC" ]; then export LD_PRELOAD="$TC"; fi
+source "$(dirname "$0")/env.sh"
 THREADS=${THREADS:-1}
 export OMP_NUM_THREADS=$THREADS OPENBLAS_NUM_THREADS=$THREADS
 VAE_STEPS=${VAE_STEPS:-2000}
