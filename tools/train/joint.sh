@@ -27,6 +27,7 @@ $PY tools/train/train_vae.py --init build/train/vae/decoder/ckpt.pt --anchor 0.1
 bash tools/train/state.sh save
 # Two encoders side by side, each on half the shards and threads: the rendering is single-threaded
 # numpy, and two 1-thread encoders did 2 shards in 129 s where one 2-thread encoder takes 82 s a shard.
+trap 'kill $(jobs -p) 2>/dev/null || true' EXIT  # a failed half takes its twin down with it
 encode() { $PY tools/train/encode_data.py --vae "$VAE" --out "$DATA" --threads $(( THREADS > 1 ? THREADS / 2 : 1 )) "$@"; }
 encode --first 0 --shards 16 & half=$!
 encode --first 16 --shards 16; wait "$half"
