@@ -9,13 +9,14 @@
 #   2. run.sh's 40 data shards, encoded with it into build/train/data-joint (~45 min on 2 threads)
 #   3. the DiT from its kept checkpoint on those latents with the circle-twin recipe, to DIT_STEPS,
 #      the lr decayed over DECAY_START..DIT_STEPS; then the held-out evaluation through the sampler
-# Knobs (env): THREADS (2)  DIT_STEPS (58000)  DECAY_START (54000)  TWIN_CLIP (0.15)
+# Knobs (env): THREADS (2)  DIT_STEPS (63000)  DECAY_START (61000)  TWIN_CLIP (0.15)
+# (the committed DiT is step 56500, stop 21's export: DIT_STEPS/DECAY_START lie past it)
 # Export (when it beats models/kino-tiny): export.py --vae build/train/vae-joint/ckpt.pt.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 THREADS=${THREADS:-2}
-DIT_STEPS=${DIT_STEPS:-58000}
-DECAY_START=${DECAY_START:-54000}
+DIT_STEPS=${DIT_STEPS:-63000}
+DECAY_START=${DECAY_START:-61000}
 TWIN_CLIP=${TWIN_CLIP:-0.15}
 VAE=build/train/vae-joint/ckpt.pt
 DATA=build/train/data-joint
