@@ -6,6 +6,7 @@
 //
 //   bun tools/eval/server-eval.ts [--model builtin:kino-tiny] [--frames 29] [--out build/eval]
 //                                 [--session-seeds 7]   (comma-separated: the transitions once per seed)
+//                                 [--steps N]   (num_inference_steps of every job and session; default: the model's)
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { loadServeConfig } from "../../src/config/load.ts";
@@ -21,6 +22,7 @@ const out = resolve(arg("out", join(ROOT, "build/eval")));
 const numFrames = Number(arg("frames", "29"));
 const model = arg("model", "builtin:kino-tiny");
 const sessionSeeds = arg("session-seeds", "7").split(",").map(Number);
+const steps = args.includes("--steps") ? { num_inference_steps: Number(arg("steps", "")) } : {};
 // Debian's interpreter has numpy (python3-numpy); a python3 earlier on PATH may not
 const PY = existsSync("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
 mkdirSync(out, { recursive: true });
@@ -37,7 +39,7 @@ async function video(prompt: string, seed: number): Promise<Uint8Array> {
   const res = await fetch(`${url}/v1/videos`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ prompt, size: "64x64", num_frames: numFrames, seed }),
+    body: JSON.stringify({ prompt, size: "64x64", num_frames: numFrames, seed, ...steps }),
   });
   const job = await res.json();
   if (!res.ok) throw new Error(`create failed: ${JSON.stringify(job)}`);
@@ -60,7 +62,7 @@ async function session(name: string, from: string, to: string, transitionChunks:
   const chunks: ChunkMeta[] = [];
   let media = 0;
   await new Promise<void>((done, fail) => {
-    ws.onopen = () => ws.send(JSON.stringify({ type: "session.start", prompt: from, size: "64x64", num_frames: numFrames, seed }));
+    ws.onopen = () => ws.send(JSON.stringify({ type: "session.start", prompt: from, size: "64x64", num_frames: numFrames, seed, ...steps }));
     ws.onerror = () => fail(new Error(`${name}: WebSocket error`));
     ws.onmessage = (e) => {
       if (typeof e.data !== "string") return void bytes.push(new Uint8Array(e.data as ArrayBuffer));
@@ -105,7 +107,7 @@ try {
     }
   }
   const manifest = join(out, "manifest.json");
-  writeFileSync(manifest, JSON.stringify({ model, num_frames: numFrames, heldout, determinism, transitions }, null, 1));
+  writeFileSync(manifest, JSON.stringify({ model, num_frames: numFrames, ...steps, heldout, determinism, transitions }, null, 1));
   const score = Bun.spawnSync([PY, join(ROOT, "tools/eval/score.py"), manifest], { stdout: "inherit", stderr: "inherit" });
   process.exitCode = score.exitCode;
 } finally {
