@@ -22,7 +22,8 @@ const out = resolve(arg("out", join(ROOT, "build/eval")));
 const numFrames = Number(arg("frames", "29"));
 const model = arg("model", "builtin:kino-tiny");
 const sessionSeeds = arg("session-seeds", "7").split(",").map(Number);
-const steps = args.includes("--steps") ? { num_inference_steps: Number(arg("steps", "")) } : {};
+const stepsArg = arg("steps", "");
+const steps = stepsArg ? { num_inference_steps: Number(stepsArg) } : {};
 // Debian's interpreter has numpy (python3-numpy); a python3 earlier on PATH may not
 const PY = existsSync("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
 mkdirSync(out, { recursive: true });

@@ -5,7 +5,8 @@ manifest.json) classified chunk by chunk — frame 0 (the first chunk, made from
   python3 tools/eval/shape_by_chunk.py build/eval/manifest.json
 
 A chunk whose object touches the border is not classified (metrics._inside), so moving objects that
-wrap around count as misses in some late chunks: compare models with this, not with the clip score.
+wrap around count as misses in some late chunks: compare two models' rows with each other, not a row
+with the clip-level shape score.
 """
 import collections
 import json
@@ -31,13 +32,10 @@ def main():
         spans = spans or chunk_spans(len(frames))
         truth = item["truth"]["shape"]
         totals[truth] += 1
-        _, rows = metrics.classify_background(frames)
+        _, rows = metrics.classify_background(frames)  # masks as metrics.classify makes them, per frame
+        outlines = [metrics.shape_mask(f, rows, metrics.object_mask(f, rows)) for f in frames]
         for k, (a, b) in enumerate(spans):
-            shape_masks = []
-            for f in frames[a:b]:
-                m = metrics.object_mask(f, rows)
-                shape_masks.append(None if m is None else metrics.shape_mask(f, rows, m))
-            hits[truth][k] += metrics.classify_shape(shape_masks) == truth
+            hits[truth][k] += metrics.classify_shape(outlines[a:b]) == truth
     print("true shape per chunk (frame 0, then 4-frame chunks):")
     for shape, n in sorted(totals.items()):
         print(f"  {shape:9s} {' '.join(f'{hits[shape][k]:2d}' for k in range(len(spans)))}   of {n}")

@@ -6,7 +6,7 @@
 # together, with the latents anchored to the old encoder's (--anchor: the DiT's latent space moves
 # ~0.07 std), keeps 16 of 26 (docs/MODEL.md, "A VAE stage for stars"). Every stage resumes:
 #   1. the joint VAE stage (2000 steps from decoder step 6500; ~95 min on 2 threads)
-#   2. run.sh's 40 data shards, encoded with it into build/train/data-joint (~45 min on 2 threads)
+#   2. run.sh's 40 data shards, encoded with it into build/train/data-joint (31-45 min on 2 threads)
 #   3. the DiT from its kept checkpoint on those latents with the circle-twin recipe, to DIT_STEPS,
 #      the lr decayed over DECAY_START..DIT_STEPS; then the held-out evaluation through the sampler
 # Knobs (env): THREADS (2)  DIT_STEPS (63000)  DECAY_START (61000)  TWIN_CLIP (0.15)
