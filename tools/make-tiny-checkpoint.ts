@@ -30,6 +30,8 @@ export interface TinyOptions {
   preset?: PresetName;
   /** Overrides the preset's DiT patch (t, h, w): kino-tiny's is 1x4x4, 16 tokens per latent frame. */
   patch?: [number, number, number];
+  /** kino.continuation_strength of a causal checkpoint (default: kino-tiny's 0.5 for that preset, else unset). */
+  continuationStrength?: number;
 }
 
 const WORDS = ["a", "an", "the", "on", "background", "moving", "red", "orange", "yellow", "green", "cyan", "blue", "purple",
@@ -67,13 +69,13 @@ const PRESETS: Record<PresetName, Geometry> = { tiny: TINY, "kino-tiny": KINO_TI
 
 /** The "kino" block of tools/train/export.py kino_block() with CFG's values (the keys the loader reads). */
 function kinoTinyBlock(textLen: number): object {
-  const steps = 4, shift = 3;
+  const steps = 8, shift = 3;
   const sigmas = Array.from({ length: steps + 1 }, (_, i) => { const s = 1 - i / steps; return (shift * s) / (1 + (shift - 1) * s); });
   return {
     text_len: textLen, chunk_latent_frames: 1, attn_window_chunks: 4, per_frame_timesteps: true, context_pass_timestep: 0,
     prediction_type: "sample",
     sampler: { type: "flow_euler", steps, shift, sigmas, timesteps: sigmas.slice(0, -1).map((s) => s * 1000) },
-    guidance_scale: 3, negative_prompt: "", native_width: 64, native_height: 64, fps: 16, frames_per_chunk: 4, first_chunk_frames: 1,
+    continuation_strength: 0.5, guidance_scale: 2, negative_prompt: "", native_width: 64, native_height: 64, fps: 16, frames_per_chunk: 4, first_chunk_frames: 1,
     default_transition_chunks: 4, latent_channels: 16,
   };
 }
@@ -190,6 +192,7 @@ export async function makeTinyCheckpoint(dir: string, opts: TinyOptions = {}): P
     ? { chunk_frames: 2, text_len: DIT.textLen, timesteps: [1000, 750, 500, 250], shift: 5, guidance_scale: 1, width: 64, height: 64, fps: 16,
         num_frames: 21, frames_per_chunk: 8, first_chunk_frames: 5, default_transition_chunks: 2, window_frames: 6, sink_frames: 2 }
     : { text_len: DIT.textLen, sampler: "euler", num_inference_steps: 4, shift: 3, guidance_scale: 3, width: 64, height: 64, fps: 16, num_frames: 9 };
+  if (causal && opts.continuationStrength !== undefined) Object.assign(kino, { continuation_strength: opts.continuationStrength });
   await json("transformer/config.json", {
     _class_name: "WanTransformer3DModel", patch_size: DIT.patch, num_attention_heads: DIT.heads, attention_head_dim: DIT.headDim,
     in_channels: DIT.channels, out_channels: DIT.channels, text_dim: T5.dim, freq_dim: DIT.freq, ffn_dim: DIT.ffn, num_layers: DIT.layers,

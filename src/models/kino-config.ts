@@ -36,6 +36,13 @@ export interface KinoConfig {
   framesPerChunk: number | null;
   firstChunkFrames: number | null;
   defaultTransitionChunks: number;
+  /**
+   * Causal models: a chunk after the first starts from the previous chunk's clean latent, noised to
+   * the sigma of the step it enters the schedule at, and runs the last max(1, ⌊strength·steps⌋)
+   * steps (img2img's strength); a chunk that cuts to a new prompt at once starts from noise. 1 (the
+   * default): every chunk from noise, as Self-Forcing / CausVid sample.
+   */
+  continuationStrength: number;
   maxFrames: number;
   maxSize: number;
   maxPixels: number;
@@ -94,6 +101,7 @@ export function parseKinoConfig(kino: Json | null, scheduler: Json, file: string
     framesPerChunk: pick<number | null>(null, "frames_per_chunk"),
     firstChunkFrames: pick<number | null>(null, "first_chunk_frames"),
     defaultTransitionChunks: count(pick(3, "default_transition_chunks"), "default_transition_chunks", 0),
+    continuationStrength: pick(1, "continuation_strength"),
     maxFrames: count(pick(481, "max_frames"), "max_frames"),
     maxSize: count(pick(1920, "max_size"), "max_size"),
     maxPixels: count(pick(1920 * 1088, "max_pixels"), "max_pixels"),
@@ -102,7 +110,16 @@ export function parseKinoConfig(kino: Json | null, scheduler: Json, file: string
   if (cfg.windowFrames === -1) cfg.windowFrames = null;
   count(cfg.sinkFrames, "sink_frames", 0);
   if (!(cfg.shift > 0)) throw bad("shift", `must be > 0, got ${cfg.shift}`);
+  const strength = cfg.continuationStrength;
+  if (typeof strength !== "number" || !(strength > 0 && strength <= 1)) throw bad("continuation_strength", `must be a number in (0, 1], got ${JSON.stringify(strength)}`);
+  // UniPC's multistep history cannot begin halfway through its schedule
+  if (strength < 1 && sampler === "unipc") throw bad("continuation_strength", "needs the euler or distilled sampler (unipc starts every chunk from noise)");
   return cfg;
+}
+
+/** The step a continuing chunk enters a schedule of `steps` at: it runs the last max(1, ⌊strength·steps⌋). */
+export function continuationStart(k: KinoConfig, steps: number): number {
+  return steps - Math.max(1, Math.floor(k.continuationStrength * steps));
 }
 
 /**

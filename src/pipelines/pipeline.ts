@@ -104,6 +104,12 @@ export interface StreamContext extends RunContext {
    * (the runner resolves pending prompt updates and transitions here).
    */
   conditioningFor(index: number): Conditioning;
+  /**
+   * Asked after conditioningFor(index): whether chunk `index` cuts to a new prompt at once (a hard
+   * update: transition_chunks 0 or 1) instead of moving on from the previous chunk's. Models that
+   * continue each chunk from the last one's latent start such a chunk from noise. Absent: never.
+   */
+  promptCut?(index: number): boolean;
 }
 
 /** One generation chunk of a stream: `frames` are RGB24 like GenerationResult's. */

@@ -5,12 +5,18 @@
 // transitions interpolate the conditioning vector. The cross-attention K/V are recomputed only when
 // the conditioning changes. Whole clips from a causal model (`generate`) run the same loop.
 //
+// A model with kino.continuation_strength < 1 starts each chunk after the first from the previous
+// chunk's clean latent, noised to the sigma of the step it enters the schedule at, rather than from
+// pure noise (kino-tiny: the color of a prompt transition then moves chunk by chunk instead of
+// overshooting, and a continuing chunk costs half the steps); a chunk that cuts to a new prompt at
+// once (ctx.promptCut) starts from noise like the first.
+//
 // With classifier-free guidance the conditional and the unconditional stream each keep their own KV
 // cache, filled by their own context pass over the same guided clean chunk (kino-tiny's recipe,
 // tools/train/export.py "cfg"); both streams run as one batched forward (CausalWanDiT batch 2), so
 // the linear layers see twice the rows per weight read instead of two half-size passes.
 import { videoToRgb24 } from "../models/frames.ts";
-import { scheduleFor } from "../models/kino-config.ts";
+import { continuationStart, scheduleFor } from "../models/kino-config.ts";
 import { applyGuidance, createSampler, seededNoise } from "../models/samplers.ts";
 import { CausalWanDiT } from "../models/wan-dit-causal.ts";
 import type { CrossAttnKV } from "../models/wan-dit.ts";
@@ -31,6 +37,12 @@ export const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
 export function clipsOf(req: GenerationRequest): { seed: number; frames: number }[] {
   if (req.output !== "image") return [{ seed: req.seed, frames: req.num_frames }];
   return Array.from({ length: req.num_frames }, (_, i) => ({ seed: req.seed + i, frames: 1 }));
+}
+
+/** Where a run's chunks take their conditioning from, and whether a chunk cuts to a new prompt. */
+interface ChunkSource {
+  conditioningFor(index: number): Conditioning;
+  promptCut(index: number): boolean;
 }
 
 interface ChunkRun {
@@ -58,7 +70,8 @@ export class WanStreamingPipeline implements Pipeline {
   }
 
   async *stream(req: GenerationRequest, ctx: StreamContext): AsyncIterable<GenerationChunk> {
-    yield* this.#run(req, ctx, (i) => ctx.conditioningFor(i), req.num_frames).chunks;
+    const source: ChunkSource = { conditioningFor: (i) => ctx.conditioningFor(i), promptCut: (i) => ctx.promptCut?.(i) ?? false };
+    yield* this.#run(req, ctx, source, req.num_frames).chunks;
   }
 
   async generate(req: GenerationRequest, ctx: RunContext): Promise<GenerationResult> {
@@ -70,7 +83,7 @@ export class WanStreamingPipeline implements Pipeline {
     const clips = clipsOf(req);
     for (const [i, clip] of clips.entries()) {
       const sub: RunContext = { signal: ctx.signal, onProgress: (p) => ctx.onProgress({ ...p, fraction: (i + p.fraction) / clips.length }) };
-      const run = this.#run({ ...req, seed: clip.seed }, sub, () => cond, clip.frames);
+      const run = this.#run({ ...req, seed: clip.seed }, sub, { conditioningFor: () => cond, promptCut: () => false }, clip.frames);
       for await (const chunk of run.chunks) frames.push(...chunk.frames);
       durations.denoise += run.durations.denoise;
       durations.decode += run.durations.decode;
@@ -97,12 +110,12 @@ export class WanStreamingPipeline implements Pipeline {
     }
   }
 
-  #run(req: GenerationRequest, ctx: RunContext, conditioningFor: (index: number) => Conditioning, totalFrames: number): ChunkRun {
+  #run(req: GenerationRequest, ctx: RunContext, source: ChunkSource, totalFrames: number): ChunkRun {
     const durations = { denoise: 0, decode: 0 };
-    return { chunks: this.#chunks(req, ctx, conditioningFor, totalFrames, durations), durations };
+    return { chunks: this.#chunks(req, ctx, source, totalFrames, durations), durations };
   }
 
-  async *#chunks(req: GenerationRequest, ctx: RunContext, conditioningFor: (index: number) => Conditioning, totalFrames: number, durations: ChunkRun["durations"]): AsyncGenerator<GenerationChunk> {
+  async *#chunks(req: GenerationRequest, ctx: RunContext, source: ChunkSource, totalFrames: number, durations: ChunkRun["durations"]): AsyncGenerator<GenerationChunk> {
     const { dit, vae, backend: b, strides, text } = this.model;
     const { kino } = this.model.checkpoint;
     const N = kino.chunkFrames, zDim = dit.config.inDim;
@@ -111,19 +124,23 @@ export class WanStreamingPipeline implements Pipeline {
     const noise = seededNoise(b, req.seed);
     const schedule = scheduleFor(kino, req.num_inference_steps);
     const steps = schedule.timesteps.length;
+    const continueAt = continuationStart(kino, steps);
     const firstFrames = 1 + strides.temporal * (N - 1), perChunk = strides.temporal * N;
     const totalChunks = 1 + Math.max(0, Math.ceil((totalFrames - firstFrames) / perChunk));
     const guided = req.guidance_scale > 1;
     const causal = new CausalWanDiT(dit, { chunkFrames: N, windowFrames: window, sinkFrames: kino.sinkFrames, height: h, width: w, batch: guided ? 2 : 1 });
     // cross: what the forward attends to (with guidance: [cond, uncond] stacked)
     let cross: CrossAttnKV | null = null, crossOf: Conditioning | null = null, uncond: CrossAttnKV | null = null;
+    // the last chunk's clean latent, which the next chunk continues (kept only when continueAt > 0)
+    let previous: Tensor | null = null;
     vae.reset();
     try {
       if (guided) uncond = await dit.crossAttnKV(await text.encode(req.negative_prompt || kino.negativePrompt));
       let produced = 0;
       for (let index = 0; produced < totalFrames; index++) {
         ctx.signal.throwIfAborted();
-        const cond = conditioningFor(index);
+        const cond = source.conditioningFor(index);
+        const start = previous && !source.promptCut(index) ? continueAt : 0;
         if (!cross || !crossOf || !sameValues(cond, crossOf)) {
           if (cross) dit.freeCross(cross);
           cross = null;
@@ -133,17 +150,19 @@ export class WanStreamingPipeline implements Pipeline {
         const context: CrossAttnKV = cross;
         const started = performance.now();
         const x = b.alloc([zDim, N, h, w]);
+        let kept = false;
         noise(x);
+        if (previous && start > 0) b.axpby(x, previous, x, 1 - schedule.sigmas[start]!, schedule.sigmas[start]!);
         const sampler = createSampler(kino.sampler, b, schedule, noise, kino.prediction);
         try {
-          for (let i = 0; i < steps; i++) {
+          for (let i = start; i < steps; i++) {
             const v = (await causal.forwardChunk(x, schedule.timesteps[i]!, context))!;
             // v is [2, ...x.shape] with guidance: the cond half is guided in place
             const vc = guided ? v.view(x.shape, 0) : v;
             if (guided) applyGuidance(b, vc, v.view(x.shape, x.numel), req.guidance_scale);
             sampler.step(i, x, vc);
             b.free(v);
-            ctx.onProgress({ fraction: Math.min(1, (index + (i + 1) / steps) / totalChunks), stage: "denoise" });
+            ctx.onProgress({ fraction: Math.min(1, (index + (i + 1 - start) / (steps - start)) / totalChunks), stage: "denoise" });
             await tick();
             ctx.signal.throwIfAborted();
           }
@@ -155,15 +174,21 @@ export class WanStreamingPipeline implements Pipeline {
           durations.decode += (performance.now() - decodeStart) / 1000;
           const keep = frames.slice(0, totalFrames - produced);
           produced += keep.length;
+          if (continueAt > 0) {
+            if (previous) b.free(previous);
+            previous = x;
+            kept = true;
+          }
           yield { generation_chunk_index: index, frames: keep };
         } finally {
           sampler.free();
-          b.free(x);
+          if (!kept) b.free(x);
         }
       }
     } finally {
       if (cross) dit.freeCross(cross);
       if (uncond) dit.freeCross(uncond);
+      if (previous) b.free(previous);
       causal.free();
       vae.reset();
     }

@@ -79,6 +79,8 @@ export class StreamTask {
           plan = scheduler.resolve();
           return plan.conditioning;
         },
+        // a one-chunk transition (a hard update) reaches its target in its first chunk
+        promptCut: () => plan?.progress?.n === 1,
       });
       for await (const chunk of stream) {
         const samples = chunk.frames.map((frame, i) => encoder.encode(frame, { forceIdr: i === 0 }));

@@ -31,7 +31,7 @@ describe("the kino-tiny preset checkpoint", () => {
     expect(d.patch).toEqual([1, 4, 4]);
     expect(c.vae.config).toMatchObject({ dim: 12, zDim: 16, dimMult: [1, 2, 4], numResBlocks: 1, temporalDownsample: [true, true] });
     expect(c.kino).toMatchObject({
-      causal: true, chunkFrames: 1, windowFrames: 4, sampler: "euler", prediction: "sample", steps: 4, shift: 3, guidance: 3,
+      causal: true, chunkFrames: 1, windowFrames: 4, sampler: "euler", prediction: "sample", steps: 8, shift: 3, guidance: 2, continuationStrength: 0.5,
       width: 64, height: 64, fps: 16, framesPerChunk: 4, firstChunkFrames: 1, defaultTransitionChunks: 4,
     });
     expect(c.dit.table.tensors.get("blocks.0.attn1.to_q.weight")?.dtype).toBe("BF16");
@@ -39,7 +39,7 @@ describe("the kino-tiny preset checkpoint", () => {
 
   test("streams with guidance: a first chunk of 1 frame, then 4 per chunk, deterministic per seed", async () => {
     expect(pipeline.card.frames_per_chunk).toBe(4);
-    expect(pipeline.card.defaults.guidance_scale).toBe(3);
+    expect(pipeline.card.defaults.guidance_scale).toBe(2);
     const req = {
       request_id: "r", output: "video" as const, task: "t2v" as const, prompt: "a red circle moving left", negative_prompt: "",
       width: 64, height: 64, num_frames: 9, fps: 16, num_inference_steps: 4, guidance_scale: 3, seed: 5, references: [], extra_params: {},

@@ -39,18 +39,23 @@ const PALETTE: Record<string, number[]> = {
   blue: [40, 70, 220], purple: [140, 50, 200], pink: [245, 130, 190], white: [245, 245, 245], gray: [128, 128, 128],
 };
 
-/** The object's color, much as tools/eval/metrics.py names it (which keeps only the largest blob):
+/** The object's RGB, much as tools/eval/metrics.py measures it (which keeps only the largest blob):
  *  the per-channel median of the pixels that differ from the border's background by more than 60
- *  (summed over channels), nearest in the palette; null when fewer than 10 pixels differ. */
-function objectColor(frame: Uint8Array, size = 64): string | null {
+ *  (summed over channels); null when fewer than 10 pixels differ. */
+function objectRgb(frame: Uint8Array, size = 64): number[] | null {
   const bg = background(frame, size);
   const px: number[][] = [];
   for (let i = 0; i < size * size; i++) {
     const rgb = [...frame.subarray(i * 3, i * 3 + 3)];
     if (rgb.reduce((sum, v, c) => sum + Math.abs(v - bg[c]!), 0) > 60) px.push(rgb);
   }
-  if (px.length < 10) return null;
-  const color = [0, 1, 2].map((c) => median(px.map((p) => p[c]!)));
+  return px.length < 10 ? null : [0, 1, 2].map((c) => median(px.map((p) => p[c]!)));
+}
+
+/** The object's color: its RGB's nearest in the palette. */
+function objectColor(frame: Uint8Array, size = 64): string | null {
+  const color = objectRgb(frame, size);
+  if (!color) return null;
   const distance = (p: number[]) => p.reduce((sum, v, c) => sum + (v - color[c]!) ** 2, 0);
   return Object.keys(PALETTE).reduce((best, name) => (distance(PALETTE[name]!) < distance(PALETTE[best]!) ? name : best));
 }
@@ -78,15 +83,15 @@ async function generate(prompt: string, seed: number, numFrames = 9): Promise<Ui
   return new Uint8Array(await res.arrayBuffer());
 }
 
-/** A 29-frame realtime session that switches from one prompt to another (transition_chunks 0)
+/** A 29-frame realtime session that switches from one prompt to another (over transitionChunks)
  *  after its second media chunk: the last frame of every media chunk (chunk 0 is 1 frame, then 4
  *  each) and the index of the first chunk the update affects. */
-async function hardSwitch(from: string, to: string, seed: number): Promise<{ lastFrames: Uint8Array[]; first: number }> {
+async function promptSwitch(from: string, to: string, seed: number, transitionChunks = 0): Promise<{ lastFrames: Uint8Array[]; first: number }> {
   const client = await RealtimeClient.connect(server.url);
   client.send({ type: "session.start", prompt: from, size: "64x64", num_frames: 29, seed });
   await client.nextOfType("video.chunk_metadata");
   await client.nextOfType("video.chunk_metadata");
-  client.send({ type: "session.interaction", interaction: { event_id: "switch", event: { prompt: to }, transition_chunks: 0 } });
+  client.send({ type: "session.interaction", interaction: { event_id: "switch", event: { prompt: to }, transition_chunks: transitionChunks } });
   await client.untilDone(60000);
   const metas = client.jsonMessages().filter((m) => m.type === "video.chunk_metadata" && m.kind === "media");
   const bytes = Buffer.concat(client.received.filter((r) => r.kind === "binary").map((r) => (r as { bytes: Uint8Array }).bytes));
@@ -148,7 +153,7 @@ describe.skipIf(!exported)("kino-tiny through the server", () => {
   // (kino-tiny does not yet tell blue from cyan right after a switch: the test asserts where the
   // change lands, black before it and a bright background from the first affected chunk on)
   test("a realtime prompt update with transition_chunks 0 changes the background in the first affected chunk", async () => {
-    const { lastFrames, first } = await hardSwitch("a white circle moving right on a black background", "a white circle moving right on a blue background", 7);
+    const { lastFrames, first } = await promptSwitch("a white circle moving right on a black background", "a white circle moving right on a blue background", 7);
     expect(Math.max(...background(lastFrames[first - 1]!))).toBeLessThan(60);
     expect(Math.max(...background(lastFrames[first]!))).toBeGreaterThan(150);
   }, 90000);
@@ -157,11 +162,28 @@ describe.skipIf(!exported)("kino-tiny through the server", () => {
   // blue for 4 of 4 seeds at step 32000, 200-212 degrees, near the edge of cyan): red up to the switch,
   // off red in the first affected chunk, and blue from the next one on for good.
   test("a realtime prompt update with transition_chunks 0 turns a red object blue and keeps it blue", async () => {
-    const { lastFrames, first } = await hardSwitch("a red circle moving right on a black background", "a blue circle moving right on a black background", 8);
+    const { lastFrames, first } = await promptSwitch("a red circle moving right on a black background", "a blue circle moving right on a black background", 8);
     expect(objectColor(lastFrames[first - 1]!)).toBe("red");
     expect(objectColor(lastFrames[first]!)).not.toBe("red");
     const after = lastFrames.slice(first + 1).map((frame) => objectColor(frame));
     expect(after.length).toBeGreaterThanOrEqual(3);
     expect(after.every((c) => c === "blue"), `object colors after the switch: ${after.join(", ")}`).toBe(true);
+  }, 90000);
+
+  // The issue's transition: over 3 chunks the hue moves monotonically from red towards blue (red at
+  // 360°, purple ~300°, blue ~230°) and is blue from the 3rd affected chunk on. Each continuing chunk
+  // starts from its predecessor (kino.continuation_strength 0.5); with every chunk from noise the
+  // middle chunk overshot into cyan (seed 7: 323°, 182°, 215°) and 1 of session seeds 7–14 passed,
+  // continuing 7 of 8 do (docs/MODEL.md), seed 7 among them.
+  test("a realtime prompt update with transition_chunks 3 moves the hue from red to blue chunk by chunk", async () => {
+    const { lastFrames, first } = await promptSwitch("a red circle moving right on a black background", "a blue circle moving right on a black background", 7, 3);
+    expect(objectColor(lastFrames[first - 1]!)).toBe("red");
+    const hues = lastFrames.slice(first - 1, first + 3).map((frame) => {
+      const h = hue(objectRgb(frame)!);
+      return h < 120 ? h + 360 : h; // red -> purple -> blue as a falling angle
+    });
+    for (let k = 1; k < hues.length; k++) expect(hues[k]!, `hues from the last red chunk on: ${hues.map(Math.round).join(", ")}`).toBeLessThanOrEqual(hues[k - 1]! + 5);
+    const after = lastFrames.slice(first + 2).map((frame) => objectColor(frame));
+    expect(after.every((c) => c === "blue"), `object colors from the 3rd affected chunk: ${after.join(", ")}`).toBe(true);
   }, 90000);
 });

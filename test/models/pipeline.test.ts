@@ -14,14 +14,16 @@ import { makeTinyCheckpoint } from "../../tools/make-tiny-checkpoint.ts";
 await buildCpuWasm(); // loadPipeline opens the WebAssembly backend
 
 const root = mkdtempSync(join(tmpdir(), "kino-tiny-"));
-const causalDir = join(root, "causal"), bidiDir = join(root, "bidirectional");
-let causal: Pipeline, bidi: Pipeline;
+const causalDir = join(root, "causal"), bidiDir = join(root, "bidirectional"), continuingDir = join(root, "continuing");
+let causal: Pipeline, bidi: Pipeline, continuing: Pipeline;
 
 beforeAll(async () => {
   await makeTinyCheckpoint(causalDir, { causal: true, bf16: true });
   await makeTinyCheckpoint(bidiDir, { causal: false });
+  await makeTinyCheckpoint(continuingDir, { causal: true, bf16: true, continuationStrength: 0.5 }); // causal's weights
   causal = (await loadPipeline({ type: "init", modelPath: causalDir, device: "cpu", gpu: 0, lora: null })).pipeline;
   bidi = (await loadPipeline({ type: "init", modelPath: bidiDir, device: "cpu", gpu: 0, lora: null })).pipeline;
+  continuing = (await loadPipeline({ type: "init", modelPath: continuingDir, device: "cpu", gpu: 0, lora: null })).pipeline;
 });
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
@@ -103,6 +105,38 @@ describe("causal tiny checkpoint", () => {
     const run = causal.generate(request({ num_frames: 21 }), { signal: ctl.signal, onProgress: () => ++steps === 2 && ctl.abort() });
     await expect(run).rejects.toThrow();
     expect(steps).toBe(2);
+  });
+});
+
+// kino.continuation_strength 0.5: a chunk after the first enters the 4-step schedule at step 2 from
+// the previous chunk's latent, unless it cuts to a new prompt.
+describe("causal checkpoint whose chunks continue the previous one", () => {
+  const streamOf = async (p: Pipeline, promptCut?: (index: number) => boolean, onProgress: (p: Progress) => void = () => {}) => {
+    const cond = await p.encodePrompt!("a red circle moving left on blue background", "");
+    const out: Uint8Array[][] = [];
+    for await (const c of p.stream!(request({ num_frames: 21 }), { signal: never, onProgress, conditioningFor: () => cond, promptCut })) out.push(c.frames);
+    return out;
+  };
+
+  test("the first chunk is made from noise as before, the later ones run half the steps from their predecessor", async () => {
+    const progress: Progress[] = [];
+    const [fromNoise, continued] = [await streamOf(causal), await streamOf(continuing, undefined, (p) => progress.push(p))];
+    expect(continued.map((c) => c.length)).toEqual([5, 8, 8]);
+    expect(continued[0]).toEqual(fromNoise[0]);
+    expect(continued[1]).not.toEqual(fromNoise[1]);
+    expect(continued[2]).not.toEqual(fromNoise[2]);
+    expect(progress.length).toBe(4 + 2 + 2);
+    expect(progress.map((p) => p.fraction)).toEqual([...progress.map((p) => p.fraction)].sort((a, b) => a - b));
+    expect(progress.at(-1)!.fraction).toBe(1);
+    expect(await streamOf(continuing)).toEqual(continued); // deterministic per seed
+  });
+
+  test("a chunk that cuts to a new prompt starts from noise: cut at every chunk, the stream is the from-noise one", async () => {
+    expect(await streamOf(continuing, () => true)).toEqual(await streamOf(causal));
+    const cutAtTwo = await streamOf(continuing, (i) => i === 2);
+    const continued = await streamOf(continuing);
+    expect(cutAtTwo.slice(0, 2)).toEqual(continued.slice(0, 2));
+    expect(cutAtTwo[2]).not.toEqual(continued[2]);
   });
 });
 

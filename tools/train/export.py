@@ -63,6 +63,10 @@ def kino_block(steps, shift, guidance):
                     "timesteps": [s * 1000.0 for s in sig[:-1]],
                     "update": "x <- x + (sigma[i+1] - sigma[i]) * v, v = (x - model(x, t=1000*sigma[i])) / sigma[i] "
                               "(prediction_type sample: the model gives x0); sigma[-1] = 0"},
+        "continuation_strength": c["continuation_strength"],
+        "continuation": "a chunk after the first enters the schedule at step s = steps - max(1, floor(strength * steps)) "
+                        "from x = (1 - sigma[s]) * x_prev + sigma[s] * noise, x_prev the previous chunk's clean latent; "
+                        "a chunk that switches to a new prompt at once (transition_chunks 0 or 1) starts from noise",
         "guidance_scale": guidance,
         "negative_prompt": "",
         "cfg": "v = v_uncond + g * (v_cond - v_uncond); the uncond stream has its own self-attn KV cache, "

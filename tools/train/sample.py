@@ -1,8 +1,12 @@
 """Streaming sampler for kino-tiny, chunk by chunk with a KV cache, exactly as the server runs it:
 
   for chunk k = 0, 1, 2, ... (1 latent frame each; RoPE temporal position k):
-    x ~ N(0, I)                                   [B, 16, 1, 16, 16]
-    for i in 0..steps-1:   (sigmas = shift(linspace(1, 0, steps+1)), t_i = 1000 * sigma_i)
+    e ~ N(0, I)                                   [B, 16, 1, 16, 16]
+    s = 0, x = e                                  (chunk 0, and a chunk that cuts to a new prompt)
+    s = steps - max(1, floor(strength * steps)),  (any other chunk continues the previous one's clean
+    x = (1 - sigma_s) * x_prev + sigma_s * e       latent x_prev, as img2img does: strength 0.5 of 8 steps
+                                                   enters at step 4, sigma 0.75)
+    for i in s..steps-1:   (sigmas = shift(linspace(1, 0, steps+1)), t_i = 1000 * sigma_i)
       v_c = DiT(x, t_i | cond context,  self-attn KV cache of the previous <= 3 chunks (cond stream))
       v_u = DiT(x, t_i | empty context, self-attn KV cache of the uncond stream)   (if guidance != 1)
       v   = v_u + g * (v_c - v_u)
@@ -71,8 +75,14 @@ def encode_text(text, tok, prompts):
     return out
 
 
+def continuation_start(steps, strength):
+    """The step a continuing chunk enters the schedule at (img2img's strength: it runs the last
+    max(1, floor(strength * steps)) steps; strength 1 starts every chunk from noise)."""
+    return steps - max(1, int(strength * steps))
+
+
 class Stream:
-    def __init__(self, dit, vae, ctx_cond, ctx_uncond, steps, shift, guidance, window, seed=0):
+    def __init__(self, dit, vae, ctx_cond, ctx_uncond, steps, shift, guidance, window, seed=0, strength=None):
         self.dit, self.vae = dit, vae
         self.sig = sampler_sigmas(steps, shift)
         self.g = guidance
@@ -81,10 +91,15 @@ class Stream:
         self.gen = torch.Generator().manual_seed(seed)
         self.vae_cache = {}
         self.caches = {"c": [], "u": []}  # list (per chunk) of per-layer (K, V)
+        self.start = continuation_start(steps, CFG["continuation_strength"] if strength is None else strength)
+        self.prev = None  # the last chunk's clean latent, which the next one continues (None: from noise)
         self.set_context(ctx_cond, ctx_uncond)
 
-    def set_context(self, ctx_cond, ctx_uncond=None):
-        """ctx: list of [L_i, text_dim] (or a zero-padded [B, text_len, text_dim] tensor)."""
+    def set_context(self, ctx_cond, ctx_uncond=None, cut=False):
+        """ctx: list of [L_i, text_dim] (or a zero-padded [B, text_len, text_dim] tensor). cut: the next
+        chunk switches to this prompt at once (a hard update), so it starts from noise."""
+        if cut:
+            self.prev = None
         with torch.no_grad():
             if not hasattr(self, "kv"):
                 self.kv = {}
@@ -104,9 +119,12 @@ class Stream:
         z = CFG["vae"]["z_dim"]
         hw = common.latent_hw()
         x = torch.randn(b, z, 1, hw, hw, generator=self.gen)
+        start = 0 if self.prev is None else self.start
+        if start:
+            x = (1 - self.sig[start]) * self.prev + self.sig[start] * x
         streams = ["c", "u"] if self.g != 1.0 else ["c"]
         past = {s: self._past(s) for s in streams}
-        for i in range(len(self.sig) - 1):
+        for i in range(start, len(self.sig) - 1):
             t = torch.full((b,), self.sig[i] * 1000.0)
             v, _ = self.dit.forward_chunk(x, t, self.kv["c"], [self.k], past["c"])
             if self.g != 1.0:
@@ -120,6 +138,7 @@ class Stream:
             self.caches[s].append(kv)
             self.caches[s] = self.caches[s][-(self.window - 1):] if self.window > 1 else []
         self.k += 1
+        self.prev = x
         return x
 
     @torch.no_grad()
@@ -129,13 +148,13 @@ class Stream:
         return ((v + 1) * 127.5).round().byte().permute(0, 2, 3, 4, 1).numpy()  # [B, T, H, W, 3]
 
 
-def generate(dit, text, vae, tok, prompts, chunks=8, steps=None, shift=None, guidance=None, seed=0):
+def generate(dit, text, vae, tok, prompts, chunks=8, steps=None, shift=None, guidance=None, seed=0, strength=None):
     steps = steps or CFG["sample_steps"]
     shift = shift or CFG["shift"]
     guidance = CFG["guidance_scale"] if guidance is None else guidance
     ctx = encode_text(text, tok, prompts)
     unc = encode_text(text, tok, [""] * len(prompts))
-    st = Stream(dit, vae, ctx, unc, steps, shift, guidance, CFG["attn_window_chunks"], seed)
+    st = Stream(dit, vae, ctx, unc, steps, shift, guidance, CFG["attn_window_chunks"], seed, strength)
     frames = [st.next_frames(len(prompts)) for _ in range(chunks)]
     return np.concatenate(frames, axis=1)
 
@@ -206,7 +225,7 @@ def contact_sheet(path, clips, prompts, preds=None, every=4, scale=2):
     png.write_png(path, png.grid(rows))
 
 
-def transition_probe(dit, text, vae, tok, transition_chunks, chunks=8, first=3, seed=0,
+def transition_probe(dit, text, vae, tok, transition_chunks, chunks=8, first=3, seed=0, strength=None,
                      a="a red circle moving right on a black background",
                      b="a blue circle moving right on a black background"):
     """The server evaluation's transition session (tools/eval/server-eval.ts) in the training
@@ -217,11 +236,11 @@ def transition_probe(dit, text, vae, tok, transition_chunks, chunks=8, first=3, 
     ca, cb = [dit.pad_context([c])[0] for c in encode_text(text, tok, [a, b])]
     unc = encode_text(text, tok, [""])
     st = Stream(dit, vae, [ca], unc, CFG["sample_steps"], CFG["shift"], CFG["guidance_scale"],
-                CFG["attn_window_chunks"], seed)
+                CFG["attn_window_chunks"], seed, strength)
     out = []
     for k in range(chunks):
         progress = 0.0 if k < first else min(1.0, (k - first + 1) / max(1, transition_chunks))
-        st.set_context([(1 - progress) * ca + progress * cb])
+        st.set_context([(1 - progress) * ca + progress * cb], cut=k == first and transition_chunks <= 1)
         out.append(st.next_frames(1)[0])
     frames = np.concatenate(out, 0)
     return metrics.judge_transition(frames, [len(f) for f in out], first, transition_chunks), frames
@@ -278,7 +297,7 @@ def switch_matrix(dit, text, vae, tok, seed=0, first=3):
     chunks = []
     for k in range(first + 2):
         if k == first:
-            st.set_context(after)
+            st.set_context(after, cut=True)
         chunks.append(st.next_frames(len(pairs)))
     out = {}
     for i, pair in enumerate(pairs):
@@ -367,6 +386,8 @@ def main():
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--guidance", type=float, default=None)
+    ap.add_argument("--strength", type=float, default=None,
+                    help="continuation strength of the chunks after the first (1: each from noise; default CFG's)")
     ap.add_argument("--transitions", action="store_true",
                     help="the server evaluation's red -> blue transitions (over 3 and 0 chunks)")
     ap.add_argument("--interp", default=None, help="--transitions, and a PNG strip of the 3-chunk one")
@@ -393,13 +414,14 @@ def main():
     if args.eval or args.sheet:
         t0 = time.time()
         acc, preds, truths, clips, prompts = heldout_eval(dit, text, vae, tok, seeds=range(args.seeds),
-                                                          steps=args.steps, guidance=args.guidance)
+                                                          steps=args.steps, guidance=args.guidance,
+                                                          strength=args.strength)
         res["heldout"] = acc
         res["n"] = len(preds)
         print(f"step {step}: held-out accuracy {json.dumps(acc)} ({len(preds)} clips, {time.time() - t0:.0f} s)")
         if args.seen:
             acc2, *_ = heldout_eval(dit, text, vae, tok, seeds=range(args.seeds), combos=seen_combos(),
-                                    steps=args.steps, guidance=args.guidance)
+                                    steps=args.steps, guidance=args.guidance, strength=args.strength)
             res["seen"] = acc2
             print(f"step {step}: seen-combination accuracy {json.dumps(acc2)}")
         if args.sheet:
@@ -409,11 +431,11 @@ def main():
     if args.transitions or args.interp:
         import metrics
         res["transitions"] = []
-        for n in (3, 0):
-            verdict, frames = transition_probe(dit, text, vae, tok, n)
+        for n, seed in [(n, seed) for n in (3, 0) for seed in range(args.seeds)]:
+            verdict, frames = transition_probe(dit, text, vae, tok, n, seed=seed, strength=args.strength)
             res["transitions"].append(verdict)
-            print(f"step {step}: red -> blue over {n} chunks: {metrics.transition_line(verdict)}")
-            if args.interp and n == 3:
+            print(f"step {step}: red -> blue over {n} chunks, seed {seed}: {metrics.transition_line(verdict)}")
+            if args.interp and n == 3 and seed == 0:
                 png.write_png(args.interp, png.grid([[png.upscale(f, 2) for f in frames[::2]]]))
     if args.switch_matrix:
         m = switch_matrix(dit, text, vae, tok)
