@@ -10,6 +10,8 @@
 #   3. the DiT from its kept checkpoint on those latents with the circle-twin recipe, to DIT_STEPS,
 #      the lr decayed over DECAY_START..DIT_STEPS; then the held-out evaluation through the sampler
 # Knobs (env): THREADS (2)  DIT_STEPS (63000)  DECAY_START (61000)  TWIN_CLIP (0.15)
+#   TWIN_CTX (0), TWIN_STAR (0): train_dit.py's --twin-ctx-share/--twin-star-share (stop 22)
+#   PLAIN_SHARDS (32): how many of run.sh's plain shards to encode (fewer: the DiT starts sooner)
 # (the committed DiT is step 56500, stop 21's export: DIT_STEPS/DECAY_START lie past it)
 # Export (when it beats models/kino-tiny): export.py --vae build/train/vae-joint/ckpt.pt.
 set -euo pipefail
@@ -18,6 +20,9 @@ THREADS=${THREADS:-2}
 DIT_STEPS=${DIT_STEPS:-63000}
 DECAY_START=${DECAY_START:-61000}
 TWIN_CLIP=${TWIN_CLIP:-0.15}
+TWIN_CTX=${TWIN_CTX:-0}
+TWIN_STAR=${TWIN_STAR:-0}
+PLAIN_SHARDS=${PLAIN_SHARDS:-32}
 VAE=build/train/vae-joint/ckpt.pt
 DATA=build/train/data-joint
 mkdir -p build/train
@@ -30,13 +35,14 @@ bash tools/train/state.sh save
 # numpy, and two 1-thread encoders did 2 shards in 129 s where one 2-thread encoder takes 82 s a shard.
 trap 'kill $(jobs -p) 2>/dev/null || true' EXIT  # a failed half takes its twin down with it
 encode() { $PY tools/train/encode_data.py --vae "$VAE" --out "$DATA" --threads $(( THREADS > 1 ? THREADS / 2 : 1 )) "$@"; }
-encode --first 0 --shards 16 & half=$!
-encode --first 16 --shards 16; wait "$half"
+encode --first 0 --shards $(( PLAIN_SHARDS / 2 )) & half=$!
+encode --first $(( PLAIN_SHARDS / 2 )) --shards $(( PLAIN_SHARDS - PLAIN_SHARDS / 2 )); wait "$half"
 switches=(--switch-prob 0.75 --ramp-prob 0.5)
 encode --first 100 --shards 4 "${switches[@]}" & half=$!
 encode --first 104 --shards 4 "${switches[@]}"; wait "$half"
 $PY tools/train/train_dit.py --data "$DATA" --vae "$VAE" --steps "$DIT_STEPS" --bs 16 --lr 1e-4 --warmup 300 \
     --threads "$THREADS" --ramp-share 0.25 --twin-share 0.5 --twin-clip-share "$TWIN_CLIP" \
+    --twin-ctx-share "$TWIN_CTX" --twin-star-share "$TWIN_STAR" \
     --decay-start "$DECAY_START" --decay-end "$DIT_STEPS"
 bash tools/train/state.sh save
 $PY tools/train/keep_state.py

@@ -38,7 +38,10 @@ Recipe (see docs/MODEL.md):
     frames and --twin-clip-share of the clips get as their noised input, at sigma 0.2-0.6, the same
     scene drawn with circles and as the target the true shapes: sampling ends on a round blob that
     the caption's shape word (frame 0) or the past's shape (later chunks) must sharpen, and a noised
-    true frame never needs either;
+    true frame never needs either; --twin-ctx-share of those clips show the circle twin as their past
+    too (from stop 22: a stream's past is its own output, whose shapes round off chunk by chunk, so
+    only the caption's shape word can hold them), and --twin-star-share of them are drawn from the
+    clips with a star (the shape the DiT draws least);
   * FFN/text-MLP GELU: the erf form while training (3x faster on CPU, < 5e-4 from the tanh form);
     evaluation, export and the server use Wan's tanh form.
   * learning rate: linear warmup, constant, then a linear decay to 5 % from --decay-start to
@@ -255,6 +258,10 @@ def main():
                     help="share of the first frames whose noised input is their circle twin (circle_twins)")
     ap.add_argument("--twin-clip-share", type=float, default=0.0,
                     help="share of the clips whose noised latents are their whole circle twin's, at sigma 0.2-0.6")
+    ap.add_argument("--twin-ctx-share", type=float, default=0.0,
+                    help="share of the twin clips whose context (clean past) frames are the circle twin too")
+    ap.add_argument("--twin-star-share", type=float, default=0.0,
+                    help="share of the twin clips drawn from the plain clips with a star")
     ap.add_argument("--shards", type=int, default=None, help="load only the first N data shards")
     ap.add_argument("--image-bs", type=int, default=32, help="extra single-first-frame samples per step")
     ap.add_argument("--ctx-noise", type=float, default=0.2, help="largest noise level of a context frame")
@@ -320,6 +327,9 @@ def main():
     n_ramp = int(round(args.ramp_share * args.bs)) if len(ramps) else 0
     plain = np.array([i for i, sc in enumerate(scenes) if "switch" not in sc])
     n_twin = int(round(args.twin_clip_share * args.bs))  # the last n_twin clips of a batch
+    n_twin_ctx = int(round(args.twin_ctx_share * n_twin))  # the last of those show a circle past too
+    n_twin_star = int(round(args.twin_star_share * n_twin))  # the first of those have a star
+    stars = np.array([i for i in plain if any(o["shape"] == "star" for o in scenes[i]["objects"])])
 
     stop = {"flag": False}
 
@@ -353,6 +363,8 @@ def main():
                 idx[:n_ramp] = rng.choice(ramps, n_ramp)
             if n_twin:
                 idx[-n_twin:] = rng.choice(plain, n_twin)
+                if n_twin_star and len(stars):
+                    idx[-n_twin:][:n_twin_star] = rng.choice(stars, n_twin_star)
             x0 = lat[torch.from_numpy(idx)].float()
             pairs = [("", "") if rng.random() < args.drop else render.caption_pair(scenes[i], rng) for i in idx]
             prompts = [p for pair in pairs for p in pair]
@@ -372,7 +384,11 @@ def main():
             # context noise: half of the context frames carry noise up to --ctx-noise (and say so in t)
             s_ctx = torch.rand(args.bs, F_, generator=gen) * args.ctx_noise * (torch.rand(args.bs, F_, generator=gen) < 0.5)
             c5 = s_ctx[:, None, :, None, None]
-            x_ctx = (1 - c5) * x0 + c5 * torch.randn(x0.shape, generator=gen)
+            past = x0
+            if n_twin_ctx:
+                past = x0.clone()
+                past[-n_twin_ctx:] = src[-n_twin_ctx:]
+            x_ctx = (1 - c5) * past + c5 * torch.randn(x0.shape, generator=gen)
             t = torch.cat([s_ctx * 1000.0, sigma * 1000.0], dim=1)
             with torch.autocast("cpu", dtype=torch.bfloat16):
                 ctx = encode_prompts(text, tok, prompts, text_len)
