@@ -14,7 +14,8 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tools", "data"))
 sys.path.insert(0, os.path.join(ROOT, "tools", "eval"))
 
-BUILD = os.path.join(ROOT, "build", "train")
+# Where every stage keeps its checkpoints, data and logs; KINO_TRAIN_BUILD moves it (run.sh's smoke run)
+BUILD = os.path.join(ROOT, os.environ.get("KINO_TRAIN_BUILD") or os.path.join("build", "train"))
 
 # ---- the kino-tiny configuration (one place) ---------------------------------------------------
 # The VAE compresses 4x in space and time: latents of 16x16; a 4x4 DiT patch makes 16 tokens per latent

@@ -1,82 +1,86 @@
 #!/usr/bin/env bash
-# kino-tiny: THE one command.  bash tools/train/run.sh
-# Trains the VAE, renders+encodes the training clips, trains text encoder + causal DiT, evaluates
-# and exports models/kino-tiny/. Every stage resumes from build/train/ (gitignored): re-running
-# continues where a previous run stopped (checkpoints every 5 min, also on SIGTERM); state.sh keeps
-# the checkpoints across sessions.
+# kino-tiny from its seed: THE one command.   bash tools/train/run.sh
 # Background:  mkdir -p build/train && nohup bash tools/train/run.sh >> build/train/run.log 2>&1 &
-# Knobs (env): THREADS (1 per process)  VAE_STEPS (2000)  DEC_STEPS (4000 decoder fine-tuning steps)
-#   SHARDS (32 x 1000 clips: 4 before the DiT starts, +2 per segment)  DIT_STEPS (19000)
-#   SEGMENT (1000 DiT steps between evals)  DECAY (4000: the last DECAY DiT steps decay the lr)
-#   LR (5e-4: the DiT's peak learning rate; a run continued past a finished decay may want less)
-#   DEC_SWITCH_STEPS (2500 decoder steps with prompt switches after DEC_STEPS, their own lr schedule)
-#   SWITCH_FROM (12000: from this DiT step on, 8 more shards with 75 % prompt-switch clips)
-#   RAMP_FROM (27257: from this DiT step on, a quarter of each batch are gradual switches)
+#
+# Runs the stages that made models/kino-tiny, in order, with today's code (docs/MODEL.md, "Training
+# recipe"); every stage resumes from its checkpoint under build/train/ and is skipped once done, so
+# the command can be killed (SIGTERM saves) and run again at any time. The export's own history was
+# a chain of sessions with the code changing under it (x0-prediction from DiT step 2437, the
+# first-frame objective from 4202, upright shapes from 20028, ...): this is that chain as the code
+# runs it now, the DiT on the final VAE's latents from its first step. About a day on 2 cores.
+#   1. goldens check (the PyTorch modules against the reference Wan2.1 outputs)
+#   2. VAE: encoder + decoder (2000 steps); the decoder alone to 4000, then to 6500 with spliced
+#      prompt switches; the joint stage to 8500 (stars' points kept; latents anchored to the old encoder's)
+#   3. data: PLAIN_SHARDS shards (25 % prompt switches) + SWITCH_SHARDS switch-heavy ones (75 %, half
+#      of them gradual), rendered from the seed and encoded with the joint stage
+#   4. DiT + text encoder, in the phases below (one train_dit.py run each; held-out eval after each)
+#   5. contact sheet and loss curve into $DOCS, export to $OUT
+# To continue the committed training state instead, `bash tools/train/state.sh restore` first (the
+# DiT then resumes at its step; tools/train/joint.sh is the line past the export).
+# Knobs (env): THREADS (2)  OUT (models/kino-tiny)  DOCS (docs)  PLAIN_SHARDS (32)  SWITCH_SHARDS (8)
+#   PER_SHARD (1000 clips)  KINO_TRAIN_BUILD (build/train)  SCALE (1: every step count is divided by
+#   it). A smoke run of the whole chain in a few minutes:
+#   KINO_TRAIN_BUILD=build/smoke SCALE=500 PLAIN_SHARDS=2 SWITCH_SHARDS=2 PER_SHARD=32 \
+#     OUT=build/smoke/export DOCS=build/smoke bash tools/train/run.sh
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
-THREADS=${THREADS:-1}
-export OMP_NUM_THREADS=$THREADS OPENBLAS_NUM_THREADS=$THREADS
-VAE_STEPS=${VAE_STEPS:-2000}
-SHARDS=${SHARDS:-32}
-DIT_STEPS=${DIT_STEPS:-19000}
-DECAY=${DECAY:-4000}
-LR=${LR:-5e-4}
-SWITCH_FROM=${SWITCH_FROM:-12000}
-RAMP_FROM=${RAMP_FROM:-27257}
-SEGMENT=${SEGMENT:-1000}
-DEC_STEPS=${DEC_STEPS:-4000}
-DEC_SWITCH_STEPS=${DEC_SWITCH_STEPS:-2500}
-mkdir -p build/train
-bash tools/train/state.sh restore   # checkpoints from an earlier session
-echo "== $(date -u +%FT%TZ) kino-tiny run: VAE_STEPS=$VAE_STEPS SHARDS=$SHARDS DIT_STEPS=$DIT_STEPS THREADS=$THREADS"
-$PY tools/train/check_goldens.py > build/train/check_goldens.txt || { cat build/train/check_goldens.txt; exit 1; }
-tail -1 build/train/check_goldens.txt
-# VAE on 13/29-frame clips and 61/125-frame 32x32 crops: the causal decoder runs on unbounded streams
-# (its effective temporal receptive field is ~25 latent frames; trained on 13 frames only, it broke
-# down after the 4th latent frame)
-$PY tools/train/train_vae.py --steps "$VAE_STEPS" --frames 13,29,61c,125c --threads "$THREADS"
-$PY tools/train/train_vae.py --preview build/train/vae_recon.png
-bash tools/train/state.sh save
-$PY tools/train/encode_data.py --shards 4 --threads "$THREADS"
-# The decoder goes on learning on the frozen encoder's latents (same latent space, so the DiT stays
-# valid) in a second process while the DiT trains: 2000 joint steps leave the decoder the weak part.
-# Then DEC_SWITCH_STEPS more with spliced prompt switches (the decoder learns to turn the old object
-# into the new one at a splice).
-dec_args=(--decoder-only --frames 13,29,61c,125c --threads "$THREADS")
-{ $PY tools/train/train_vae.py "${dec_args[@]}" --lr 2e-4 --steps "$DEC_STEPS" &&
-  $PY tools/train/train_vae.py "${dec_args[@]}" --lr 1e-4 --steps $(( DEC_STEPS + DEC_SWITCH_STEPS )) \
-      --schedule-from "$DEC_STEPS" --switch-prob 0.5
-} >> build/train/decoder.log 2>&1 &
-dec_pid=$!
-trap 'kids=$(pgrep -P $dec_pid || true); kill $dec_pid $kids 2>/dev/null || true' EXIT  # the decoder stages and their python
+THREADS=${THREADS:-2}
+OUT=${OUT:-models/kino-tiny}
+DOCS=${DOCS:-docs}
+PLAIN_SHARDS=${PLAIN_SHARDS:-32}
+SWITCH_SHARDS=${SWITCH_SHARDS:-8}
+PER_SHARD=${PER_SHARD:-1000}
+SCALE=${SCALE:-1}
+export KINO_TRAIN_BUILD=${KINO_TRAIN_BUILD:-build/train}
+B=$KINO_TRAIN_BUILD
+n() { local v=$(( $1 / SCALE )); echo $(( v > 0 ? v : 1 )); }  # a step count, scaled (at least 1)
+mkdir -p "$B"
+echo "== $(date -u +%FT%TZ) kino-tiny run: THREADS=$THREADS SCALE=$SCALE shards $PLAIN_SHARDS+$SWITCH_SHARDS x $PER_SHARD -> $B, $OUT"
+$PY tools/train/check_goldens.py > "$B/check_goldens.txt" || { cat "$B/check_goldens.txt"; exit 1; }
+tail -1 "$B/check_goldens.txt"
+
+# ---- 2. VAE. The long clips (61/125 frames as 32x32 crops) matter: the causal decoder runs on
+# unbounded streams, and trained on 13-frame clips only it drifted after the 4th latent frame.
+frames=(--frames 13,29,61c,125c --threads "$THREADS")
+$PY tools/train/train_vae.py --steps "$(n 2000)" "${frames[@]}"
+$PY tools/train/train_vae.py --decoder-only --lr 2e-4 --steps "$(n 4000)" "${frames[@]}"
+# spliced prompt switches: a causal decoder otherwise paints the first chunk after red -> blue green-cyan
+$PY tools/train/train_vae.py --decoder-only --lr 1e-4 --steps "$(n 6500)" --schedule-from "$(n 4000)" \
+    --switch-prob 0.5 "${frames[@]}"
+$PY tools/train/train_vae.py --init "$B/vae/decoder/ckpt.pt" --anchor 0.1 --hole-weight 8 --switch-prob 0.5 \
+    --lr 1e-4 --steps "$(n 8500)" --schedule-from "$(n 6500)" --out "$B/vae-joint" "${frames[@]}"
+VAE=$B/vae-joint/ckpt.pt
+
+# ---- 3. data (skipped when the DiT is done, e.g. restored from tools/train/state)
+DATA=$B/data-joint
 step_of() { $PY -c "import torch,os,sys;p=sys.argv[1];print(torch.load(p)['step'] if os.path.exists(p) else 0)" "$1"; }
-cur=$(step_of build/train/dit/ckpt.pt)
-# DiT in segments; after each: more encoded data, held-out eval, samples and the loss curve
-while [ "$cur" -lt "$DIT_STEPS" ]; do
-  nxt=$(( (cur / SEGMENT + 1) * SEGMENT )); [ "$nxt" -gt "$DIT_STEPS" ] && nxt=$DIT_STEPS
-  want=$(( 4 + 2 * (cur / SEGMENT) )); [ "$want" -gt "$SHARDS" ] && want=$SHARDS
-  $PY tools/train/encode_data.py --shards "$want" --threads "$THREADS"
-  # red -> blue prompt switches still came out green at step 12000: more switches from then on,
-  # half of them gradual (the server's transitions over N chunks)
-  if [ "$cur" -ge "$SWITCH_FROM" ]; then
-    $PY tools/train/encode_data.py --first 100 --shards 8 --switch-prob 0.75 --ramp-prob 0.5 --threads "$THREADS"
-  fi
-  ramp_share=0; [ "$cur" -ge "$RAMP_FROM" ] && ramp_share=0.25
-  $PY tools/train/train_dit.py --steps "$nxt" --bs 16 --warmup 300 --lr "$LR" --threads "$THREADS" \
-      --ramp-share "$ramp_share" \
-      --decay-start $(( DIT_STEPS - DECAY )) --decay-end "$DIT_STEPS"
-  cur=$(step_of build/train/dit/ckpt.pt)
-  [ "$cur" -lt "$nxt" ] && { echo "DiT stopped at $cur"; exit 1; }
-  bash tools/train/state.sh save
-  $PY tools/train/train_vae.py --decoder-only --preview build/train/vae_recon.png || true
-  $PY tools/train/sample.py --eval --transitions --switch-matrix --sheet build/train/samples_latest.png --json build/train/eval.jsonl \
-      --threads "$THREADS"
-  $PY tools/train/plots.py --out build/train/loss_latest.png
+FINAL=56500  # the last phase's last step
+[ "$(step_of "$B/dit/ckpt.pt")" -lt "$(n $FINAL)" ] && encode_shards "$VAE" "$DATA" "$PLAIN_SHARDS" "$SWITCH_SHARDS" "$PER_SHARD" "$THREADS"
+
+# ---- 4. DiT phases: last step, peak lr, lr decay start, then train_dit.py's objectives
+#   A  the base recipe: first-frame objective, context noise, prompt switches (4x weight)
+#   B  a quarter of each batch gradual switches (the server's transitions)
+#   C  circle twins: scenes drawn with circles as the noised input, true shapes as the target
+#   D  fewer twin clips (they cost color)
+phases=(
+  "19000 5e-4 15000"
+  "32000 2e-4 28500 --ramp-share 0.25"
+  "41400 1e-4 38800 --ramp-share 0.25 --twin-share 0.5 --twin-clip-share 0.25"
+  "$FINAL 1e-4 54500 --ramp-share 0.25 --twin-share 0.5 --twin-clip-share 0.15"
+)
+for phase in "${phases[@]}"; do
+  read -r last lr decay objectives <<< "$phase"
+  [ "$(step_of "$B/dit/ckpt.pt")" -ge "$(n "$last")" ] && continue
+  # shellcheck disable=SC2086  # the objectives are separate flags
+  $PY tools/train/train_dit.py --data "$DATA" --vae "$VAE" --steps "$(n "$last")" --bs 16 --lr "$lr" \
+      --warmup "$(n 300)" --decay-start "$(n "$decay")" --decay-end "$(n "$last")" --threads "$THREADS" $objectives
+  [ "$(step_of "$B/dit/ckpt.pt")" -lt "$(n "$last")" ] && { echo "DiT stopped before $(n "$last")"; exit 1; }
+  $PY tools/train/sample.py --eval --transitions --vae "$VAE" --json "$B/eval.jsonl" --threads "$THREADS"
 done
-wait $dec_pid
-bash tools/train/state.sh save
-$PY tools/train/sample.py --eval --seen --seeds 2 --sheet docs/kino-tiny-samples.png --interp build/train/interp.png \
-    --json build/train/eval_final.jsonl
-$PY tools/train/plots.py --out docs/kino-tiny-loss.png
-$PY tools/train/export.py
+
+# ---- 5. samples, loss curve, export
+$PY tools/train/sample.py --eval --seeds 2 --vae "$VAE" --sheet "$DOCS/kino-tiny-samples.png" \
+    --json "$B/eval_final.jsonl" --threads "$THREADS"
+$PY tools/train/plots.py --out "$DOCS/kino-tiny-loss.png"
+$PY tools/train/export.py --vae "$VAE" --out "$OUT"
 echo "== $(date -u +%FT%TZ) done"
