@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # kino-tiny's line for stars: the DiT continued on the latents of the joint VAE stage.
 #   mkdir -p build/train && nohup bash tools/train/joint.sh >> build/train/joint.log 2>&1 &
-# The decoder stage (run.sh) blurs a star's points away: its reconstructions of the held-out stars
+# The decoder stage (stop 21's run.sh) blurs a star's points away: its reconstructions of the held-out stars
 # keep 10 of 26, and a DiT trained on its latents draws none. Fine-tuning encoder and decoder
 # together, with the latents anchored to the old encoder's (--anchor: the DiT's latent space moves
 # ~0.07 std), keeps 16 of 26 (docs/MODEL.md, "A VAE stage for stars"). Every stage resumes:
@@ -31,15 +31,7 @@ echo "== $(date -u +%FT%TZ) joint line: DIT_STEPS=$DIT_STEPS DECAY_START=$DECAY_
 $PY tools/train/train_vae.py --init build/train/vae/decoder/ckpt.pt --anchor 0.1 --hole-weight 8 --switch-prob 0.5 \
     --lr 1e-4 --steps 8500 --schedule-from 6500 --frames 13,29,61c,125c --out build/train/vae-joint --threads "$THREADS"
 bash tools/train/state.sh save
-# Two encoders side by side, each on half the shards and threads: the rendering is single-threaded
-# numpy, and two 1-thread encoders did 2 shards in 129 s where one 2-thread encoder takes 82 s a shard.
-trap 'kill $(jobs -p) 2>/dev/null || true' EXIT  # a failed half takes its twin down with it
-encode() { $PY tools/train/encode_data.py --vae "$VAE" --out "$DATA" --threads $(( THREADS > 1 ? THREADS / 2 : 1 )) "$@"; }
-encode --first 0 --shards $(( PLAIN_SHARDS / 2 )) & half=$!
-encode --first $(( PLAIN_SHARDS / 2 )) --shards $(( PLAIN_SHARDS - PLAIN_SHARDS / 2 )); wait "$half"
-switches=(--switch-prob 0.75 --ramp-prob 0.5)
-encode --first 100 --shards 4 "${switches[@]}" & half=$!
-encode --first 104 --shards 4 "${switches[@]}"; wait "$half"
+encode_shards "$VAE" "$DATA" "$PLAIN_SHARDS" 8 1000 "$THREADS"
 $PY tools/train/train_dit.py --data "$DATA" --vae "$VAE" --steps "$DIT_STEPS" --bs 16 --lr 1e-4 --warmup 300 \
     --threads "$THREADS" --ramp-share 0.25 --twin-share 0.5 --twin-clip-share "$TWIN_CLIP" \
     --twin-ctx-share "$TWIN_CTX" --twin-star-share "$TWIN_STAR" \
