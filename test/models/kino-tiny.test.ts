@@ -88,7 +88,10 @@ async function generate(prompt: string, seed: number, numFrames = 9): Promise<Ui
  *  each) and the index of the first chunk the update affects. */
 async function promptSwitch(from: string, to: string, seed: number, transitionChunks = 0): Promise<{ lastFrames: Uint8Array[]; first: number }> {
   const client = await RealtimeClient.connect(server.url);
-  client.send({ type: "session.start", prompt: from, size: "64x64", num_frames: 29, seed });
+  // paced to media time with one chunk of lead: the worker waits before each chunk, so the update,
+  // sent on chunk 1's metadata, is in before chunk 2 starts however fast the machine generates (the
+  // first affected chunk is 2 every time, where unpaced it depended on the machine's speed)
+  client.send({ type: "session.start", prompt: from, size: "64x64", num_frames: 29, seed, extra_params: { pace_to_media_time: true, pace_lead_chunks: 1 } });
   await client.nextOfType("video.chunk_metadata");
   await client.nextOfType("video.chunk_metadata");
   client.send({ type: "session.interaction", interaction: { event_id: "switch", event: { prompt: to }, transition_chunks: transitionChunks } });
@@ -172,9 +175,10 @@ describe.skipIf(!exported)("kino-tiny through the server", () => {
 
   // The issue's transition: over 3 chunks the hue moves monotonically from red towards blue (red at
   // 360°, purple ~300°, blue ~230°) and is blue from the 3rd affected chunk on. Each continuing chunk
-  // starts from its predecessor (kino.continuation_strength 0.5); with every chunk from noise the
-  // middle chunk overshot into cyan (seed 7: 323°, 182°, 215°) and 1 of session seeds 7–14 passed,
-  // continuing 7 of 8 do (docs/MODEL.md), seed 7 among them.
+  // starts from its predecessor (kino.continuation_strength 0.5): from the last red chunk on, seed 7
+  // gives 364°, 356°, 250°, 221°. With every chunk from noise the middle chunk overshot into cyan
+  // (364°, 350°, 138°, 229°), and over session seeds 7–14 through the server 1 of 8 passed where
+  // continuing chunks pass 7 (docs/MODEL.md, "Stop 22").
   test("a realtime prompt update with transition_chunks 3 moves the hue from red to blue chunk by chunk", async () => {
     const { lastFrames, first } = await promptSwitch("a red circle moving right on a black background", "a blue circle moving right on a black background", 7, 3);
     expect(objectColor(lastFrames[first - 1]!)).toBe("red");
