@@ -9,16 +9,17 @@
 #   2. run.sh's 40 data shards, encoded with it into build/train/data-joint (31-45 min on 2 threads)
 #   3. the DiT from its kept checkpoint on those latents with the circle-twin recipe, to DIT_STEPS,
 #      the lr decayed over DECAY_START..DIT_STEPS; then the held-out evaluation through the sampler
-# Knobs (env): THREADS (2)  DIT_STEPS (63000)  DECAY_START (61000)  TWIN_CLIP (0.15)
+# Knobs (env): THREADS (2)  DIT_STEPS (63000)  DECAY_START (62000)  TWIN_CLIP (0.15)
 #   TWIN_CTX (0), TWIN_STAR (0): train_dit.py's --twin-ctx-share/--twin-star-share (stop 22)
 #   PLAIN_SHARDS (32): how many of run.sh's plain shards to encode (fewer: the DiT starts sooner)
-# (the committed DiT is step 56500, stop 21's export: DIT_STEPS/DECAY_START lie past it)
+# (the committed DiT is step 60200, stop 22's run, not exported: DIT_STEPS/DECAY_START must lie past it;
+#  stop 22: PLAIN_SHARDS=24 DIT_STEPS=60200 DECAY_START=59400 TWIN_CLIP=0.25 TWIN_CTX=0.5 TWIN_STAR=0.5)
 # Export (when it beats models/kino-tiny): export.py --vae build/train/vae-joint/ckpt.pt.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 THREADS=${THREADS:-2}
 DIT_STEPS=${DIT_STEPS:-63000}
-DECAY_START=${DECAY_START:-61000}
+DECAY_START=${DECAY_START:-62000}
 TWIN_CLIP=${TWIN_CLIP:-0.15}
 TWIN_CTX=${TWIN_CTX:-0}
 TWIN_STAR=${TWIN_STAR:-0}
