@@ -342,6 +342,55 @@ def shape_probe(dit, text, vae, tok, sigmas=(0.5, 0.75, 0.9), words=("true", "ci
     return rows
 
 
+def past_probe(dit, text, vae, tok, seed=0):
+    """Does a continuing chunk keep the shape its past shows when that past is true? Each held-out
+    render encoded; every latent frame after the first made as the stream makes a continuing chunk,
+    with the true frames before it as the past (train_dit.own_past); decoded and classified chunk by
+    chunk as tools/eval/shape_by_chunk.py does a stream. -> {"true past" | "VAE reconstruction":
+    {shape: [hits per chunk]}, "n": {shape: count}}"""
+    import metrics
+    from shape_by_chunk import chunk_spans
+    combos = render.load_heldout()["combinations"]
+    F_ = CFG["train_latent_frames"]
+    mask = train_dit.wan_dit.teacher_forcing_mask(F_, CFG["chunk_latent_frames"], CFG["attn_window_chunks"])
+    frame_pos = torch.cat([torch.arange(F_), torch.arange(F_)])
+    gen = torch.Generator().manual_seed(seed)
+    out = {"true past": {}, "VAE reconstruction": {}, "n": {}}
+
+    def decoded(z):
+        v = vae.decode_stream(z, {}).clamp(-1, 1)
+        return ((v + 1) * 127.5).round().byte().permute(0, 2, 3, 4, 1).numpy()
+
+    for i in range(0, len(combos), 20):
+        part = combos[i:i + 20]
+        clips = [render.render(render.scene_from_combo(*c, seed=i + j)) for j, c in enumerate(part)]
+        with torch.no_grad():
+            x0 = vae.encode(common.video_tensor(clips))
+            made = train_dit.own_past(dit, text, tok, x0, [render.canonical_caption(*c) for c in part],
+                                      gen, CFG["dit"]["text_len"], mask, frame_pos)
+            for name, z in (("true past", made), ("VAE reconstruction", x0)):
+                for c, frames in zip(part, decoded(z)):
+                    _, rows = metrics.classify_background(frames)
+                    outlines = [metrics.shape_mask(f, rows, metrics.object_mask(f, rows)) for f in frames]
+                    hits = out[name].setdefault(c[1], [0] * 8)
+                    for k, (a, b) in enumerate(chunk_spans(len(frames))):
+                        hits[k] += metrics.classify_shape(outlines[a:b]) == c[1]
+        for c in part:
+            out["n"][c[1]] = out["n"].get(c[1], 0) + 1
+    return out
+
+
+def past_probe_report(res):
+    lines = []
+    for name in ("true past", "VAE reconstruction"):
+        lines.append(f"{name}: true shape per chunk (frame 0, then 4-frame chunks)")
+        for shape, n in sorted(res["n"].items()):
+            lines.append(f"  {shape:9s} {' '.join(f'{h:2d}' for h in res[name][shape])}   of {n}")
+        total = [sum(h[k] for h in res[name].values()) for k in range(8)]
+        lines.append(f"  {'all':9s} {' '.join(f'{h:2d}' for h in total)}   of {sum(res['n'].values())}")
+    return "\n".join(lines)
+
+
 def shape_probe_scores(rows):
     """-> {(word, sigma): the share of estimates that show the captioned shape}"""
     return {(w, s): float(np.mean([d == (t if w == "true" else w) for t, d in r])) for (w, s), r in rows.items()}
@@ -397,6 +446,8 @@ def main():
                     help="hard color switches between every two colors: does the first affected chunk land?")
     ap.add_argument("--shape-probe", action="store_true",
                     help="does the shape word steer frame 0? (one x0 estimate of noised held-out renders)")
+    ap.add_argument("--past-probe", action="store_true",
+                    help="do continuing chunks keep the held-out shapes after a true past? (past_probe)")
     ap.add_argument("--json", default=None, help="append results as JSON lines")
     ap.add_argument("--vae-ceiling", action="store_true", help="score VAE reconstructions of the held-out renders")
     ap.add_argument("--vae", default=None, help="a VAE checkpoint (e.g. a decoder stage's) instead of build/train's")
@@ -447,6 +498,10 @@ def main():
         res["shape_probe"] = {f"{w} {s}": v for (w, s), v in shape_probe_scores(rows).items()}
         print(f"step {step}: shape words, one x0 estimate of frame 0 (40 held-out renders)")
         print(shape_probe_report(rows))
+    if args.past_probe:
+        res["past_probe"] = past_probe(dit, text, vae, tok)
+        print(f"step {step}: continuing chunks after a true past (40 held-out renders)")
+        print(past_probe_report(res["past_probe"]))
     for seed in range(args.x0_trace):
         print(f"step {step}, seed {seed}: {switch_x0_trace(dit, text, vae, tok, seed)}")
     if args.json:

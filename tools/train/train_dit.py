@@ -42,6 +42,12 @@ Recipe (see docs/MODEL.md):
     too (from stop 22: a stream's past is its own output, whose shapes round off chunk by chunk, so
     only the caption's shape word can hold them), and --twin-star-share of them are drawn from the
     clips with a star (the shape the DiT draws least);
+  * own past (from stop 23): --own-past-share of the clips see as their past not their true frames
+    but the DiT's own continuation of them (own_past: each frame made from the true frames before it,
+    as the stream makes a continuing chunk), the target staying the true clip; --own-input-share of
+    those also start from that continuation, noised as a continuing chunk starts. Streaming feeds the
+    DiT its own output, whose shapes round off a little each chunk, and with a true past it keeps
+    them (a probe: 25 of 40 shapes in the 3rd chunk against 13 after its own);
   * FFN/text-MLP GELU: the erf form while training (3x faster on CPU, < 5e-4 from the tanh form);
     evaluation, export and the server use Wan's tanh form.
   * learning rate: linear warmup, constant, then a linear decay to 5 % from --decay-start to
@@ -171,6 +177,36 @@ def circle_twins(vae, scenes, frames=1):
         return vae.encode(common.video_tensor(clips)).float()
 
 
+@torch.no_grad()
+def own_past(dit, text, tok, x0, prompts, gen, text_len, mask, frame_pos):
+    """Every latent frame f >= 1 of clean clips x0 [B, C, F, H, W] made as the stream makes a
+    continuing chunk (from frame f-1 noised to the continuation's sigma, the last steps of the
+    sampler's schedule with its guidance) with the true frames before it as the past; frame 0 stays
+    true. A stream's past is its own output, and a probe (docs/MODEL.md, "Stop 23") found that
+    shapes the DiT keeps over 8 chunks after a true past are lost after its own: these frames are
+    the past the stream has, one chunk's errors deep."""
+    import sample  # (imports this module)
+    F_ = x0.shape[2]
+    sig = sample.sampler_sigmas(CFG["sample_steps"], CFG["shift"])
+    start = sample.continuation_start(CFG["sample_steps"], CFG["continuation_strength"])
+    g = CFG["guidance_scale"]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        ctx = encode_prompts(text, tok, prompts + [""], text_len)
+    cond, uncond = ctx[:-1], ctx[-1:].expand(len(prompts), -1, -1)
+    prev = torch.cat([x0[:, :, :1], x0[:, :, :-1]], dim=2)
+    x = (1 - sig[start]) * prev + sig[start] * torch.randn(x0.shape, generator=gen)
+    for i in range(start, len(sig) - 1):
+        t = torch.cat([torch.zeros(len(x0), F_), torch.full((len(x0), F_), sig[i] * 1000.0)], dim=1)
+        both = torch.cat([x0, x], dim=2)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            pc = dit(both, t, cond, frame_pos=frame_pos, frame_mask=mask)[:, :, F_:].float()
+            pu = dit(both, t, uncond, frame_pos=frame_pos, frame_mask=mask)[:, :, F_:].float()
+        pred = pu + g * (pc - pu)  # x0 estimate (CFG "prediction" is "sample")
+        x = x + (sig[i + 1] - sig[i]) * (x - pred) / sig[i]
+    x[:, :, 0] = x0[:, :, 0]
+    return x
+
+
 def image_loss(dit, text, tok, lat, scenes, rng, gen, args, text_len):
     """The first-chunk objective: latent frame 0 of other clips, generated from noise with no past."""
     idx = rng.integers(0, lat.shape[0], args.image_bs)
@@ -262,6 +298,10 @@ def main():
                     help="share of the twin clips whose context (clean past) frames are the circle twin too")
     ap.add_argument("--twin-star-share", type=float, default=0.0,
                     help="share of the twin clips drawn from the plain clips with a star")
+    ap.add_argument("--own-past-share", type=float, default=0.0,
+                    help="share of the clips whose past is the DiT's own continuation of their true frames (own_past)")
+    ap.add_argument("--own-input-share", type=float, default=0.0,
+                    help="share of those whose noised input is that own continuation too, at sigma 0.2-0.75")
     ap.add_argument("--shards", type=int, default=None, help="load only the first N data shards")
     ap.add_argument("--image-bs", type=int, default=32, help="extra single-first-frame samples per step")
     ap.add_argument("--ctx-noise", type=float, default=0.2, help="largest noise level of a context frame")
@@ -330,6 +370,10 @@ def main():
     n_twin_ctx = int(round(args.twin_ctx_share * n_twin))  # the last of those show a circle past too
     n_twin_star = int(round(args.twin_star_share * n_twin))  # the first of those have a star
     stars = np.array([i for i in plain if any(o["shape"] == "star" for o in scenes[i]["objects"])])
+    n_own = int(round(args.own_past_share * args.bs))  # the clips after the ramps
+    n_own_in = int(round(args.own_input_share * n_own))  # the first of those
+    assert n_ramp + n_own + n_twin <= args.bs, "ramp, own-past and twin shares overlap"
+    own = slice(n_ramp, n_ramp + n_own)
 
     stop = {"flag": False}
 
@@ -361,6 +405,8 @@ def main():
             idx = rng.integers(0, lat.shape[0], args.bs)
             if n_ramp:
                 idx[:n_ramp] = rng.choice(ramps, n_ramp)
+            if n_own:
+                idx[own] = rng.choice(plain, n_own)
             if n_twin:
                 idx[-n_twin:] = rng.choice(plain, n_twin)
                 if n_twin_star and len(stars):
@@ -379,15 +425,22 @@ def main():
                 sigma[-n_twin:] = 0.2 + 0.4 * torch.rand(n_twin, F_, generator=gen)
                 src = x0.clone()
                 src[-n_twin:] = circle_twins(args.twin_vae, [scenes[i] for i in idx[-n_twin:]], scenes[idx[-1]]["frames"])
+            if n_own:  # the stream's past: its own continuations, whose shapes have rounded off
+                mine = own_past(dit, text, tok, x0[own], [p[0] for p in pairs[own]], gen, text_len, mask, frame_pos)
+                if n_own_in:  # ... and the chunk it continues, noised as a continuing chunk starts
+                    src = src.clone() if src is x0 else src
+                    src[n_ramp:n_ramp + n_own_in] = mine[:n_own_in]
+                    sigma[n_ramp:n_ramp + n_own_in, 1:] = 0.2 + 0.55 * torch.rand(n_own_in, F_ - 1, generator=gen)
             s5 = sigma[:, None, :, None, None]
             xt = (1 - s5) * src + s5 * eps
             # context noise: half of the context frames carry noise up to --ctx-noise (and say so in t)
             s_ctx = torch.rand(args.bs, F_, generator=gen) * args.ctx_noise * (torch.rand(args.bs, F_, generator=gen) < 0.5)
             c5 = s_ctx[:, None, :, None, None]
-            past = x0
+            past = x0.clone() if n_twin_ctx or n_own else x0
             if n_twin_ctx:
-                past = x0.clone()
                 past[-n_twin_ctx:] = src[-n_twin_ctx:]
+            if n_own:
+                past[own] = mine
             x_ctx = (1 - c5) * past + c5 * torch.randn(x0.shape, generator=gen)
             t = torch.cat([s_ctx * 1000.0, sigma * 1000.0], dim=1)
             with torch.autocast("cpu", dtype=torch.bfloat16):
