@@ -13,8 +13,10 @@
 #   TWIN_CTX (0), TWIN_STAR (0): train_dit.py's --twin-ctx-share/--twin-star-share (stop 22)
 #   OWN_PAST (0), OWN_INPUT (0): train_dit.py's --own-past-share/--own-input-share (stop 23)
 #   PLAIN_SHARDS (32): how many of run.sh's plain shards to encode (fewer: the DiT starts sooner)
-# (the committed DiT is step 60200, stop 22's run, not exported: DIT_STEPS/DECAY_START must lie past it;
-#  stop 22: PLAIN_SHARDS=24 DIT_STEPS=60200 DECAY_START=59400 TWIN_CLIP=0.25 TWIN_CTX=0.5 TWIN_STAR=0.5)
+# (the committed DiT is step 59500, stop 23's run from the export, not exported: DIT_STEPS/DECAY_START
+#  must lie past it; stop 22: PLAIN_SHARDS=24 DIT_STEPS=60200 DECAY_START=59400 TWIN_CLIP=0.25 TWIN_CTX=0.5
+#  TWIN_STAR=0.5 from 56500; stop 23: PLAIN_SHARDS=16 DIT_STEPS=59500 DECAY_START=58800 OWN_PAST=0.25
+#  OWN_INPUT=0.5 from the export's 56500)
 # Export (when it beats models/kino-tiny): export.py --vae build/train/vae-joint/ckpt.pt.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
