@@ -11,7 +11,8 @@
 #      the lr decayed over DECAY_START..DIT_STEPS; then the held-out evaluation through the sampler
 # Knobs (env): THREADS (2)  DIT_STEPS (63000)  DECAY_START (62000)  TWIN_CLIP (0.15)
 #   TWIN_CTX (0), TWIN_STAR (0): train_dit.py's --twin-ctx-share/--twin-star-share (stop 22)
-#   OWN_PAST (0), OWN_INPUT (0): train_dit.py's --own-past-share/--own-input-share (stop 23)
+#   OWN_PAST (0), OWN_INPUT (0), OUTLINE (0): train_dit.py's --own-past-share/--own-input-share/
+#   --outline-weight (stop 23)
 #   PLAIN_SHARDS (32): how many of run.sh's plain shards to encode (fewer: the DiT starts sooner)
 # (the committed DiT is step 59500, stop 23's run from the export, not exported: DIT_STEPS/DECAY_START
 #  must lie past it; stop 22: PLAIN_SHARDS=24 DIT_STEPS=60200 DECAY_START=59400 TWIN_CLIP=0.25 TWIN_CTX=0.5
@@ -28,6 +29,7 @@ TWIN_CTX=${TWIN_CTX:-0}
 TWIN_STAR=${TWIN_STAR:-0}
 OWN_PAST=${OWN_PAST:-0}
 OWN_INPUT=${OWN_INPUT:-0}
+OUTLINE=${OUTLINE:-0}
 PLAIN_SHARDS=${PLAIN_SHARDS:-32}
 VAE=build/train/vae-joint/ckpt.pt
 DATA=build/train/data-joint
@@ -41,7 +43,7 @@ encode_shards "$VAE" "$DATA" "$PLAIN_SHARDS" 8 1000 "$THREADS"
 $PY tools/train/train_dit.py --data "$DATA" --vae "$VAE" --steps "$DIT_STEPS" --bs 16 --lr 1e-4 --warmup 300 \
     --threads "$THREADS" --ramp-share 0.25 --twin-share 0.5 --twin-clip-share "$TWIN_CLIP" \
     --twin-ctx-share "$TWIN_CTX" --twin-star-share "$TWIN_STAR" \
-    --own-past-share "$OWN_PAST" --own-input-share "$OWN_INPUT" \
+    --own-past-share "$OWN_PAST" --own-input-share "$OWN_INPUT" --outline-weight "$OUTLINE" \
     --decay-start "$DECAY_START" --decay-end "$DIT_STEPS"
 bash tools/train/state.sh save
 $PY tools/train/keep_state.py

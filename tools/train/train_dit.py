@@ -48,6 +48,8 @@ Recipe (see docs/MODEL.md):
     those also start from that continuation, noised as a continuing chunk starts. Streaming feeds the
     DiT its own output, whose shapes round off a little each chunk, and with a true past it keeps
     them (a probe: 25 of 40 shapes in the 3rd chunk against 13 after its own);
+  * outline weight (from stop 23): --outline-weight adds that much loss weight to the latent cells
+    an object's outline crosses (outline_weights), where a star differs from a blob;
   * FFN/text-MLP GELU: the erf form while training (3x faster on CPU, < 5e-4 from the tanh form);
     evaluation, export and the server use Wan's tanh form.
   * learning rate: linear warmup, constant, then a linear decay to 5 % from --decay-start to
@@ -207,6 +209,29 @@ def own_past(dit, text, tok, x0, prompts, gen, text_len, mask, frame_pos):
     return x
 
 
+def outline_weights(scenes, frames, weight, band=2.0):
+    """Per-latent-cell loss weights [B, 1, F, h, w]: 1 + weight where an object's outline (within
+    `band` pixels of its edge, in any video frame of the latent frame; both scenes of a prompt switch)
+    crosses the cell. A shape is its outline — a star and a circle of the same place and color differ
+    in a few cells of a frame — so the plain loss spends little on it (docs/MODEL.md, "Stop 23")."""
+    S, T = render.SIZE, render.T_STRIDE
+    hw = common.latent_hw()
+    cell = S // hw
+    xx, yy = np.meshgrid(np.arange(S) + 0.5, np.arange(S) + 0.5)
+    out = np.zeros((len(scenes), 1, frames, hw, hw), np.float32)
+    for b, sc in enumerate(scenes):
+        versions = [sc] + ([render.switched(sc)] if "switch" in sc else [])
+        for f in range(frames):
+            near = np.zeros((S, S), bool)
+            for k in ([0] if f == 0 else range(T * (f - 1) + 1, T * f + 1)):
+                for v in versions:
+                    for o in v["objects"]:
+                        cx, cy, r, ang = render.object_state(o, v.get("t0", 0) + k)
+                        near |= np.abs(render.shape_sdf(o["shape"], xx, yy, cx, cy, r, ang)) < band
+            out[b, 0, f] = near.reshape(hw, cell, hw, cell).any(axis=(1, 3))
+    return torch.from_numpy(1.0 + weight * out)
+
+
 def image_loss(dit, text, tok, lat, scenes, rng, gen, args, text_len):
     """The first-chunk objective: latent frame 0 of other clips, generated from noise with no past."""
     idx = rng.integers(0, lat.shape[0], args.image_bs)
@@ -302,6 +327,8 @@ def main():
                     help="share of the clips whose past is the DiT's own continuation of their true frames (own_past)")
     ap.add_argument("--own-input-share", type=float, default=0.0,
                     help="share of those whose noised input is that own continuation too, at sigma 0.2-0.75")
+    ap.add_argument("--outline-weight", type=float, default=0.0,
+                    help="extra loss weight of the latent cells an object's outline crosses (outline_weights)")
     ap.add_argument("--shards", type=int, default=None, help="load only the first N data shards")
     ap.add_argument("--image-bs", type=int, default=32, help="extra single-first-frame samples per step")
     ap.add_argument("--ctx-noise", type=float, default=0.2, help="largest noise level of a context frame")
@@ -449,6 +476,8 @@ def main():
                 ctx = (1 - mix[..., None, None]) * ctx[:, :1] + mix[..., None, None] * ctx[:, 1:]
                 out = dit(torch.cat([x_ctx, xt], dim=2), t, ctx, frame_pos=frame_pos, frame_mask=mask, frame_ctx=fctx)
             err = flow_error(out[:, :, F_:].float(), x0, eps, s5)
+            if args.outline_weight:
+                err = err * outline_weights([scenes[i] for i in idx], F_, args.outline_weight)
             w = frame_w.repeat(args.bs, 1)
             for b, sw in enumerate(switches):  # the frames of a switch, up to the first showing the new scene alone
                 if sw is not None:
