@@ -23,24 +23,37 @@ def chunk_spans(n_frames, chunk=4):
     return [(0, 1)] + [(a, min(a + chunk, n_frames)) for a in range(1, n_frames, chunk)]
 
 
+def chunk_shapes(frames):
+    """The shape metrics.classify_shape sees in each chunk of a clip [T, H, W, 3] (None: none)."""
+    _, rows = metrics.classify_background(frames)  # masks as metrics.classify makes them, per frame
+    outlines = [metrics.shape_mask(f, rows, metrics.object_mask(f, rows)) for f in frames]
+    return [metrics.classify_shape(outlines[a:b]) for a, b in chunk_spans(len(frames))]
+
+
+def count_hits(hits, totals, frames, truth):
+    """Adds a clip's per-chunk hits of its true shape to hits[truth] and counts it in totals."""
+    totals[truth] += 1
+    for k, shape in enumerate(chunk_shapes(frames)):
+        hits[truth][k] += shape == truth
+
+
+def table(hits, totals):
+    """-> the per-shape rows and their sum, one column per chunk."""
+    n = max((len(h) for h in hits.values()), default=0)
+    lines = [f"  {shape:9s} {' '.join(f'{hits[shape][k]:2d}' for k in range(n))}   of {count}"
+             for shape, count in sorted(totals.items())]
+    all_hits = [sum(hits[s][k] for s in totals) for k in range(n)]
+    lines.append(f"  {'all':9s} {' '.join(f'{h:2d}' for h in all_hits)}   of {sum(totals.values())}")
+    return "\n".join(lines)
+
+
 def main():
     manifest = json.load(open(sys.argv[1]))
     hits, totals = collections.defaultdict(collections.Counter), collections.Counter()
-    spans = None
     for item in manifest["heldout"]:
-        frames = score.decode(item["file"])
-        spans = spans or chunk_spans(len(frames))
-        truth = item["truth"]["shape"]
-        totals[truth] += 1
-        _, rows = metrics.classify_background(frames)  # masks as metrics.classify makes them, per frame
-        outlines = [metrics.shape_mask(f, rows, metrics.object_mask(f, rows)) for f in frames]
-        for k, (a, b) in enumerate(spans):
-            hits[truth][k] += metrics.classify_shape(outlines[a:b]) == truth
+        count_hits(hits, totals, score.decode(item["file"]), item["truth"]["shape"])
     print("true shape per chunk (frame 0, then 4-frame chunks):")
-    for shape, n in sorted(totals.items()):
-        print(f"  {shape:9s} {' '.join(f'{hits[shape][k]:2d}' for k in range(len(spans)))}   of {n}")
-    all_hits = [sum(hits[s][k] for s in totals) for k in range(len(spans))]
-    print(f"  {'all':9s} {' '.join(f'{h:2d}' for h in all_hits)}   of {sum(totals.values())}")
+    print(table(hits, totals))
 
 
 if __name__ == "__main__":

@@ -347,15 +347,16 @@ def past_probe(dit, text, vae, tok, seed=0):
     render encoded; every latent frame after the first made as the stream makes a continuing chunk,
     with the true frames before it as the past (train_dit.own_past); decoded and classified chunk by
     chunk as tools/eval/shape_by_chunk.py does a stream. -> {"true past" | "VAE reconstruction":
-    {shape: [hits per chunk]}, "n": {shape: count}}"""
-    import metrics
-    from shape_by_chunk import chunk_spans
+    (hits, totals) as shape_by_chunk.count_hits fills them}"""
+    import collections
+    import shape_by_chunk
     combos = render.load_heldout()["combinations"]
     F_ = CFG["train_latent_frames"]
     mask = train_dit.wan_dit.teacher_forcing_mask(F_, CFG["chunk_latent_frames"], CFG["attn_window_chunks"])
     frame_pos = torch.cat([torch.arange(F_), torch.arange(F_)])
     gen = torch.Generator().manual_seed(seed)
-    out = {"true past": {}, "VAE reconstruction": {}, "n": {}}
+    out = {name: (collections.defaultdict(collections.Counter), collections.Counter())
+           for name in ("true past", "VAE reconstruction")}
 
     def decoded(z):
         v = vae.decode_stream(z, {}).clamp(-1, 1)
@@ -370,25 +371,14 @@ def past_probe(dit, text, vae, tok, seed=0):
                                       gen, CFG["dit"]["text_len"], mask, frame_pos)
             for name, z in (("true past", made), ("VAE reconstruction", x0)):
                 for c, frames in zip(part, decoded(z)):
-                    _, rows = metrics.classify_background(frames)
-                    outlines = [metrics.shape_mask(f, rows, metrics.object_mask(f, rows)) for f in frames]
-                    hits = out[name].setdefault(c[1], [0] * 8)
-                    for k, (a, b) in enumerate(chunk_spans(len(frames))):
-                        hits[k] += metrics.classify_shape(outlines[a:b]) == c[1]
-        for c in part:
-            out["n"][c[1]] = out["n"].get(c[1], 0) + 1
+                    shape_by_chunk.count_hits(*out[name], frames, c[1])
     return out
 
 
 def past_probe_report(res):
-    lines = []
-    for name in ("true past", "VAE reconstruction"):
-        lines.append(f"{name}: true shape per chunk (frame 0, then 4-frame chunks)")
-        for shape, n in sorted(res["n"].items()):
-            lines.append(f"  {shape:9s} {' '.join(f'{h:2d}' for h in res[name][shape])}   of {n}")
-        total = [sum(h[k] for h in res[name].values()) for k in range(8)]
-        lines.append(f"  {'all':9s} {' '.join(f'{h:2d}' for h in total)}   of {sum(res['n'].values())}")
-    return "\n".join(lines)
+    from shape_by_chunk import table
+    return "\n".join(f"{name}: true shape per chunk (frame 0, then 4-frame chunks)\n{table(*ht)}"
+                     for name, ht in res.items())
 
 
 def shape_probe_scores(rows):
@@ -499,9 +489,10 @@ def main():
         print(f"step {step}: shape words, one x0 estimate of frame 0 (40 held-out renders)")
         print(shape_probe_report(rows))
     if args.past_probe:
-        res["past_probe"] = past_probe(dit, text, vae, tok)
+        probe = past_probe(dit, text, vae, tok)
+        res["past_probe"] = {name: {"hits": hits, "n": totals} for name, (hits, totals) in probe.items()}
         print(f"step {step}: continuing chunks after a true past (40 held-out renders)")
-        print(past_probe_report(res["past_probe"]))
+        print(past_probe_report(probe))
     for seed in range(args.x0_trace):
         print(f"step {step}, seed {seed}: {switch_x0_trace(dit, text, vae, tok, seed)}")
     if args.json:
