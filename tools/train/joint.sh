@@ -6,31 +6,33 @@
 # together, with the latents anchored to the old encoder's (--anchor: the DiT's latent space moves
 # ~0.07 std), keeps 16 of 26 (docs/MODEL.md, "A VAE stage for stars"). Every stage resumes:
 #   1. the joint VAE stage (2000 steps from decoder step 6500; ~95 min on 2 threads)
-#   2. run.sh's 40 data shards, encoded with it into build/train/data-joint (31-45 min on 2 threads)
+#   2. PLAIN_SHARDS of run.sh's plain data shards and its 8 switch shards, encoded with it into
+#      build/train/data-joint (16 + 8: 31-45 min on 2 threads)
 #   3. the DiT from its kept checkpoint on those latents with the circle-twin recipe, to DIT_STEPS,
 #      the lr decayed over DECAY_START..DIT_STEPS; then the held-out evaluation through the sampler
-# Knobs (env): THREADS (2)  DIT_STEPS (63000)  DECAY_START (62000)  TWIN_CLIP (0.15)
+# Knobs (env): THREADS (2)  DIT_STEPS (67000)  DECAY_START (66000)  TWIN_CLIP (0.15)
 #   TWIN_CTX (0), TWIN_STAR (0): train_dit.py's --twin-ctx-share/--twin-star-share (stop 22)
-#   OWN_PAST (0), OWN_INPUT (0), OUTLINE (0): train_dit.py's --own-past-share/--own-input-share/
-#   --outline-weight (stop 23)
-#   PLAIN_SHARDS (32): how many of run.sh's plain shards to encode (fewer: the DiT starts sooner)
-# (the committed DiT is step 59500, stop 23's run from the export, not exported: DIT_STEPS/DECAY_START
-#  must lie past it; stop 22: PLAIN_SHARDS=24 DIT_STEPS=60200 DECAY_START=59400 TWIN_CLIP=0.25 TWIN_CTX=0.5
-#  TWIN_STAR=0.5 from 56500; stop 23: PLAIN_SHARDS=16 DIT_STEPS=59500 DECAY_START=58800 OWN_PAST=0.25
-#  OWN_INPUT=0.5 from the export's 56500)
+#   OWN_PAST (0.25), OWN_INPUT (0.5), OUTLINE (4): train_dit.py's --own-past-share/--own-input-share/
+#   --outline-weight (stops 23-24; the export's recipe)
+#   PLAIN_SHARDS (16): how many of run.sh's plain shards to encode (fewer: the DiT starts sooner)
+# (the committed DiT is step 64000, the export: DIT_STEPS/DECAY_START must lie past it; it came
+#  from 56500 as stop 23: PLAIN_SHARDS=16 DIT_STEPS=59500 DECAY_START=58800 OWN_PAST=0.25 OWN_INPUT=0.5
+#  OUTLINE=0, then OUTLINE=4 with DIT_STEPS=61000 DECAY_START=60400, then DIT_STEPS=64000
+#  DECAY_START=63000; stop 22's PLAIN_SHARDS=24 DIT_STEPS=60200 DECAY_START=59400 TWIN_CLIP=0.25
+#  TWIN_CTX=0.5 TWIN_STAR=0.5 from 56500 was not kept)
 # Export (when it beats models/kino-tiny): export.py --vae build/train/vae-joint/ckpt.pt.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 THREADS=${THREADS:-2}
-DIT_STEPS=${DIT_STEPS:-63000}
-DECAY_START=${DECAY_START:-62000}
+DIT_STEPS=${DIT_STEPS:-67000}
+DECAY_START=${DECAY_START:-66000}
 TWIN_CLIP=${TWIN_CLIP:-0.15}
 TWIN_CTX=${TWIN_CTX:-0}
 TWIN_STAR=${TWIN_STAR:-0}
-OWN_PAST=${OWN_PAST:-0}
-OWN_INPUT=${OWN_INPUT:-0}
-OUTLINE=${OUTLINE:-0}
-PLAIN_SHARDS=${PLAIN_SHARDS:-32}
+OWN_PAST=${OWN_PAST:-0.25}
+OWN_INPUT=${OWN_INPUT:-0.5}
+OUTLINE=${OUTLINE:-4}
+PLAIN_SHARDS=${PLAIN_SHARDS:-16}
 VAE=build/train/vae-joint/ckpt.pt
 DATA=build/train/data-joint
 mkdir -p build/train

@@ -54,7 +54,7 @@ VAE=$B/vae-joint/ckpt.pt
 # ---- 3. data (skipped when the DiT is done, e.g. restored from tools/train/state)
 DATA=$B/data-joint
 step_of() { $PY -c "import torch,os,sys;p=sys.argv[1];print(torch.load(p)['step'] if os.path.exists(p) else 0)" "$1"; }
-FINAL=56500  # the last phase's last step
+FINAL=64000  # the last phase's last step
 [ "$(step_of "$B/dit/ckpt.pt")" -lt "$(n $FINAL)" ] && encode_shards "$VAE" "$DATA" "$PLAIN_SHARDS" "$SWITCH_SHARDS" "$PER_SHARD" "$THREADS"
 
 # ---- 4. DiT phases: last step, peak lr, lr decay start, then train_dit.py's objectives
@@ -62,11 +62,18 @@ FINAL=56500  # the last phase's last step
 #   B  a quarter of each batch gradual switches (the server's transitions)
 #   C  circle twins: scenes drawn with circles as the noised input, true shapes as the target
 #   D  fewer twin clips (they cost color)
+#   E  own pasts: a quarter of the clips continue the DiT's own continuations (the stream's exposure)
+#   F  and the cells an object's outline crosses weigh 5x (twice: the export's run was resumed anew)
+# (E and F ran on 16 + 8 shards; the export's E started from D's weights read back from the export)
+own="--own-past-share 0.25 --own-input-share 0.5"
 phases=(
   "19000 5e-4 15000"
   "32000 2e-4 28500 --ramp-share 0.25"
   "41400 1e-4 38800 --ramp-share 0.25 --twin-share 0.5 --twin-clip-share 0.25"
-  "$FINAL 1e-4 54500 --ramp-share 0.25 --twin-share 0.5 --twin-clip-share 0.15"
+  "56500 1e-4 54500 --ramp-share 0.25 --twin-share 0.5 --twin-clip-share 0.15"
+  "59500 1e-4 58800 --ramp-share 0.25 --twin-share 0.5 --twin-clip-share 0.15 $own"
+  "61000 1e-4 60400 --ramp-share 0.25 --twin-share 0.5 --twin-clip-share 0.15 $own --outline-weight 4"
+  "$FINAL 1e-4 63000 --ramp-share 0.25 --twin-share 0.5 --twin-clip-share 0.15 $own --outline-weight 4"
 )
 for phase in "${phases[@]}"; do
   read -r last lr decay objectives <<< "$phase"
