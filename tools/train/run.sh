@@ -63,7 +63,7 @@ FINAL=64000  # the last phase's last step
 #   C  circle twins: scenes drawn with circles as the noised input, true shapes as the target
 #   D  fewer twin clips (they cost color)
 #   E  own pasts: a quarter of the clips continue the DiT's own continuations (the stream's exposure)
-#   F  and the cells an object's outline crosses weigh 5x (twice: the export's run was resumed anew)
+#   F  and the cells an object's outline crosses weigh 5x (two runs, each with its lr decay, as the export)
 # (E and F ran on 16 + 8 shards; the export's E started from D's weights read back from the export)
 own="--own-past-share 0.25 --own-input-share 0.5"
 phases=(
