@@ -52,7 +52,7 @@ def main():
     res["heldout_pass"] = {k: res["heldout"][k] >= v for k, v in THRESHOLDS.items()}
     out = os.path.join(os.path.dirname(manifest_path), "results.json")
     json.dump(res, open(out, "w"), indent=1)
-    print(f"held-out combinations ({len(m['heldout'])} prompts):")
+    print(f"held-out combinations ({len(m['heldout'])} clips):")
     for k, v in THRESHOLDS.items():
         print(f"  {k:10s} {res['heldout'][k] * 100:5.1f} %  (target >= {v * 100:.0f} %)")
     for t in res["transitions"]:

@@ -7,6 +7,8 @@
 //   bun tools/eval/server-eval.ts [--model builtin:kino-tiny] [--frames 29] [--out build/eval]
 //                                 [--session-seeds 7]   (comma-separated: the transitions once per seed)
 //                                 [--steps N]   (num_inference_steps of every job and session; default: the model's)
+//                                 [--video-seeds 0]   (comma-separated: every held-out prompt once per seed;
+//                                                      one clip is 2.5 % of a 40-prompt score)
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { loadServeConfig } from "../../src/config/load.ts";
@@ -22,6 +24,7 @@ const out = resolve(arg("out", join(ROOT, "build/eval")));
 const numFrames = Number(arg("frames", "29"));
 const model = arg("model", "builtin:kino-tiny");
 const sessionSeeds = arg("session-seeds", "7").split(",").map(Number);
+const videoSeeds = arg("video-seeds", "0").split(",").map(Number);
 const stepsArg = arg("steps", "");
 const steps = stepsArg ? { num_inference_steps: Number(stepsArg) } : {};
 // Debian's interpreter has numpy (python3-numpy); a python3 earlier on PATH may not
@@ -89,11 +92,13 @@ async function session(name: string, from: string, to: string, transitionChunks:
 try {
   const heldout = [];
   const started = performance.now();
-  for (const item of plan) {
-    const file = join(out, `${item.id}.mp4`);
-    writeFileSync(file, await video(item.prompt, 0));
-    heldout.push({ ...item, file });
-    process.stdout.write(`\rheld-out ${heldout.length}/${plan.length}`);
+  for (const seed of videoSeeds) {
+    for (const item of plan) {
+      const file = join(out, videoSeeds.length > 1 ? `${item.id}-seed${seed}.mp4` : `${item.id}.mp4`);
+      writeFileSync(file, await video(item.prompt, seed));
+      heldout.push({ ...item, seed, file });
+      process.stdout.write(`\rheld-out ${heldout.length}/${plan.length * videoSeeds.length}`);
+    }
   }
   console.log(` (${((performance.now() - started) / 1000).toFixed(0)} s)`);
   const prompt = "a red circle moving right on a black background";

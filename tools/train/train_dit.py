@@ -235,6 +235,9 @@ def outline_weights(scenes, frames, weight, band=2.0):
 def image_loss(dit, text, tok, lat, scenes, rng, gen, args, text_len):
     """The first-chunk objective: latent frame 0 of other clips, generated from noise with no past."""
     idx = rng.integers(0, lat.shape[0], args.image_bs)
+    n_star = int(round(args.image_star_share * args.image_bs))
+    if n_star:  # a stream's stars are lost first in its frame 0 (docs/MODEL.md, "Stop 25")
+        idx[:n_star] = rng.choice(args.star_scenes, n_star)
     x0 = lat[torch.from_numpy(idx), :, :1].float()
     prompts = ["" if rng.random() < args.drop else render.caption_pair(scenes[i], rng)[0] for i in idx]
     u = torch.rand(args.image_bs, generator=gen)
@@ -254,7 +257,11 @@ def image_loss(dit, text, tok, lat, scenes, rng, gen, args, text_len):
     xt = (1 - s5) * src + s5 * eps
     with torch.autocast("cpu", dtype=torch.bfloat16):
         pred = dit(xt, sigma * 1000.0, encode_prompts(text, tok, prompts, text_len)).float()
-    return flow_error(pred, x0, eps, s5).mean()
+    err = flow_error(pred, x0, eps, s5)
+    if args.image_outline_weight:  # frame 0 shows the scene before any switch
+        firsts = [{k: v for k, v in scenes[i].items() if k != "switch"} for i in idx]
+        err = err * outline_weights(firsts, 1, args.image_outline_weight)
+    return err.mean()
 
 
 def load_data(path, max_shards=None):
@@ -329,6 +336,10 @@ def main():
                     help="share of those whose noised input is that own continuation too, at sigma 0.2-0.75")
     ap.add_argument("--outline-weight", type=float, default=0.0,
                     help="extra loss weight of the latent cells an object's outline crosses (outline_weights)")
+    ap.add_argument("--image-outline-weight", type=float, default=0.0,
+                    help="--outline-weight for the first-frame objective's frames")
+    ap.add_argument("--image-star-share", type=float, default=0.0,
+                    help="share of the first-frame objective's frames drawn from the clips with a star")
     ap.add_argument("--shards", type=int, default=None, help="load only the first N data shards")
     ap.add_argument("--image-bs", type=int, default=32, help="extra single-first-frame samples per step")
     ap.add_argument("--ctx-noise", type=float, default=0.2, help="largest noise level of a context frame")
@@ -397,6 +408,7 @@ def main():
     n_twin_ctx = int(round(args.twin_ctx_share * n_twin))  # the last of those show a circle past too
     n_twin_star = int(round(args.twin_star_share * n_twin))  # the first of those have a star
     stars = np.array([i for i in plain if any(o["shape"] == "star" for o in scenes[i]["objects"])])
+    args.star_scenes = np.array([i for i, sc in enumerate(scenes) if any(o["shape"] == "star" for o in sc["objects"])])
     n_own = int(round(args.own_past_share * args.bs))  # the clips after the ramps
     n_own_in = int(round(args.own_input_share * n_own))  # the first of those
     assert n_ramp + n_own + n_twin <= args.bs, "ramp, own-past and twin shares overlap"
