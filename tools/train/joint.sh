@@ -16,6 +16,7 @@
 #   --outline-weight (stops 23-24; the export's recipe)
 #   IMAGE_OUTLINE (0), IMAGE_STAR (0): train_dit.py's --image-outline-weight/--image-star-share (stop 25:
 #   the first-frame objective, where a stream's stars are lost first)
+#   STREAM_STAR (0): train_dit.py's --stream-star-share (stop 26: stars in the streamed clips too)
 #   PLAIN_SHARDS (16): how many of run.sh's plain shards to encode (fewer: the DiT starts sooner)
 # (the committed DiT is step 64000, the export: DIT_STEPS/DECAY_START must lie past it; it came
 #  from 56500 as stop 23: PLAIN_SHARDS=16 DIT_STEPS=59500 DECAY_START=58800 OWN_PAST=0.25 OWN_INPUT=0.5
@@ -36,6 +37,7 @@ OWN_INPUT=${OWN_INPUT:-0.5}
 OUTLINE=${OUTLINE:-4}
 IMAGE_OUTLINE=${IMAGE_OUTLINE:-0}
 IMAGE_STAR=${IMAGE_STAR:-0}
+STREAM_STAR=${STREAM_STAR:-0}
 PLAIN_SHARDS=${PLAIN_SHARDS:-16}
 VAE=build/train/vae-joint/ckpt.pt
 DATA=build/train/data-joint
@@ -50,7 +52,7 @@ $PY tools/train/train_dit.py --data "$DATA" --vae "$VAE" --steps "$DIT_STEPS" --
     --threads "$THREADS" --ramp-share 0.25 --twin-share 0.5 --twin-clip-share "$TWIN_CLIP" \
     --twin-ctx-share "$TWIN_CTX" --twin-star-share "$TWIN_STAR" \
     --own-past-share "$OWN_PAST" --own-input-share "$OWN_INPUT" --outline-weight "$OUTLINE" \
-    --image-outline-weight "$IMAGE_OUTLINE" --image-star-share "$IMAGE_STAR" \
+    --image-outline-weight "$IMAGE_OUTLINE" --image-star-share "$IMAGE_STAR" --stream-star-share "$STREAM_STAR" \
     --decay-start "$DECAY_START" --decay-end "$DIT_STEPS"
 bash tools/train/state.sh save
 $PY tools/train/keep_state.py

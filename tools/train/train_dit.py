@@ -48,6 +48,9 @@ Recipe (see docs/MODEL.md):
     those also start from that continuation, noised as a continuing chunk starts. Streaming feeds the
     DiT its own output, whose shapes round off a little each chunk, and with a true past it keeps
     them (a probe: 25 of 40 shapes in the 3rd chunk against 13 after its own);
+  * star share (from stop 26): --stream-star-share of the clips after the ramps (the own-past ones
+    first) are drawn from the plain clips with a star, and --image-star-share of the first-frame
+    objective's frames: the held-out stars are lost in frame 0 and in the continuing chunks alike;
   * outline weight (from stop 23): --outline-weight adds that much loss weight to the latent cells
     an object's outline crosses (outline_weights), where a star differs from a blob;
   * FFN/text-MLP GELU: the erf form while training (3x faster on CPU, < 5e-4 from the tanh form);
@@ -338,6 +341,8 @@ def main():
                     help="extra loss weight of the latent cells an object's outline crosses (outline_weights)")
     ap.add_argument("--image-outline-weight", type=float, default=0.0,
                     help="--outline-weight for the first-frame objective's frames")
+    ap.add_argument("--stream-star-share", type=float, default=0.0,
+                    help="share of the clips between the ramps and the twins (own-past ones first) drawn from the clips with a star")
     ap.add_argument("--image-star-share", type=float, default=0.0,
                     help="share of the first-frame objective's frames drawn from the clips with a star")
     ap.add_argument("--shards", type=int, default=None, help="load only the first N data shards")
@@ -413,6 +418,7 @@ def main():
     n_own_in = int(round(args.own_input_share * n_own))  # the first of those
     assert n_ramp + n_own + n_twin <= args.bs, "ramp, own-past and twin shares overlap"
     own = slice(n_ramp, n_ramp + n_own)
+    n_stream_star = int(round(args.stream_star_share * (args.bs - n_ramp - n_twin)))  # the first after the ramps
 
     stop = {"flag": False}
 
@@ -446,6 +452,8 @@ def main():
                 idx[:n_ramp] = rng.choice(ramps, n_ramp)
             if n_own:
                 idx[own] = rng.choice(plain, n_own)
+            if n_stream_star and len(stars):
+                idx[n_ramp:n_ramp + n_stream_star] = rng.choice(stars, n_stream_star)
             if n_twin:
                 idx[-n_twin:] = rng.choice(plain, n_twin)
                 if n_twin_star and len(stars):
