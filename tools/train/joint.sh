@@ -18,8 +18,9 @@
 #   the first-frame objective, where a stream's stars are lost first)
 #   STREAM_STAR (0): train_dit.py's --stream-star-share (stop 26: stars in the streamed clips too)
 #   PLAIN_SHARDS (16): how many of run.sh's plain shards to encode (fewer: the DiT starts sooner)
-# (the committed DiT is step 64000, the export: DIT_STEPS/DECAY_START must lie past it; it came
-#  from 56500 as stop 23: PLAIN_SHARDS=16 DIT_STEPS=59500 DECAY_START=58800 OWN_PAST=0.25 OWN_INPUT=0.5
+# (the committed DiT is step 66700: stop 25's first-frame run, IMAGE_OUTLINE=4 IMAGE_STAR=0.25,
+#  DIT_STEPS=66700 DECAY_START=66000, from the export's step 64000; DIT_STEPS/DECAY_START must lie
+#  past it. 64000 came from 56500 as stop 23: PLAIN_SHARDS=16 DIT_STEPS=59500 DECAY_START=58800 OWN_PAST=0.25 OWN_INPUT=0.5
 #  OUTLINE=0, then OUTLINE=4 with DIT_STEPS=61000 DECAY_START=60400, then DIT_STEPS=64000
 #  DECAY_START=63000; stop 22's PLAIN_SHARDS=24 DIT_STEPS=60200 DECAY_START=59400 TWIN_CLIP=0.25
 #  TWIN_CTX=0.5 TWIN_STAR=0.5 from 56500 was not kept)
