@@ -18,6 +18,10 @@
 #   the first-frame objective, where a stream's stars are lost first)
 #   STREAM_STAR (0): train_dit.py's --stream-star-share (stop 26: stars in the streamed clips too)
 #   PLAIN_SHARDS (16): how many of run.sh's plain shards to encode (fewer: the DiT starts sooner)
+#   PATCH (1,4,4): the DiT's patch; another one (1,2,2: 64 tokens per latent frame, stop 27) trains
+#   its own line in build/train/dit-p122, started by repatch.py from build/train/dit when it has no
+#   checkpoint and no committed state (tools/train/state/dit-p122-ckpt.pt)
+#   BS (16), IMAGE_BS (32): clips and extra first frames per step (1,2,2: 8 and 16, 3.8 s per step)
 # (the committed DiT is step 66700: stop 25's first-frame run, IMAGE_OUTLINE=4 IMAGE_STAR=0.25,
 #  DIT_STEPS=66700 DECAY_START=66000, from the export's step 64000; DIT_STEPS/DECAY_START must lie
 #  past it. 64000 came from 56500 as stop 23: PLAIN_SHARDS=16 DIT_STEPS=59500 DECAY_START=58800 OWN_PAST=0.25 OWN_INPUT=0.5
@@ -40,22 +44,32 @@ IMAGE_OUTLINE=${IMAGE_OUTLINE:-0}
 IMAGE_STAR=${IMAGE_STAR:-0}
 STREAM_STAR=${STREAM_STAR:-0}
 PLAIN_SHARDS=${PLAIN_SHARDS:-16}
+BS=${BS:-16}
+IMAGE_BS=${IMAGE_BS:-32}
+PATCH=${PATCH:-1,4,4}
 VAE=build/train/vae-joint/ckpt.pt
 DATA=build/train/data-joint
+DIT=build/train/dit
 mkdir -p build/train
 bash tools/train/state.sh restore
+if [ "$PATCH" != 1,4,4 ]; then
+  export KINO_DIT_PATCH=$PATCH
+  DIT=build/train/dit-p${PATCH//,/}
+  [ -e "$DIT/ckpt.pt" ] || { mkdir -p "$DIT"; $PY tools/train/repatch.py build/train/dit/ckpt.pt "$DIT/ckpt.pt"; }
+fi
 echo "== $(date -u +%FT%TZ) joint line: DIT_STEPS=$DIT_STEPS DECAY_START=$DECAY_START THREADS=$THREADS"
 $PY tools/train/train_vae.py --init build/train/vae/decoder/ckpt.pt --anchor 0.1 --hole-weight 8 --switch-prob 0.5 \
     --lr 1e-4 --steps 8500 --schedule-from 6500 --frames 13,29,61c,125c --out build/train/vae-joint --threads "$THREADS"
 bash tools/train/state.sh save
 encode_shards "$VAE" "$DATA" "$PLAIN_SHARDS" 8 1000 "$THREADS"
-$PY tools/train/train_dit.py --data "$DATA" --vae "$VAE" --steps "$DIT_STEPS" --bs 16 --lr 1e-4 --warmup 300 \
+$PY tools/train/train_dit.py --data "$DATA" --vae "$VAE" --out "$DIT" --steps "$DIT_STEPS" --bs "$BS" \
+    --image-bs "$IMAGE_BS" --lr 1e-4 --warmup 300 \
     --threads "$THREADS" --ramp-share 0.25 --twin-share 0.5 --twin-clip-share "$TWIN_CLIP" \
     --twin-ctx-share "$TWIN_CTX" --twin-star-share "$TWIN_STAR" \
     --own-past-share "$OWN_PAST" --own-input-share "$OWN_INPUT" --outline-weight "$OUTLINE" \
     --image-outline-weight "$IMAGE_OUTLINE" --image-star-share "$IMAGE_STAR" --stream-star-share "$STREAM_STAR" \
     --decay-start "$DECAY_START" --decay-end "$DIT_STEPS"
 bash tools/train/state.sh save
-$PY tools/train/keep_state.py
-$PY tools/train/sample.py --eval --vae "$VAE" --threads "$THREADS" --json build/train/eval-joint.jsonl
+$PY tools/train/keep_state.py --ckpt "$DIT/ckpt.pt" --out "tools/train/state/$(basename "$DIT")-ckpt.pt"
+$PY tools/train/sample.py --eval --ckpt "$DIT/ckpt.pt" --vae "$VAE" --threads "$THREADS" --json build/train/eval-joint.jsonl
 echo "== $(date -u +%FT%TZ) joint line done"
