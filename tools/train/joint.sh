@@ -21,7 +21,7 @@
 #   PATCH (1,4,4): the DiT's patch; another one (1,2,2: 64 tokens per latent frame, stop 27) trains
 #   its own line in build/train/dit-p122, started by repatch.py from build/train/dit when it has no
 #   checkpoint and no committed state (tools/train/state/dit-p122-ckpt.pt)
-#   BS (16), IMAGE_BS (32): clips and extra first frames per step (1,2,2: 8 and 16, 3.8 s per step)
+#   BS (16), IMAGE_BS (32): clips and extra first frames per step (1,2,2: 8 and 16, 2.1–2.4 s per step)
 # (the committed DiT is step 66700: stop 25's first-frame run, IMAGE_OUTLINE=4 IMAGE_STAR=0.25,
 #  DIT_STEPS=66700 DECAY_START=66000, from the export's step 64000; DIT_STEPS/DECAY_START must lie
 #  past it. 64000 came from 56500 as stop 23: PLAIN_SHARDS=16 DIT_STEPS=59500 DECAY_START=58800 OWN_PAST=0.25 OWN_INPUT=0.5
