@@ -100,13 +100,15 @@ class FrameMask:
     pairs it allows (training's teacher-forcing mask lets a frame see 4 of 2F frames: dense masked
     attention over 64-token frames spends 4x the work on scores it then throws away).
     frame_mask: bool [Fq, Fk]; idx [Fq, K]: the key frames of each query frame, attended ones first
-    (K = the most any query frame attends to); valid [Fq, K]: which of those are real."""
+    (K = the most any query frame attends to); bias [Fq, K*S]: 0 for their tokens, -inf for the
+    padding of frames that attend to fewer (built once per forward, shared by every layer)."""
 
     def __init__(self, frame_mask, S):
         self.S = S
         count = frame_mask.sum(1)
         self.idx = torch.argsort((~frame_mask).to(torch.int8), dim=1, stable=True)[:, :int(count.max())]
-        self.valid = torch.arange(self.idx.shape[1])[None] < count[:, None]
+        valid = torch.arange(self.idx.shape[1])[None] < count[:, None]
+        self.bias = torch.zeros(valid.shape).masked_fill(~valid, float("-inf")).repeat_interleave(S, 1)
 
 
 def frame_attention(q, k, v, fm):
@@ -117,8 +119,7 @@ def frame_attention(q, k, v, fm):
     qf = q.view(b, f, S, n, d).permute(0, 3, 1, 2, 4)  # [B, n, F, S, d]
     kf = k.view(b, -1, S, n, d).permute(0, 3, 1, 2, 4)[:, :, fm.idx].reshape(b, n, f, K * S, d)
     vf = v.view(b, -1, S, n, d).permute(0, 3, 1, 2, 4)[:, :, fm.idx].reshape(b, n, f, K * S, d)
-    bias = torch.zeros(f, K).masked_fill(~fm.valid, float("-inf")).repeat_interleave(S, 1)  # [F, K*S]
-    s = torch.matmul(qf, kf.transpose(-1, -2)) * (1.0 / math.sqrt(d)) + bias[:, None].to(qf.dtype)
+    s = torch.matmul(qf, kf.transpose(-1, -2)) * (1.0 / math.sqrt(d)) + fm.bias[:, None].to(qf.dtype)
     p = torch.softmax(s if s.dtype == torch.bfloat16 else s.float(), dim=-1).type_as(vf)
     return torch.matmul(p, vf).permute(0, 2, 3, 1, 4).reshape(b, L, n, d)
 
@@ -391,13 +392,15 @@ class WanModel(nn.Module):
         if probe is not None:
             probe["context_emb"] = ctx
         mask = None
-        if frame_mask is not None and h * w >= 64:
-            # 64-token frames (a 1x2x2 patch): frame pairs only (6.6 s per training step against
-            # 11.8 dense); at 16 tokens the dense masked GEMMs are faster (1.31 s against 1.43)
-            mask = FrameMask(frame_mask, h * w)
-        elif frame_mask is not None:
-            m = frame_mask.repeat_interleave(h * w, 0).repeat_interleave(h * w, 1)
-            mask = torch.zeros(m.shape).masked_fill(~m, float("-inf"))  # additive bias [L, L]
+        if frame_mask is not None:
+            S = h * w
+            if S >= 64:
+                # 64-token frames (a 1x2x2 patch): frame pairs only (6.6 s per training step against
+                # 11.8 dense); at 16 tokens the dense masked GEMMs are faster (1.31 s against 1.43)
+                mask = FrameMask(frame_mask, S)
+            else:
+                m = frame_mask.repeat_interleave(S, 0).repeat_interleave(S, 1)
+                mask = torch.zeros(m.shape).masked_fill(~m, float("-inf"))  # additive bias [L, L]
         for i, blk in enumerate(self.blocks):
             p = {} if probe is not None else None
             tokens, _ = blk(tokens, e0, f, cos, sin, context=ctx, mask=mask, probe=p, frame_ctx=frame_ctx)
