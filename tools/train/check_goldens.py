@@ -166,7 +166,8 @@ def check_vae(g):
 
 
 def check_streaming_equivalence():
-    """The KV-cache chunk forward equals the teacher-forcing masked forward (random model)."""
+    """The KV-cache chunk forward equals the teacher-forcing masked forward (random model), with and
+    without an attention sink (frame 0 kept in view past the window)."""
     torch.manual_seed(0)
     m = wan_dit.WanModel(patch_size=(1, 2, 2), text_len=8, in_dim=4, dim=64, ffn_dim=96, freq_dim=32, text_dim=16,
                          out_dim=4, num_heads=2, num_layers=2).eval()
@@ -178,24 +179,25 @@ def check_streaming_equivalence():
     noisy = torch.randn(1, 4, F_, 4, 4)
     tn = torch.rand(1, F_) * 1000
     ctx = [torch.randn(5, 16)]
-    mask = wan_dit.teacher_forcing_mask(F_, K, W)
-    with torch.no_grad():
-        full = m(torch.cat([clean, noisy], 2), torch.cat([torch.zeros(1, F_), tn], 1), ctx,
-                 frame_pos=torch.cat([torch.arange(F_), torch.arange(F_)]), frame_mask=mask)[:, :, F_:]
-        ckv = m.cross_kv(ctx)
-        cache = []  # list of per-frame per-layer (k, v)
-        outs = []
-        for f in range(F_):
-            past = None
-            win = cache[-(W - 1):] if W > 1 else []
-            if win:
-                past = [(torch.cat([c[i][0] for c in win], 1), torch.cat([c[i][1] for c in win], 1))
-                        for i in range(m.num_layers)]
-            v, _ = m.forward_chunk(noisy[:, :, f:f + 1], tn[:, f], ckv, [f + 100], past)  # RoPE is relative
-            outs.append(v)
-            _, kv = m.forward_chunk(clean[:, :, f:f + 1], torch.zeros(1), ckv, [f + 100], past)
-            cache.append(kv)
-        cmp("dit streaming (KV cache, window 3) == teacher-forcing mask", torch.cat(outs, 2), full, tol=1e-4)
+    for sink in (0, 1):
+        mask = wan_dit.teacher_forcing_mask(F_, K, W, sink)
+        with torch.no_grad():
+            full = m(torch.cat([clean, noisy], 2), torch.cat([torch.zeros(1, F_), tn], 1), ctx,
+                     frame_pos=torch.cat([torch.arange(F_), torch.arange(F_)]), frame_mask=mask)[:, :, F_:]
+            ckv = m.cross_kv(ctx)
+            cache = []  # list of per-frame per-layer (k, v)
+            outs = []
+            for f in range(F_):
+                past = None
+                win = cache[:sink] + (cache[sink:][-(W - 1):] if W > 1 else [])
+                if win:
+                    past = [(torch.cat([c[i][0] for c in win], 1), torch.cat([c[i][1] for c in win], 1))
+                            for i in range(m.num_layers)]
+                v, _ = m.forward_chunk(noisy[:, :, f:f + 1], tn[:, f], ckv, [f + 100], past)  # RoPE is relative
+                outs.append(v)
+                _, kv = m.forward_chunk(clean[:, :, f:f + 1], torch.zeros(1), ckv, [f + 100], past)
+                cache.append(kv)
+        cmp(f"dit streaming (KV cache, window 3, sink {sink}) == teacher-forcing mask", torch.cat(outs, 2), full, tol=1e-4)
 
 
 def check_frame_mask():

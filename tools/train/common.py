@@ -32,6 +32,9 @@ CFG = {
     # streaming
     "chunk_latent_frames": 1,       # latent frames per chunk (-> 4 video frames, the first chunk 1)
     "attn_window_chunks": 4,        # a chunk attends to itself + the 3 previous chunks (KV cache)
+    # + the first sink_chunks chunks of the stream, never evicted (KINO_DIT_SINK, stop 28: a continuing
+    # chunk then still sees frame 0's shape, which the stream otherwise rounds off chunk by chunk)
+    "sink_chunks": 0,
     "train_latent_frames": 8,       # training clips: 1 + 4*7 = 29 video frames
     # flow matching. The DiT predicts the clean latent x0 ("sample"), not the velocity: a 1x4x4 patch of
     # 16 channels is 256 values per token, wider than the 192-wide transformer, and a velocity
@@ -52,10 +55,12 @@ CFG = {
     "continuation_strength": 0.5,
     "guidance_scale": 2.0,  # 3 over-saturated moving objects into colored stripes (held-out color 20 % vs 30 % at step 7000)
 }
-# Experiments with another DiT patch (e.g. KINO_DIT_PATCH=1,2,2: 64 tokens per latent frame) train and
-# sample under the same variable; the exported model is the 1x4x4 one.
+# Experiments with another DiT patch (e.g. KINO_DIT_PATCH=1,2,2: 64 tokens per latent frame) or an
+# attention sink (KINO_DIT_SINK=1) train, sample and export under the same variable.
 if os.environ.get("KINO_DIT_PATCH"):
     CFG["dit"]["patch_size"] = [int(v) for v in os.environ["KINO_DIT_PATCH"].split(",")]
+if os.environ.get("KINO_DIT_SINK"):
+    CFG["sink_chunks"] = int(os.environ["KINO_DIT_SINK"])
 
 
 def spatial_factor():

@@ -53,7 +53,9 @@ def kino_block(steps, shift, guidance):
         "text_len": c["dit"]["text_len"],
         "context": "umT5 output rows of the real tokens (incl. EOS), zero-padded to text_len; no cross-attn mask",
         "chunk_latent_frames": c["chunk_latent_frames"],
-        "attn_window_chunks": c["attn_window_chunks"],
+        # the server's window holds the sink too: it keeps the first sink_frames and the latest others
+        "attn_window_chunks": c["attn_window_chunks"] + c["sink_chunks"],
+        "sink_frames": c["sink_chunks"] * c["chunk_latent_frames"],
         "rope_temporal_position": "absolute latent-frame index (chunk k -> position k); RoPE is relative, "
                                   "so positions may be re-based; table has 1024 positions",
         "per_frame_timesteps": True,

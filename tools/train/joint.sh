@@ -22,6 +22,8 @@
 #   its own line in build/train/dit-p122, started by repatch.py from build/train/dit when it has no
 #   checkpoint and no committed state (tools/train/state/dit-p122-ckpt.pt)
 #   BS (16), IMAGE_BS (32): clips and extra first frames per step (1,2,2: 8 and 16, 2.1–2.4 s per step)
+#   SINK (0): the DiT's attention sink in chunks (KINO_DIT_SINK, stop 28: frame 0 stays in view); 1 trains
+#   its own line in <the patch's dir>-sink, begun as a copy of that dir's checkpoint
 # (the committed DiT is step 66700: stop 25's first-frame run, IMAGE_OUTLINE=4 IMAGE_STAR=0.25,
 #  DIT_STEPS=66700 DECAY_START=66000, from the export's step 64000; DIT_STEPS/DECAY_START must lie
 #  past it. 64000 came from 56500 as stop 23: PLAIN_SHARDS=16 DIT_STEPS=59500 DECAY_START=58800 OWN_PAST=0.25 OWN_INPUT=0.5
@@ -47,6 +49,7 @@ PLAIN_SHARDS=${PLAIN_SHARDS:-16}
 BS=${BS:-16}
 IMAGE_BS=${IMAGE_BS:-32}
 PATCH=${PATCH:-1,4,4}
+SINK=${SINK:-0}
 VAE=build/train/vae-joint/ckpt.pt
 DATA=build/train/data-joint
 DIT=build/train/dit
@@ -56,6 +59,11 @@ if [ "$PATCH" != 1,4,4 ]; then
   export KINO_DIT_PATCH=$PATCH
   DIT=build/train/dit-p${PATCH//,/}
   [ -e "$DIT/ckpt.pt" ] || { mkdir -p "$DIT"; $PY tools/train/repatch.py build/train/dit/ckpt.pt "$DIT/ckpt.pt"; }
+fi
+if [ "$SINK" != 0 ]; then
+  export KINO_DIT_SINK=$SINK
+  [ -e "$DIT-sink/ckpt.pt" ] || { mkdir -p "$DIT-sink"; cp "$DIT/ckpt.pt" "$DIT-sink/ckpt.pt"; }
+  DIT=$DIT-sink
 fi
 echo "== $(date -u +%FT%TZ) joint line: DIT_STEPS=$DIT_STEPS DECAY_START=$DECAY_START THREADS=$THREADS"
 $PY tools/train/train_vae.py --init build/train/vae/decoder/ckpt.pt --anchor 0.1 --hole-weight 8 --switch-prob 0.5 \

@@ -107,8 +107,14 @@ class Stream:
             if ctx_uncond is not None:
                 self.kv["u"] = self.dit.cross_kv(ctx_uncond)
 
+    def _in_view(self, chunks):
+        """The cached chunks a chunk sees: the stream's first CFG["sink_chunks"] (never evicted) and
+        the last window - 1."""
+        sink = CFG["sink_chunks"]
+        return chunks[:sink] + (chunks[sink:][-(self.window - 1):] if self.window > 1 else [])
+
     def _past(self, name):
-        win = self.caches[name][-(self.window - 1):] if self.window > 1 else []
+        win = self._in_view(self.caches[name])
         if not win:
             return None
         L = self.dit.num_layers
@@ -135,8 +141,7 @@ class Stream:
             x = x + (self.sig[i + 1] - self.sig[i]) * v
         for s in streams:  # context pass at t = 0
             _, kv = self.dit.forward_chunk(x, torch.zeros(b), self.kv[s], [self.k], past[s])
-            self.caches[s].append(kv)
-            self.caches[s] = self.caches[s][-(self.window - 1):] if self.window > 1 else []
+            self.caches[s] = self._in_view(self.caches[s] + [kv])
         self.k += 1
         self.prev = x
         return x
@@ -352,7 +357,8 @@ def past_probe(dit, text, vae, tok, seed=0):
     import shape_by_chunk
     combos = render.load_heldout()["combinations"]
     F_ = CFG["train_latent_frames"]
-    mask = train_dit.wan_dit.teacher_forcing_mask(F_, CFG["chunk_latent_frames"], CFG["attn_window_chunks"])
+    mask = train_dit.wan_dit.teacher_forcing_mask(F_, CFG["chunk_latent_frames"], CFG["attn_window_chunks"],
+                                                  CFG["sink_chunks"])
     frame_pos = torch.cat([torch.arange(F_), torch.arange(F_)])
     gen = torch.Generator().manual_seed(seed)
     out = {name: (collections.defaultdict(collections.Counter), collections.Counter())

@@ -53,6 +53,12 @@ Recipe (see docs/MODEL.md):
     objective's frames: the held-out stars are lost in frame 0 and in the continuing chunks alike;
   * outline weight (from stop 23): --outline-weight adds that much loss weight to the latent cells
     an object's outline crosses (outline_weights), where a star differs from a blob;
+  * attention sink (from stop 28, KINO_DIT_SINK=1): every frame also sees clean frame 0 past the
+    window, as the server's KV cache keeps its sink; the shapes a stream draws in frame 0 rounded off
+    chunk by chunk once frame 0 left the window, and the export sampled with a sink (no training)
+    kept more of them (shape 53 -> 59 %) but pulled the objects back to where frame 0 had them
+    (motion 86 -> 37 %). --sink-far-share of the steps move the frames after the sink far later
+    (sink_far_positions), so the sink's distance does not have to be 1-7 as in a training clip;
   * FFN/text-MLP GELU: the erf form while training (3x faster on CPU, < 5e-4 from the tanh form);
     evaluation, export and the server use Wan's tanh form.
   * learning rate: linear warmup, constant, then a linear decay to 5 % from --decay-start to
@@ -212,6 +218,15 @@ def own_past(dit, text, tok, x0, prompts, gen, text_len, mask, frame_pos):
     return x
 
 
+def sink_far_positions(near_pos, frames, sink_frames, rng, farthest=256):
+    """Temporal RoPE positions for the [clean, noisy] layout with the frames after the sink moved
+    d in [1, farthest] later: a long stream's chunks see the never-evicted sink frame hundreds of
+    positions back (keys keep their absolute rotation), a training clip only 1-7."""
+    d = int(rng.integers(1, farthest + 1))
+    later = (torch.arange(2 * frames) % frames) >= sink_frames
+    return near_pos + d * later
+
+
 def outline_weights(scenes, frames, weight, band=2.0):
     """Per-latent-cell loss weights [B, 1, F, h, w]: 1 + weight where an object's outline (within
     `band` pixels of its edge, in any video frame of the latent frame; both scenes of a prompt switch)
@@ -345,6 +360,8 @@ def main():
                     help="share of the clips between the ramps and the twins (own-past ones first) drawn from the clips with a star")
     ap.add_argument("--image-star-share", type=float, default=0.0,
                     help="share of the first-frame objective's frames drawn from the clips with a star")
+    ap.add_argument("--sink-far-share", type=float, default=0.25,
+                    help="with an attention sink: share of the steps whose sink lies far back (sink_far_positions)")
     ap.add_argument("--shards", type=int, default=None, help="load only the first N data shards")
     ap.add_argument("--image-bs", type=int, default=32, help="extra single-first-frame samples per step")
     ap.add_argument("--ctx-noise", type=float, default=0.2, help="largest noise level of a context frame")
@@ -393,10 +410,10 @@ def main():
     K = CFG["chunk_latent_frames"]
     W = CFG["attn_window_chunks"]
     text_len = CFG["dit"]["text_len"]
-    mask = wan_dit.teacher_forcing_mask(F_, K, W)
+    mask = wan_dit.teacher_forcing_mask(F_, K, W, CFG["sink_chunks"])
     frame_w = torch.ones(F_)
     frame_w[0] = args.first_frame_weight
-    frame_pos = torch.cat([torch.arange(F_), torch.arange(F_)])
+    near_pos = torch.cat([torch.arange(F_), torch.arange(F_)])
     if args.bench:
         z = CFG["vae"]["z_dim"]
         hw = common.latent_hw()
@@ -444,6 +461,9 @@ def main():
             g["lr"] = lr
         rng = np.random.default_rng([seed, 3, step])
         gen = torch.Generator().manual_seed(seed * 13 + step)
+        frame_pos = near_pos
+        if CFG["sink_chunks"] and rng.random() < args.sink_far_share:
+            frame_pos = sink_far_positions(near_pos, F_, K * CFG["sink_chunks"], rng)
         if args.image_only:
             loss = image_loss(dit, text, tok, lat, scenes, rng, gen, args, text_len)
         else:

@@ -444,17 +444,19 @@ def block_causal_mask(num_frames, chunk, window=None):
     return m
 
 
-def teacher_forcing_mask(num_frames, chunk, window=None):
+def teacher_forcing_mask(num_frames, chunk, window=None, sink=0):
     """Mask over 2F frames laid out [clean 0..F-1, noisy 0..F-1]:
       clean frame i  -> clean frames of chunks <= chunk(i) (within window)  (== the context pass)
       noisy frame i  -> clean frames of chunks < chunk(i) (within window) and noisy frames of
                         its own chunk                                         (== a denoising step)
     This is exactly what streaming inference sees: a KV cache of clean (t=0) frames plus the
-    chunk being denoised."""
+    chunk being denoised. The first `sink` chunks stay in view past the window (the KV cache's
+    attention sink: the server's cache never evicts them)."""
     F_ = num_frames
     c = torch.arange(F_) // chunk
     d = c[:, None] - c[None, :]
     win = torch.ones_like(d, dtype=torch.bool) if window is None else d < window
+    win = win | (c[None, :] < sink)
     cc = (d >= 0) & win
     nc = (d > 0) & win
     nn_ = d == 0
