@@ -40,8 +40,9 @@ Recipe (see docs/MODEL.md):
     the caption's shape word (frame 0) or the past's shape (later chunks) must sharpen, and a noised
     true frame never needs either; --twin-ctx-share of those clips show the circle twin as their past
     too (from stop 22: a stream's past is its own output, whose shapes round off chunk by chunk, so
-    only the caption's shape word can hold them), and --twin-star-share of them are drawn from the
-    clips with a star (the shape the DiT draws least);
+    only the caption's shape word can hold them; with an attention sink the sink frames stay true, so
+    the round past and a sharp frame 0 teach the DiT to take the shape from the sink), and
+    --twin-star-share of them are drawn from the clips with a star (the shape the DiT draws least);
   * own past (from stop 23): --own-past-share of the clips see as their past not their true frames
     but the DiT's own continuation of them (own_past: each frame made from the true frames before it,
     as the stream makes a continuing chunk), the target staying the true clip; --own-input-share of
@@ -504,8 +505,9 @@ def main():
             s_ctx = torch.rand(args.bs, F_, generator=gen) * args.ctx_noise * (torch.rand(args.bs, F_, generator=gen) < 0.5)
             c5 = s_ctx[:, None, :, None, None]
             past = x0.clone() if n_twin_ctx or n_own else x0
-            if n_twin_ctx:
-                past[-n_twin_ctx:] = src[-n_twin_ctx:]
+            if n_twin_ctx:  # (the sink, when there is one, keeps the true shapes: where the stream must find them)
+                keep = K * CFG["sink_chunks"]
+                past[-n_twin_ctx:, :, keep:] = src[-n_twin_ctx:, :, keep:]
             if n_own:
                 past[own] = mine
             x_ctx = (1 - c5) * past + c5 * torch.randn(x0.shape, generator=gen)
