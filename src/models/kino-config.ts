@@ -43,6 +43,11 @@ export interface KinoConfig {
    * default): every chunk from noise, as Self-Forcing / CausVid sample.
    */
   continuationStrength: number;
+  /**
+   * With a sink: a chunk that cuts to a new prompt becomes the sink (kino.sink_reanchor_on_cut), so
+   * the stream is anchored on the new scene, not on its first frames. Default false.
+   */
+  sinkReanchorOnCut: boolean;
   maxFrames: number;
   maxSize: number;
   maxPixels: number;
@@ -102,6 +107,7 @@ export function parseKinoConfig(kino: Json | null, scheduler: Json, file: string
     firstChunkFrames: pick<number | null>(null, "first_chunk_frames"),
     defaultTransitionChunks: count(pick(3, "default_transition_chunks"), "default_transition_chunks", 0),
     continuationStrength: pick(1, "continuation_strength"),
+    sinkReanchorOnCut: pick(false, "sink_reanchor_on_cut"),
     maxFrames: count(pick(481, "max_frames"), "max_frames"),
     maxSize: count(pick(1920, "max_size"), "max_size"),
     maxPixels: count(pick(1920 * 1088, "max_pixels"), "max_pixels"),
@@ -110,6 +116,7 @@ export function parseKinoConfig(kino: Json | null, scheduler: Json, file: string
   if (cfg.windowFrames === -1) cfg.windowFrames = null;
   count(cfg.sinkFrames, "sink_frames", 0);
   if (!(cfg.shift > 0)) throw bad("shift", `must be > 0, got ${cfg.shift}`);
+  if (typeof cfg.sinkReanchorOnCut !== "boolean") throw bad("sink_reanchor_on_cut", `must be true or false, got ${JSON.stringify(cfg.sinkReanchorOnCut)}`);
   const strength = cfg.continuationStrength;
   if (typeof strength !== "number" || !(strength > 0 && strength <= 1)) throw bad("continuation_strength", `must be a number in (0, 1], got ${JSON.stringify(strength)}`);
   // UniPC's multistep history cannot begin halfway through its schedule

@@ -81,8 +81,26 @@ export class KvCache {
     this.b.attention(out, q, this.k[layer]!, this.v[layer]!, { scale, kvLen });
   }
 
-  /** The staged chunk becomes part of the context. */
-  commit(): void {
+  /**
+   * The staged chunk becomes part of the context. `asSink` (a prompt cut): it replaces the sink
+   * frames instead of joining the window, so the chunks after a cut are anchored on the new scene
+   * rather than the stream's first one. Attention does not depend on the order of the keys, and each
+   * keeps its own rotation, so the sink slot may hold a later frame than the window's.
+   */
+  commit(asSink = false): void {
+    const { sinkFrames, tokensPerFrame } = this.shape;
+    if (asSink && sinkFrames > 0 && this.#pendingFrames === sinkFrames && this.heldFrames >= sinkFrames) {
+      const n = sinkFrames * tokensPerFrame;
+      const tmp = this.b.alloc([this.shape.batch ?? 1, n, this.shape.heads, this.shape.headDim]);
+      for (const t of [...this.k, ...this.v]) {
+        this.b.slice(tmp, t, 1, this.heldFrames * tokensPerFrame);
+        this.b.writeSlice(t, tmp, 1, 0);
+      }
+      this.b.free(tmp);
+      this.nextFrame += this.#pendingFrames;
+      this.#pendingFrames = 0;
+      return;
+    }
     this.heldFrames += this.#pendingFrames;
     this.nextFrame += this.#pendingFrames;
     this.#pendingFrames = 0;

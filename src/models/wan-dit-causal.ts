@@ -61,9 +61,10 @@ export class CausalWanDiT {
   /**
    * Flow prediction for the next chunk [C, N, H, W] at timestep(s) t, attending to the cache (with
    * batch B: every stream on the same latent, [B, C, N, H, W], stream i using cross's item i). With
-   * `commit` the chunk's K/V join the cache (the context pass) and no prediction is computed (null).
+   * `commit` the chunk's K/V join the cache (the context pass) and no prediction is computed (null);
+   * with `asSink` too they replace the cache's sink (KvCache.commit).
    */
-  async forwardChunk(latent: Tensor, t: number | readonly number[], cross: CrossAttnKV, commit = false): Promise<Tensor | null> {
+  async forwardChunk(latent: Tensor, t: number | readonly number[], cross: CrossAttnKV, commit = false, asSink = false): Promise<Tensor | null> {
     const dit = this.dit, grid = dit.grid(latent.shape), B = this.batch;
     if (grid[0] * grid[1] * grid[2] !== this.chunkTokens) throw new Error(`chunk [${latent.shape}] does not match the cache's chunk of ${this.chunkTokens} tokens`);
     if (cross.k[0]?.shape[0] !== B) throw new Error(`cross-attention K/V for ${cross.k[0]?.shape[0]} streams, the model runs ${B}`);
@@ -79,7 +80,7 @@ export class CausalWanDiT {
     try {
       await dit.blocks(x, grid, this.cache.nextFrame, time, cross, self, { kvOnly: commit });
       if (commit) {
-        this.cache.commit();
+        this.cache.commit(asSink);
         return null;
       }
       return await dit.head(x, grid, time);

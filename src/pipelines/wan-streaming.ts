@@ -9,7 +9,8 @@
 // chunk's clean latent, noised to the sigma of the step it enters the schedule at, rather than from
 // pure noise (kino-tiny: the color of a prompt transition then moves chunk by chunk instead of
 // overshooting, and a continuing chunk costs half the steps); a chunk that cuts to a new prompt at
-// once (ctx.promptCut) starts from noise like the first.
+// once (ctx.promptCut) starts from noise like the first — and with kino.sink_reanchor_on_cut it
+// becomes the KV cache's sink, in place of the stream's first frames.
 //
 // With classifier-free guidance the conditional and the unconditional stream each keep their own KV
 // cache, filled by their own context pass over the same guided clean chunk (kino-tiny's recipe,
@@ -140,7 +141,8 @@ export class WanStreamingPipeline implements Pipeline {
       for (let index = 0; produced < totalFrames; index++) {
         ctx.signal.throwIfAborted();
         const cond = source.conditioningFor(index);
-        const start = previous && !source.promptCut(index) ? continueAt : 0;
+        const cut = index > 0 && source.promptCut(index);
+        const start = previous && !cut ? continueAt : 0;
         if (!cross || !crossOf || !sameValues(cond, crossOf)) {
           if (cross) dit.freeCross(cross);
           cross = null;
@@ -167,7 +169,7 @@ export class WanStreamingPipeline implements Pipeline {
             ctx.signal.throwIfAborted();
           }
           // the context pass: the clean chunk at t = 0 writes its keys and values into the cache
-          await causal.forwardChunk(x, 0, context, true);
+          await causal.forwardChunk(x, 0, context, true, cut && kino.sinkReanchorOnCut);
           const decodeStart = performance.now();
           durations.denoise += (decodeStart - started) / 1000;
           const frames = await decodeFrames(this.model, x, req.height, req.width);

@@ -124,5 +124,46 @@ for (const tb of await testBackends()) {
       dit.freeCross(cross);
       dit.free();
     });
+
+    test("a chunk committed as the sink (a prompt cut) replaces the old sink and leaves the window as it was", async () => {
+      const be = tb.backend!;
+      const dit = await loadDit(be);
+      const cross = await dit.crossAttnKV(get(io, "sq.context").data);
+      const rng = new SeededRandom(12);
+      const [C, H, W] = [4, 4, 6];
+      const chunks = Array.from({ length: 5 }, () => be.upload(rng.normal(C * H * W), [C, 1, H, W]));
+      const opts = { chunkFrames: 1, sinkFrames: 1, height: H, width: W, windowFrames: 5 };
+      const anchored = new CausalWanDiT(dit, opts);
+      for (const c of chunks.slice(0, 3)) await anchored.forwardChunk(c, 0, cross, true);
+      await anchored.forwardChunk(chunks[3]!, 0, cross, true, true);
+      expect([anchored.cache.heldFrames, anchored.cache.nextFrame]).toEqual([3, 4]);
+      // the cache it should leave: frame 3 in the sink slot, then frames 1 and 2
+      const all = new CausalWanDiT(dit, { ...opts, sinkFrames: 0 });
+      for (const c of chunks.slice(0, 4)) await all.forwardChunk(c, 0, cross, true);
+      const kept = new CausalWanDiT(dit, opts);
+      const tpf = (H / 2) * (W / 2);
+      for (let i = 0; i < all.cache.k.length; i++) {
+        for (const [src, dst] of [[3, 0], [1, 1], [2, 2]] as const) {
+          for (const [from, to] of [[all.cache.k[i]!, kept.cache.k[i]!], [all.cache.v[i]!, kept.cache.v[i]!]] as const) {
+            const tmp = be.alloc([1, tpf, dit.config.numHeads, dit.headDim]);
+            be.slice(tmp, from, 1, src * tpf);
+            be.writeSlice(to, tmp, 1, dst * tpf);
+            be.free(tmp);
+          }
+        }
+      }
+      kept.cache.heldFrames = 3;
+      kept.cache.nextFrame = 4;
+      const got = await be.download((await anchored.forwardChunk(chunks[4]!, 500, cross))!);
+      const want = await be.download((await kept.forwardChunk(chunks[4]!, 500, cross))!);
+      expect(closeTo(got, want, atol, rtol).ok).toBe(true);
+      // and it differs from keeping the first sink (frames 0-3 in view)
+      const plain = await be.download((await all.forwardChunk(chunks[4]!, 500, cross))!);
+      expect(closeTo(plain, want, atol, rtol).ok).toBe(false);
+      be.free(...chunks);
+      for (const m of [anchored, kept, all]) m.free();
+      dit.freeCross(cross);
+      dit.free();
+    });
   });
 }

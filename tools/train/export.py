@@ -56,6 +56,9 @@ def kino_block(steps, shift, guidance):
         # the server's window holds the sink too: it keeps the first sink_frames and the latest others
         "attn_window_chunks": c["attn_window_chunks"] + c["sink_chunks"],
         "sink_frames": c["sink_chunks"] * c["chunk_latent_frames"],
+        # a hard prompt cut re-anchors the sink on the new scene (stop 28: with the first frame kept as
+        # the sink, the blue after a red -> blue cut drifted towards cyan)
+        "sink_reanchor_on_cut": c["sink_chunks"] > 0,
         "rope_temporal_position": "absolute latent-frame index (chunk k -> position k); RoPE is relative, "
                                   "so positions may be re-based; table has 1024 positions",
         "per_frame_timesteps": True,
