@@ -1,5 +1,6 @@
 // kino.continuation_strength as the loader reads it from transformer/config.json: where a continuing
-// chunk enters the schedule, and the errors that name the key for a value it cannot use.
+// chunk enters the schedule, and the errors that name the key for a value it cannot use; and
+// kino.sink_reanchor_on_cut, read the same way.
 import { describe, expect, test } from "bun:test";
 import { continuationStart, parseKinoConfig } from "../../src/models/kino-config.ts";
 
@@ -25,5 +26,16 @@ describe("kino.continuation_strength", () => {
       expect(() => causal({ continuation_strength: bad })).toThrow(`${FILE}: kino.continuation_strength must be a number in (0, 1], got ${JSON.stringify(bad)}`);
     }
     expect(() => causal({ continuation_strength: 0.5, sampler: "unipc" })).toThrow(`${FILE}: kino.continuation_strength needs the euler or distilled sampler`);
+  });
+});
+
+describe("kino.sink_reanchor_on_cut", () => {
+  test("absent (or null): false; true and false are read as given; anything else is refused, naming the key", () => {
+    expect(causal({}).sinkReanchorOnCut).toBe(false);
+    expect(causal({ sink_frames: 1, sink_reanchor_on_cut: true }).sinkReanchorOnCut).toBe(true);
+    expect(causal({ sink_reanchor_on_cut: false }).sinkReanchorOnCut).toBe(false);
+    for (const bad of [1, "yes"]) {
+      expect(() => causal({ sink_reanchor_on_cut: bad })).toThrow(`${FILE}: kino.sink_reanchor_on_cut must be true or false, got ${JSON.stringify(bad)}`);
+    }
   });
 });
