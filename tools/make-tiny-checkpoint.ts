@@ -72,7 +72,8 @@ function kinoTinyBlock(textLen: number): object {
   const steps = 8, shift = 3;
   const sigmas = Array.from({ length: steps + 1 }, (_, i) => { const s = 1 - i / steps; return (shift * s) / (1 + (shift - 1) * s); });
   return {
-    text_len: textLen, chunk_latent_frames: 1, attn_window_chunks: 4, per_frame_timesteps: true, context_pass_timestep: 0,
+    text_len: textLen, chunk_latent_frames: 1, attn_window_chunks: 5, sink_frames: 1, sink_reanchor_on_cut: true,
+    per_frame_timesteps: true, context_pass_timestep: 0,
     prediction_type: "sample",
     sampler: { type: "flow_euler", steps, shift, sigmas, timesteps: sigmas.slice(0, -1).map((s) => s * 1000) },
     continuation_strength: 0.5, guidance_scale: 2, negative_prompt: "", native_width: 64, native_height: 64, fps: 16, frames_per_chunk: 4, first_chunk_frames: 1,

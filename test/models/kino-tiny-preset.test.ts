@@ -31,7 +31,7 @@ describe("the kino-tiny preset checkpoint", () => {
     expect(d.patch).toEqual([1, 4, 4]);
     expect(c.vae.config).toMatchObject({ dim: 12, zDim: 16, dimMult: [1, 2, 4], numResBlocks: 1, temporalDownsample: [true, true] });
     expect(c.kino).toMatchObject({
-      causal: true, chunkFrames: 1, windowFrames: 4, sampler: "euler", prediction: "sample", steps: 8, shift: 3, guidance: 2, continuationStrength: 0.5,
+      causal: true, chunkFrames: 1, windowFrames: 5, sinkFrames: 1, sinkReanchorOnCut: true, sampler: "euler", prediction: "sample", steps: 8, shift: 3, guidance: 2, continuationStrength: 0.5,
       width: 64, height: 64, fps: 16, framesPerChunk: 4, firstChunkFrames: 1, defaultTransitionChunks: 4,
     });
     expect(c.dit.table.tensors.get("blocks.0.attn1.to_q.weight")?.dtype).toBe("BF16");

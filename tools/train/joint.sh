@@ -30,8 +30,9 @@
 #  OUTLINE=0, then OUTLINE=4 with DIT_STEPS=61000 DECAY_START=60400, then DIT_STEPS=64000
 #  DECAY_START=63000; stop 22's PLAIN_SHARDS=24 DIT_STEPS=60200 DECAY_START=59400 TWIN_CLIP=0.25
 #  TWIN_CTX=0.5 TWIN_STAR=0.5 from 56500 was not kept)
-# The sink line's committed step 71000 (stop 28; not exported): SINK=1 from 66700, then TWIN_CLIP=0.25
-#  TWIN_CTX=1 TWIN_STAR=0.5 DIT_STEPS=71000 DECAY_START=70200 IMAGE_OUTLINE=4 IMAGE_STAR=0.25.
+# The export is the sink line's step 71750 (stop 28): SINK=1 from 66700, then TWIN_CLIP=0.25 TWIN_CTX=1
+#  TWIN_STAR=0.5 DIT_STEPS=71000 DECAY_START=70200 IMAGE_OUTLINE=4 IMAGE_STAR=0.25, then DIT_STEPS=71750
+#  DECAY_START=71000.
 # Export (when it beats models/kino-tiny): [KINO_DIT_SINK=1] export.py --vae build/train/vae-joint/ckpt.pt.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
