@@ -55,17 +55,21 @@ export class KvCache {
     const over = this.heldFrames + frames - windowFrames;
     if (over > 0) {
       const keepFrom = sinkFrames + over, keep = this.heldFrames - keepFrom;
-      if (keep > 0) {
-        const tmp = this.b.alloc([this.shape.batch ?? 1, keep * tokensPerFrame, this.shape.heads, this.shape.headDim]);
-        for (const t of [...this.k, ...this.v]) {
-          this.b.slice(tmp, t, 1, keepFrom * tokensPerFrame);
-          this.b.writeSlice(t, tmp, 1, sinkFrames * tokensPerFrame);
-        }
-        this.b.free(tmp);
-      }
+      if (keep > 0) this.#moveFrames(keepFrom, sinkFrames, keep);
       this.heldFrames -= over;
     }
     this.#pendingFrames = frames;
+  }
+
+  /** Copies `frames` token frames of every layer's K and V from frame `from` to frame `to`. */
+  #moveFrames(from: number, to: number, frames: number): void {
+    const { tokensPerFrame } = this.shape;
+    const tmp = this.b.alloc([this.shape.batch ?? 1, frames * tokensPerFrame, this.shape.heads, this.shape.headDim]);
+    for (const t of [...this.k, ...this.v]) {
+      this.b.slice(tmp, t, 1, from * tokensPerFrame);
+      this.b.writeSlice(t, tmp, 1, to * tokensPerFrame);
+    }
+    this.b.free(tmp);
   }
 
   /** Writes a layer's chunk K/V [batch, L, H, D] after the held prefix. */
@@ -85,18 +89,13 @@ export class KvCache {
    * The staged chunk becomes part of the context. `asSink` (a prompt cut): it replaces the sink
    * frames instead of joining the window, so the chunks after a cut are anchored on the new scene
    * rather than the stream's first one. Attention does not depend on the order of the keys, and each
-   * keeps its own rotation, so the sink slot may hold a later frame than the window's.
+   * keeps its own rotation, so the sink slot may hold a later frame than the window's. (A chunk of
+   * another size than the sink, or one before the sink is filled, joins the window as usual.)
    */
   commit(asSink = false): void {
-    const { sinkFrames, tokensPerFrame } = this.shape;
+    const { sinkFrames } = this.shape;
     if (asSink && sinkFrames > 0 && this.#pendingFrames === sinkFrames && this.heldFrames >= sinkFrames) {
-      const n = sinkFrames * tokensPerFrame;
-      const tmp = this.b.alloc([this.shape.batch ?? 1, n, this.shape.heads, this.shape.headDim]);
-      for (const t of [...this.k, ...this.v]) {
-        this.b.slice(tmp, t, 1, this.heldFrames * tokensPerFrame);
-        this.b.writeSlice(t, tmp, 1, 0);
-      }
-      this.b.free(tmp);
+      this.#moveFrames(this.heldFrames, 0, sinkFrames);
       this.nextFrame += this.#pendingFrames;
       this.#pendingFrames = 0;
       return;

@@ -22,6 +22,21 @@ async function loadDit(be: Backend): Promise<WanDiT> {
   return WanDiT.load(reader, parseDitConfig(json, "dit_b/config.json", json.text_len));
 }
 
+/** Copies token frames (source frame, destination frame) of every layer's cached K and V from one model's cache to another's. */
+function copyFrames(be: Backend, from: CausalWanDiT, to: CausalWanDiT, pairs: readonly (readonly [number, number])[]): void {
+  const { tokensPerFrame, heads, headDim } = from.cache.shape;
+  const tmp = be.alloc([1, tokensPerFrame, heads, headDim]);
+  for (const [a, b] of [[from.cache.k, to.cache.k], [from.cache.v, to.cache.v]] as const) {
+    for (let i = 0; i < a.length; i++) {
+      for (const [src, dst] of pairs) {
+        be.slice(tmp, a[i]!, 1, src * tokensPerFrame);
+        be.writeSlice(b[i]!, tmp, 1, dst * tokensPerFrame);
+      }
+    }
+  }
+  be.free(tmp);
+}
+
 /** Latent frames [t0, t1) of a [C, T, H, W] device tensor, as a new tensor. */
 function frames(be: Backend, x: Tensor, t0: number, t1: number): Tensor {
   const [C, , H, W] = x.shape as number[];
@@ -97,17 +112,7 @@ for (const tb of await testBackends()) {
       for (const c of chunks.slice(0, 3)) await rolling.forwardChunk(c, 0, cross, true);
       // the cache that window should leave: frames 0 and 2 of the full one, chunk 3 at absolute frame 3
       const kept = new CausalWanDiT(dit, { ...opts, windowFrames: 4 });
-      const tpf = (H / 2) * (W / 2);
-      for (const [i, t] of rolling.cache.k.entries()) {
-        for (const [src, dst] of [[0, 0], [2, 1]] as const) {
-          for (const [from, to] of [[t, kept.cache.k[i]!], [rolling.cache.v[i]!, kept.cache.v[i]!]] as const) {
-            const tmp = be.alloc([1, tpf, dit.config.numHeads, dit.headDim]);
-            be.slice(tmp, from, 1, src * tpf);
-            be.writeSlice(to, tmp, 1, dst * tpf);
-            be.free(tmp);
-          }
-        }
-      }
+      copyFrames(be, rolling, kept, [[0, 0], [2, 1]]);
       kept.cache.heldFrames = 2;
       kept.cache.nextFrame = 3;
       const got = await be.download((await rolling.forwardChunk(chunks[3]!, 500, cross))!);
@@ -141,17 +146,7 @@ for (const tb of await testBackends()) {
       const all = new CausalWanDiT(dit, { ...opts, sinkFrames: 0 });
       for (const c of chunks.slice(0, 4)) await all.forwardChunk(c, 0, cross, true);
       const kept = new CausalWanDiT(dit, opts);
-      const tpf = (H / 2) * (W / 2);
-      for (let i = 0; i < all.cache.k.length; i++) {
-        for (const [src, dst] of [[3, 0], [1, 1], [2, 2]] as const) {
-          for (const [from, to] of [[all.cache.k[i]!, kept.cache.k[i]!], [all.cache.v[i]!, kept.cache.v[i]!]] as const) {
-            const tmp = be.alloc([1, tpf, dit.config.numHeads, dit.headDim]);
-            be.slice(tmp, from, 1, src * tpf);
-            be.writeSlice(to, tmp, 1, dst * tpf);
-            be.free(tmp);
-          }
-        }
-      }
+      copyFrames(be, all, kept, [[3, 0], [1, 1], [2, 2]]);
       kept.cache.heldFrames = 3;
       kept.cache.nextFrame = 4;
       const got = await be.download((await anchored.forwardChunk(chunks[4]!, 500, cross))!);
