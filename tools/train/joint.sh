@@ -33,6 +33,9 @@
 # The export is the sink line's step 71750 (stop 28): SINK=1 from 66700, then TWIN_CLIP=0.25 TWIN_CTX=1
 #  TWIN_STAR=0.5 DIT_STEPS=71000 DECAY_START=70200 IMAGE_OUTLINE=4 IMAGE_STAR=0.25, then DIT_STEPS=71750
 #  DECAY_START=71000.
+# The committed sink state is step 75750 (stop 29, not exported: two e2e color tests fail): from 71750
+#  TWIN_CLIP=0.375 TWIN_CTX=1 TWIN_STAR=0.67 DIT_STEPS=75000 DECAY_START=74000, then TWIN_CLIP=0.25
+#  TWIN_STAR=0.5 DIT_STEPS=75750 DECAY_START=75000 (the rest as above).
 # Export (when it beats models/kino-tiny): [KINO_DIT_SINK=1] export.py --vae build/train/vae-joint/ckpt.pt.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
