@@ -52,6 +52,11 @@ Recipe (see docs/MODEL.md):
   * star share (from stop 26): --stream-star-share of the clips after the ramps (the own-past ones
     first) are drawn from the plain clips with a star, and --image-star-share of the first-frame
     objective's frames: the held-out stars are lost in frame 0 and in the continuing chunks alike;
+  * continuation path (from stop 30): --ramp-cont-share of the ramp clips have their frames after the
+    first noised not from themselves but on the path a continuing chunk's sampling takes from the
+    frame before (continuation_path): the stream starts such a chunk from its predecessor's latent
+    noised to the continuation sigma, and a DiT that only ever saw its target noised read the red
+    predecessor as "red" under a 1/3-blue caption and jumped to blue at 2/3 (docs/MODEL.md, stop 30);
   * outline weight (from stop 23): --outline-weight adds that much loss weight to the latent cells
     an object's outline crosses (outline_weights), where a star differs from a blob;
   * attention sink (from stop 28, KINO_DIT_SINK=1): every frame also sees clean frame 0 past the
@@ -160,6 +165,27 @@ def frame_contexts(switches, frames):
 
 def shift_sigma(u, shift):
     return shift * u / (1 + (shift - 1) * u)
+
+
+def continuation_sigma():
+    """The noise level a continuing chunk starts at (the sampler's schedule at continuation_start)."""
+    import sample  # (imports this module)
+    start = sample.continuation_start(CFG["sample_steps"], CFG["continuation_strength"])
+    return sample.sampler_sigmas(CFG["sample_steps"], CFG["shift"])[start]
+
+
+def continuation_path(x0, eps, sigma_start, gen):
+    """Noised inputs for every latent frame after the first of clips x0 [B, C, F, H, W], as a
+    continuing chunk's sampling meets them: it starts from the previous frame noised to sigma_start
+    and moves on Euler steps towards its estimate; were the estimate the true frame all along, the
+    input at sigma (<= sigma_start) is  sigma eps + a prev + (1 - sigma - a) x0,
+    a = sigma (1 - sigma_start) / sigma_start. -> (inputs [B, C, F-1, H, W], sigma [B, F-1]), sigma
+    uniform over the steps' range [0.25, sigma_start]."""
+    B, _, F_ = x0.shape[:3]
+    sigma = 0.25 + (sigma_start - 0.25) * torch.rand(B, F_ - 1, generator=gen)
+    s5 = sigma[:, None, :, None, None]
+    a = s5 * (1 - sigma_start) / sigma_start
+    return s5 * eps[:, :, 1:] + a * x0[:, :, :-1] + (1 - s5 - a) * x0[:, :, 1:], sigma
 
 
 def flow_error(pred, x0, eps, s5):
@@ -338,6 +364,8 @@ def main():
                     help="loss weight of the latent frames of a prompt switch (from step 22000)")
     ap.add_argument("--ramp-share", type=float, default=0.0,
                     help="share of each batch drawn from the gradual-switch clips (from step 27257)")
+    ap.add_argument("--ramp-cont-share", type=float, default=0.0,
+                    help="share of the ramp clips whose later frames are noised on a continuing chunk's path (continuation_path)")
     ap.add_argument("--image-only", action="store_true",
                     help="train text-to-image on first frames alone (experiments on what the DiT can learn per frame)")
     ap.add_argument("--image-sigmas", default=None, help="LO,HI: the first-frame objective's noise levels uniform in a band")
@@ -426,6 +454,7 @@ def main():
         print(f"data: {lat.shape[0]} clips, latents {tuple(lat.shape[1:])}")
     ramps = np.array([i for i, sc in enumerate(scenes) if sc.get("switch", {}).get("chunks", 1) > 1])
     n_ramp = int(round(args.ramp_share * args.bs)) if len(ramps) else 0
+    n_ramp_cont = int(round(args.ramp_cont_share * n_ramp))  # the first of the ramps
     plain = np.array([i for i, sc in enumerate(scenes) if "switch" not in sc])
     n_twin = int(round(args.twin_clip_share * args.bs))  # the last n_twin clips of a batch
     n_twin_ctx = int(round(args.twin_ctx_share * n_twin))  # the last of those show a circle past too
@@ -501,6 +530,12 @@ def main():
                     sigma[n_ramp:n_ramp + n_own_in, 1:] = 0.2 + 0.55 * torch.rand(n_own_in, F_ - 1, generator=gen)
             s5 = sigma[:, None, :, None, None]
             xt = (1 - s5) * src + s5 * eps
+            if n_ramp_cont:  # a transition's chunks as the stream starts them: from their predecessor
+                r = slice(0, n_ramp_cont)
+                path, sigma[r, 1:] = continuation_path(x0[r], eps[r], continuation_sigma(), gen)
+                s5 = sigma[:, None, :, None, None]
+                xt = xt.clone()
+                xt[r, :, 1:] = path
             # context noise: half of the context frames carry noise up to --ctx-noise (and say so in t)
             s_ctx = torch.rand(args.bs, F_, generator=gen) * args.ctx_noise * (torch.rand(args.bs, F_, generator=gen) < 0.5)
             c5 = s_ctx[:, None, :, None, None]
