@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { decodeFrames } from "../helpers/decode.ts";
 import { RealtimeClient } from "../helpers/realtime-client.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
+import { background, hue, objectColor, objectRgb } from "./helpers/frame-colors.ts";
 
 const exported = existsSync(join(import.meta.dir, "../../models/kino-tiny/model_index.json"));
 let server: TestServer;
@@ -20,54 +21,6 @@ afterAll(async () => {
   await server?.close();
 });
 
-const median = (values: number[]) => values.sort((a, b) => a - b)[values.length >> 1]!;
-
-/** The background color: the per-channel median of the frame's 2-pixel border. */
-function background(frame: Uint8Array, size = 64): number[] {
-  const border: number[][] = [];
-  for (let y = 0; y < size; y++) {
-    for (let x = 0; x < size; x++) {
-      if (x < 2 || y < 2 || x >= size - 2 || y >= size - 2) border.push([...frame.subarray((y * size + x) * 3, (y * size + x) * 3 + 3)]);
-    }
-  }
-  return [0, 1, 2].map((c) => median(border.map((p) => p[c]!)));
-}
-
-/** The palette of tools/data/render.py (object colors). */
-const PALETTE: Record<string, number[]> = {
-  red: [220, 40, 40], orange: [245, 140, 30], yellow: [240, 220, 40], green: [40, 180, 60], cyan: [40, 210, 220],
-  blue: [40, 70, 220], purple: [140, 50, 200], pink: [245, 130, 190], white: [245, 245, 245], gray: [128, 128, 128],
-};
-
-/** The object's RGB, much as tools/eval/metrics.py measures it (which keeps only the largest blob):
- *  the per-channel median of the pixels that differ from the border's background by more than 60
- *  (summed over channels); null when fewer than 10 pixels differ. */
-function objectRgb(frame: Uint8Array, size = 64): number[] | null {
-  const bg = background(frame, size);
-  const px: number[][] = [];
-  for (let i = 0; i < size * size; i++) {
-    const rgb = [...frame.subarray(i * 3, i * 3 + 3)];
-    if (rgb.reduce((sum, v, c) => sum + Math.abs(v - bg[c]!), 0) > 60) px.push(rgb);
-  }
-  return px.length < 10 ? null : [0, 1, 2].map((c) => median(px.map((p) => p[c]!)));
-}
-
-/** The object's color: its RGB's nearest in the palette. */
-function objectColor(frame: Uint8Array, size = 64): string | null {
-  const color = objectRgb(frame, size);
-  if (!color) return null;
-  const distance = (p: number[]) => p.reduce((sum, v, c) => sum + (v - color[c]!) ** 2, 0);
-  return Object.keys(PALETTE).reduce((best, name) => (distance(PALETTE[name]!) < distance(PALETTE[best]!) ? name : best));
-}
-
-/** Hue in degrees of an RGB triple. */
-function hue([r, g, b]: number[]): number {
-  const max = Math.max(r!, g!, b!);
-  const d = max - Math.min(r!, g!, b!);
-  if (d === 0) return 0;
-  const h = max === r ? ((g! - b!) / d) % 6 : max === g ? (b! - r!) / d + 2 : (r! - g!) / d + 4;
-  return (h * 60 + 360) % 360;
-}
 /** How many of the 8 prompts of the color test must come out right: the step-19000 export gets all 8
  *  (as does step 24500; step 12000 got 4); one prompt of margin. By chance ~1 would. */
 const MIN_RIGHT_COLORS = 7;
@@ -112,7 +65,7 @@ describe.skipIf(!exported)("kino-tiny through the server", () => {
     expect(isBlue(blue)).toBe(true);
   }, 60000);
 
-  // Object colors are what kino-tiny learned last (docs/MODEL.md: held-out accuracy per step): a
+  // Object colors are what kino-tiny learned last (docs/MODEL-LOG.md: held-out accuracy per step): a
   // handful of prompts, one per color family, must mostly come out in the color they name.
   test("objects mostly take the prompt's color", async () => {
     const prompts: [string, string][] = [
@@ -161,7 +114,7 @@ describe.skipIf(!exported)("kino-tiny through the server", () => {
     expect(Math.max(...background(lastFrames[first]!))).toBeGreaterThan(150);
   }, 90000);
 
-  // The red -> blue switch (docs/MODEL.md: through the server the first affected chunk is
+  // The red -> blue switch (docs/MODEL-LOG.md: through the server the first affected chunk is
   // blue for 4 of 4 seeds at step 32000, 200-212 degrees, near the edge of cyan): red up to the switch,
   // off red in the first affected chunk, and blue from the next one on for good.
   test("a realtime prompt update with transition_chunks 0 turns a red object blue and keeps it blue", async () => {
@@ -178,7 +131,7 @@ describe.skipIf(!exported)("kino-tiny through the server", () => {
   // starts from its predecessor (kino.continuation_strength 0.5): from the last red chunk on, seed 7
   // gives 364°, 356°, 250°, 221°. With every chunk from noise the middle chunk overshot into cyan
   // (364°, 350°, 138°, 229°), and over session seeds 7–14 through the server 1 of 8 passed where
-  // continuing chunks pass 7 (docs/MODEL.md, "Stop 22").
+  // continuing chunks pass 7 (docs/MODEL-LOG.md, "Stop 22").
   test("a realtime prompt update with transition_chunks 3 moves the hue from red to blue chunk by chunk", async () => {
     const { lastFrames, first } = await promptSwitch("a red circle moving right on a black background", "a blue circle moving right on a black background", 7, 3);
     expect(objectColor(lastFrames[first - 1]!)).toBe("red");

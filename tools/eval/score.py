@@ -3,8 +3,9 @@
 * held-out combinations: each MP4 decoded by ffmpeg, classified by metrics.classify() -> accuracy of
   object color, background, shape and motion direction (thresholds from the kino-tiny issue);
 * transitions: the realtime stream of each session decoded, the object's hue measured per generation
-  chunk (median RGB of the object mask) -> a red->blue transition over N chunks must move the hue
-  monotonically towards blue over the N affected chunks and be classified blue from the N-th on.
+  chunk on its last frame (and, as before stop 30, as the median over its frames) -> a red->blue
+  transition over N chunks must move the hue monotonically towards blue over the N affected chunks
+  and be classified blue from the N-th on.
 
   python3 tools/eval/score.py build/eval/manifest.json      # prints a report, writes results.json
 """
@@ -44,6 +45,17 @@ def transition(t):
     return {"name": t["name"], **res}
 
 
+def transition_counts(results):
+    """-> one line per transition length: how many sessions pass by chunk medians and by each chunk's
+    last frame (the measure since stop 30: a chunk's median can hide an overshoot; docs/MODEL.md)."""
+    lines = []
+    for n in sorted({t["transition_chunks"] for t in results}):
+        ts = [t for t in results if t["transition_chunks"] == n]
+        lines.append(f"transitions over {n} chunks: {sum(t['last_frame']['pass'] for t in ts)} of {len(ts)} "
+                     f"by last frames, {sum(t['pass'] for t in ts)} of {len(ts)} by chunk medians")
+    return lines
+
+
 def main():
     manifest_path = sys.argv[1]
     m = json.load(open(manifest_path))
@@ -57,6 +69,8 @@ def main():
         print(f"  {k:10s} {res['heldout'][k] * 100:5.1f} %  (target >= {v * 100:.0f} %)")
     for t in res["transitions"]:
         print(f"transition {t['name']}: {metrics.transition_line(t)}")
+    for line in transition_counts(res["transitions"]):
+        print(line)
     if res["determinism"]:
         print("determinism:", json.dumps(res["determinism"]))
     print("->", out)

@@ -4,7 +4,7 @@
 # The decoder stage (stop 21's run.sh) blurs a star's points away: its reconstructions of the held-out stars
 # keep 10 of 26, and a DiT trained on its latents draws none. Fine-tuning encoder and decoder
 # together, with the latents anchored to the old encoder's (--anchor: the DiT's latent space moves
-# ~0.07 std), keeps 16 of 26 (docs/MODEL.md, "A VAE stage for stars"). Every stage resumes:
+# ~0.07 std), keeps 16 of 26 (docs/MODEL-LOG.md, "A VAE stage for stars"). Every stage resumes:
 #   1. the joint VAE stage (2000 steps from decoder step 6500; ~95 min on 2 threads)
 #   2. PLAIN_SHARDS of run.sh's plain data shards and its 8 switch shards, encoded with it into
 #      build/train/data-joint (16 + 8: 31-45 min on 2 threads)

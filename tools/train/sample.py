@@ -257,7 +257,7 @@ def switch_x0_trace(dit, text, vae, tok, seed=0, first=3,
                     b="a blue circle moving right on a black background"):
     """The first chunk after a hard switch a -> b, step by step: the object's hue in the decoded
     conditional, unconditional and guided x0 estimates at each sigma, and in the chunk drawn (what
-    the first denoising step commits the chunk to; docs/MODEL.md on the 3-chunk transition)."""
+    the first denoising step commits the chunk to; docs/MODEL-LOG.md on the 3-chunk transition)."""
     assert CFG["prediction"] == "sample", "the DiT predicts x0"
     import copy
     import metrics

@@ -34,7 +34,7 @@ Recipe (see docs/MODEL.md):
     --ramp-share draws that share of each batch from the gradual switches (from step 27257: the
     middle chunk of a red -> blue transition over 3 chunks still came out cyan or green, even after
     a clean red past; caption mixes after a past are the rarest inputs. It helped a little only);
-  * circle twins (experiments from step 36000, docs/MODEL.md "Shape"): --twin-share of the first
+  * circle twins (experiments from step 36000, docs/MODEL-LOG.md "Shape"): --twin-share of the first
     frames and --twin-clip-share of the clips get as their noised input, at sigma 0.2-0.6, the same
     scene drawn with circles and as the target the true shapes: sampling ends on a round blob that
     the caption's shape word (frame 0) or the past's shape (later chunks) must sharpen, and a noised
@@ -56,7 +56,7 @@ Recipe (see docs/MODEL.md):
     first noised not from themselves but on the path a continuing chunk's sampling takes from the
     frame before (continuation_path): the stream starts such a chunk from its predecessor's latent
     noised to the continuation sigma, and a DiT that only ever saw its target noised read the red
-    predecessor as "red" under a 1/3-blue caption and jumped to blue at 2/3 (docs/MODEL.md, stop 30);
+    predecessor as "red" under a 1/3-blue caption and jumped to blue at 2/3 (docs/MODEL-LOG.md, "Stop 30");
   * outline weight (from stop 23): --outline-weight adds that much loss weight to the latent cells
     an object's outline crosses (outline_weights), where a star differs from a blob;
   * attention sink (from stop 28, KINO_DIT_SINK=1): every frame also sees clean frame 0 past the
@@ -220,7 +220,7 @@ def own_past(dit, text, tok, x0, prompts, gen, text_len, mask, frame_pos):
     """Every latent frame f >= 1 of clean clips x0 [B, C, F, H, W] made as the stream makes a
     continuing chunk (from frame f-1 noised to the continuation's sigma, the last steps of the
     sampler's schedule with its guidance) with the true frames before it as the past; frame 0 stays
-    true. A stream's past is its own output, and a probe (docs/MODEL.md, "Stop 23") found that
+    true. A stream's past is its own output, and a probe (docs/MODEL-LOG.md, "Stop 23") found that
     shapes the DiT keeps over 8 chunks after a true past are lost after its own: these frames are
     the past the stream has, one chunk's errors deep."""
     import sample  # (imports this module)
@@ -258,7 +258,7 @@ def outline_weights(scenes, frames, weight, band=2.0):
     """Per-latent-cell loss weights [B, 1, F, h, w]: 1 + weight where an object's outline (within
     `band` pixels of its edge, in any video frame of the latent frame; both scenes of a prompt switch)
     crosses the cell. A shape is its outline — a star and a circle of the same place and color differ
-    in a few cells of a frame — so the plain loss spends little on it (docs/MODEL.md, "Stop 23")."""
+    in a few cells of a frame — so the plain loss spends little on it (docs/MODEL-LOG.md, "Stop 23")."""
     S, T = render.SIZE, render.T_STRIDE
     hw = common.latent_hw()
     cell = S // hw
@@ -281,7 +281,7 @@ def image_loss(dit, text, tok, lat, scenes, rng, gen, args, text_len):
     """The first-chunk objective: latent frame 0 of other clips, generated from noise with no past."""
     idx = rng.integers(0, lat.shape[0], args.image_bs)
     n_star = int(round(args.image_star_share * args.image_bs))
-    if n_star:  # a stream's stars are lost first in its frame 0 (docs/MODEL.md, "Stop 25")
+    if n_star:  # a stream's stars are lost first in its frame 0 (docs/MODEL-LOG.md, "Stop 25")
         idx[:n_star] = rng.choice(args.star_scenes, n_star)
     x0 = lat[torch.from_numpy(idx), :, :1].float()
     prompts = ["" if rng.random() < args.drop else render.caption_pair(scenes[i], rng)[0] for i in idx]

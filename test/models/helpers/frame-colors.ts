@@ -1,0 +1,50 @@
+// What a user would read off a decoded 64x64 RGB frame of kino-tiny: the background, the object's
+// color and hue, measured much as tools/eval/metrics.py measures them.
+const median = (values: number[]) => values.sort((a, b) => a - b)[values.length >> 1]!;
+
+/** The background color: the per-channel median of the frame's 2-pixel border. */
+export function background(frame: Uint8Array, size = 64): number[] {
+  const border: number[][] = [];
+  for (let y = 0; y < size; y++) {
+    for (let x = 0; x < size; x++) {
+      if (x < 2 || y < 2 || x >= size - 2 || y >= size - 2) border.push([...frame.subarray((y * size + x) * 3, (y * size + x) * 3 + 3)]);
+    }
+  }
+  return [0, 1, 2].map((c) => median(border.map((p) => p[c]!)));
+}
+
+/** The palette of tools/data/render.py (object colors). */
+export const PALETTE: Record<string, number[]> = {
+  red: [220, 40, 40], orange: [245, 140, 30], yellow: [240, 220, 40], green: [40, 180, 60], cyan: [40, 210, 220],
+  blue: [40, 70, 220], purple: [140, 50, 200], pink: [245, 130, 190], white: [245, 245, 245], gray: [128, 128, 128],
+};
+
+/** The object's RGB, much as tools/eval/metrics.py measures it (which keeps only the largest blob):
+ *  the per-channel median of the pixels that differ from the border's background by more than 60
+ *  (summed over channels); null when fewer than 10 pixels differ. */
+export function objectRgb(frame: Uint8Array, size = 64): number[] | null {
+  const bg = background(frame, size);
+  const px: number[][] = [];
+  for (let i = 0; i < size * size; i++) {
+    const rgb = [...frame.subarray(i * 3, i * 3 + 3)];
+    if (rgb.reduce((sum, v, c) => sum + Math.abs(v - bg[c]!), 0) > 60) px.push(rgb);
+  }
+  return px.length < 10 ? null : [0, 1, 2].map((c) => median(px.map((p) => p[c]!)));
+}
+
+/** The object's color: its RGB's nearest in the palette. */
+export function objectColor(frame: Uint8Array, size = 64): string | null {
+  const color = objectRgb(frame, size);
+  if (!color) return null;
+  const distance = (p: number[]) => p.reduce((sum, v, c) => sum + (v - color[c]!) ** 2, 0);
+  return Object.keys(PALETTE).reduce((best, name) => (distance(PALETTE[name]!) < distance(PALETTE[best]!) ? name : best));
+}
+
+/** Hue in degrees of an RGB triple. */
+export function hue([r, g, b]: number[]): number {
+  const max = Math.max(r!, g!, b!);
+  const d = max - Math.min(r!, g!, b!);
+  if (d === 0) return 0;
+  const h = max === r ? ((g! - b!) / d) % 6 : max === g ? (b! - r!) / d + 2 : (r! - g!) / d + 4;
+  return (h * 60 + 360) % 360;
+}
