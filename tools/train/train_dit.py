@@ -57,6 +57,8 @@ Recipe (see docs/MODEL.md):
     frame before (continuation_path): the stream starts such a chunk from its predecessor's latent
     noised to the continuation sigma, and a DiT that only ever saw its target noised read the red
     predecessor as "red" under a 1/3-blue caption and jumped to blue at 2/3 (docs/MODEL-LOG.md, "Stop 30");
+    --cont-share of the clips after the ramps and the own-past ones are plain clips noised so too: every
+    continuing chunk of a stream starts from its predecessor, a moved object included;
   * outline weight (from stop 23): --outline-weight adds that much loss weight to the latent cells
     an object's outline crosses (outline_weights), where a star differs from a blob;
   * attention sink (from stop 28, KINO_DIT_SINK=1): every frame also sees clean frame 0 past the
@@ -366,6 +368,8 @@ def main():
                     help="share of each batch drawn from the gradual-switch clips (from step 27257)")
     ap.add_argument("--ramp-cont-share", type=float, default=0.0,
                     help="share of the ramp clips whose later frames are noised on a continuing chunk's path (continuation_path)")
+    ap.add_argument("--cont-share", type=float, default=0.0,
+                    help="share of the clips after the ramps and own-past ones drawn from the plain clips and noised on that path")
     ap.add_argument("--image-only", action="store_true",
                     help="train text-to-image on first frames alone (experiments on what the DiT can learn per frame)")
     ap.add_argument("--image-sigmas", default=None, help="LO,HI: the first-frame objective's noise levels uniform in a band")
@@ -465,6 +469,8 @@ def main():
     n_own_in = int(round(args.own_input_share * n_own))  # the first of those
     assert n_ramp + n_own + n_twin <= args.bs, "ramp, own-past and twin shares overlap"
     own = slice(n_ramp, n_ramp + n_own)
+    n_cont = int(round(args.cont_share * (args.bs - n_ramp - n_own - n_twin)))
+    cont = slice(n_ramp + n_own, n_ramp + n_own + n_cont)  # the first after the own-past clips
     n_stream_star = int(round(args.stream_star_share * (args.bs - n_ramp - n_twin)))  # the first after the ramps
 
     stop = {"flag": False}
@@ -502,6 +508,8 @@ def main():
                 idx[:n_ramp] = rng.choice(ramps, n_ramp)
             if n_own:
                 idx[own] = rng.choice(plain, n_own)
+            if n_cont:
+                idx[cont] = rng.choice(plain, n_cont)
             if n_stream_star and len(stars):
                 idx[n_ramp:n_ramp + n_stream_star] = rng.choice(stars, n_stream_star)
             if n_twin:
@@ -530,12 +538,12 @@ def main():
                     sigma[n_ramp:n_ramp + n_own_in, 1:] = 0.2 + 0.55 * torch.rand(n_own_in, F_ - 1, generator=gen)
             s5 = sigma[:, None, :, None, None]
             xt = (1 - s5) * src + s5 * eps
-            if n_ramp_cont:  # a transition's chunks as the stream starts them: from their predecessor
-                r = slice(0, n_ramp_cont)
-                path, sigma[r, 1:] = continuation_path(x0[r], eps[r], continuation_sigma(), gen)
-                s5 = sigma[:, None, :, None, None]
-                xt = xt.clone()
-                xt[r, :, 1:] = path
+            for r in [slice(0, n_ramp_cont), cont]:  # chunks as the stream starts them: from their predecessor
+                if r.stop > r.start:
+                    path, sigma[r, 1:] = continuation_path(x0[r], eps[r], continuation_sigma(), gen)
+                    s5 = sigma[:, None, :, None, None]
+                    xt = xt.clone()
+                    xt[r, :, 1:] = path
             # context noise: half of the context frames carry noise up to --ctx-noise (and say so in t)
             s_ctx = torch.rand(args.bs, F_, generator=gen) * args.ctx_noise * (torch.rand(args.bs, F_, generator=gen) < 0.5)
             c5 = s_ctx[:, None, :, None, None]
