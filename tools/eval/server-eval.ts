@@ -7,6 +7,7 @@
 //   bun tools/eval/server-eval.ts [--model builtin:kino-tiny] [--frames 29] [--out build/eval]
 //                                 [--session-seeds 7]   (comma-separated: the transitions once per seed)
 //                                 [--steps N]   (num_inference_steps of every job and session; default: the model's)
+//                                 [--guidance G] (guidance_scale of every job and session; default: the model's)
 //                                 [--video-seeds 0]   (comma-separated: every held-out prompt once per seed;
 //                                                      one clip is 2.5 % of a 40-prompt score)
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
@@ -26,7 +27,12 @@ const model = arg("model", "builtin:kino-tiny");
 const sessionSeeds = arg("session-seeds", "7").split(",").map(Number);
 const videoSeeds = arg("video-seeds", "0").split(",").map(Number);
 const stepsArg = arg("steps", "");
-const steps = stepsArg ? { num_inference_steps: Number(stepsArg) } : {};
+const guidanceArg = arg("guidance", "");
+// the sampling settings every job and session asks for (none: the model's defaults)
+const sampling = {
+  ...(stepsArg ? { num_inference_steps: Number(stepsArg) } : {}),
+  ...(guidanceArg ? { guidance_scale: Number(guidanceArg) } : {}),
+};
 // Debian's interpreter has numpy (python3-numpy); a python3 earlier on PATH may not
 const PY = existsSync("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
 mkdirSync(out, { recursive: true });
@@ -43,7 +49,7 @@ async function video(prompt: string, seed: number): Promise<Uint8Array> {
   const res = await fetch(`${url}/v1/videos`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ prompt, size: "64x64", num_frames: numFrames, seed, ...steps }),
+    body: JSON.stringify({ prompt, size: "64x64", num_frames: numFrames, seed, ...sampling }),
   });
   const job = await res.json();
   if (!res.ok) throw new Error(`create failed: ${JSON.stringify(job)}`);
@@ -66,7 +72,7 @@ async function session(name: string, from: string, to: string, transitionChunks:
   const chunks: ChunkMeta[] = [];
   let media = 0;
   await new Promise<void>((done, fail) => {
-    ws.onopen = () => ws.send(JSON.stringify({ type: "session.start", prompt: from, size: "64x64", num_frames: numFrames, seed, ...steps }));
+    ws.onopen = () => ws.send(JSON.stringify({ type: "session.start", prompt: from, size: "64x64", num_frames: numFrames, seed, ...sampling }));
     ws.onerror = () => fail(new Error(`${name}: WebSocket error`));
     ws.onmessage = (e) => {
       if (typeof e.data !== "string") return void bytes.push(new Uint8Array(e.data as ArrayBuffer));
@@ -113,7 +119,7 @@ try {
     }
   }
   const manifest = join(out, "manifest.json");
-  writeFileSync(manifest, JSON.stringify({ model, num_frames: numFrames, ...steps, heldout, determinism, transitions }, null, 1));
+  writeFileSync(manifest, JSON.stringify({ model, num_frames: numFrames, ...sampling, heldout, determinism, transitions }, null, 1));
   const score = Bun.spawnSync([PY, join(ROOT, "tools/eval/score.py"), manifest], { stdout: "inherit", stderr: "inherit" });
   process.exitCode = score.exitCode;
 } finally {
