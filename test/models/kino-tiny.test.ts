@@ -21,9 +21,17 @@ afterAll(async () => {
   await server?.close();
 });
 
-/** How many of the 8 prompts of the color test must come out right: the step-19000 export gets all 8
- *  (as does step 24500; step 12000 got 4); one prompt of margin. By chance ~1 would. */
-const MIN_RIGHT_COLORS = 7;
+/** The color test's seeds and how many of its 8 prompts x 3 seeds must come out right. One seed
+ *  measured luck more than the model: over seeds 1-8 the export of stops 28-29 got 54 of 64 and fell
+ *  to 6 of 8 at two seeds, and "a pink ring growing on a black background" reads gray at almost every
+ *  seed (a thin ring whose dark smear carries the median; docs/MODEL-LOG.md, "Stop 29"). Steps 71750,
+ *  78000 and 80750 (the export) all get 21 of 24 at seeds 1-3; 20 keeps one clip of margin, where
+ *  chance gives ~2. */
+const COLOR_SEEDS = [1, 2, 3];
+const MIN_RIGHT_COLORS = 20;
+/** The transition test's session seeds and how many of them must pass (see the test). */
+const TRANSITION_SEEDS = [7, 8, 9, 10, 11, 12, 13, 14];
+const MIN_SMOOTH_TRANSITIONS = 5;
 const isBlue = (rgb: number[]) => hue(rgb) > 200 && hue(rgb) < 260 && rgb[2]! > 120;
 
 async function generate(prompt: string, seed: number, numFrames = 9): Promise<Uint8Array> {
@@ -79,10 +87,16 @@ describe.skipIf(!exported)("kino-tiny through the server", () => {
       ["orange", "an orange star spinning on a green background"],
     ];
     const found: string[] = [];
-    for (const [, prompt] of prompts) found.push(String(objectColor((await decodeFrames(await generate(prompt, 1), 64, 64)).at(-1)!)));
-    const right = prompts.filter(([color], i) => found[i] === color).length;
+    let right = 0;
+    for (const seed of COLOR_SEEDS) {
+      for (const [color, prompt] of prompts) {
+        const got = String(objectColor((await decodeFrames(await generate(prompt, seed), 64, 64)).at(-1)!));
+        found.push(`${seed}:${got}`);
+        if (got === color) right++;
+      }
+    }
     expect(right, `object colors found: ${found.join(", ")}`).toBeGreaterThanOrEqual(MIN_RIGHT_COLORS);
-  }, 90000);
+  }, 120000);
 
   test("same prompt and seed: the same bytes; another seed: another video", async () => {
     const prompt = "a yellow star moving left on a purple background";
@@ -127,20 +141,28 @@ describe.skipIf(!exported)("kino-tiny through the server", () => {
   }, 90000);
 
   // The issue's transition: over 3 chunks the hue moves monotonically from red towards blue (red at
-  // 360°, purple ~300°, blue ~230°) and is blue from the 3rd affected chunk on. Each continuing chunk
-  // starts from its predecessor (kino.continuation_strength 0.5): from the last red chunk on, seed 7
-  // gives 364°, 356°, 250°, 221°. With every chunk from noise the middle chunk overshot into cyan
-  // (364°, 350°, 138°, 229°), and over session seeds 7–14 through the server 1 of 8 passed where
-  // continuing chunks pass 7 (docs/MODEL-LOG.md, "Stop 22").
+  // 360°, purple ~300°, blue ~230°) and is blue from the 3rd affected chunk on, read on each chunk's
+  // last frame. One session measured luck: over session seeds 7–14 the export of stops 28–29 passed 4,
+  // steps 78000 and 80750 (the export) 6, each failing where the chunk at 2/3 jumps past blue into
+  // cyan and comes back (the DiT reads that mix of the two captions as another color;
+  // docs/MODEL-LOG.md, "Stop 30"). So the test runs those 8 sessions and asks for most of them.
   test("a realtime prompt update with transition_chunks 3 moves the hue from red to blue chunk by chunk", async () => {
-    const { lastFrames, first } = await promptSwitch("a red circle moving right on a black background", "a blue circle moving right on a black background", 7, 3);
-    expect(objectColor(lastFrames[first - 1]!)).toBe("red");
-    const hues = lastFrames.slice(first - 1, first + 3).map((frame) => {
-      const h = hue(objectRgb(frame)!);
-      return h < 120 ? h + 360 : h; // red -> purple -> blue as a falling angle
-    });
-    for (let k = 1; k < hues.length; k++) expect(hues[k]!, `hues from the last red chunk on: ${hues.map(Math.round).join(", ")}`).toBeLessThanOrEqual(hues[k - 1]! + 5);
-    const after = lastFrames.slice(first + 2).map((frame) => objectColor(frame));
-    expect(after.every((c) => c === "blue"), `object colors from the 3rd affected chunk: ${after.join(", ")}`).toBe(true);
-  }, 90000);
+    const verdicts: string[] = [];
+    let passed = 0;
+    for (const seed of TRANSITION_SEEDS) {
+      const { lastFrames, first } = await promptSwitch("a red circle moving right on a black background", "a blue circle moving right on a black background", seed, 3);
+      const hues = lastFrames.slice(first - 1, first + 3).map((frame) => {
+        const rgb = objectRgb(frame);
+        const h = rgb ? hue(rgb) : Number.NaN;
+        return h < 120 ? h + 360 : h; // red -> purple -> blue as a falling angle
+      });
+      const redBefore = objectColor(lastFrames[first - 1]!) === "red";
+      const monotonic = hues.every((h, k) => k === 0 || h <= hues[k - 1]! + 5);
+      const blueAfter = lastFrames.slice(first + 2).every((frame) => objectColor(frame) === "blue");
+      const ok = redBefore && monotonic && blueAfter;
+      if (ok) passed++;
+      verdicts.push(`seed ${seed} ${ok ? "pass" : "FAIL"}: ${hues.map(Math.round).join(" ")}`);
+    }
+    expect(passed, `hues from the last red chunk on, per session: ${verdicts.join("; ")}`).toBeGreaterThanOrEqual(MIN_SMOOTH_TRANSITIONS);
+  }, 120000);
 });

@@ -33,12 +33,13 @@
 #  OUTLINE=0, then OUTLINE=4 with DIT_STEPS=61000 DECAY_START=60400, then DIT_STEPS=64000
 #  DECAY_START=63000; stop 22's PLAIN_SHARDS=24 DIT_STEPS=60200 DECAY_START=59400 TWIN_CLIP=0.25
 #  TWIN_CTX=0.5 TWIN_STAR=0.5 from 56500 was not kept)
-# The export is the sink line's step 71750 (stop 28): SINK=1 from 66700, then TWIN_CLIP=0.25 TWIN_CTX=1
+# The sink line (stop 28): SINK=1 from 66700, then TWIN_CLIP=0.25 TWIN_CTX=1
 #  TWIN_STAR=0.5 DIT_STEPS=71000 DECAY_START=70200 IMAGE_OUTLINE=4 IMAGE_STAR=0.25, then DIT_STEPS=71750
-#  DECAY_START=71000.
-# The committed sink state is step 75750 (stop 29, not exported: two e2e color tests fail): from 71750
-#  TWIN_CLIP=0.375 TWIN_CTX=1 TWIN_STAR=0.67 DIT_STEPS=75000 DECAY_START=74000, then TWIN_CLIP=0.25
-#  TWIN_STAR=0.5 DIT_STEPS=75750 DECAY_START=75000 (the rest as above).
+#  DECAY_START=71000 (the export of stops 28-29).
+# The export and the committed sink state are step 80750 (stop 30): from 71750 TWIN_CLIP=0.375 TWIN_CTX=1
+#  TWIN_STAR=0.67 DIT_STEPS=75000 DECAY_START=74000, then TWIN_CLIP=0.25 TWIN_STAR=0.5 DIT_STEPS=75750
+#  DECAY_START=75000 (stop 29), then RAMP_CONT=1 DIT_STEPS=78000 DECAY_START=77250, then RAMP_CONT=1 CONT=1
+#  DIT_STEPS=80750 DECAY_START=80000 (the rest as above).
 # Export (when it beats models/kino-tiny): [KINO_DIT_SINK=1] export.py --vae build/train/vae-joint/ckpt.pt.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
