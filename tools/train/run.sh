@@ -7,7 +7,7 @@
 # the command can be killed (SIGTERM saves) and run again at any time. The export's own history was
 # a chain of sessions with the code changing under it (x0-prediction from DiT step 2437, the
 # first-frame objective from 4202, upright shapes from 20028, ...): this is that chain as the code
-# runs it now, the DiT on the final VAE's latents from its first step. About a day on 2 cores.
+# runs it now, the DiT on the final VAE's latents from its first step. About a day and a half on 2 cores.
 #   1. goldens check (the PyTorch modules against the reference Wan2.1 outputs)
 #   2. VAE: encoder + decoder (2000 steps); the decoder alone to 4000, then to 6500 with spliced
 #      prompt switches; the joint stage to 8500 (stars' points kept; latents anchored to the old encoder's)
@@ -54,7 +54,8 @@ VAE=$B/vae-joint/ckpt.pt
 # ---- 3. data (skipped when the DiT is done, e.g. restored from tools/train/state)
 DATA=$B/data-joint
 step_of() { $PY -c "import torch,os,sys;p=sys.argv[1];print(torch.load(p)['step'] if os.path.exists(p) else 0)" "$1"; }
-FINAL=64000  # the last phase's last step
+FINAL=80750  # the last phase's last step
+SINK_FROM=66700  # the phases past this step train (and the export samples) with the attention sink
 [ "$(step_of "$B/dit/ckpt.pt")" -lt "$(n $FINAL)" ] && encode_shards "$VAE" "$DATA" "$PLAIN_SHARDS" "$SWITCH_SHARDS" "$PER_SHARD" "$THREADS"
 
 # ---- 4. DiT phases: last step, peak lr, lr decay start, then train_dit.py's objectives
@@ -63,9 +64,18 @@ FINAL=64000  # the last phase's last step
 #   C  circle twins: scenes drawn with circles as the noised input, true shapes as the target
 #   D  fewer twin clips (they cost color)
 #   E  own pasts: a quarter of the clips continue the DiT's own continuations (the stream's exposure)
-#   F  and the cells an object's outline crosses weigh 5x (two runs, each with its lr decay, as the export)
-# (E and F ran on 16 + 8 shards; the export's E started from D's weights read back from the export)
+#   F  and the cells an object's outline crosses weigh 5x (two runs, each with its lr decay)
+#   G  the first-frame objective's outlines weigh 5x too, a quarter of its frames stars
+#   H  the attention sink (frame 0 stays in view), twins with a circle past and a true sink (two runs)
+#   J  more star twins, then back to the shares of H
+#   L  a transition's chunks noised on the path a continuing chunk samples from its predecessor
+#   M  and 4 plain clips of each batch so too (the export)
+# (E and F ran on 16 + 8 shards; the export's E started from D's weights read back from the export,
+#  its H from step 66700 with 1020 steps of the sink alone first: docs/MODEL-LOG.md, stops 23-30)
 own="--own-past-share 0.25 --own-input-share 0.5"
+img="--image-outline-weight 4 --image-star-share 0.25"
+base="--ramp-share 0.25 --twin-share 0.5 $own --outline-weight 4 $img"
+sink="$base --twin-clip-share 0.25 --twin-ctx-share 1 --twin-star-share 0.5"
 phases=(
   "19000 5e-4 15000"
   "32000 2e-4 28500 --ramp-share 0.25"
@@ -73,10 +83,18 @@ phases=(
   "56500 1e-4 54500 --ramp-share 0.25 --twin-share 0.5 --twin-clip-share 0.15"
   "59500 1e-4 58800 --ramp-share 0.25 --twin-share 0.5 --twin-clip-share 0.15 $own"
   "61000 1e-4 60400 --ramp-share 0.25 --twin-share 0.5 --twin-clip-share 0.15 $own --outline-weight 4"
-  "$FINAL 1e-4 63000 --ramp-share 0.25 --twin-share 0.5 --twin-clip-share 0.15 $own --outline-weight 4"
+  "64000 1e-4 63000 --ramp-share 0.25 --twin-share 0.5 --twin-clip-share 0.15 $own --outline-weight 4"
+  "66700 1e-4 66000 $base --twin-clip-share 0.15"
+  "71000 1e-4 70200 $sink"
+  "71750 1e-4 71000 $sink"
+  "75000 1e-4 74000 $base --twin-clip-share 0.375 --twin-ctx-share 1 --twin-star-share 0.67"
+  "75750 1e-4 75000 $sink"
+  "78000 1e-4 77250 $sink --ramp-cont-share 1"
+  "$FINAL 1e-4 80000 $sink --ramp-cont-share 1 --cont-share 1"
 )
 for phase in "${phases[@]}"; do
   read -r last lr decay objectives <<< "$phase"
+  [ "$last" -gt "$SINK_FROM" ] && export KINO_DIT_SINK=1
   [ "$(step_of "$B/dit/ckpt.pt")" -ge "$(n "$last")" ] && continue
   # shellcheck disable=SC2086  # the objectives are separate flags
   $PY tools/train/train_dit.py --data "$DATA" --vae "$VAE" --steps "$(n "$last")" --bs 16 --lr "$lr" \
