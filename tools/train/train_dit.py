@@ -471,6 +471,7 @@ def main():
     own = slice(n_ramp, n_ramp + n_own)
     n_cont = int(round(args.cont_share * (args.bs - n_ramp - n_own - n_twin)))
     cont = slice(n_ramp + n_own, n_ramp + n_own + n_cont)  # the first after the own-past clips
+    cont_sigma = continuation_sigma()
     n_stream_star = int(round(args.stream_star_share * (args.bs - n_ramp - n_twin)))  # the first after the ramps
 
     stop = {"flag": False}
@@ -538,12 +539,10 @@ def main():
                     sigma[n_ramp:n_ramp + n_own_in, 1:] = 0.2 + 0.55 * torch.rand(n_own_in, F_ - 1, generator=gen)
             s5 = sigma[:, None, :, None, None]
             xt = (1 - s5) * src + s5 * eps
-            for r in [slice(0, n_ramp_cont), cont]:  # chunks as the stream starts them: from their predecessor
+            for r in (slice(0, n_ramp_cont), cont):  # chunks as the stream starts them: from their predecessor
                 if r.stop > r.start:
-                    path, sigma[r, 1:] = continuation_path(x0[r], eps[r], continuation_sigma(), gen)
-                    s5 = sigma[:, None, :, None, None]
-                    xt = xt.clone()
-                    xt[r, :, 1:] = path
+                    xt[r, :, 1:], sigma[r, 1:] = continuation_path(x0[r], eps[r], cont_sigma, gen)
+            s5 = sigma[:, None, :, None, None]
             # context noise: half of the context frames carry noise up to --ctx-noise (and say so in t)
             s_ctx = torch.rand(args.bs, F_, generator=gen) * args.ctx_noise * (torch.rand(args.bs, F_, generator=gen) < 0.5)
             c5 = s_ctx[:, None, :, None, None]

@@ -14,7 +14,7 @@ export function background(frame: Uint8Array, size = 64): number[] {
 }
 
 /** The palette of tools/data/render.py (object colors). */
-export const PALETTE: Record<string, number[]> = {
+const PALETTE: Record<string, number[]> = {
   red: [220, 40, 40], orange: [245, 140, 30], yellow: [240, 220, 40], green: [40, 180, 60], cyan: [40, 210, 220],
   blue: [40, 70, 220], purple: [140, 50, 200], pink: [245, 130, 190], white: [245, 245, 245], gray: [128, 128, 128],
 };
