@@ -19,6 +19,7 @@
 #   STREAM_STAR (0): train_dit.py's --stream-star-share (stop 26: stars in the streamed clips too)
 #   RAMP_CONT (0): train_dit.py's --ramp-cont-share (stop 30: a transition's chunks noised on the path a
 #   continuing chunk's sampling takes from its predecessor)
+#   RAMP_COLOR (0): train_dit.py's --ramp-color-share (stop 31: more of the ramps change the object's color)
 #   CONT (0): train_dit.py's --cont-share (stop 30: plain clips noised on that path too)
 #   PLAIN_SHARDS (16): how many of run.sh's plain shards to encode (fewer: the DiT starts sooner)
 #   PATCH (1,4,4): the DiT's patch; another one (1,2,2: 64 tokens per latent frame, stop 27) trains
@@ -57,6 +58,7 @@ IMAGE_STAR=${IMAGE_STAR:-0}
 STREAM_STAR=${STREAM_STAR:-0}
 RAMP_CONT=${RAMP_CONT:-0}
 CONT=${CONT:-0}
+RAMP_COLOR=${RAMP_COLOR:-0}
 PLAIN_SHARDS=${PLAIN_SHARDS:-16}
 BS=${BS:-16}
 IMAGE_BS=${IMAGE_BS:-32}
@@ -88,7 +90,7 @@ $PY tools/train/train_dit.py --data "$DATA" --vae "$VAE" --out "$DIT" --steps "$
     --twin-ctx-share "$TWIN_CTX" --twin-star-share "$TWIN_STAR" \
     --own-past-share "$OWN_PAST" --own-input-share "$OWN_INPUT" --outline-weight "$OUTLINE" \
     --image-outline-weight "$IMAGE_OUTLINE" --image-star-share "$IMAGE_STAR" --stream-star-share "$STREAM_STAR" \
-    --ramp-cont-share "$RAMP_CONT" --cont-share "$CONT" \
+    --ramp-cont-share "$RAMP_CONT" --cont-share "$CONT" --ramp-color-share "$RAMP_COLOR" \
     --decay-start "$DECAY_START" --decay-end "$DIT_STEPS"
 bash tools/train/state.sh save
 $PY tools/train/keep_state.py --ckpt "$DIT/ckpt.pt" --out "tools/train/state/$(basename "$DIT")-ckpt.pt"

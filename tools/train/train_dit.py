@@ -59,6 +59,11 @@ Recipe (see docs/MODEL.md):
     predecessor as "red" under a 1/3-blue caption and jumped to blue at 2/3 (docs/MODEL-LOG.md, "Stop 30");
     --cont-share of the clips after the ramps and the own-past ones are plain clips noised so too: every
     continuing chunk of a stream starts from its predecessor, a moved object included;
+  * color ramps (from stop 31): --ramp-color-share of the ramp clips are drawn from the object-color
+    ramps. A transition's middle chunks must make a cross-fade color no caption names from a caption
+    mix, and the DiT's one-step estimate there missed the cross-fade by 25-65 degrees of hue for
+    every pair probed (red -> blue: cyan-blue where the cross-fade is purple-blue) even with a true
+    past (docs/MODEL-LOG.md, "Stop 31"): the mapping was underlearned, not only the stream's drift;
   * outline weight (from stop 23): --outline-weight adds that much loss weight to the latent cells
     an object's outline crosses (outline_weights), where a star differs from a blob;
   * attention sink (from stop 28, KINO_DIT_SINK=1): every frame also sees clean frame 0 past the
@@ -368,6 +373,8 @@ def main():
                     help="share of each batch drawn from the gradual-switch clips (from step 27257)")
     ap.add_argument("--ramp-cont-share", type=float, default=0.0,
                     help="share of the ramp clips whose later frames are noised on a continuing chunk's path (continuation_path)")
+    ap.add_argument("--ramp-color-share", type=float, default=0.0,
+                    help="share of the ramp clips drawn from the object-color ramps (from stop 31)")
     ap.add_argument("--cont-share", type=float, default=0.0,
                     help="share of the clips after the ramps and own-past ones drawn from the plain clips and noised on that path")
     ap.add_argument("--image-only", action="store_true",
@@ -459,6 +466,8 @@ def main():
     ramps = np.array([i for i, sc in enumerate(scenes) if sc.get("switch", {}).get("chunks", 1) > 1])
     n_ramp = int(round(args.ramp_share * args.bs)) if len(ramps) else 0
     n_ramp_cont = int(round(args.ramp_cont_share * n_ramp))  # the first of the ramps
+    color_ramps = np.array([i for i in ramps if scenes[i]["switch"]["attr"] == "color"])
+    n_ramp_color = int(round(args.ramp_color_share * n_ramp)) if len(color_ramps) else 0  # the first of the ramps
     plain = np.array([i for i, sc in enumerate(scenes) if "switch" not in sc])
     n_twin = int(round(args.twin_clip_share * args.bs))  # the last n_twin clips of a batch
     n_twin_ctx = int(round(args.twin_ctx_share * n_twin))  # the last of those show a circle past too
@@ -507,6 +516,8 @@ def main():
             idx = rng.integers(0, lat.shape[0], args.bs)
             if n_ramp:
                 idx[:n_ramp] = rng.choice(ramps, n_ramp)
+                if n_ramp_color:
+                    idx[:n_ramp_color] = rng.choice(color_ramps, n_ramp_color)
             if n_own:
                 idx[own] = rng.choice(plain, n_own)
             if n_cont:
