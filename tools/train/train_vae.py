@@ -48,14 +48,14 @@ def closing_gaps(m, k=15):
     return (closed[..., 2 * h:-2 * h, 2 * h:-2 * h] - m).clamp(min=0)
 
 
-def batch(step, bs, frames, seed, with_mask=False, crop=None, switch_prob=0.0):
+def batch(step, bs, frames, seed, with_mask=False, crop=None, switch_prob=0.0, ramp_prob=0.0):
     """-> x [B, 3, T, H, W], object mask (with_mask), and the prompt switches: per clip the first
     latent frame that shows the switched scene alone (render.splice_latent) or None, and the switched scenes rendered from their start (for
     common.spliced_mu). crop: None or a size: a random window of each clip (long clips at low cost)."""
     rng = np.random.default_rng([seed, 1, step])
     clips, masks, after, switch = [], [], [], []
     for _ in range(bs):
-        sc = render.sample_scene(rng, frames=frames, two_prob=0.25, switch_prob=switch_prob,
+        sc = render.sample_scene(rng, frames=frames, two_prob=0.25, switch_prob=switch_prob, ramp_prob=ramp_prob,
                                  latents=(frames - 1) // 4 + 1)
         sc["t0"] = int(rng.integers(0, 17))
         fr = render.render(sc)
@@ -137,6 +137,10 @@ def main():
     ap.add_argument("--decoder-only", action="store_true", help="fine-tune conv2 + decoder, encoder frozen")
     ap.add_argument("--switch-prob", type=float, default=0.0,
                     help="share of clips with a prompt switch, encoded spliced as the DiT's data is")
+    ap.add_argument("--ramp-prob", type=float, default=0.0,
+                    help="share of the switches that are gradual (cross-faded over 2-4 latent frames, as the DiT's "
+                         "ramps are): without them the VAE never saw a cross-fade's in-between colors and "
+                         "encodes them off by ~3x a plain frame's error (stop 31)")
     ap.add_argument("--splice-weight", type=float, default=4.0,
                     help="extra loss weight on the 8 frames from a prompt switch on (where the decoder smears)")
     ap.add_argument("--hole-weight", type=float, default=0.0,
@@ -224,7 +228,7 @@ def main():
             g["lr"] = lr
         crop = 32 if frames.endswith("c") else None
         x, obj, switch, x_after = batch(step, args.bs, int(frames.rstrip("c")), seed, with_mask=True, crop=crop,
-                                        switch_prob=args.switch_prob)
+                                        switch_prob=args.switch_prob, ramp_prob=args.ramp_prob)
         w = 1.0 + args.obj_weight * obj + args.hole_weight * closing_gaps(obj)
         for i, L in enumerate(switch):
             if L is not None:
