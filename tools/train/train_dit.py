@@ -60,10 +60,10 @@ Recipe (see docs/MODEL.md):
     --cont-share of the clips after the ramps and the own-past ones are plain clips noised so too: every
     continuing chunk of a stream starts from its predecessor, a moved object included;
   * color ramps (from stop 31): --ramp-color-share of the ramp clips are drawn from the object-color
-    ramps. A transition's middle chunks must make a cross-fade color no caption names from a caption
-    mix, and the DiT's one-step estimate there missed the cross-fade by 25-65 degrees of hue for
-    every pair probed (red -> blue: cyan-blue where the cross-fade is purple-blue) even with a true
-    past (docs/MODEL-LOG.md, "Stop 31"): the mapping was underlearned, not only the stream's drift;
+    ramps. A transition's middle chunks missed the cross-fade's color by 25-65 degrees of hue for
+    every pair probed, even with a true past. It did not help the 3-chunk transition (it helped the
+    hard switch): the ramps' target latents are off themselves, the VAE having never seen a
+    cross-fade (train_vae.py --ramp-prob; docs/MODEL-LOG.md, "Stop 31");
   * outline weight (from stop 23): --outline-weight adds that much loss weight to the latent cells
     an object's outline crosses (outline_weights), where a star differs from a blob;
   * attention sink (from stop 28, KINO_DIT_SINK=1): every frame also sees clean frame 0 past the

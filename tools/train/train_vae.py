@@ -140,7 +140,7 @@ def main():
     ap.add_argument("--ramp-prob", type=float, default=0.0,
                     help="share of the switches that are gradual (cross-faded over 2-4 latent frames, as the DiT's "
                          "ramps are): without them the VAE never saw a cross-fade's in-between colors and "
-                         "encodes them off by ~3x a plain frame's error (stop 31)")
+                         "encodes them ~5x as far off as a plain frame (stop 31; tools/train/vae_crossfade.py)")
     ap.add_argument("--splice-weight", type=float, default=4.0,
                     help="extra loss weight on the 8 frames from a prompt switch on (where the decoder smears)")
     ap.add_argument("--hole-weight", type=float, default=0.0,
