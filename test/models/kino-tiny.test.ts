@@ -144,8 +144,9 @@ describe.skipIf(!exported)("kino-tiny through the server", () => {
   // 360°, purple ~300°, blue ~230°) and is blue from the 3rd affected chunk on, read on each chunk's
   // last frame. One session measured luck: over session seeds 7–14 the export of stops 28–29 passed 4,
   // steps 78000 and 80750 (the export) 6, each failing where the chunk at 2/3 jumps past blue into
-  // cyan and comes back (the DiT reads that mix of the two captions as another color;
-  // docs/MODEL-LOG.md, "Stop 30"). So the test runs those 8 sessions and asks for most of them.
+  // cyan and comes back (the DiT learned it: the VAE encodes a cross-fade's in-between colors badly,
+  // so the transition frames it was trained on are off too; docs/MODEL-LOG.md, "Stop 31"). So the
+  // test runs those 8 sessions and asks for most of them.
   test("a realtime prompt update with transition_chunks 3 moves the hue from red to blue chunk by chunk", async () => {
     const verdicts: string[] = [];
     let passed = 0;
