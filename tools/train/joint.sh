@@ -26,6 +26,9 @@
 #   its own line in build/train/dit-p122, started by repatch.py from build/train/dit when it has no
 #   checkpoint and no committed state (tools/train/state/dit-p122-ckpt.pt)
 #   BS (16), IMAGE_BS (32): clips and extra first frames per step (1,2,2: 8 and 16, 2.1–2.4 s per step)
+#   VAE_DIR (build/train/vae-joint), DATA (build/train/data-joint): the VAE whose latents the DiT trains on
+#   and where they are encoded (stop 32: build/train/vae-ramp, the joint VAE taught cross-fades, and its
+#   own data dir); the joint VAE stage runs regardless (done: it returns at once)
 #   SINK (0): the DiT's attention sink in chunks (KINO_DIT_SINK, stop 28: frame 0 stays in view); 1 trains
 #   its own line in <the patch's dir>-sink, begun as a copy of that dir's checkpoint
 # (the committed DiT is step 66700: stop 25's first-frame run, IMAGE_OUTLINE=4 IMAGE_STAR=0.25,
@@ -64,8 +67,8 @@ BS=${BS:-16}
 IMAGE_BS=${IMAGE_BS:-32}
 PATCH=${PATCH:-1,4,4}
 SINK=${SINK:-0}
-VAE=build/train/vae-joint/ckpt.pt
-DATA=build/train/data-joint
+VAE=${VAE_DIR:-build/train/vae-joint}/ckpt.pt
+DATA=${DATA:-build/train/data-joint}
 DIT=build/train/dit
 mkdir -p build/train
 bash tools/train/state.sh restore

@@ -15,6 +15,8 @@ the latent space stays the same, so it can run while (and after) the DiT trains 
 --switch-prob adds prompt switches, their latents spliced (common.spliced_mu): the decoder learns to
 turn the old object into the new one at the splice, which a causal decoder otherwise smears (a red ->
 blue splice decoded green for a chunk); the frames after a switch weigh --splice-weight times more.
+--ramp-prob makes that share of the switches cross-fades (the DiT's transition ramps); --fade-weight weighs
+their in-between frames and --fade-free leaves their latents out of the anchor (stop 32).
 --init CKPT --anchor W fine-tunes encoder and decoder together from a finished VAE while holding the
 latents near the initial encoder's (the latent statistics are kept), so the DiT's data moves little.
 """
@@ -49,11 +51,12 @@ def closing_gaps(m, k=15):
 
 
 def batch(step, bs, frames, seed, with_mask=False, crop=None, switch_prob=0.0, ramp_prob=0.0):
-    """-> x [B, 3, T, H, W], object mask (with_mask), and the prompt switches: per clip the first
-    latent frame that shows the switched scene alone (render.splice_latent) or None, and the switched scenes rendered from their start (for
-    common.spliced_mu). crop: None or a size: a random window of each clip (long clips at low cost)."""
+    """-> x [B, 3, T, H, W], object mask (with_mask), the prompt switches: per clip the first
+    latent frame that shows the switched scene alone (render.splice_latent) or None, the switched scenes
+    rendered from their start (for common.spliced_mu), and per clip the first cross-faded latent frame of a
+    gradual switch or None. crop: None or a size: a random window of each clip (long clips at low cost)."""
     rng = np.random.default_rng([seed, 1, step])
-    clips, masks, after, switch = [], [], [], []
+    clips, masks, after, switch, fade = [], [], [], [], []
     for _ in range(bs):
         sc = render.sample_scene(rng, frames=frames, two_prob=0.25, switch_prob=switch_prob, ramp_prob=ramp_prob,
                                  latents=(frames - 1) // 4 + 1)
@@ -61,6 +64,7 @@ def batch(step, bs, frames, seed, with_mask=False, crop=None, switch_prob=0.0, r
         fr = render.render(sc)
         clips.append(fr)
         switch.append(render.splice_latent(sc["switch"]) if "switch" in sc else None)
+        fade.append(sc["switch"]["latent"] if sc.get("switch", {}).get("chunks", 1) > 1 else None)
         if "switch" in sc:
             after.append(render.render(render.switched(sc)))
         if with_mask:  # object pixels: where the frame differs from the same scene without objects
@@ -76,7 +80,7 @@ def batch(step, bs, frames, seed, with_mask=False, crop=None, switch_prob=0.0, r
         oy, ox = (int(v) for v in rng.integers(0, x.shape[-1] - crop + 1, 2))
         win = lambda t: None if t is None else t[..., oy:oy + crop, ox:ox + crop].contiguous()
         x, x_after, m = win(x), win(x_after), win(m)
-    return x, m, switch, x_after
+    return x, m, switch, x_after, fade
 
 
 def latent_stats(vae, seed, n=256, frames=29):
@@ -143,6 +147,12 @@ def main():
                          "encodes them ~5x as far off as a plain frame (stop 31; tools/train/vae_crossfade.py)")
     ap.add_argument("--splice-weight", type=float, default=4.0,
                     help="extra loss weight on the 8 frames from a prompt switch on (where the decoder smears)")
+    ap.add_argument("--fade-weight", type=float, default=1.0,
+                    help="extra loss weight on a gradual switch's cross-faded frames (stop 32: the in-between "
+                         "colors the DiT's transition chunks are trained on)")
+    ap.add_argument("--fade-free", action="store_true",
+                    help="leave the cross-faded latent frames out of --anchor: the init encoder's latents of them "
+                         "are the wrong ones (stop 31), the plain frames' latent space stays put")
     ap.add_argument("--hole-weight", type=float, default=0.0,
                     help="extra loss weight on a ring's hole and a star's notches (closing_gaps), which a "
                          "soft reconstruction loses first")
@@ -227,13 +237,15 @@ def main():
         for g in opt.param_groups:
             g["lr"] = lr
         crop = 32 if frames.endswith("c") else None
-        x, obj, switch, x_after = batch(step, args.bs, int(frames.rstrip("c")), seed, with_mask=True, crop=crop,
-                                        switch_prob=args.switch_prob, ramp_prob=args.ramp_prob)
+        x, obj, switch, x_after, fade = batch(step, args.bs, int(frames.rstrip("c")), seed, with_mask=True, crop=crop,
+                                              switch_prob=args.switch_prob, ramp_prob=args.ramp_prob)
         w = 1.0 + args.obj_weight * obj + args.hole_weight * closing_gaps(obj)
         for i, L in enumerate(switch):
             if L is not None:
                 f = 1 + vae.t_stride * (L - 1)
                 w[i, :, f:f + 8] *= args.splice_weight
+                if fade[i] is not None:  # the cross-faded frames, up to the splice
+                    w[i, :, 1 + vae.t_stride * (fade[i] - 1):f] *= args.fade_weight
         gen = torch.Generator().manual_seed(seed * 7 + step)
         with torch.autocast("cpu", dtype=torch.bfloat16):
             with torch.set_grad_enabled(not args.decoder_only):
@@ -247,7 +259,12 @@ def main():
         if anchor is not None:
             with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
                 mu0 = common.spliced_mu(anchor, x, x_after, switch).float()
-            drift = ((mu - mu0) / anchor_std).pow(2).mean()
+            held = torch.ones_like(mu[:, :1])
+            if args.fade_free:
+                for i, (L, F) in enumerate(zip(switch, fade)):
+                    if F is not None:
+                        held[i, :, F:L] = 0
+            drift = (((mu - mu0) / anchor_std).pow(2) * held).sum() / (held.sum() * mu.shape[1])
             loss = loss + args.anchor * drift
         opt.zero_grad(set_to_none=True)
         loss.backward()
