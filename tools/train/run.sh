@@ -7,14 +7,15 @@
 # the command can be killed (SIGTERM saves) and run again at any time. The export's own history was
 # a chain of sessions with the code changing under it (x0-prediction from DiT step 2437, the
 # first-frame objective from 4202, upright shapes from 20028, ...): this is that chain as the code
-# runs it now, the DiT on the final VAE's latents from its first step. About a day and a half on 2 cores.
+# runs it now, the DiT on the joint VAE's latents from its first step. About a day and a half on 2 cores.
 #   1. goldens check (the PyTorch modules against the reference Wan2.1 outputs)
 #   2. VAE: encoder + decoder (2000 steps); the decoder alone to 4000, then to 6500 with spliced
 #      prompt switches; the joint stage to 8500 (stars' points kept; latents anchored to the old encoder's)
 #   3. data: PLAIN_SHARDS shards (25 % prompt switches) + SWITCH_SHARDS switch-heavy ones (75 %, half
 #      of them gradual), rendered from the seed and encoded with the joint stage
 #   4. DiT + text encoder, in the phases below (one train_dit.py run each; held-out eval after each)
-#   5. contact sheet and loss curve into $DOCS, export to $OUT
+#   5. the VAE taught cross-fades (from the joint stage to 10700), the export's VAE
+#   6. contact sheet and loss curve into $DOCS, export to $OUT
 # To continue the committed training state instead, `bash tools/train/state.sh restore` first (the
 # DiT then resumes at its step; tools/train/joint.sh is the line past the export).
 # Knobs (env): THREADS (2)  OUT (models/kino-tiny)  DOCS (docs)  PLAIN_SHARDS (32)  SWITCH_SHARDS (8)
@@ -103,9 +104,17 @@ for phase in "${phases[@]}"; do
   $PY tools/train/sample.py --eval --transitions --vae "$VAE" --json "$B/eval.jsonl" --threads "$THREADS"
 done
 
-# ---- 5. samples, loss curve, export
-$PY tools/train/sample.py --eval --seeds 2 --vae "$VAE" --sheet "$DOCS/kino-tiny-samples.png" \
+# ---- 5. the VAE taught cross-fades (stop 32): the joint stage on switches that are mostly gradual, the
+# cross-faded frames weighted and free of the anchor. The DiT trained on the joint stage's latents, but
+# decoded with this VAE a transition's in-between chunks come out in the in-between colors (stop 33).
+$PY tools/train/train_vae.py --init "$VAE" --anchor 0.1 --fade-free --hole-weight 8 --switch-prob 0.75 \
+    --ramp-prob 0.75 --fade-weight 4 --lr 1e-4 --steps "$(n 10700)" --schedule-from "$(n 8500)" \
+    --out "$B/vae-ramp" "${frames[@]}"
+DECODER=$B/vae-ramp/ckpt.pt
+
+# ---- 6. samples, loss curve, export
+$PY tools/train/sample.py --eval --seeds 2 --vae "$DECODER" --sheet "$DOCS/kino-tiny-samples.png" \
     --json "$B/eval_final.jsonl" --threads "$THREADS"
 $PY tools/train/plots.py --out "$DOCS/kino-tiny-loss.png"
-$PY tools/train/export.py --vae "$VAE" --out "$OUT"
+$PY tools/train/export.py --vae "$DECODER" --out "$OUT"
 echo "== $(date -u +%FT%TZ) done"
