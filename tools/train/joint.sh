@@ -40,11 +40,15 @@
 # The sink line (stop 28): SINK=1 from 66700, then TWIN_CLIP=0.25 TWIN_CTX=1
 #  TWIN_STAR=0.5 DIT_STEPS=71000 DECAY_START=70200 IMAGE_OUTLINE=4 IMAGE_STAR=0.25, then DIT_STEPS=71750
 #  DECAY_START=71000 (the export of stops 28-29).
-# The export and the committed sink state are step 80750 (stop 30): from 71750 TWIN_CLIP=0.375 TWIN_CTX=1
+# The export's DiT is step 80750 (stop 30): from 71750 TWIN_CLIP=0.375 TWIN_CTX=1
 #  TWIN_STAR=0.67 DIT_STEPS=75000 DECAY_START=74000, then TWIN_CLIP=0.25 TWIN_STAR=0.5 DIT_STEPS=75750
 #  DECAY_START=75000 (stop 29), then RAMP_CONT=1 DIT_STEPS=78000 DECAY_START=77250, then RAMP_CONT=1 CONT=1
 #  DIT_STEPS=80750 DECAY_START=80000 (the rest as above).
-# Export (when it beats models/kino-tiny): [KINO_DIT_SINK=1] export.py --vae build/train/vae-joint/ckpt.pt.
+# The committed sink state is step 83000 (stop 33), on the cross-fade VAE's latents: from 80750
+#  VAE_DIR=build/train/vae-ramp DATA=build/train/data-ramp PLAIN_SHARDS=8 RAMP_CONT=1 CONT=1
+#  DIT_STEPS=83000 DECAY_START=82300 (the rest as above); continue it with those two dirs.
+# Export (when it beats models/kino-tiny): [KINO_DIT_SINK=1] export.py --vae build/train/vae-ramp/ckpt.pt
+#  (the export decodes with the cross-fade VAE since stop 33, whichever latents its DiT trained on).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 THREADS=${THREADS:-2}
