@@ -21,6 +21,7 @@
 #   continuing chunk's sampling takes from its predecessor)
 #   RAMP_COLOR (0): train_dit.py's --ramp-color-share (stop 31: more of the ramps change the object's color)
 #   CONT (0): train_dit.py's --cont-share (stop 30: plain clips noised on that path too)
+#   CONT_SWITCH (0): train_dit.py's --cont-switch-share (stop 34: hard prompt switches among those)
 #   PLAIN_SHARDS (16): how many of run.sh's plain shards to encode (fewer: the DiT starts sooner)
 #   PATCH (1,4,4): the DiT's patch; another one (1,2,2: 64 tokens per latent frame, stop 27) trains
 #   its own line in build/train/dit-p122, started by repatch.py from build/train/dit when it has no
@@ -40,13 +41,14 @@
 # The sink line (stop 28): SINK=1 from 66700, then TWIN_CLIP=0.25 TWIN_CTX=1
 #  TWIN_STAR=0.5 DIT_STEPS=71000 DECAY_START=70200 IMAGE_OUTLINE=4 IMAGE_STAR=0.25, then DIT_STEPS=71750
 #  DECAY_START=71000 (the export of stops 28-29).
-# The export's DiT is step 80750 (stop 30): from 71750 TWIN_CLIP=0.375 TWIN_CTX=1
+# The export's DiT of stops 30-33 was step 80750: from 71750 TWIN_CLIP=0.375 TWIN_CTX=1
 #  TWIN_STAR=0.67 DIT_STEPS=75000 DECAY_START=74000, then TWIN_CLIP=0.25 TWIN_STAR=0.5 DIT_STEPS=75750
 #  DECAY_START=75000 (stop 29), then RAMP_CONT=1 DIT_STEPS=78000 DECAY_START=77250, then RAMP_CONT=1 CONT=1
 #  DIT_STEPS=80750 DECAY_START=80000 (the rest as above).
-# The committed sink state is step 83000 (stop 33), on the cross-fade VAE's latents: from 80750
-#  VAE_DIR=build/train/vae-ramp DATA=build/train/data-ramp PLAIN_SHARDS=8 RAMP_CONT=1 CONT=1
-#  DIT_STEPS=83000 DECAY_START=82300 (the rest as above); continue it with those two dirs.
+# The export's DiT and the committed sink state are step 86000 (stop 34), on the cross-fade VAE's
+#  latents: from 80750 VAE_DIR=build/train/vae-ramp DATA=build/train/data-ramp PLAIN_SHARDS=8 RAMP_CONT=1
+#  CONT=1 DIT_STEPS=83000 DECAY_START=82300 (stop 33), then RAMP_COLOR=0.75 DIT_STEPS=86000
+#  DECAY_START=85300 (the rest as above); continue it with those two dirs.
 # Export (when it beats models/kino-tiny): [KINO_DIT_SINK=1] export.py --vae build/train/vae-ramp/ckpt.pt
 #  (the export decodes with the cross-fade VAE since stop 33, whichever latents its DiT trained on).
 set -euo pipefail
@@ -65,6 +67,7 @@ IMAGE_STAR=${IMAGE_STAR:-0}
 STREAM_STAR=${STREAM_STAR:-0}
 RAMP_CONT=${RAMP_CONT:-0}
 CONT=${CONT:-0}
+CONT_SWITCH=${CONT_SWITCH:-0}
 RAMP_COLOR=${RAMP_COLOR:-0}
 PLAIN_SHARDS=${PLAIN_SHARDS:-16}
 BS=${BS:-16}
@@ -97,7 +100,7 @@ $PY tools/train/train_dit.py --data "$DATA" --vae "$VAE" --out "$DIT" --steps "$
     --twin-ctx-share "$TWIN_CTX" --twin-star-share "$TWIN_STAR" \
     --own-past-share "$OWN_PAST" --own-input-share "$OWN_INPUT" --outline-weight "$OUTLINE" \
     --image-outline-weight "$IMAGE_OUTLINE" --image-star-share "$IMAGE_STAR" --stream-star-share "$STREAM_STAR" \
-    --ramp-cont-share "$RAMP_CONT" --cont-share "$CONT" --ramp-color-share "$RAMP_COLOR" \
+    --ramp-cont-share "$RAMP_CONT" --cont-share "$CONT" --cont-switch-share "$CONT_SWITCH" --ramp-color-share "$RAMP_COLOR" \
     --decay-start "$DECAY_START" --decay-end "$DIT_STEPS"
 bash tools/train/state.sh save
 $PY tools/train/keep_state.py --ckpt "$DIT/ckpt.pt" --out "tools/train/state/$(basename "$DIT")-ckpt.pt"

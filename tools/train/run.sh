@@ -14,7 +14,8 @@
 #   3. data: PLAIN_SHARDS shards (25 % prompt switches) + SWITCH_SHARDS switch-heavy ones (75 %, half
 #      of them gradual), rendered from the seed and encoded with the joint stage
 #   4. DiT + text encoder, in the phases below (one train_dit.py run each; held-out eval after each)
-#   5. the VAE taught cross-fades (from the joint stage to 10700), the export's VAE
+#   5. the VAE taught cross-fades (from the joint stage to 10700), the export's VAE; the data encoded
+#      again with it, and the DiT's last phases on those latents
 #   6. contact sheet and loss curve into $DOCS, export to $OUT
 # To continue the committed training state instead, `bash tools/train/state.sh restore` first (the
 # DiT then resumes at its step; tools/train/joint.sh is the line past the export).
@@ -55,9 +56,9 @@ VAE=$B/vae-joint/ckpt.pt
 # ---- 3. data (skipped when the DiT is done, e.g. restored from tools/train/state)
 DATA=$B/data-joint
 step_of() { $PY -c "import torch,os,sys;p=sys.argv[1];print(torch.load(p)['step'] if os.path.exists(p) else 0)" "$1"; }
-FINAL=80750  # the last phase's last step
+JOINT_FINAL=80750  # the last step on the joint stage's latents
 SINK_FROM=66700  # the phases past this step train (and the export samples) with the attention sink
-[ "$(step_of "$B/dit/ckpt.pt")" -lt "$(n $FINAL)" ] && encode_shards "$VAE" "$DATA" "$PLAIN_SHARDS" "$SWITCH_SHARDS" "$PER_SHARD" "$THREADS"
+[ "$(step_of "$B/dit/ckpt.pt")" -lt "$(n $JOINT_FINAL)" ] && encode_shards "$VAE" "$DATA" "$PLAIN_SHARDS" "$SWITCH_SHARDS" "$PER_SHARD" "$THREADS"
 
 # ---- 4. DiT phases: last step, peak lr, lr decay start, then train_dit.py's objectives
 #   A  the base recipe: first-frame objective, context noise, prompt switches (4x weight)
@@ -70,7 +71,9 @@ SINK_FROM=66700  # the phases past this step train (and the export samples) with
 #   H  the attention sink (frame 0 stays in view), twins with a circle past and a true sink (two runs)
 #   J  more star twins, then back to the shares of H
 #   L  a transition's chunks noised on the path a continuing chunk samples from its predecessor
-#   M  and 4 plain clips of each batch so too (the export)
+#   M  and 4 plain clips of each batch so too
+#   N, P (step 5, on the latents of the VAE taught cross-fades): M's objectives, then three of each
+#      batch's four ramps changing the object's color (the export)
 # (E and F ran on 16 + 8 shards; the export's E started from D's weights read back from the export,
 #  its H from step 66700 with 1020 steps of the sink alone first: docs/MODEL-LOG.md, stops 23-30)
 own="--own-past-share 0.25 --own-input-share 0.5"
@@ -91,18 +94,24 @@ phases=(
   "75000 1e-4 74000 $base --twin-clip-share 0.375 --twin-ctx-share 1 --twin-star-share 0.67"
   "75750 1e-4 75000 $sink"
   "78000 1e-4 77250 $sink --ramp-cont-share 1"
-  "$FINAL 1e-4 80000 $sink --ramp-cont-share 1 --cont-share 1"
+  "$JOINT_FINAL 1e-4 80000 $sink --ramp-cont-share 1 --cont-share 1"
 )
-for phase in "${phases[@]}"; do
-  read -r last lr decay objectives <<< "$phase"
-  [ "$last" -gt "$SINK_FROM" ] && export KINO_DIT_SINK=1
-  [ "$(step_of "$B/dit/ckpt.pt")" -ge "$(n "$last")" ] && continue
-  # shellcheck disable=SC2086  # the objectives are separate flags
-  $PY tools/train/train_dit.py --data "$DATA" --vae "$VAE" --steps "$(n "$last")" --bs 16 --lr "$lr" \
-      --warmup "$(n 300)" --decay-start "$(n "$decay")" --decay-end "$(n "$last")" --threads "$THREADS" $objectives
-  [ "$(step_of "$B/dit/ckpt.pt")" -lt "$(n "$last")" ] && { echo "DiT stopped before $(n "$last")"; exit 1; }
-  $PY tools/train/sample.py --eval --transitions --vae "$VAE" --json "$B/eval.jsonl" --threads "$THREADS"
-done
+# run_phases DATA VAE PHASE...: each phase "last lr decay objectives" unless the DiT is past it
+run_phases() {
+  local data=$1 vae=$2 phase last lr decay objectives
+  shift 2
+  for phase in "$@"; do
+    read -r last lr decay objectives <<< "$phase"
+    [ "$last" -gt "$SINK_FROM" ] && export KINO_DIT_SINK=1
+    [ "$(step_of "$B/dit/ckpt.pt")" -ge "$(n "$last")" ] && continue
+    # shellcheck disable=SC2086  # the objectives are separate flags
+    $PY tools/train/train_dit.py --data "$data" --vae "$vae" --steps "$(n "$last")" --bs 16 --lr "$lr" \
+        --warmup "$(n 300)" --decay-start "$(n "$decay")" --decay-end "$(n "$last")" --threads "$THREADS" $objectives
+    [ "$(step_of "$B/dit/ckpt.pt")" -lt "$(n "$last")" ] && { echo "DiT stopped before $(n "$last")"; exit 1; }
+    $PY tools/train/sample.py --eval --transitions --vae "$vae" --json "$B/eval.jsonl" --threads "$THREADS"
+  done
+}
+run_phases "$DATA" "$VAE" "${phases[@]}"
 
 # ---- 5. the VAE taught cross-fades (stop 32): the joint stage on switches that are mostly gradual, the
 # cross-faded frames weighted and free of the anchor. The DiT trained on the joint stage's latents, but
@@ -111,6 +120,14 @@ $PY tools/train/train_vae.py --init "$VAE" --anchor 0.1 --fade-free --hole-weigh
     --ramp-prob 0.75 --fade-weight 4 --lr 1e-4 --steps "$(n 10700)" --schedule-from "$(n 8500)" \
     --out "$B/vae-ramp" "${frames[@]}"
 DECODER=$B/vae-ramp/ckpt.pt
+# The DiT's last phases on this VAE's latents (stops 33-34: the export's 3-chunk transition went from
+# 25 to 32 of 32 sessions). The export's ran on 8 plain + 8 switch shards: PLAIN_SHARDS/4 of the plain ones.
+FINAL=86000
+[ "$(step_of "$B/dit/ckpt.pt")" -lt "$(n $FINAL)" ] && encode_shards "$DECODER" "$B/data-ramp" \
+    $(( PLAIN_SHARDS / 4 > 0 ? PLAIN_SHARDS / 4 : 1 )) "$SWITCH_SHARDS" "$PER_SHARD" "$THREADS"
+run_phases "$B/data-ramp" "$DECODER" \
+  "83000 1e-4 82300 $sink --ramp-cont-share 1 --cont-share 1" \
+  "$FINAL 1e-4 85300 $sink --ramp-cont-share 1 --cont-share 1 --ramp-color-share 0.75"
 
 # ---- 6. samples, loss curve, export
 $PY tools/train/sample.py --eval --seeds 2 --vae "$DECODER" --sheet "$DOCS/kino-tiny-samples.png" \

@@ -59,6 +59,9 @@ Recipe (see docs/MODEL.md):
     predecessor as "red" under a 1/3-blue caption and jumped to blue at 2/3 (docs/MODEL-LOG.md, "Stop 30");
     --cont-share of the clips after the ramps and the own-past ones are plain clips noised so too: every
     continuing chunk of a stream starts from its predecessor, a moved object included;
+    --cont-switch-share of those (from stop 34) are hard prompt switches instead: the first chunk after
+    a transition_chunks 0 update starts from its predecessor too, and such clips were only ever
+    noised from themselves (the hard switch's first chunk landed at the edge of cyan);
   * color ramps (from stop 31): --ramp-color-share of the ramp clips are drawn from the object-color
     ramps. A transition's middle chunks missed the cross-fade's color by 25-65 degrees of hue for
     every pair probed, even with a true past. It did not help the 3-chunk transition (it helped the
@@ -377,6 +380,8 @@ def main():
                     help="share of the ramp clips drawn from the object-color ramps (from stop 31)")
     ap.add_argument("--cont-share", type=float, default=0.0,
                     help="share of the clips after the ramps and own-past ones drawn from the plain clips and noised on that path")
+    ap.add_argument("--cont-switch-share", type=float, default=0.0,
+                    help="share of those continuation-path clips drawn from the hard (one-chunk) prompt switches (from stop 34)")
     ap.add_argument("--image-only", action="store_true",
                     help="train text-to-image on first frames alone (experiments on what the DiT can learn per frame)")
     ap.add_argument("--image-sigmas", default=None, help="LO,HI: the first-frame objective's noise levels uniform in a band")
@@ -469,6 +474,7 @@ def main():
     color_ramps = np.array([i for i in ramps if scenes[i]["switch"]["attr"] == "color"])
     n_ramp_color = int(round(args.ramp_color_share * n_ramp)) if len(color_ramps) else 0  # the first of the ramps
     plain = np.array([i for i, sc in enumerate(scenes) if "switch" not in sc])
+    hard_switches = np.array([i for i, sc in enumerate(scenes) if "switch" in sc and sc["switch"].get("chunks", 1) == 1])
     n_twin = int(round(args.twin_clip_share * args.bs))  # the last n_twin clips of a batch
     n_twin_ctx = int(round(args.twin_ctx_share * n_twin))  # the last of those show a circle past too
     n_twin_star = int(round(args.twin_star_share * n_twin))  # the first of those have a star
@@ -480,6 +486,7 @@ def main():
     own = slice(n_ramp, n_ramp + n_own)
     n_cont = int(round(args.cont_share * (args.bs - n_ramp - n_own - n_twin)))
     cont = slice(n_ramp + n_own, n_ramp + n_own + n_cont)  # the first after the own-past clips
+    n_cont_switch = int(round(args.cont_switch_share * n_cont)) if len(hard_switches) else 0  # the first of those
     cont_sigma = continuation_sigma()
     n_stream_star = int(round(args.stream_star_share * (args.bs - n_ramp - n_twin)))  # the first after the ramps
 
@@ -522,6 +529,8 @@ def main():
                 idx[own] = rng.choice(plain, n_own)
             if n_cont:
                 idx[cont] = rng.choice(plain, n_cont)
+                if n_cont_switch:
+                    idx[cont][:n_cont_switch] = rng.choice(hard_switches, n_cont_switch)
             if n_stream_star and len(stars):
                 idx[n_ramp:n_ramp + n_stream_star] = rng.choice(stars, n_stream_star)
             if n_twin:
