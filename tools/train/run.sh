@@ -121,10 +121,11 @@ $PY tools/train/train_vae.py --init "$VAE" --anchor 0.1 --fade-free --hole-weigh
     --out "$B/vae-ramp" "${frames[@]}"
 DECODER=$B/vae-ramp/ckpt.pt
 # The DiT's last phases on this VAE's latents (stops 33-34: the export's 3-chunk transition went from
-# 25 to 32 of 32 sessions). The export's ran on 8 plain + 8 switch shards: PLAIN_SHARDS/4 of the plain ones.
+# 25 to 32 of 32 sessions). The export's ran on 8 plain + 8 switch shards: a quarter of the plain ones
+# (at least 2) are encoded again.
 FINAL=86000
 [ "$(step_of "$B/dit/ckpt.pt")" -lt "$(n $FINAL)" ] && encode_shards "$DECODER" "$B/data-ramp" \
-    $(( PLAIN_SHARDS / 4 > 0 ? PLAIN_SHARDS / 4 : 1 )) "$SWITCH_SHARDS" "$PER_SHARD" "$THREADS"
+    $(( PLAIN_SHARDS / 4 > 2 ? PLAIN_SHARDS / 4 : 2 )) "$SWITCH_SHARDS" "$PER_SHARD" "$THREADS"
 run_phases "$B/data-ramp" "$DECODER" \
   "83000 1e-4 82300 $sink --ramp-cont-share 1 --cont-share 1" \
   "$FINAL 1e-4 85300 $sink --ramp-cont-share 1 --cont-share 1 --ramp-color-share 0.75"
