@@ -25,7 +25,7 @@ afterAll(async () => {
  *  measured luck more than the model: over seeds 1-8 the export of stops 28-29 got 54 of 64 and fell
  *  to 6 of 8 at two seeds, and "a pink ring growing on a black background" reads gray at almost every
  *  seed (a thin ring whose dark smear carries the median; docs/MODEL-LOG.md, "Stop 29"). Steps 71750,
- *  78000, 80750 and 86000 (the export) all get 21 of 24 at seeds 1-3, the pink ring the three
+ *  78000, 80750, 86000 and 87400 (the export) all get 21 of 24 at seeds 1-3, the pink ring the three
  *  misses; 20 keeps one clip of margin, where chance gives ~2. */
 const COLOR_SEEDS = [1, 2, 3];
 const MIN_RIGHT_COLORS = 20;
@@ -144,9 +144,9 @@ describe.skipIf(!exported)("kino-tiny through the server", () => {
   // last frame, in each of 8 sessions (seeds 7–14). Earlier exports passed 4 to 6 of them, failing
   // where the chunk at 2/3 jumps past blue into cyan and comes back: the VAE encoded a cross-fade's
   // in-between colors badly, so the transition frames the DiT trained on were off (docs/MODEL-LOG.md,
-  // "Stop 31"). The export (step 86000, trained on the latents of stop 32's VAE, taught cross-fades)
-  // passes all 8 with room (its 2/3 chunk at 230–255°, the last at 218–230°; "Stop 34"), as it does
-  // 32 of 32 sessions in tools/eval/server-eval.ts.
+  // "Stop 31"). Steps 86000 and 87400 (the export), trained on the latents of stop 32's VAE (taught
+  // cross-fades), pass all 8 (86000: its 2/3 chunk at 230–255°, the last at 218–230°; "Stop 34"), and
+  // 32 and 31 of 32 sessions in tools/eval/server-eval.ts.
   test("a realtime prompt update with transition_chunks 3 moves the hue from red to blue chunk by chunk", async () => {
     const verdicts: string[] = [];
     let passed = 0;

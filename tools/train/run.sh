@@ -72,8 +72,8 @@ SINK_FROM=66700  # the phases past this step train (and the export samples) with
 #   J  more star twins, then back to the shares of H
 #   L  a transition's chunks noised on the path a continuing chunk samples from its predecessor
 #   M  and 4 plain clips of each batch so too
-#   N, P (step 5, on the latents of the VAE taught cross-fades): M's objectives, then three of each
-#      batch's four ramps changing the object's color (the export)
+#   N, P, Q (step 5, on the latents of the VAE taught cross-fades): M's objectives, then three of each
+#      batch's four ramps changing the object's color, then hard switches on the continuation path (the export)
 # (E and F ran on 16 + 8 shards; the export's E started from D's weights read back from the export,
 #  its H from step 66700 with 1020 steps of the sink alone first: docs/MODEL-LOG.md, stops 23-30)
 own="--own-past-share 0.25 --own-input-share 0.5"
@@ -123,12 +123,13 @@ DECODER=$B/vae-ramp/ckpt.pt
 # The DiT's last phases on this VAE's latents (stops 33-34: the export's 3-chunk transition went from
 # 25 to 32 of 32 sessions). The export's ran on 8 plain + 8 switch shards: a quarter of the plain ones
 # (at least 2) are encoded again.
-FINAL=86000
+FINAL=87400
 [ "$(step_of "$B/dit/ckpt.pt")" -lt "$(n $FINAL)" ] && encode_shards "$DECODER" "$B/data-ramp" \
     $(( PLAIN_SHARDS / 4 > 2 ? PLAIN_SHARDS / 4 : 2 )) "$SWITCH_SHARDS" "$PER_SHARD" "$THREADS"
 run_phases "$B/data-ramp" "$DECODER" \
   "83000 1e-4 82300 $sink --ramp-cont-share 1 --cont-share 1" \
-  "$FINAL 1e-4 85300 $sink --ramp-cont-share 1 --cont-share 1 --ramp-color-share 0.75"
+  "86000 1e-4 85300 $sink --ramp-cont-share 1 --cont-share 1 --ramp-color-share 0.75" \
+  "$FINAL 1e-4 86900 $sink --ramp-cont-share 1 --cont-share 1 --ramp-color-share 0.75 --cont-switch-share 0.5"
 
 # ---- 6. samples, loss curve, export
 $PY tools/train/sample.py --eval --seeds 2 --vae "$DECODER" --sheet "$DOCS/kino-tiny-samples.png" \
