@@ -121,7 +121,7 @@ $PY tools/train/train_vae.py --init "$VAE" --anchor 0.1 --fade-free --hole-weigh
     --out "$B/vae-ramp" "${frames[@]}"
 DECODER=$B/vae-ramp/ckpt.pt
 # The DiT's last phases on this VAE's latents (stops 33-34: the export's 3-chunk transition went from
-# 25 to 32 of 32 sessions). The export's ran on 8 plain + 8 switch shards: a quarter of the plain ones
+# 25 to 31 of 32 sessions, the hard switch from 26 to 30). The export's ran on 8 plain + 8 switch shards: a quarter of the plain ones
 # (at least 2) are encoded again.
 FINAL=87400
 [ "$(step_of "$B/dit/ckpt.pt")" -lt "$(n $FINAL)" ] && encode_shards "$DECODER" "$B/data-ramp" \
