@@ -17,6 +17,8 @@ turn the old object into the new one at the splice, which a causal decoder other
 blue splice decoded green for a chunk); the frames after a switch weigh --splice-weight times more.
 --ramp-prob makes that share of the switches cross-fades (the DiT's transition ramps); --fade-weight weighs
 their in-between frames and --fade-free leaves their latents out of the anchor (stop 32).
+--speckle-weight weighs the night sky's stars and the snowflakes, which the plain loss let the VAE smear
+into a haze (stop 35).
 --init CKPT --anchor W fine-tunes encoder and decoder together from a finished VAE while holding the
 latents near the initial encoder's (the latent statistics are kept), so the DiT's data moves little.
 """
@@ -50,13 +52,22 @@ def closing_gaps(m, k=15):
     return (closed[..., 2 * h:-2 * h, 2 * h:-2 * h] - m).clamp(min=0)
 
 
+def speckles(bg):
+    """The background's stars and snowflakes in a render without objects [T, H, W, 3] -> bool [T, H, W]: pixels
+    off their row's median (the backgrounds are constant along a row but for them), edges included."""
+    off = np.abs(bg.astype(np.int16) - np.median(bg, axis=2, keepdims=True)).max(-1) > 16
+    m = torch.from_numpy(off).float()[None]
+    return torch.nn.functional.max_pool3d(m, (1, 3, 3), 1, (0, 1, 1))[0].bool().numpy()
+
+
 def batch(step, bs, frames, seed, with_mask=False, crop=None, switch_prob=0.0, ramp_prob=0.0):
-    """-> x [B, 3, T, H, W], object mask (with_mask), the prompt switches: per clip the first
+    """-> x [B, 3, T, H, W], object mask and background speckle mask (with_mask; each [B, 1, T, H, W]),
+    the prompt switches: per clip the first
     latent frame that shows the switched scene alone (render.splice_latent) or None, the switched scenes
     rendered from their start (for common.spliced_mu), and per clip the first cross-faded latent frame of a
     gradual switch or None. crop: None or a size: a random window of each clip (long clips at low cost)."""
     rng = np.random.default_rng([seed, 1, step])
-    clips, masks, after, switch, fade = [], [], [], [], []
+    clips, masks, specks, after, switch, fade = [], [], [], [], [], []
     for _ in range(bs):
         sc = render.sample_scene(rng, frames=frames, two_prob=0.25, switch_prob=switch_prob, ramp_prob=ramp_prob,
                                  latents=(frames - 1) // 4 + 1)
@@ -70,17 +81,19 @@ def batch(step, bs, frames, seed, with_mask=False, crop=None, switch_prob=0.0, r
         if with_mask:  # object pixels: where the frame differs from the same scene without objects
             bg = render.render(_without_objects(sc))
             masks.append((np.abs(fr.astype(np.int16) - bg).max(-1) > 8))
+            specks.append(speckles(bg))
     x = common.video_tensor(clips)
     x_after = common.video_tensor(after) if after else None
-    m = None
+    m = s = None
     if with_mask:
         m = torch.from_numpy(np.stack(masks)).float()[:, None]  # [B, 1, T, H, W]
         m = torch.nn.functional.max_pool3d(m, (1, 3, 3), 1, (0, 1, 1))  # include the edges
+        s = torch.from_numpy(np.stack(specks)).float()[:, None] * (1 - m)  # an object hides what it covers
     if crop:
         oy, ox = (int(v) for v in rng.integers(0, x.shape[-1] - crop + 1, 2))
         win = lambda t: None if t is None else t[..., oy:oy + crop, ox:ox + crop].contiguous()
-        x, x_after, m = win(x), win(x_after), win(m)
-    return x, m, switch, x_after, fade
+        x, x_after, m, s = win(x), win(x_after), win(m), win(s)
+    return x, m, s, switch, x_after, fade
 
 
 def latent_stats(vae, seed, n=256, frames=29):
@@ -156,6 +169,9 @@ def main():
     ap.add_argument("--hole-weight", type=float, default=0.0,
                     help="extra loss weight on a ring's hole and a star's notches (closing_gaps), which a "
                          "soft reconstruction loses first")
+    ap.add_argument("--speckle-weight", type=float, default=0.0,
+                    help="extra loss weight on the night sky's stars and the snowflakes (speckles): the VAE "
+                         "smeared them into a haze, so 'snow' came out a plain blue-gray gradient (stop 35)")
     ap.add_argument("--schedule-from", type=int, default=0,
                     help="step where this stage's warmup and cosine start (a stage resuming a finished one)")
     ap.add_argument("--init", default=None,
@@ -237,9 +253,9 @@ def main():
         for g in opt.param_groups:
             g["lr"] = lr
         crop = 32 if frames.endswith("c") else None
-        x, obj, switch, x_after, fade = batch(step, args.bs, int(frames.rstrip("c")), seed, with_mask=True, crop=crop,
+        x, obj, speck, switch, x_after, fade = batch(step, args.bs, int(frames.rstrip("c")), seed, with_mask=True, crop=crop,
                                               switch_prob=args.switch_prob, ramp_prob=args.ramp_prob)
-        w = 1.0 + args.obj_weight * obj + args.hole_weight * closing_gaps(obj)
+        w = 1.0 + args.obj_weight * obj + args.hole_weight * closing_gaps(obj) + args.speckle_weight * speck
         for i, L in enumerate(switch):
             if L is not None:
                 f = 1 + vae.t_stride * (L - 1)
