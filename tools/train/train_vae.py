@@ -18,7 +18,7 @@ blue splice decoded green for a chunk); the frames after a switch weigh --splice
 --ramp-prob makes that share of the switches cross-fades (the DiT's transition ramps); --fade-weight weighs
 their in-between frames and --fade-free leaves their latents out of the anchor (stop 32).
 --speckle-weight weighs the night sky's stars and the snowflakes, which the plain loss let the VAE smear
-into a haze (stop 35).
+into a haze, and --speckle-share moves that share of the clips onto those backgrounds (stop 35).
 --init CKPT --anchor W fine-tunes encoder and decoder together from a finished VAE while holding the
 latents near the initial encoder's (the latent statistics are kept), so the DiT's data moves little.
 """
@@ -52,6 +52,9 @@ def closing_gaps(m, k=15):
     return (closed[..., 2 * h:-2 * h, 2 * h:-2 * h] - m).clamp(min=0)
 
 
+HELDOUT = render.heldout_set()  # (color, shape, motion, background) kept out of training
+
+
 def speckles(bg):
     """The background's stars and snowflakes in a render without objects [T, H, W, 3] -> bool [T, H, W]: pixels
     off their row's median (the backgrounds are constant along a row but for them), edges included."""
@@ -60,17 +63,22 @@ def speckles(bg):
     return torch.nn.functional.max_pool3d(m, (1, 3, 3), 1, (0, 1, 1))[0].bool().numpy()
 
 
-def batch(step, bs, frames, seed, with_mask=False, crop=None, switch_prob=0.0, ramp_prob=0.0):
+def batch(step, bs, frames, seed, with_mask=False, crop=None, switch_prob=0.0, ramp_prob=0.0, speckle_share=0.0):
     """-> x [B, 3, T, H, W], object mask and background speckle mask (with_mask; each [B, 1, T, H, W]),
-    the prompt switches: per clip the first
-    latent frame that shows the switched scene alone (render.splice_latent) or None, the switched scenes
-    rendered from their start (for common.spliced_mu), and per clip the first cross-faded latent frame of a
-    gradual switch or None. crop: None or a size: a random window of each clip (long clips at low cost)."""
+    the prompt switches: per clip the first latent frame that shows the switched scene alone
+    (render.splice_latent) or None, the switched scenes rendered from their start (for common.spliced_mu),
+    and per clip the first cross-faded latent frame of a gradual switch or None. crop: None or a size: a
+    random window of each clip (long clips at low cost). speckle_share: that share of the clips without a
+    switch moved onto snow or the night sky."""
     rng = np.random.default_rng([seed, 1, step])
     clips, masks, specks, after, switch, fade = [], [], [], [], [], []
     for _ in range(bs):
         sc = render.sample_scene(rng, frames=frames, two_prob=0.25, switch_prob=switch_prob, ramp_prob=ramp_prob,
                                  latents=(frames - 1) // 4 + 1)
+        if speckle_share > 0 and "switch" not in sc and rng.random() < speckle_share:  # (drawn only when asked)
+            bg = str(rng.choice(["snow", "night"]))
+            if not any((o["color"], o["shape"], o["motion"], bg) in HELDOUT for o in sc["objects"]):
+                sc["bg"] = bg
         sc["t0"] = int(rng.integers(0, 17))
         fr = render.render(sc)
         clips.append(fr)
@@ -172,6 +180,9 @@ def main():
     ap.add_argument("--speckle-weight", type=float, default=0.0,
                     help="extra loss weight on the night sky's stars and the snowflakes (speckles): the VAE "
                          "smeared them into a haze, so 'snow' came out a plain blue-gray gradient (stop 35)")
+    ap.add_argument("--speckle-share", type=float, default=0.0,
+                    help="share of the clips without a prompt switch moved onto snow or the night sky, where "
+                         "the speckles are (otherwise 1 clip in 10 shows each)")
     ap.add_argument("--schedule-from", type=int, default=0,
                     help="step where this stage's warmup and cosine start (a stage resuming a finished one)")
     ap.add_argument("--init", default=None,
@@ -254,7 +265,8 @@ def main():
             g["lr"] = lr
         crop = 32 if frames.endswith("c") else None
         x, obj, speck, switch, x_after, fade = batch(step, args.bs, int(frames.rstrip("c")), seed, with_mask=True, crop=crop,
-                                              switch_prob=args.switch_prob, ramp_prob=args.ramp_prob)
+                                              switch_prob=args.switch_prob, ramp_prob=args.ramp_prob,
+                                              speckle_share=args.speckle_share)
         w = 1.0 + args.obj_weight * obj + args.hole_weight * closing_gaps(obj) + args.speckle_weight * speck
         for i, L in enumerate(switch):
             if L is not None:
