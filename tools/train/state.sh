@@ -13,13 +13,13 @@ STATE=${KINO_TRAIN_STATE:-$HOME/.cache/kino-train}
 case "${1:-}" in
   save)
     mkdir -p "$STATE"
-    for part in vae vae/decoder vae-joint vae-ramp dit dit-p122 dit-sink; do
+    for part in vae vae/decoder vae-joint vae-ramp vae-speck2 dit dit-p122 dit-sink; do
       [ -e "build/train/$part/ckpt.pt" ] && mkdir -p "$STATE/$part" && cp "build/train/$part/ckpt.pt" "$STATE/$part/ckpt.pt"
     done
     echo "saved training state to $STATE"
     ;;
   restore)
-    for part in vae vae/decoder vae-joint vae-ramp dit dit-p122 dit-sink; do
+    for part in vae vae/decoder vae-joint vae-ramp vae-speck2 dit dit-p122 dit-sink; do
       [ -e "build/train/$part/ckpt.pt" ] && continue
       mkdir -p "build/train/$part"
       if [ -e "$STATE/$part/ckpt.pt" ]; then cp "$STATE/$part/ckpt.pt" "build/train/$part/ckpt.pt"; echo "restored $part from $STATE"
