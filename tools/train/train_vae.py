@@ -55,21 +55,26 @@ def closing_gaps(m, k=15):
 HELDOUT = render.heldout_set()  # (color, shape, motion, background) kept out of training
 
 
+def with_edges(masks):
+    """Boolean masks [B, T, H, W] -> float [B, 1, T, H, W], grown by a pixel (the edges included)."""
+    m = torch.from_numpy(np.stack(masks)).float()[:, None]
+    return torch.nn.functional.max_pool3d(m, (1, 3, 3), 1, (0, 1, 1))
+
+
 def speckles(bg):
     """The background's stars and snowflakes in a render without objects [T, H, W, 3] -> bool [T, H, W]: pixels
-    off their row's median (the backgrounds are constant along a row but for them), edges included."""
-    off = np.abs(bg.astype(np.int16) - np.median(bg, axis=2, keepdims=True)).max(-1) > 16
-    m = torch.from_numpy(off).float()[None]
-    return torch.nn.functional.max_pool3d(m, (1, 3, 3), 1, (0, 1, 1))[0].bool().numpy()
+    off their row's median (the backgrounds are constant along a row but for them)."""
+    return np.abs(bg.astype(np.int16) - np.median(bg, axis=2, keepdims=True)).max(-1) > 16
 
 
-def batch(step, bs, frames, seed, with_mask=False, crop=None, switch_prob=0.0, ramp_prob=0.0, speckle_share=0.0):
-    """-> x [B, 3, T, H, W], object mask and background speckle mask (with_mask; each [B, 1, T, H, W]),
-    the prompt switches: per clip the first latent frame that shows the switched scene alone
-    (render.splice_latent) or None, the switched scenes rendered from their start (for common.spliced_mu),
-    and per clip the first cross-faded latent frame of a gradual switch or None. crop: None or a size: a
-    random window of each clip (long clips at low cost). speckle_share: that share of the clips without a
-    switch moved onto snow or the night sky."""
+def batch(step, bs, frames, seed, with_mask=False, crop=None, switch_prob=0.0, ramp_prob=0.0, speckle_share=0.0,
+          with_speckles=False):
+    """-> x [B, 3, T, H, W], object mask (with_mask) and background speckle mask (with_mask and with_speckles;
+    each [B, 1, T, H, W] or None), the prompt switches: per clip the first latent frame that shows the switched
+    scene alone (render.splice_latent) or None, the switched scenes rendered from their start (for
+    common.spliced_mu), and per clip the first cross-faded latent frame of a gradual switch or None. crop: None
+    or a size: a random window of each clip (long clips at low cost). speckle_share: that share of the clips
+    without a switch moved onto snow or the night sky."""
     rng = np.random.default_rng([seed, 1, step])
     clips, masks, specks, after, switch, fade = [], [], [], [], [], []
     for _ in range(bs):
@@ -89,14 +94,15 @@ def batch(step, bs, frames, seed, with_mask=False, crop=None, switch_prob=0.0, r
         if with_mask:  # object pixels: where the frame differs from the same scene without objects
             bg = render.render(_without_objects(sc))
             masks.append((np.abs(fr.astype(np.int16) - bg).max(-1) > 8))
-            specks.append(speckles(bg))
+            if with_speckles:
+                specks.append(speckles(bg))
     x = common.video_tensor(clips)
     x_after = common.video_tensor(after) if after else None
     m = s = None
     if with_mask:
-        m = torch.from_numpy(np.stack(masks)).float()[:, None]  # [B, 1, T, H, W]
-        m = torch.nn.functional.max_pool3d(m, (1, 3, 3), 1, (0, 1, 1))  # include the edges
-        s = torch.from_numpy(np.stack(specks)).float()[:, None] * (1 - m)  # an object hides what it covers
+        m = with_edges(masks)
+        if with_speckles:
+            s = with_edges(specks) * (1 - m)  # an object hides what it covers
     if crop:
         oy, ox = (int(v) for v in rng.integers(0, x.shape[-1] - crop + 1, 2))
         win = lambda t: None if t is None else t[..., oy:oy + crop, ox:ox + crop].contiguous()
@@ -264,10 +270,12 @@ def main():
         for g in opt.param_groups:
             g["lr"] = lr
         crop = 32 if frames.endswith("c") else None
-        x, obj, speck, switch, x_after, fade = batch(step, args.bs, int(frames.rstrip("c")), seed, with_mask=True, crop=crop,
-                                              switch_prob=args.switch_prob, ramp_prob=args.ramp_prob,
-                                              speckle_share=args.speckle_share)
-        w = 1.0 + args.obj_weight * obj + args.hole_weight * closing_gaps(obj) + args.speckle_weight * speck
+        x, obj, speck, switch, x_after, fade = batch(
+            step, args.bs, int(frames.rstrip("c")), seed, with_mask=True, crop=crop, switch_prob=args.switch_prob,
+            ramp_prob=args.ramp_prob, speckle_share=args.speckle_share, with_speckles=args.speckle_weight > 0)
+        w = 1.0 + args.obj_weight * obj + args.hole_weight * closing_gaps(obj)
+        if speck is not None:
+            w = w + args.speckle_weight * speck
         for i, L in enumerate(switch):
             if L is not None:
                 f = 1 + vae.t_stride * (L - 1)
