@@ -36,6 +36,12 @@ def _bg_features(frames):
     return rows, np.concatenate([top, mid, bot]) / 255.0, frac
 
 
+def speckle_fraction(frames):
+    """The share of pixels in small bright blobs off the background (snow's flakes, the night sky's
+    stars): snow's renders have 2-4 %, and without them snow reads as gray."""
+    return float(_bg_features(frames)[2])
+
+
 _PROTOS = None
 
 

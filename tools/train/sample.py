@@ -200,6 +200,7 @@ def vae_ceiling(vae, combos=None, seed=0):
     import metrics
     combos = combos or render.load_heldout()["combinations"]
     pr, pg, tr = [], [], []
+    specks = {}  # background -> ([render's speckle fractions], [reconstruction's]): do flakes and stars survive?
     for i, c in enumerate(combos):
         sc = render.scene_from_combo(*c, seed=seed + i)
         fr = render.render(sc)
@@ -208,6 +209,10 @@ def vae_ceiling(vae, combos=None, seed=0):
             z = vae.encode(x)
             v = vae.decode_stream(z, {}).clamp(-1, 1)
         rec = ((v[0] + 1) * 127.5).round().byte().permute(1, 2, 3, 0).numpy()
+        if c[3] in ("night", "snow"):
+            fracs = specks.setdefault(c[3], ([], []))
+            fracs[0].append(metrics.speckle_fraction(fr))
+            fracs[1].append(metrics.speckle_fraction(rec))
         pr.append(metrics.classify(rec))
         pg.append(metrics.classify(fr))
         tr.append({"color": c[0], "shape": c[1], "motion": c[2], "background": c[3]})
@@ -215,6 +220,8 @@ def vae_ceiling(vae, combos=None, seed=0):
     for shape in render.SHAPES:  # where the shapes are lost (stars: the decoder rounds their points)
         hits = [p["shape"] == t["shape"] for p, t in zip(pr, tr) if t["shape"] == shape]
         rec[f"shape_{shape}"] = f"{sum(hits)}/{len(hits)}"
+    for bg, (of_render, of_rec) in specks.items():  # in % of the pixels
+        rec[f"speckles_{bg}"] = f"{100 * np.mean(of_rec):.2f} % of the renders' {100 * np.mean(of_render):.2f} %"
     return rec, metrics.score(pg, tr)
 
 
