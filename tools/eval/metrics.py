@@ -36,6 +36,9 @@ def _bg_features(frames):
     return rows, np.concatenate([top, mid, bot]) / 255.0, frac
 
 
+SPECKLED = ("snow", "night")  # the backgrounds with flakes or stars, which a VAE may smear away (stop 35)
+
+
 def speckle_fraction(frames):
     """The share of pixels in small bright blobs off the background (snow's flakes, the night sky's
     stars): snow's renders have 2-4 %, and without them snow reads as gray."""

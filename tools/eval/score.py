@@ -5,7 +5,9 @@
 * transitions: the realtime stream of each session decoded, the object's hue measured per generation
   chunk on its last frame (and, as before stop 30, as the median over its frames) -> a red->blue
   transition over N chunks must move the hue monotonically towards blue over the N affected chunks
-  and be classified blue from the N-th on.
+  and be classified blue from the N-th on;
+* and, to say why: each attribute's misses (truth -> predicted) and the snow and night clips' share of
+  flake and star pixels (metrics.speckle_fraction).
 
   python3 tools/eval/score.py build/eval/manifest.json      # prints a report, writes results.json
 """
@@ -21,7 +23,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import metrics  # noqa: E402
 
 THRESHOLDS = {"color": 0.90, "background": 0.90, "shape": 0.70, "motion": 0.80}
-SPECKLED = ("snow", "night")  # the backgrounds whose flakes or stars a VAE may smear away (stop 35)
 
 
 def decode(path, size=64):
@@ -36,7 +37,7 @@ def heldout(items):
         frames = decode(it["file"])
         p = metrics.classify(frames)
         it["pred"] = p
-        if it["truth"]["background"] in SPECKLED:
+        if it["truth"]["background"] in metrics.SPECKLED:
             it["speckles"] = metrics.speckle_fraction(frames)
         preds.append(p)
         truths.append(it["truth"])
@@ -56,7 +57,7 @@ def misses(items):
 def speckles(items):
     """-> a line: the mean share of flake/star pixels in the generated clips of each speckled background."""
     means = []
-    for bg in SPECKLED:
+    for bg in metrics.SPECKLED:
         fracs = [it["speckles"] for it in items if "speckles" in it and it["truth"]["background"] == bg]
         if fracs:
             means.append(f"{bg} {100 * np.mean(fracs):.2f} % ({len(fracs)} clips)")

@@ -209,7 +209,7 @@ def vae_ceiling(vae, combos=None, seed=0):
             z = vae.encode(x)
             v = vae.decode_stream(z, {}).clamp(-1, 1)
         rec = ((v[0] + 1) * 127.5).round().byte().permute(1, 2, 3, 0).numpy()
-        if c[3] in ("night", "snow"):
+        if c[3] in metrics.SPECKLED:
             fracs = specks.setdefault(c[3], ([], []))
             fracs[0].append(metrics.speckle_fraction(fr))
             fracs[1].append(metrics.speckle_fraction(rec))
