@@ -45,11 +45,12 @@
 #  TWIN_STAR=0.67 DIT_STEPS=75000 DECAY_START=74000, then TWIN_CLIP=0.25 TWIN_STAR=0.5 DIT_STEPS=75750
 #  DECAY_START=75000 (stop 29), then RAMP_CONT=1 DIT_STEPS=78000 DECAY_START=77250, then RAMP_CONT=1 CONT=1
 #  DIT_STEPS=80750 DECAY_START=80000 (the rest as above).
-# The export's DiT and the committed sink state are step 87400 (stop 34), on the cross-fade VAE's
+# The export's DiT and the committed sink state of stops 34-36 were step 87400, on the cross-fade VAE's
 #  latents: from 80750 VAE_DIR=build/train/vae-ramp DATA=build/train/data-ramp PLAIN_SHARDS=8 RAMP_CONT=1
 #  CONT=1 DIT_STEPS=83000 DECAY_START=82300 (stop 33), then RAMP_COLOR=0.75 DIT_STEPS=86000
-#  DECAY_START=85300, then also CONT_SWITCH=0.5 DIT_STEPS=87400 DECAY_START=86900 (the rest as above);
-#  continue it with those two dirs. (Edit this file only while no run of it is going: bash reads a
+#  DECAY_START=85300, then also CONT_SWITCH=0.5 DIT_STEPS=87400 DECAY_START=86900 (the rest as above).
+# The export's DiT since stop 37 is step 89400: from 87400 CONT_SWITCH=0.75 DIT_STEPS=89400 DECAY_START=88700
+#  (the rest as for 87400); continue it with those two dirs. (Edit this file only while no run of it is going: bash reads a
 #  script as it runs, and a shifted tail ran garbled after the 87400 run.)
 # Export (when it beats models/kino-tiny): [KINO_DIT_SINK=1] export.py --vae build/train/vae-ramp/ckpt.pt
 #  (the export decodes with the cross-fade VAE since stop 33, whichever latents its DiT trained on).

@@ -120,16 +120,17 @@ $PY tools/train/train_vae.py --init "$VAE" --anchor 0.1 --fade-free --hole-weigh
     --ramp-prob 0.75 --fade-weight 4 --lr 1e-4 --steps "$(n 10700)" --schedule-from "$(n 8500)" \
     --out "$B/vae-ramp" "${frames[@]}"
 DECODER=$B/vae-ramp/ckpt.pt
-# The DiT's last phases on this VAE's latents (stops 33-34: the export's 3-chunk transition went from
-# 25 to 31 of 32 sessions, the hard switch from 26 to 30). The export's ran on 8 plain + 8 switch shards: a quarter of the plain ones
-# (at least 2) are encoded again.
-FINAL=87400
+# The DiT's last phases on this VAE's latents (stops 33-34 and 37: the export's 3-chunk transition went
+# from 25 to 32 of 32 sessions, the hard switch from 26 to 32). The export's ran on 8 plain + 8 switch
+# shards: a quarter of the plain ones (at least 2) are encoded again.
+FINAL=89400
 [ "$(step_of "$B/dit/ckpt.pt")" -lt "$(n $FINAL)" ] && encode_shards "$DECODER" "$B/data-ramp" \
     $(( PLAIN_SHARDS / 4 > 2 ? PLAIN_SHARDS / 4 : 2 )) "$SWITCH_SHARDS" "$PER_SHARD" "$THREADS"
 run_phases "$B/data-ramp" "$DECODER" \
   "83000 1e-4 82300 $sink --ramp-cont-share 1 --cont-share 1" \
   "86000 1e-4 85300 $sink --ramp-cont-share 1 --cont-share 1 --ramp-color-share 0.75" \
-  "$FINAL 1e-4 86900 $sink --ramp-cont-share 1 --cont-share 1 --ramp-color-share 0.75 --cont-switch-share 0.5"
+  "87400 1e-4 86900 $sink --ramp-cont-share 1 --cont-share 1 --ramp-color-share 0.75 --cont-switch-share 0.5" \
+  "$FINAL 1e-4 88700 $sink --ramp-cont-share 1 --cont-share 1 --ramp-color-share 0.75 --cont-switch-share 0.75"
 
 # ---- 6. samples, loss curve, export
 $PY tools/train/sample.py --eval --seeds 2 --vae "$DECODER" --sheet "$DOCS/kino-tiny-samples.png" \
