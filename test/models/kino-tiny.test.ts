@@ -44,8 +44,8 @@ async function generate(prompt: string, seed: number, numFrames = 9): Promise<Ui
 }
 
 /** A 29-frame realtime session that switches from one prompt to another (over transitionChunks)
- *  after its second media chunk: the last frame of every media chunk (chunk 0 is 1 frame, then 4
- *  each) and the index of the first chunk the update affects. */
+ *  from media chunk firstAffected on: the last frame of every media chunk (chunk 0 is 1 frame, then
+ *  4 each) and the index of the first chunk the update affects. */
 async function promptSwitch(from: string, to: string, seed: number, transitionChunks = 0, firstAffected = 2): Promise<{ lastFrames: Uint8Array[]; first: number }> {
   const client = await RealtimeClient.connect(server.url);
   // paced to media time with one chunk of lead: the worker waits before each chunk, so the update,
