@@ -45,6 +45,11 @@ def speckle_fraction(frames):
     return float(_bg_features(frames)[2])
 
 
+def _bg_vector(col, frac):
+    """What the background classifier compares: the border rows' colors and 10x the speckle share (capped)."""
+    return np.concatenate([col, [min(frac, 0.08) * 10]])
+
+
 _PROTOS = None
 
 
@@ -57,16 +62,20 @@ def _prototypes():
             for seed in range(3):
                 sc = {"bg": bg, "bg_seed": seed, "objects": [], "frames": 9, "size": S, "fps": render.FPS}
                 _, col, frac = _bg_features(render.render(sc))
-                feats.append(np.concatenate([col, [min(frac, 0.08) * 10]]))
+                feats.append(_bg_vector(col, frac))
             protos.append(np.mean(feats, 0))
         _PROTOS = np.stack(protos)
     return _PROTOS
 
 
-def classify_background(frames):
+def background_distances(frames):
+    """-> the border rows [H, 3] and the clip's distance to each background's prototype (render.BACKGROUNDS)."""
     rows, col, frac = _bg_features(frames)
-    f = np.concatenate([col, [min(frac, 0.08) * 10]])
-    d = np.linalg.norm(_prototypes() - f[None], axis=1)
+    return rows, np.linalg.norm(_prototypes() - _bg_vector(col, frac)[None], axis=1)
+
+
+def classify_background(frames):
+    rows, d = background_distances(frames)
     return render.BACKGROUNDS[int(np.argmin(d))], rows
 
 

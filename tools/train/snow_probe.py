@@ -11,8 +11,6 @@ import argparse
 import os
 import sys
 
-import numpy as np
-
 sys.path[:0] = [os.path.join(os.path.dirname(__file__), p) for p in (".", "../eval", "../data")]
 import common  # noqa: E402
 import metrics  # noqa: E402
@@ -30,8 +28,7 @@ def prompts():
 
 def prototype_distances(frames):
     """The background classifier's distances of a clip to the snow and the gray prototypes."""
-    _, col, frac = metrics._bg_features(frames)
-    d = np.linalg.norm(metrics._prototypes() - np.concatenate([col, [min(frac, 0.08) * 10]])[None], axis=1)
+    d = metrics.background_distances(frames)[1]
     return d[render.BACKGROUNDS.index("snow")], d[render.BACKGROUNDS.index("gray")]
 
 
