@@ -1,5 +1,4 @@
-// WebSocket /v1/realtime/video messages (spec/realtime-video-protocol.md and the lifecycle in
-// reference/realtime-protocol.md). Client frames are validated with these; server frames are typed by them.
+// WebSocket /v1/realtime/video messages (docs/spec/realtime-video-protocol.md). Client frames are validated with these; server frames are typed by them.
 import { Type, type Static } from "@sinclair/typebox";
 import { VideoCreateSchema } from "./videos.ts";
 

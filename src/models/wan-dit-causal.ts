@@ -1,5 +1,5 @@
-// The chunked causal forward of a Wan DiT trained block-causally (CausVid / Self-Forcing procedure,
-// reference/wan-models.md §2): the video is generated in chunks of N latent frames; attention is full
+// The chunked causal forward of a Wan DiT trained block-causally (the CausVid / Self-Forcing
+// procedure): the video is generated in chunks of N latent frames; attention is full
 // within a chunk and causal across chunks; each frame has its own timestep. Denoising forwards attend
 // over the cached K/V of earlier chunks plus the chunk itself; once the chunk is clean, one more
 // forward at t = 0 (the context pass) writes its K/V into the cache. The cross-attention K/V of the

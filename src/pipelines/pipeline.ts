@@ -1,4 +1,4 @@
-// The contract between the engine and the models (see DESIGN.md, "The pipeline contract").
+// The contract between the engine and the models (docs/ARCHITECTURE.md, "The pipeline contract").
 // Everything here is plain data so it can cross the worker-process boundary as JSON.
 
 /** What a loaded model says about itself; the request adapter checks requests against it. */

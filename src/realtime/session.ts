@@ -1,4 +1,4 @@
-// One WebSocket connection = one realtime generation (reference/realtime-protocol.md, "Lifecycle"):
+// One WebSocket connection = one realtime generation (docs/spec/realtime-video-protocol.md):
 // awaiting_start → streaming → ended. The session validates every client message, answers
 // interactions at once (queued / errors), relays the worker's fMP4 chunks as metadata + binary pairs,
 // and runs the start and stall watchdogs.

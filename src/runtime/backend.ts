@@ -16,7 +16,7 @@
 //   only for video frames (YUV conversion).
 // - Layouts follow Wan: activations [B, L, C]; Linear weights as PyTorch stores them, [N_out, K_in];
 //   attention q/k/v [B, L, H, D]; video tensors [B, C, T, H, W]; conv weights [Cout, Cin, kt, kh, kw].
-// - Shapes are checked (op-shapes.ts has the checks both backends share); a mismatch throws at the
+// - Shapes are checked (op-params.ts has the checks both backends share); a mismatch throws at the
 //   call, naming the op and the shapes.
 // - Memory is explicit: `free` returns an allocation, nothing is garbage collected.
 

@@ -1,5 +1,5 @@
 // The arithmetic of `npm run bench:model`'s GPU half (tools/bench/model.ts), checked where no GPU is:
-// Wan2.1-1.3B's chunk geometry at 832x480 and its FLOP count against reference/wan-models.md, and the
+// Wan2.1-1.3B's chunk geometry at 832x480 and its FLOP count against the published figures, and the
 // same code path — the DiT built from random weights made on the device, streamed through the KV
 // cache — run end to end on a scaled-down config on the WebAssembly backend.
 import { describe, expect, test } from "bun:test";

@@ -1,5 +1,5 @@
 // Prompt updates over a live session: validation, acknowledgement, idempotency, scheduling and the
-// per-chunk event bookkeeping, as the spec and reference/realtime-protocol.md define them.
+// per-chunk event bookkeeping, as docs/spec/realtime-video-protocol.md defines them.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { RealtimeClient } from "../helpers/realtime-client.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";

@@ -39,7 +39,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 // ---- the DiT at real size, random weights (the GPU half) ------------------------------------------
 
-/** Wan-AI/Wan2.1-T2V-1.3B-Diffusers transformer/config.json as released (reference/wan-models.md §1.4). */
+/** Wan-AI/Wan2.1-T2V-1.3B-Diffusers transformer/config.json as released. */
 export const WAN21_T2V_1_3B_TRANSFORMER = {
   _class_name: "WanTransformer3DModel", num_attention_heads: 12, attention_head_dim: 128, ffn_dim: 8960, num_layers: 30, in_channels: 16,
   out_channels: 16, patch_size: [1, 2, 2], text_dim: 4096, freq_dim: 256, qk_norm: "rms_norm_across_heads", cross_attn_norm: true, eps: 1e-6,

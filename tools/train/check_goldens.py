@@ -1,4 +1,4 @@
-"""Loads /work/shared/goldens weights into the kino-tiny PyTorch modules (wan_dit.WanModel,
+"""Loads test/goldens weights into the kino-tiny PyTorch modules (wan_dit.WanModel,
 umt5.T5Encoder, wan_vae.WanVAE_) and compares against the goldens' io tensors.
 Every comparison prints its max abs diff; exits non-zero if any exceeds 1e-4.
 
@@ -7,7 +7,7 @@ Also checks (self-consistency, no goldens): the streaming paths used at inferenc
 training paths (teacher-forcing mask, full-sequence causal VAE), and training's attention over frame
 pairs equals dense masked attention.
 
-usage: python3 tools/train/check_goldens.py [--goldens /work/shared/goldens]
+usage: python3 tools/train/check_goldens.py [--goldens test/goldens]
 """
 import argparse
 import json
@@ -214,7 +214,7 @@ def check_frame_mask():
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--goldens", default="/work/shared/goldens")
+    ap.add_argument("--goldens", default="test/goldens")
     args = ap.parse_args()
     torch.set_num_threads(1)
     g = args.goldens

@@ -3,7 +3,7 @@ extensions kino-tiny needs: per-frame timesteps ([B, F] -> per-frame modulation)
 temporal RoPE positions per frame, a frame-level self-attention mask (block-causal over chunks),
 and a chunk forward with a self-attention KV cache for streaming.
 
-Semantics follow wan/modules/model.py (checked against /work/shared/goldens by
+Semantics follow wan/modules/model.py (checked against test/goldens by
 check_goldens.py):
   * sinusoidal time embedding: [cos, sin] (cos first), freqs 10000^(-i/half), float64
   * e = time_embedding(emb); e0 = time_projection(e) -> [.., 6, dim]

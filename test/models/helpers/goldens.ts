@@ -1,10 +1,9 @@
-// Access to the Wan goldens (../shared/goldens, see its README): tensors read on the host with our own
+// Access to the Wan goldens (test/goldens, see its README): tensors read on the host with our own
 // safetensors reader, and error measures for comparing results with them.
-import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { readSafetensorsHeader, readTensorBytes } from "../../../src/models/safetensors.ts";
 
-export const GOLDENS = [resolve(import.meta.dir, "../../../../shared/goldens"), "/work/shared/goldens"].find((p) => existsSync(p))!;
+export const GOLDENS = resolve(import.meta.dir, "../../goldens");
 
 export function goldenPath(...parts: string[]): string {
   return join(GOLDENS, ...parts);
