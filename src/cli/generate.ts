@@ -1,14 +1,13 @@
 // `kino generate --prompt "..." -o out.mp4`: one generation without a server. The request goes
-// through the same admission as POST /v1/videos (defaults, model card checks), the pipeline runs in
-// this process, and a progress bar is drawn on stderr when it is a terminal.
+// through the same admission as POST /v1/videos (defaults, model card checks), the worker's runner runs
+// it in this process, and a progress bar is drawn on stderr when it is a terminal.
 import { resolve } from "node:path";
 import type { LoadedConfig } from "../config/load.ts";
-import type { OperatorDefaults } from "../engine/admission/context.ts";
-import { admitVideo } from "../engine/admission/video.ts";
-import { newVideoJobId } from "../engine/ids.ts";
-import { ApiError } from "../http/errors.ts";
-import { writeOutputs } from "../media/write-outputs.ts";
-import { loadPipeline } from "../pipelines/load.ts";
+import { admissionContext } from "../api/admission/context.ts";
+import { admitVideo } from "../api/videos/admission.ts";
+import { newVideoJobId } from "../api/ids.ts";
+import { ApiError } from "../api/errors.ts";
+import { loadOptionsFrom, Runner } from "../worker/runner.ts";
 import type { ParsedArgs } from "./args.ts";
 import { UsageError } from "./args.ts";
 
@@ -38,37 +37,19 @@ export async function generate(args: ParsedArgs, loaded: LoadedConfig): Promise<
   }
   if (typeof body.prompt !== "string") throw new UsageError('kino generate needs --prompt "..."');
 
-  const { generator } = loaded.config;
-  const lora = loaded.startupLora();
-  const { pipeline } = await loadPipeline({
-    type: "init",
-    modelPath: generator.model_path,
-    device: generator.engine.device,
-    gpu: 0,
-    lora: lora && { path: lora.path, strength: lora.strength },
-  });
-  const admission = {
-    card: pipeline.card,
-    servedModelId: loaded.servedModelId(),
-    operatorDefaults: loaded.operatorDefaults() as OperatorDefaults,
-    startupLora: lora,
-  };
+  const runner = await Runner.load(loadOptionsFrom(loaded));
   let request;
   try {
-    request = (await admitVideo(body as never, new Map(), newVideoJobId(), admission)).request;
+    request = (await admitVideo(body as never, new Map(), newVideoJobId(), admissionContext(loaded, runner.pipeline.card))).request;
   } catch (err) {
     if (err instanceof ApiError) throw new UsageError(err.message);
     throw err;
   }
   const bar = progressBar(Boolean(process.stderr.isTTY) && !args.flags.quiet);
-  const started = performance.now();
-  const result = await pipeline.generate(request, { signal: new AbortController().signal, onProgress: (p) => bar(p.fraction * 0.95, p.stage) });
-  bar(0.95, "encode");
   const path = resolve(output);
-  const [file] = await writeOutputs(result, { kind: "mp4", path });
-  bar(1, "done");
+  const result = await runner.runToFiles(request, { kind: "mp4", path }, new AbortController().signal, bar);
   console.error(
-    `kino: wrote ${path} (${request.width}x${request.height}, ${request.num_frames} frames at ${request.fps} fps, ${file!.bytes} bytes) in ${((performance.now() - started) / 1000).toFixed(2)} s`,
+    `kino: wrote ${path} (${request.width}x${request.height}, ${request.num_frames} frames at ${request.fps} fps, ${result.files[0]!.bytes} bytes) in ${result.inference_time_s.toFixed(2)} s`,
   );
 }
 

@@ -2,7 +2,7 @@
 // kino's command line: `kino serve | worker | --help | --version`.
 import pkg from "../../package.json" with { type: "json" };
 import { ConfigError, loadServeConfig } from "../config/load.ts";
-import { runWorker } from "../engine/worker-main.ts";
+import { runWorker } from "../worker/main.ts";
 import { startServer } from "../http/server.ts";
 import { parseArgs, UsageError, type ParsedArgs } from "./args.ts";
 import { generate } from "./generate.ts";

@@ -1,5 +1,5 @@
 import type { GenerationRequest, ModelCard } from "../pipelines/pipeline.ts";
-import type { FromWorker, InteractionMessage, OutputSpec, StreamEvent, TaskResult, WorkerInit } from "./ipc.ts";
+import type { FromWorker, InteractionMessage, OutputSpec, StreamEvent, TaskResult, WorkerInit } from "../worker/ipc.ts";
 import { WorkerProcess } from "./worker-process.ts";
 
 /** A generation failure (the job fails with code generation_failed); `aborted` when we cancelled it. */

@@ -1,5 +1,4 @@
 import type { VideoJob } from "../../schemas/videos.ts";
-import { badRequest } from "../http/errors.ts";
 
 export interface JobRecord {
   job: VideoJob;
@@ -48,13 +47,14 @@ export class JobStore {
     return record;
   }
 
-  list({ after, limit, order }: ListOptions): { data: VideoJob[]; has_more: boolean } {
+  /** One page in creation order (or its reverse); undefined when `after` names no job. */
+  list({ after, limit, order }: ListOptions): { data: VideoJob[]; has_more: boolean } | undefined {
     const all = [...this.jobs.values()].map((r) => r.job);
     if (order === "desc") all.reverse();
     let start = 0;
     if (after !== undefined) {
       const index = all.findIndex((job) => job.id === after);
-      if (index < 0) throw badRequest(`No video with id '${after}' to page after`, "after");
+      if (index < 0) return undefined;
       start = index + 1;
     }
     const data = all.slice(start, start + limit);

@@ -1,6 +1,6 @@
 import type { Subprocess } from "bun";
-import { selfCommand } from "../cli/self.ts";
-import type { FromWorker, ToWorker, WorkerInit } from "./ipc.ts";
+import { selfCommand } from "./self-command.ts";
+import type { FromWorker, ToWorker, WorkerInit } from "../worker/ipc.ts";
 
 export interface WorkerEvents {
   onMessage(worker: WorkerProcess, message: FromWorker): void;

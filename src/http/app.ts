@@ -3,15 +3,16 @@
 import { Elysia } from "elysia";
 import { InvalidMediaError } from "../media/errors.ts";
 import { checkApiKey } from "./auth.ts";
-import type { ServerContext } from "./context.ts";
-import { ApiError, errorResponse } from "./errors.ts";
+import type { ServerContext } from "../api/context.ts";
+import { ApiError } from "../api/errors.ts";
+import { errorResponse } from "./errors.ts";
 import { openapiPlugin } from "./openapi.ts";
-import { healthRoutes } from "./routes/health.ts";
-import { imageRoutes } from "./routes/images.ts";
-import { modelRoutes } from "./routes/models.ts";
-import { videoRoutes } from "./routes/videos.ts";
-import { webRoutes } from "./routes/web.ts";
-import { realtimeRoutes, realtimeSocketSettings } from "../realtime/route.ts";
+import { healthRoutes } from "./health.ts";
+import { imageRoutes } from "../api/images/routes.ts";
+import { modelRoutes } from "../api/models/routes.ts";
+import { videoRoutes } from "../api/videos/routes.ts";
+import { webRoutes } from "./web.ts";
+import { realtimeRoutes, realtimeSocketSettings } from "../api/realtime/route.ts";
 
 export function createApp(ctx: ServerContext) {
   const apiKey = ctx.config.config.server.api_key;

@@ -1,5 +1,5 @@
 import { timingSafeEqual } from "node:crypto";
-import { ApiError } from "./errors.ts";
+import { ApiError } from "../api/errors.ts";
 
 /**
  * Bearer check for /v1 routes when server.api_key is set; /health stays open for probes. Browsers

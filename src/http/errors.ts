@@ -1,31 +1,12 @@
-import type { ErrorEnvelope, ErrorType } from "../../schemas/errors.ts";
+// The OpenAI error envelope: the one shape every failed HTTP request answers with.
+import type { ErrorEnvelope } from "../../schemas/errors.ts";
+import type { ApiError } from "../api/errors.ts";
 
-/** An error that becomes the OpenAI envelope with this HTTP status. Thrown anywhere below the routes. */
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly param: string | null = null,
-    readonly type: ErrorType = defaultType(status),
-  ) {
-    super(message);
-  }
-
-  envelope(): ErrorEnvelope {
-    return { error: { message: this.message, type: this.type, param: this.param, code: this.status } };
-  }
+export function envelope(err: ApiError): ErrorEnvelope {
+  return { error: { message: err.message, type: err.type, param: err.param, code: err.status } };
 }
-
-function defaultType(status: number): ErrorType {
-  if (status === 404) return "not_found_error";
-  if (status >= 500) return "server_error";
-  return "invalid_request_error";
-}
-
-export const badRequest = (message: string, param: string | null = null) => new ApiError(400, message, param);
-export const notFound = (message: string, param: string | null = null) => new ApiError(404, message, param);
 
 /** A JSON response carrying the envelope. */
-export function errorResponse(err: ApiError, headers: Record<string, string> = {}): Response {
-  return Response.json(err.envelope(), { status: err.status, headers });
+export function errorResponse(err: ApiError): Response {
+  return Response.json(envelope(err), { status: err.status, headers: err.headers });
 }

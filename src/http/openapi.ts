@@ -1,6 +1,9 @@
-// The OpenAPI document at /openapi.json, built by @elysiajs/openapi from the routes' `detail` objects,
-// whose schemas are the same TypeBox schemas the routes validate with (bodies are read with
-// parse: "none" and validated in the handler, so Elysia cannot infer them by itself).
+// The OpenAPI document at /openapi.json, built by @elysiajs/openapi from the routes: paths, query and
+// responses from each route's `detail`, whose schemas are the TypeBox schemas the routes validate with.
+// Request bodies are declared there too (src/api/route-docs.ts `createBody`) because the plugin writes a
+// body's content types only for Elysia's built-in parsers — with any custom parser, route-level or
+// `onParse`, it emits `content: {}` — and kino's bodies need their own decoder (the size limit enforced
+// while streaming, the SDKs' bracket-notation forms, JSON-string form fields).
 import { openapi } from "@elysiajs/openapi";
 import type { TSchema } from "@sinclair/typebox";
 import pkg from "../../package.json" with { type: "json" };
@@ -44,29 +47,3 @@ export const openapiPlugin = () =>
       },
     },
   });
-
-/** A create body: JSON, or multipart/form-data as the OpenAI SDKs send it. */
-export const createBody = (schema: TSchema) => ({
-  required: true,
-  content: { "application/json": { schema }, "multipart/form-data": { schema } },
-});
-
-export const jsonResponse = (description: string, schema: TSchema) => ({
-  200: { description, content: { "application/json": { schema } } },
-});
-
-const ERROR_TEXT: Record<number, string> = {
-  400: "invalid request (the envelope names the field in `param`)",
-  401: "missing or wrong API key",
-  404: "no such resource",
-  413: "body over server.max_body_bytes",
-  416: "range not satisfiable",
-  422: "the job failed; its content does not exist",
-  500: "generation failed",
-  503: "the engine is not available",
-};
-
-export const errorResponses = (...statuses: number[]) =>
-  Object.fromEntries(
-    statuses.map((status) => [status, { description: ERROR_TEXT[status], content: { "application/json": { schema: ErrorEnvelopeSchema } } }]),
-  );

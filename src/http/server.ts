@@ -2,12 +2,13 @@
 import { mkdir } from "node:fs/promises";
 import { resolve } from "node:path";
 import type { LoadedConfig } from "../config/load.ts";
-import type { OperatorDefaults } from "../engine/admission/context.ts";
+import { admissionContext } from "../api/admission/context.ts";
 import { Engine } from "../engine/engine.ts";
-import { ImageJobs } from "../engine/image-jobs.ts";
-import { VideoJobs } from "../engine/video-jobs.ts";
+import { ImageJobs } from "../api/images/jobs.ts";
+import { VideoJobs } from "../api/videos/jobs.ts";
+import { loadOptionsFrom } from "../worker/runner.ts";
 import { createApp } from "./app.ts";
-import type { ServerContext } from "./context.ts";
+import type { ServerContext } from "../api/context.ts";
 
 export interface RunningServer {
   url: string;
@@ -20,14 +21,9 @@ export async function startServer(loaded: LoadedConfig, log: (line: string) => v
   const { generator, server } = loaded.config;
   const outputDir = resolve(server.output_dir);
   await mkdir(outputDir, { recursive: true });
-  const lora = loaded.startupLora();
+  const { gpu: _gpu, ...load } = loadOptionsFrom(loaded);
   const engine = await Engine.open({
-    init: {
-      type: "init",
-      modelPath: generator.model_path,
-      device: generator.engine.device,
-      lora: lora && { path: lora.path, strength: lora.strength },
-    },
+    init: { type: "init", ...load },
     // One worker (and one loaded pipeline) per GPU; num_workers can add more.
     workers: Math.max(generator.engine.num_workers, generator.engine.num_gpus),
     gpus: generator.engine.num_gpus,
@@ -38,12 +34,7 @@ export async function startServer(loaded: LoadedConfig, log: (line: string) => v
     engine,
     videos: new VideoJobs(engine, outputDir, server.max_jobs),
     images: new ImageJobs(engine, outputDir, server.max_jobs),
-    admission: {
-      card: engine.card,
-      servedModelId: loaded.servedModelId(),
-      operatorDefaults: loaded.operatorDefaults() as OperatorDefaults,
-      startupLora: loaded.startupLora(),
-    },
+    admission: admissionContext(loaded, engine.card),
     references: {
       outputDir,
       allowedLocalRoots: server.references.allowed_local_roots,

@@ -28,16 +28,9 @@ import webpEncWasmPath from "@jsquash/webp/codec/enc/webp_enc.wasm" with { type:
 import webpDecWasmPath from "@jsquash/webp/codec/dec/webp_dec.wasm" with { type: "file" };
 import { InvalidMediaError } from "./errors.ts";
 import { ascii, u16be, u16le, u24le, u32be } from "./bytes.ts";
-import { decodePng } from "./png-decode.ts";
+import { decodePng, type RgbaImage } from "./png-decode.ts";
 
 export type ImageFormat = "png" | "jpeg" | "webp";
-
-/** Decoded pixels, RGBA8, row-major. */
-export interface RgbaImage {
-  width: number;
-  height: number;
-  data: Uint8ClampedArray;
-}
 
 export const IMAGE_MIME: Record<ImageFormat, string> = {
   png: "image/png",

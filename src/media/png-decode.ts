@@ -2,7 +2,13 @@
 // PNG decoder leaks its wasm memory on every failed decode (see images.ts), so PNGs never reach it.
 import { inflateSync } from "node:zlib";
 import { ascii, u16be, u32be } from "./bytes.ts";
-import type { RgbaImage } from "./images.ts";
+
+/** Decoded pixels, RGBA8, row-major. */
+export interface RgbaImage {
+  width: number;
+  height: number;
+  data: Uint8ClampedArray;
+}
 
 interface PngHeader {
   width: number;

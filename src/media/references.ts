@@ -71,6 +71,11 @@ export async function materializeReferences(
   }
 }
 
+/** References are only needed while generating: drops a request's materialized copies afterwards. */
+export function removeReferences(outputDir: string, requestId: string): Promise<void> {
+  return rm(path.resolve(outputDir, "references", requestId), { recursive: true, force: true });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Checking and converting the bytes
 

@@ -1,6 +1,5 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
-import type { WorkerInit } from "../engine/ipc.ts";
 import { embeddedBundle, unpackBundle } from "../models/bundle.ts";
 import { resolveCheckpoint } from "../models/checkpoint.ts";
 import { loadWanModel } from "../models/wan-model.ts";
@@ -10,6 +9,15 @@ import { createWanPipeline } from "./wan-t2v.ts";
 
 /** Where the trained default model is exported (models/kino-tiny/ in the repository). */
 const KINO_TINY_DIR = resolve(import.meta.dir, "../../models/kino-tiny");
+
+/** What to load and where: the serve config's generator section, per worker. */
+export interface PipelineLoadOptions {
+  modelPath: string;
+  device: "auto" | "cuda" | "cpu";
+  /** The CUDA device to use (one worker per GPU). */
+  gpu: number;
+  lora: { path: string; strength: number } | null;
+}
 
 export interface LoadedPipeline {
   pipeline: Pipeline;
@@ -25,7 +33,7 @@ export interface LoadedPipeline {
  *   the server with a controllable pipeline.
  * - a directory — a diffusers/Wan checkpoint (the models issue).
  */
-export async function loadPipeline(init: WorkerInit): Promise<LoadedPipeline> {
+export async function loadPipeline(init: PipelineLoadOptions): Promise<LoadedPipeline> {
   const { modelPath } = init;
   if (modelPath === "builtin:kino-tiny") {
     if (existsSync(join(KINO_TINY_DIR, "model_index.json"))) return loadCheckpoint(KINO_TINY_DIR, init);
@@ -44,7 +52,7 @@ export async function loadPipeline(init: WorkerInit): Promise<LoadedPipeline> {
 }
 
 /** A diffusers or original-Wan checkpoint directory on the backend `init.device` selects. */
-async function loadCheckpoint(dir: string, init: WorkerInit): Promise<LoadedPipeline> {
+async function loadCheckpoint(dir: string, init: PipelineLoadOptions): Promise<LoadedPipeline> {
   const checkpoint = await resolveCheckpoint(dir);
   const backend = await openBackend(init.device, { gpu: init.gpu });
   try {

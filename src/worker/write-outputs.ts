@@ -2,17 +2,17 @@
 // faststart writer) or one image per frame. Runs inside the worker process.
 import { mkdir } from "node:fs/promises";
 import { dirname } from "node:path";
-import type { OutputSpec } from "../engine/ipc.ts";
+import type { OutputSpec } from "./ipc.ts";
 import type { GenerationResult } from "../pipelines/pipeline.ts";
-import { H264Encoder } from "./h264/encoder.ts";
-import { encodeImage } from "./images.ts";
-import { Mp4FileWriter } from "./mp4/index.ts";
+import { H264Encoder } from "../media/h264/encoder.ts";
+import { encodeImage } from "../media/images.ts";
+import { Mp4FileWriter } from "../media/mp4/index.ts";
 
 /** QP for REST outputs: visually clean for generated content at a moderate bitrate. */
 export const DEFAULT_VIDEO_QP = 23;
 
 /** REST outputs (streams are encoded chunk by chunk in src/realtime/stream-task.ts). */
-type FileOutput = Exclude<OutputSpec, { kind: "stream" }>;
+export type FileOutput = Exclude<OutputSpec, { kind: "stream" }>;
 
 export async function writeOutputs(result: GenerationResult, output: FileOutput): Promise<{ path: string; bytes: number }[]> {
   if (output.kind === "mp4") return [await writeMp4(result, output.path)];

@@ -1,10 +1,10 @@
 // The worker side of a realtime session: runs the pipeline chunk by chunk, resolves prompt updates at
 // chunk boundaries, encodes each chunk as one fMP4 fragment starting with an IDR, and reports it with
 // its event bookkeeping. Runs inside the worker process; the server only relays the bytes.
-import type { FromWorker, InteractionMessage, StreamChunk, TaskResult } from "../engine/ipc.ts";
+import type { FromWorker, InteractionMessage, StreamChunk, TaskResult } from "./ipc.ts";
 import { H264Encoder } from "../media/h264/encoder.ts";
 import { FragmentedMp4Writer } from "../media/mp4/index.ts";
-import { DEFAULT_VIDEO_QP } from "../media/write-outputs.ts";
+import { DEFAULT_VIDEO_QP } from "./write-outputs.ts";
 import type { GenerationRequest, Pipeline } from "../pipelines/pipeline.ts";
 import { TransitionScheduler, type ChunkPlan } from "./transitions.ts";
 

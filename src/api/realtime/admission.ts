@@ -1,11 +1,11 @@
 // session.start → an admitted streaming request: sampling_params flattening, the session-level
 // pacing options, validation, and the same admission as POST /v1/videos.
-import { SessionStartSchema, type SessionStart } from "../../schemas/realtime.ts";
-import { VideoCreateSchema } from "../../schemas/videos.ts";
-import { admitVideo, type AdmittedVideo } from "../engine/admission/video.ts";
-import { badRequest } from "../http/errors.ts";
-import { validateOrThrow } from "../http/validate.ts";
-import type { AdmissionContext } from "../engine/admission/context.ts";
+import { SessionStartSchema, type SessionStart } from "../../../schemas/realtime.ts";
+import { VideoCreateSchema } from "../../../schemas/videos.ts";
+import { admitVideo, type AdmittedVideo } from "../videos/admission.ts";
+import { badRequest } from "../errors.ts";
+import { validateOrThrow } from "../validate.ts";
+import type { AdmissionContext } from "../admission/context.ts";
 
 export interface Pacing {
   leadChunks: number;

@@ -1,6 +1,6 @@
 // Admission checks shared by video, image and realtime requests. Each throws a 400 naming the field.
 import type { LoraSelector } from "../../../schemas/references.ts";
-import { badRequest } from "../../http/errors.ts";
+import { badRequest } from "../errors.ts";
 import type { ModelCard } from "../../pipelines/pipeline.ts";
 import type { AdmissionContext } from "./context.ts";
 

@@ -1,7 +1,8 @@
 import { Elysia } from "elysia";
-import type { ServerContext } from "../context.ts";
-import { ApiError, errorResponse } from "../errors.ts";
-import { errorResponses } from "../openapi.ts";
+import type { ServerContext } from "../api/context.ts";
+import { ApiError } from "../api/errors.ts";
+import { errorResponse } from "./errors.ts";
+import { errorResponses } from "../api/route-docs.ts";
 
 /** Liveness: the engine is open and every worker process is alive with its model loaded. */
 export function healthRoutes(ctx: ServerContext) {

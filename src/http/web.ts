@@ -2,22 +2,22 @@
 // per file, so `bun build --compile` embeds each one and a missing file fails the build, not a request.
 // The page is public (auth guards /v1 only); its own API calls carry the key.
 import { Elysia } from "elysia";
-import type { ServerContext } from "../context.ts";
-import indexHtml from "../../../web/index.html" with { type: "file" };
-import docsHtml from "../../../web/docs.html" with { type: "file" };
-import docsCss from "../../../web/docs.css" with { type: "file" };
-import docsJs from "../../../web/docs.js" with { type: "file" };
-import appCss from "../../../web/app.css" with { type: "file" };
-import apiJs from "../../../web/api.js" with { type: "file" };
-import domJs from "../../../web/dom.js" with { type: "file" };
-import generateJs from "../../../web/generate.js" with { type: "file" };
-import jobsJs from "../../../web/jobs.js" with { type: "file" };
-import liveJs from "../../../web/live.js" with { type: "file" };
-import logJs from "../../../web/log.js" with { type: "file" };
-import mainJs from "../../../web/main.js" with { type: "file" };
-import msePlayerJs from "../../../web/mse-player.js" with { type: "file" };
-import requestFormJs from "../../../web/request-form.js" with { type: "file" };
-import timelineJs from "../../../web/timeline.js" with { type: "file" };
+import type { ServerContext } from "../api/context.ts";
+import indexHtml from "../../web/index.html" with { type: "file" };
+import docsHtml from "../../web/docs.html" with { type: "file" };
+import docsCss from "../../web/docs.css" with { type: "file" };
+import docsJs from "../../web/docs.js" with { type: "file" };
+import appCss from "../../web/app.css" with { type: "file" };
+import apiJs from "../../web/api.js" with { type: "file" };
+import domJs from "../../web/dom.js" with { type: "file" };
+import generateJs from "../../web/generate.js" with { type: "file" };
+import jobsJs from "../../web/jobs.js" with { type: "file" };
+import liveJs from "../../web/live.js" with { type: "file" };
+import logJs from "../../web/log.js" with { type: "file" };
+import mainJs from "../../web/main.js" with { type: "file" };
+import msePlayerJs from "../../web/mse-player.js" with { type: "file" };
+import requestFormJs from "../../web/request-form.js" with { type: "file" };
+import timelineJs from "../../web/timeline.js" with { type: "file" };
 
 const JS = "text/javascript; charset=utf-8";
 

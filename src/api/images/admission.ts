@@ -1,12 +1,12 @@
 // POST /v1/images and /v1/images/edits → GenerationRequest (output "image": one frame per image).
 import type { ImageEditRequest, ImageGenerateRequest } from "../../../schemas/images.ts";
 import type { ReferenceObject } from "../../../schemas/references.ts";
-import { badRequest } from "../../http/errors.ts";
+import { badRequest } from "../errors.ts";
 import type { ImageFormat } from "../../media/images.ts";
 import type { ReferenceInput } from "../../media/references.ts";
 import type { GenerationRequest } from "../../pipelines/pipeline.ts";
-import type { AdmissionContext } from "./context.ts";
-import { checkDimensions, checkExtraParams, checkLora, checkModel, checkSteps, parseSize, randomSeed } from "./checks.ts";
+import type { AdmissionContext } from "../admission/context.ts";
+import { checkDimensions, checkExtraParams, checkLora, checkModel, checkSteps, parseSize, randomSeed } from "../admission/checks.ts";
 
 export interface AdmittedImages {
   request: GenerationRequest;

@@ -1,7 +1,7 @@
 // WebSocket /v1/realtime/video through Elysia (Bun's built-in WebSockets). The route is thin: one
 // RealtimeSession per connection does the protocol.
 import { Elysia } from "elysia";
-import type { ServerContext } from "../http/context.ts";
+import type { ServerContext } from "../context.ts";
 import { RealtimeSession } from "./session.ts";
 
 /**

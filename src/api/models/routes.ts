@@ -2,7 +2,7 @@
 import { Elysia } from "elysia";
 import { ModelCardResponseSchema, ModelListSchema } from "../../../schemas/models.ts";
 import type { ServerContext } from "../context.ts";
-import { errorResponses, jsonResponse } from "../openapi.ts";
+import { errorResponses, jsonResponse } from "../route-docs.ts";
 import { notFound } from "../errors.ts";
 
 export function modelRoutes(ctx: ServerContext) {

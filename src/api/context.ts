@@ -1,8 +1,8 @@
 import type { LoadedConfig } from "../config/load.ts";
-import type { AdmissionContext } from "../engine/admission/context.ts";
+import type { AdmissionContext } from "./admission/context.ts";
 import type { Engine } from "../engine/engine.ts";
-import type { ImageJobs } from "../engine/image-jobs.ts";
-import type { VideoJobs } from "../engine/video-jobs.ts";
+import type { ImageJobs } from "./images/jobs.ts";
+import type { VideoJobs } from "./videos/jobs.ts";
 import type { ReferencePolicy } from "../media/references.ts";
 
 /** What the routes share; passed to each route plugin instead of living in globals. */

@@ -3,7 +3,7 @@
 import type { VideoCreateRequest } from "../../../schemas/videos.ts";
 import type { ReferenceInput } from "../../media/references.ts";
 import type { GenerationRequest } from "../../pipelines/pipeline.ts";
-import type { AdmissionContext } from "./context.ts";
+import type { AdmissionContext } from "../admission/context.ts";
 import {
   alignFrames,
   checkDimensions,
@@ -14,8 +14,8 @@ import {
   parseSize,
   randomSeed,
   resolveTask,
-} from "./checks.ts";
-import { collectReferences } from "./references.ts";
+} from "../admission/checks.ts";
+import { collectReferences } from "../admission/references.ts";
 
 export interface AdmittedVideo {
   /** Everything but the materialized references, which the caller adds after materializing `references`. */

@@ -2,11 +2,11 @@
 // so `response_format: url` can point at GET /v1/images/{id}/content.
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
-import { IMAGE_MIME, type ImageFormat } from "../media/images.ts";
-import type { GenerationRequest } from "../pipelines/pipeline.ts";
-import type { Engine } from "./engine.ts";
-import type { TaskResult } from "./ipc.ts";
-import { removeReferences } from "./video-jobs.ts";
+import { IMAGE_MIME, type ImageFormat } from "../../media/images.ts";
+import type { GenerationRequest } from "../../pipelines/pipeline.ts";
+import type { Engine } from "../../engine/engine.ts";
+import type { TaskResult } from "../../worker/ipc.ts";
+import { removeReferences } from "../../media/references.ts";
 
 export interface StoredImage {
   id: string;
@@ -41,7 +41,7 @@ export class ImageJobs {
       await Promise.all(images.map((i) => rm(i.path, { force: true })));
       throw err;
     } finally {
-      await removeReferences(this.outputDir, request);
+      await removeReferences(this.outputDir, request.request_id);
     }
   }
 

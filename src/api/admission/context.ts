@@ -1,3 +1,4 @@
+import type { LoadedConfig } from "../../config/load.ts";
 import type { ModelCard } from "../../pipelines/pipeline.ts";
 
 /** Operator-explicit default_request fields (only what the operator wrote; never prompt). */
@@ -20,4 +21,14 @@ export interface AdmissionContext {
   operatorDefaults: OperatorDefaults;
   /** The adapter loaded at startup, if any; request selectors must match it. */
   startupLora: { nickname: string; path: string; strength: number } | null;
+}
+
+export function admissionContext(loaded: LoadedConfig, card: ModelCard): AdmissionContext {
+  return {
+    card,
+    servedModelId: loaded.servedModelId(),
+    // The config validated these fields against the request schema's types.
+    operatorDefaults: loaded.operatorDefaults() as OperatorDefaults,
+    startupLora: loaded.startupLora(),
+  };
 }

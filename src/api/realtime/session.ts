@@ -11,18 +11,17 @@ import {
   type ChunkMetadata,
   type RealtimeErrorCode,
   type ServerMessage,
-} from "../../schemas/realtime.ts";
-import type { GenerationError } from "../engine/engine.ts";
-import { newStreamRequestId } from "../engine/ids.ts";
-import type { StreamChunk, StreamEvent } from "../engine/ipc.ts";
-import type { ServerContext } from "../http/context.ts";
-import { ApiError } from "../http/errors.ts";
-import { validateOrThrow } from "../http/validate.ts";
-import { InvalidMediaError } from "../media/errors.ts";
-import { materializeReferences } from "../media/references.ts";
-import { removeReferences } from "../engine/video-jobs.ts";
+} from "../../../schemas/realtime.ts";
+import type { GenerationError } from "../../engine/engine.ts";
+import { newStreamRequestId } from "../ids.ts";
+import type { StreamChunk, StreamEvent } from "../../worker/ipc.ts";
+import type { ServerContext } from "../context.ts";
+import { ApiError } from "../errors.ts";
+import { validateOrThrow } from "../validate.ts";
+import { InvalidMediaError } from "../../media/errors.ts";
+import { materializeReferences, removeReferences } from "../../media/references.ts";
 import { EventRegistry } from "./event-registry.ts";
-import { admitStart } from "./start.ts";
+import { admitStart } from "./admission.ts";
 
 /** The two things a session does with its socket; Bun's ServerWebSocket in production. */
 export interface SessionSocket {
@@ -134,7 +133,7 @@ export class RealtimeSession {
       }
       return this.end();
     }
-    if ((this.state as State) === "ended") return void removeReferences(this.ctx.references.outputDir, started.admitted.request); // the client left during admission
+    if ((this.state as State) === "ended") return void removeReferences(this.ctx.references.outputDir, requestId); // the client left during admission
     const { admitted, pacing } = started;
     const { request } = admitted;
     const card = this.ctx.engine.card;
@@ -176,7 +175,7 @@ export class RealtimeSession {
         onProgress: () => this.refreshStall(),
         onStreamEvent: (event) => this.streamEvent(event),
       })
-      .finally(() => removeReferences(this.ctx.references.outputDir, request))
+      .finally(() => removeReferences(this.ctx.references.outputDir, request.request_id))
       .then(
         (result) => this.finish(result.stream!.trailer, result.stream!.stopped),
         (err: GenerationError) => {

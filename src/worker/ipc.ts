@@ -1,5 +1,6 @@
 // Messages between the server (engine) and a worker process, over Bun's IPC channel with structured
 // clone ("advanced") serialization, so stream fragments travel as Uint8Array without base64.
+import type { PipelineLoadOptions } from "../pipelines/load.ts";
 import type { GenerationRequest, ModelCard, StageDurations } from "../pipelines/pipeline.ts";
 import type { ImageFormat } from "../media/images.ts";
 
@@ -32,13 +33,9 @@ export interface StreamChunk {
   transition: { event_id: string; k: number; n: number } | null;
 }
 
-export interface WorkerInit {
+/** The first message a worker gets: what to load (worker i uses GPU i mod num_gpus). */
+export interface WorkerInit extends PipelineLoadOptions {
   type: "init";
-  modelPath: string;
-  device: "auto" | "cuda" | "cpu";
-  /** The CUDA device this worker uses (one worker per GPU). */
-  gpu: number;
-  lora: { path: string; strength: number } | null;
 }
 
 export type ToWorker =

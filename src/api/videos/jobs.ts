@@ -2,11 +2,13 @@
 // real progress, server-chosen output paths, and deletion that never leaves an artifact behind.
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
-import type { VideoJob } from "../../schemas/videos.ts";
-import type { GenerationRequest } from "../pipelines/pipeline.ts";
-import type { Engine } from "./engine.ts";
-import type { TaskResult } from "./ipc.ts";
-import { JobStore, type JobRecord } from "./job-store.ts";
+import type { VideoJob } from "../../../schemas/videos.ts";
+import type { GenerationRequest } from "../../pipelines/pipeline.ts";
+import type { Engine } from "../../engine/engine.ts";
+import type { TaskResult } from "../../worker/ipc.ts";
+import { JobStore, type JobRecord } from "../../engine/job-store.ts";
+import { removeReferences } from "../../media/references.ts";
+import { reportedTimings } from "../timings.ts";
 
 export interface VideoSubmission {
   request: GenerationRequest;
@@ -68,7 +70,7 @@ export class VideoJobs {
       await rm(path, { force: true });
       throw err;
     } finally {
-      await removeReferences(this.outputDir, request);
+      await removeReferences(this.outputDir, request.request_id);
     }
   }
 
@@ -91,9 +93,7 @@ export class VideoJobs {
       completed_at: now(),
       file_name: `${record.job.id}.mp4`,
       file_path: record.outputPath,
-      inference_time_s: round3(result.inference_time_s),
-      stage_durations: Object.fromEntries(Object.entries(result.stage_durations).map(([k, v]) => [k, round3(v)])),
-      peak_memory_mb: result.peak_memory_mb,
+      ...reportedTimings(result),
     } satisfies Partial<VideoJob>);
   }
 
@@ -106,17 +106,10 @@ export class VideoJobs {
   }
 
   private async afterRun(record: JobRecord, request: GenerationRequest): Promise<void> {
-    await removeReferences(this.outputDir, request);
+    await removeReferences(this.outputDir, request.request_id);
     // Deleted while it ran (or failed half-way): nothing may stay on disk.
     if (this.store.get(record.job.id) !== record || record.job.status === "failed") {
       await rm(record.outputPath, { force: true });
     }
   }
-}
-
-export const round3 = (v: number) => Math.round(v * 1000) / 1000;
-
-/** References are only needed while generating; drop their materialized copies afterwards. */
-export function removeReferences(outputDir: string, request: GenerationRequest): Promise<void> {
-  return rm(join(outputDir, "references", request.request_id), { recursive: true, force: true });
 }

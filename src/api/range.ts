@@ -11,8 +11,7 @@ export async function fileResponse(path: string, type: string, rangeHeader: stri
   const range = rangeHeader ? parseRange(rangeHeader, size) : null;
   if (!range) return new Response(file, { headers: { ...headers, "Content-Length": String(size) } });
   if (range === "unsatisfiable") {
-    const err = new ApiError(416, `Range '${rangeHeader}' is not satisfiable for ${size} bytes`, "Range");
-    return Response.json(err.envelope(), { status: 416, headers: { "Content-Range": `bytes */${size}` } });
+    throw new ApiError(416, `Range '${rangeHeader}' is not satisfiable for ${size} bytes`, "Range", undefined, { "Content-Range": `bytes */${size}` });
   }
   const [start, end] = range;
   return new Response(file.slice(start, end + 1), {

@@ -2,15 +2,15 @@
 import { Elysia } from "elysia";
 import type { TObject } from "@sinclair/typebox";
 import { ImageEditSchema, ImageGenerateSchema, ImagesResponseSchema, type ImagesResponse } from "../../../schemas/images.ts";
-import { admitImages } from "../../engine/admission/image.ts";
+import { admitImages } from "./admission.ts";
 import { GenerationError } from "../../engine/engine.ts";
-import { newImageRequestId } from "../../engine/ids.ts";
-import { round3 } from "../../engine/video-jobs.ts";
+import { newImageRequestId } from "../ids.ts";
+import { reportedTimings } from "../timings.ts";
 import { materializeReferences } from "../../media/references.ts";
 import { decodeBody } from "../body.ts";
 import type { ServerContext } from "../context.ts";
 import { ApiError, notFound } from "../errors.ts";
-import { createBody, errorResponses, jsonResponse } from "../openapi.ts";
+import { createBody, errorResponses, jsonResponse } from "../route-docs.ts";
 import { fileResponse } from "../range.ts";
 import { validateOrThrow } from "../validate.ts";
 
@@ -42,9 +42,7 @@ async function generate(request: Request, ctx: ServerContext, schema: TObject, e
     model: ctx.admission.servedModelId,
     output_format: admitted.format,
     size: admitted.size,
-    inference_time_s: round3(run.result.inference_time_s),
-    stage_durations: Object.fromEntries(Object.entries(run.result.stage_durations).map(([k, v]) => [k, round3(v)])),
-    peak_memory_mb: run.result.peak_memory_mb,
+    ...reportedTimings(run.result),
   };
 }
 

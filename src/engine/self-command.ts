@@ -6,5 +6,5 @@ export const isCompiled = import.meta.url.includes("$bunfs");
 
 export function selfCommand(...args: string[]): string[] {
   if (isCompiled) return [process.execPath, ...args];
-  return [process.execPath, new URL("./main.ts", import.meta.url).pathname, ...args];
+  return [process.execPath, new URL("../cli/main.ts", import.meta.url).pathname, ...args];
 }

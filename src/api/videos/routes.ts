@@ -9,15 +9,15 @@ import {
   VideoListQuerySchema,
   VideoListSchema,
 } from "../../../schemas/videos.ts";
-import { admitVideo } from "../../engine/admission/video.ts";
+import { admitVideo } from "./admission.ts";
 import { GenerationError } from "../../engine/engine.ts";
-import { newSyncRequestId, newVideoJobId } from "../../engine/ids.ts";
-import { round3 } from "../../engine/video-jobs.ts";
+import { newSyncRequestId, newVideoJobId } from "../ids.ts";
+import { reportedTimings } from "../timings.ts";
 import { materializeReferences } from "../../media/references.ts";
 import { decodeBody } from "../body.ts";
 import type { ServerContext } from "../context.ts";
 import { ApiError, badRequest, notFound } from "../errors.ts";
-import { createBody, errorResponses, jsonResponse } from "../openapi.ts";
+import { createBody, errorResponses, jsonResponse } from "../route-docs.ts";
 import { fileResponse } from "../range.ts";
 import { validateOrThrow } from "../validate.ts";
 
@@ -63,7 +63,9 @@ export function videoRoutes(ctx: ServerContext) {
     })
     .get("/v1/videos", ({ query }) => {
       const q = validateOrThrow(VideoListQuerySchema, Value.Convert(VideoListQuerySchema, { ...query }), "list query");
-      const { data, has_more } = ctx.videos.store.list({ after: q.after, limit: q.limit ?? 20, order: q.order ?? "desc" });
+      const page = ctx.videos.store.list({ after: q.after, limit: q.limit ?? 20, order: q.order ?? "desc" });
+      if (!page) throw badRequest(`No video with id '${q.after}' to page after`, "after");
+      const { data, has_more } = page;
       return { object: "list", data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more };
     }, { detail: { tags, summary: "List jobs (after, limit 1–100, order asc|desc)", responses: { ...jsonResponse("a page", VideoListSchema), ...errorResponses(400, 401) } } })
     .get("/v1/videos/:id", ({ params }) => job(params.id).job, {
@@ -112,7 +114,7 @@ async function sync(request: Request, ctx: ServerContext): Promise<Response> {
     },
     cancel: cleanup,
   });
-  const stages = Object.fromEntries(Object.entries(result.stage_durations).map(([k, v]) => [k, round3(v)]));
+  const timings = reportedTimings(result);
   return new Response(body, {
     headers: {
       "Content-Type": "video/mp4",
@@ -120,9 +122,9 @@ async function sync(request: Request, ctx: ServerContext): Promise<Response> {
       "Content-Disposition": `inline; filename="${admitted.request.request_id}.mp4"`,
       "X-Request-Id": admitted.request.request_id,
       "X-Model": ctx.admission.servedModelId,
-      "X-Inference-Time-S": result.inference_time_s.toFixed(3),
-      "X-Stage-Durations": JSON.stringify(stages),
-      "X-Peak-Memory-MB": String(result.peak_memory_mb ?? ""),
+      "X-Inference-Time-S": timings.inference_time_s.toFixed(3),
+      "X-Stage-Durations": JSON.stringify(timings.stage_durations),
+      "X-Peak-Memory-MB": String(timings.peak_memory_mb ?? ""),
     },
   });
 }

@@ -1,7 +1,7 @@
 // Collects every reference a create body carries (current and legacy spellings, JSON and uploads)
 // into ReferenceInputs for materialization, refusing what the loaded model cannot use.
 import type { ReferenceObject } from "../../../schemas/references.ts";
-import { badRequest } from "../../http/errors.ts";
+import { badRequest } from "../errors.ts";
 import type { ReferenceInput } from "../../media/references.ts";
 import type { ModelCard } from "../../pipelines/pipeline.ts";
 

@@ -3,7 +3,7 @@
 // conditioning follows the linear interpolation from the state at the takeover boundary.
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { TransitionScheduler, lerp, type ChunkPlan } from "../../src/realtime/transitions.ts";
+import { TransitionScheduler, lerp, type ChunkPlan } from "../../src/worker/transitions.ts";
 
 const vec = (...v: number[]) => new Float32Array(v);
 
