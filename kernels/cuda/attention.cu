@@ -299,6 +299,7 @@ void* to_bf16_rows(KcContext* ctx, const float* src, int B, int L, int rows, int
 KC_API int kc_attention(KcContext* ctx, float* out, const void* q, const void* k, const void* v, int dt,
                         const float* bias, int B, int Lq, int Lk, int kv_len, int H, int D, float scale,
                         int block_size, int q_offset) {
+  ctx->last_attention = "";
   if (B <= 0 || Lq <= 0 || H <= 0 || D <= 0) return 0;
   if (kv_len == 0) return kc_check(ctx, cudaMemsetAsync(out, 0, (size_t)B * Lq * H * D * 4, ctx->stream), "kc_attention");
   const bool exact = ctx->attention_path == 1;
@@ -309,11 +310,13 @@ KC_API int kc_attention(KcContext* ctx, float* out, const void* q, const void* k
     if (!tc_shape || (((uintptr_t)q | (uintptr_t)k | (uintptr_t)v) & 15))
       return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention", "bf16 attention needs D in {16, 32, 64, 128}, sm_80+ "
                      "and aligned buffers");
+    ctx->last_attention = "mma.sync";
     return launch_mma_any(ctx, out, q, k, v, bias, B, Lq, Lk, kv_len, H, D, scale, block_size, q_offset);
   }
   if (dt != KC_F32) return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention", "q/k/v must be f32 or bf16");
   if (exact || !tc_shape) {
     int64_t rows = (int64_t)B * H * Lq;
+    ctx->last_attention = "simt";
     attention_simt_kernel<<<(unsigned)((rows + 3) / 4), 128, 0, ctx->stream>>>(
         out, (const float*)q, (const float*)k, (const float*)v, bias, B, Lq, Lk, kv_len, H, D, scale, block_size,
         q_offset);
@@ -324,6 +327,7 @@ KC_API int kc_attention(KcContext* ctx, float* out, const void* q, const void* k
   void* q16 = to_bf16_rows(ctx, (const float*)q, B, Lq, Lq, row, &rc);
   void* k16 = rc ? nullptr : to_bf16_rows(ctx, (const float*)k, B, Lk, kv_len, row, &rc);
   void* v16 = rc ? nullptr : to_bf16_rows(ctx, (const float*)v, B, Lk, kv_len, row, &rc);
+  ctx->last_attention = "mma.sync";
   if (!rc) rc = launch_mma_any(ctx, out, q16, k16, v16, bias, B, Lq, kv_len, kv_len, H, D, scale, block_size, q_offset);
   kc_scratch_release(ctx, q16);
   kc_scratch_release(ctx, k16);

@@ -28,8 +28,12 @@ struct KcContext {
   cudaStream_t stream;
   KcAllocator* alloc;
   void* encode_tensor_map;     // cuTensorMapEncodeTiled from the driver (sm_90 GEMM), or null
-  int gemm_path;               // 0 auto, 1 force mma.sync, 2 force SIMT (KINO_CUDA_GEMM=mma|simt)
+  int gemm_path;               // 0 auto, 1 force mma.sync, 2 force SIMT, 3 force wgmma (KINO_CUDA_GEMM=mma|simt)
   int attention_path;          // 0 auto, 1 force the f32 SIMT kernel (KINO_CUDA_ATTENTION=f32)
+  // The kernel the last kc_gemm / kc_attention call ran ("wgmma", "mma.sync", "simt"; "" when it
+  // launched none), so that callers (the op sweep) know which precision the result carries.
+  const char* last_gemm;
+  const char* last_attention;
   cudaEvent_t timer[2];        // kc_timer_start / kc_timer_stop, created on first use
   char error[512];
 };

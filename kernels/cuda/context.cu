@@ -140,6 +140,7 @@ KC_API KcContext* kc_create(int device, int32_t* code, char* err, int err_len) {
   ctx->alloc = new KcAllocator();
   ctx->encode_tensor_map = nullptr;
   ctx->gemm_path = 0;
+  ctx->last_gemm = ctx->last_attention = "";
   ctx->timer[0] = ctx->timer[1] = nullptr;
   const char* path = getenv("KINO_CUDA_GEMM");
   if (path && strcmp(path, "mma") == 0) ctx->gemm_path = 1;
@@ -182,15 +183,30 @@ KC_API void kc_destroy(KcContext* ctx) {
   delete ctx;
 }
 
-// Kernel choice: gemm_path 0 auto / 1 mma.sync / 2 SIMT; attention_path 0 auto / 1 f32 SIMT. Paths 2
-// and 1 are the exact ones (f32 products, no bf16 rounding of activations), for tests and comparisons.
+// Kernel choice: gemm_path 0 auto / 1 mma.sync / 2 SIMT / 3 wgmma; attention_path 0 auto / 1 f32 SIMT.
+// Paths 2 and 1 are the exact ones (f32 products, no bf16 rounding of activations), for tests and
+// comparisons. A forced tensor-core path still falls back where a call's shape or dtypes rule the
+// kernel out (kc_last_kernel names what ran); a path this device cannot run at all is refused.
 KC_API int kc_set_paths(KcContext* ctx, int gemm_path, int attention_path) {
-  if (gemm_path < 0 || gemm_path > 2 || attention_path < 0 || attention_path > 1)
-    return kc_fail(ctx, KC_E_ARG, "kc_set_paths", "gemm_path must be 0..2 and attention_path 0..1");
+  if (gemm_path < 0 || gemm_path > 3 || attention_path < 0 || attention_path > 1)
+    return kc_fail(ctx, KC_E_ARG, "kc_set_paths", "gemm_path must be 0..3 and attention_path 0..1");
+  char why[160];
+  if (gemm_path == 1 && ctx->sm_major < 8) {
+    snprintf(why, sizeof why, "mma.sync needs sm_80 or newer, this device is sm_%d%d", ctx->sm_major, ctx->sm_minor);
+    return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_set_paths", why);
+  }
+  if (gemm_path == 3 && (ctx->sm_major != 9 || !ctx->encode_tensor_map)) {
+    snprintf(why, sizeof why, "wgmma needs sm_90 and the driver's cuTensorMapEncodeTiled, this device is sm_%d%d%s",
+             ctx->sm_major, ctx->sm_minor, ctx->sm_major == 9 ? " without it" : "");
+    return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_set_paths", why);
+  }
   ctx->gemm_path = gemm_path;
   ctx->attention_path = attention_path;
   return 0;
 }
+
+// op 0: the kernel the last kc_gemm ran, op 1: the last kc_attention's (names: KcContext).
+KC_API const char* kc_last_kernel(KcContext* ctx, int op) { return op == 0 ? ctx->last_gemm : ctx->last_attention; }
 
 KC_API const char* kc_last_error(KcContext* ctx) { return ctx ? ctx->error : "no context"; }
 

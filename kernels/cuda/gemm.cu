@@ -4,19 +4,24 @@
 //   w bf16/f16: a f32 is first rounded to w's type in scratch memory, then
 //     sm_90 (+ driver tensor-map entry point), N even, out 8-byte aligned → wgmma + TMA
 //     otherwise                                       → mma.sync
-// KINO_CUDA_GEMM=mma or =simt (read at kc_create), or kc_set_paths, forces a slower path: mma.sync to
-// compare against, SIMT for exact f32 products.
+// KINO_CUDA_GEMM=mma or =simt (read at kc_create), or kc_set_paths, forces a path: mma.sync to compare
+// against, SIMT for exact f32 products, wgmma (sm_90 only) to test it where auto would choose it.
+// ctx->last_gemm names the kernel each call ran.
 #include "gemm.cuh"
 
 static bool aligned16(const void* p) { return ((uintptr_t)p & 15) == 0; }
 
 KC_API int kc_gemm(KcContext* ctx, float* out, const void* a, int a_dt, const void* w, int w_dt, const float* bias,
                    int M, int N, int K) {
+  ctx->last_gemm = "";
   if (M <= 0 || N <= 0) return 0;
   if (K <= 0) return kc_fail(ctx, KC_E_ARG, "kc_gemm", "K must be positive");
   const bool tensor_cores = w_dt != KC_F32 && ctx->gemm_path != 2 && ctx->sm_major >= 8 && K % 8 == 0 &&
                             aligned16(w) && (a_dt == KC_F32 || a_dt == w_dt);
-  if (!tensor_cores) return kc_gemm_simt_launch(ctx, out, a, a_dt, w, w_dt, bias, M, N, K);
+  if (!tensor_cores) {
+    ctx->last_gemm = "simt";
+    return kc_gemm_simt_launch(ctx, out, a, a_dt, w, w_dt, bias, M, N, K);
+  }
 
   const void* a16 = a;
   void* scratch = nullptr;
@@ -32,11 +37,14 @@ KC_API int kc_gemm(KcContext* ctx, float* out, const void* a, int a_dt, const vo
   }
   const bool f16 = w_dt == KC_F16;
   int rc;
-  if (ctx->sm_major == 9 && ctx->encode_tensor_map && ctx->gemm_path == 0 && N % 2 == 0 &&
-      ((uintptr_t)out & 7) == 0)
+  if (ctx->sm_major == 9 && ctx->encode_tensor_map && (ctx->gemm_path == 0 || ctx->gemm_path == 3) && N % 2 == 0 &&
+      ((uintptr_t)out & 7) == 0) {
+    ctx->last_gemm = "wgmma";
     rc = kc_gemm_wgmma_launch(ctx, out, a16, w, f16, bias, M, N, K);
-  else
+  } else {
+    ctx->last_gemm = "mma.sync";
     rc = kc_gemm_mma_launch(ctx, out, a16, w, f16, bias, M, N, K);
+  }
   kc_scratch_release(ctx, scratch);  // stream-ordered: the next user of the block runs after this GEMM
   return rc;
 }

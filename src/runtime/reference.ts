@@ -1,5 +1,5 @@
 // The plain TypeScript reference of every Backend op: host arrays in, a new host array out, float64
-// accumulation, written for obviousness, not speed. test/runtime/ops.test.ts measures every backend
+// accumulation, written for obviousness, not speed (but for conv3d's loop order: see there). test/runtime/ops.test.ts measures every backend
 // against it; model tests may use it for small cases. Weights are taken as the f32 values the device
 // tensor holds (round them through bf16/f16 with dtype.ts first when the backend gets half weights).
 // Semantics and shape rules are the ones documented in backend.ts, checked by op-params.ts.
@@ -167,27 +167,42 @@ export function t5RelativeBias(table: Host, Lq: number, Lk: number, o: T5BiasOpt
   return out;
 }
 
+/** The loops run over whole output planes (the VAE goldens on the test backend make hundreds of
+ *  millions of multiply-adds); each output element still sums bias, then every tap in (ci, a, r, q)
+ *  order in float64, and taps outside the padded input add nothing. */
 export function conv3d(x: Host, w: Host, bias: Host | null, opts: Omit<Conv3dOptions, "prev"> & { prev?: Host } = {}): Host {
   const oshape = P.conv3dOutputShape(x.shape, w.shape, opts);
   const g = P.conv3dGeometry({ shape: oshape, dtype: "f32" }, x, w, bias, opts);
+  // The input with its time padding (prev frames, or zeros) in front: [B, Cin, timePad + T, H, W].
+  const Tp = g.timePad + g.T, HW = g.H * g.W;
+  const padded = new Float64Array(g.B * g.Cin * Tp * HW);
+  for (let b = 0; b < g.B; b++) for (let c = 0; c < g.Cin; c++) {
+    const dst = (b * g.Cin + c) * Tp * HW;
+    if (opts.prev) padded.set(opts.prev.f32.subarray(((b * g.Cin + c) * g.timePad) * HW, ((b * g.Cin + c + 1) * g.timePad) * HW), dst);
+    padded.set(x.f32.subarray((b * g.Cin + c) * g.T * HW, (b * g.Cin + c + 1) * g.T * HW), dst + g.timePad * HW);
+  }
   const out = zeros(oshape);
-  const X = x.f32, Wt = w.f32, prev = opts.prev?.f32;
-  const at = (b: number, c: number, t: number, y: number, xx: number): number => {
-    if (y < 0 || y >= g.H || xx < 0 || xx >= g.W) return 0;
-    if (t >= 0) return X[(((b * g.Cin + c) * g.T + t) * g.H + y) * g.W + xx]!;
-    if (!prev) return 0;
-    return prev[(((b * g.Cin + c) * g.timePad + g.timePad + t) * g.H + y) * g.W + xx]!;
-  };
-  let i = 0;
-  for (let b = 0; b < g.B; b++) for (let co = 0; co < g.Cout; co++)
-    for (let to = 0; to < g.To; to++) for (let yo = 0; yo < g.Ho; yo++) for (let xo = 0; xo < g.Wo; xo++) {
-      let s = bias ? bias.f32[co]! : 0;
-      for (let ci = 0; ci < g.Cin; ci++) for (let a = 0; a < g.kt; a++) for (let r = 0; r < g.kh; r++) for (let q = 0; q < g.kw; q++) {
+  const acc = new Float64Array(g.Ho * g.Wo);
+  const Wt = w.f32;
+  for (let b = 0; b < g.B; b++) for (let co = 0; co < g.Cout; co++) for (let to = 0; to < g.To; to++) {
+    acc.fill(bias ? bias.f32[co]! : 0);
+    for (let ci = 0; ci < g.Cin; ci++) for (let a = 0; a < g.kt; a++) {
+      const frame = ((b * g.Cin + ci) * Tp + to * g.st + a) * HW;
+      for (let r = 0; r < g.kh; r++) for (let q = 0; q < g.kw; q++) {
         const wv = Wt[(((co * g.Cin + ci) * g.kt + a) * g.kh + r) * g.kw + q]!;
-        s += wv * at(b, ci, to * g.st + a - g.timePad, yo * g.sh + r - g.top, xo * g.sw + q - g.left);
+        for (let yo = 0; yo < g.Ho; yo++) {
+          const y = yo * g.sh + r - g.top;
+          if (y < 0 || y >= g.H) continue;
+          const row = frame + y * g.W, arow = yo * g.Wo;
+          for (let xo = 0; xo < g.Wo; xo++) {
+            const xx = xo * g.sw + q - g.left;
+            if (xx >= 0 && xx < g.W) acc[arow + xo] += wv * padded[row + xx]!;
+          }
+        }
       }
-      out.f32[i++] = s;
     }
+    out.f32.set(acc, ((b * g.Cout + co) * g.To + to) * g.Ho * g.Wo);
+  }
   return out;
 }
 

@@ -1,14 +1,16 @@
 // Op-sweep cases for the three compute-heavy ops (GEMM, attention, convolution): the shapes walk
 // across every blocking boundary of the CPU kernels (kernels/cpu/gemm.h: MR 4, NR 8, KC 256, MC 96,
-// NC 512; attention.c: 128-query chunks, 64-key blocks) and the thread split thresholds. Tolerances scale with the reduction length: an f32 sum of K terms carries
-// an error of order sqrt(K)·ε relative to the output scale.
+// NC 512; attention.c: 128-query chunks, 64-key blocks), the CUDA tensor-core tiles (wgmma 128×256,
+// mma.sync 128×128, attention 64 queries × 64 keys) and the thread split thresholds. Tolerances scale
+// with the reduction length (op-precision.ts); GEMM and attention cases also carry what a tensor-core
+// kernel, which rounds its inputs, must produce.
 import type { Conv3dOptions } from "../../src/runtime/backend.ts";
+import type { HalfKind } from "../../src/runtime/dtype.ts";
 import { conv3dOutputShape } from "../../src/runtime/op-params.ts";
 import * as R from "../../src/runtime/reference.ts";
 import type { DType } from "../../src/runtime/tensor.ts";
 import { type OpCase, asStored, host, rng, runOp } from "./op-helpers.ts";
-
-const reductionTol = (K: number) => ({ atol: 1e-6, rtol: 1e-6 * Math.sqrt(Math.max(K, 1)) });
+import { reductionTol, tensorCoreAttention, tensorCoreGemm } from "./op-precision.ts";
 
 export function gemmCases(): OpCase[] {
   const r = rng(11);
@@ -25,7 +27,12 @@ export function gemmCases(): OpCase[] {
     [[37, 129], 53, "f16", false],
     [[8, 4096], 16, "f32", false], // large K, many KC blocks
     [[130, 300], 600, "f32", true], // crosses MC, KC and NC; threaded
+    // K % 8 = 0 with half weights: the CUDA tensor-core kernels (wgmma needs N even)
     [[97, 520], 70, "f16", true],
+    [[1, 8], 2, "bf16", false],
+    [[2, 3, 40], 72, "f16", false],
+    [[33, 64], 13, "bf16", true], // N odd: mma.sync even where wgmma is asked for
+    [[257, 136], 258, "bf16", true], // past one 128×256 wgmma tile in M and in N
   ];
   for (const [aShape, N, dt, withBias] of shapes) {
     const K = aShape[aShape.length - 1]!;
@@ -35,6 +42,7 @@ export function gemmCases(): OpCase[] {
     cases.push({
       op: "gemm", name: `M ${M} N ${N} K ${K} w ${dt}${withBias ? " +bias" : ""}`, ...reductionTol(K),
       ref: () => R.gemm(a, asStored(w, dt), withBias ? bias : null).f32,
+      tensorCores: dt === "f32" ? undefined : () => tensorCoreGemm(a, asStored(w, dt), dt as HalfKind, withBias ? bias : null),
       run: (be) => runOp(be, (up, alloc) => {
         const o = alloc(outShape);
         be.gemm(o, up(a), up(w, dt), withBias ? up(bias) : null);
@@ -64,6 +72,8 @@ export function attentionCases(): OpCase[] {
     { B: 1, Lq: 9, Lk: 11, H: 2, D: 8, bias: true, scale: 1 }, // T5: additive bias, no scaling
     { B: 1, Lq: 20, Lk: 20, H: 1, D: 384 }, // the VAE's single-head attention
     { B: 1, Lq: 3, Lk: 5, H: 1, D: 5, kvLen: 0 }, // nothing visible → zeros
+    { B: 2, Lq: 1, Lk: 65, H: 3, D: 16 }, // one query (a decode step), one key past a 64-key tile
+    { B: 1, Lq: 64, Lk: 64, H: 1, D: 128, kvLen: 1 }, // one visible key: softmax weight exactly 1
   ];
   return configs.map((c) => {
     const { B, Lq, Lk, H, D } = c;
@@ -82,6 +92,7 @@ export function attentionCases(): OpCase[] {
       name: `B ${B} Lq ${Lq} Lk ${Lk} H ${H} D ${D}${extras.filter(Boolean).map((e) => `, ${e}`).join("")}`,
       atol: 1e-5, rtol: 0,
       ref: () => R.attention(q, k, v, { ...opts, bias }).f32,
+      tensorCores: () => tensorCoreAttention(q, k, v, { ...opts, bias }),
       run: (be) => runOp(be, (up, alloc) => {
         const o = alloc([B, Lq, H, D]);
         be.attention(o, up(q), up(k), up(v), { ...opts, bias: bias && up(bias) });

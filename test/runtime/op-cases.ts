@@ -1,7 +1,7 @@
 // The cases of the op sweep (ops.test.ts): every Backend op on awkward shapes — length 1, odd sizes,
 // sizes that are not multiples of the kernels' tiles, large K (GEMM, attention and convolution cases
 // are in op-cases-heavy.ts) — each with its reference from src/runtime/reference.ts and a tolerance:
-// a case passes when every element satisfies |got − ref| ≤ atol + rtol · max|ref| (op-helpers.ts).
+// a case passes when every element satisfies |got − ref| ≤ atol + rtol · max|ref| (op-precision.ts).
 import * as R from "../../src/runtime/reference.ts";
 import { attentionCases, convCases, gemmCases } from "./op-cases-heavy.ts";
 import { type OpCase, asStored, host, rng, runOp } from "./op-helpers.ts";
@@ -50,7 +50,7 @@ function normCases(): OpCase[] {
   // in place: out === x
   const xi = host([4, 13], r(52));
   cases.push({ op: "rmsNorm", name: "[4,13] in place", atol: 1e-5, rtol: 0, ref: () => R.rmsNorm(xi, 1e-6).f32,
-    run: (be) => runOp(be, (up) => { const t = up(xi); be.rmsNorm(t, t, 1e-6); return t; }) });
+    run: (be) => runOp(be, (_up, _alloc, inOut) => { const t = inOut(xi); be.rmsNorm(t, t, 1e-6); return t; }) });
   for (const shape of [[1, 3, 1], [2, 5, 7], [1, 16, 2, 5, 6]]) {
     const C = shape[1]!, x = host(shape, r(shape.reduce((a, b) => a * b)));
     const g = host([C], r(C, 0.5, 1.5));
@@ -71,7 +71,7 @@ function modulationCases(): OpCase[] {
     cases.push({ op: "modulate", name, atol: 1e-6, rtol: 0, ref: () => R.modulate(x, sc, sh).f32,
       run: (be) => runOp(be, (up, alloc) => { const o = alloc([B, L, C]); be.modulate(o, up(x), up(sc), up(sh)); return o; }) });
     cases.push({ op: "gatedAdd", name: `${name} in place`, atol: 1e-6, rtol: 0, ref: () => R.gatedAdd(x, y, sc).f32,
-      run: (be) => runOp(be, (up) => { const t = up(x); be.gatedAdd(t, t, up(y), up(sc)); return t; }) });
+      run: (be) => runOp(be, (up, _alloc, inOut) => { const t = inOut(x); be.gatedAdd(t, t, up(y), up(sc)); return t; }) });
   }
   return cases;
 }
@@ -107,7 +107,7 @@ function ropeCases(): OpCase[] {
     cases.push({ op: "rope3d", name, atol: 1e-6, rtol: 0, ref: () => R.rope3d(x, { ...opts, ...t }).f32,
       run: (be) => runOp(be, (up, alloc) => { const o = alloc(c.shape); be.rope3d(o, up(x), { ...opts, cos: up(t.cos), sin: up(t.sin) }); return o; }) });
     cases.push({ op: "rope3d", name: `${name} in place`, atol: 1e-6, rtol: 0, ref: () => R.rope3d(x, { ...opts, ...t }).f32,
-      run: (be) => runOp(be, (up) => { const o = up(x); be.rope3d(o, o, { ...opts, cos: up(t.cos), sin: up(t.sin) }); return o; }) });
+      run: (be) => runOp(be, (up, _alloc, inOut) => { const o = inOut(x); be.rope3d(o, o, { ...opts, cos: up(t.cos), sin: up(t.sin) }); return o; }) });
   }
   return cases;
 }
@@ -141,7 +141,7 @@ function layoutCases(): OpCase[] {
     run: (be) => runOp(be, (up, alloc) => { const o = alloc([2, 10, 3, 3]); be.slice(o, up(x), -1, 1); return o; }) });
   const cache = host([2, 20, 2, 8], r(640)), kNew = host([2, 6, 2, 8], r(192));
   cases.push({ op: "writeSlice", name: "KV append [2,6,2,8] → [2,20,2,8] at 7", ...EXACT, ref: () => R.writeSlice(cache, kNew, 1, 7).f32,
-    run: (be) => runOp(be, (up) => { const c = up(cache); be.writeSlice(c, up(kNew), 1, 7); return c; }) });
+    run: (be) => runOp(be, (up, _alloc, inOut) => { const c = inOut(cache); be.writeSlice(c, up(kNew), 1, 7); return c; }) });
   const parts = [host([2, 1, 5], r(10)), host([2, 3, 5], r(30)), host([2, 2, 5], r(20))];
   for (const dim of [1, 0, 2]) {
     const second = dim === 0 ? [1, 3, 5] : [2, 3, 1];

@@ -3,14 +3,19 @@ import type { Backend } from "../../src/runtime/backend.ts";
 import { roundThroughHalf } from "../../src/runtime/dtype.ts";
 import * as R from "../../src/runtime/reference.ts";
 import type { DType, Tensor } from "../../src/runtime/tensor.ts";
+import { type Guarded, allocGuarded, changedGuards, freeGuarded } from "./op-guards.ts";
+import type { Expected } from "./op-precision.ts";
 
-/** One op on one shape. Passes when every element has |got − ref| ≤ atol + rtol · max|ref|. */
+/** One op on one shape. On an exact kernel it passes when every element has
+ *  |got − ref| ≤ atol + rtol · max|ref|; on a kernel that rounds its inputs for the tensor cores
+ *  (CUDA GEMM and attention) it is held to `tensorCores` instead (op-precision.ts). */
 export interface OpCase {
   op: string;
   name: string;
   atol: number;
   rtol: number;
   ref: () => Float32Array;
+  tensorCores?: () => Expected;
   run: (be: Backend) => Promise<Float32Array>;
 }
 
@@ -29,19 +34,40 @@ export function rng(seed: number) {
 
 export const host = (shape: number[], data: Float32Array | Uint8Array) => new R.Host(shape, data);
 
-/** Uploads inputs, runs one op, downloads `out`, frees everything. */
-export async function runOp(be: Backend, f: (up: (h: R.Host, dtype?: DType) => Tensor, alloc: (shape: number[], dtype?: DType) => Tensor) => Tensor): Promise<Float32Array> {
+type Upload = (h: R.Host, dtype?: DType) => Tensor;
+type Alloc = (shape: number[], dtype?: DType) => Tensor;
+
+/**
+ * Uploads inputs, runs one op, downloads `out`, frees everything. `up` uploads an input; `alloc`
+ * makes an output and `inOut` uploads a tensor the op overwrites (in place): those two lie between
+ * guards (op-guards.ts), and an op that changed a guard fails here, naming the bytes.
+ */
+export async function runOp(be: Backend, f: (up: Upload, alloc: Alloc, inOut: Upload) => Tensor): Promise<Float32Array> {
   const live: Tensor[] = [];
-  const up = (h: R.Host, dtype?: DType) => (live.push(be.upload(h.data, h.shape, dtype)), live[live.length - 1]!);
-  const alloc = (shape: number[], dtype?: DType) => (live.push(be.alloc(shape, dtype)), live[live.length - 1]!);
+  const guarded: Guarded[] = [];
+  const up: Upload = (h, dtype) => (live.push(be.upload(h.data, h.shape, dtype)), live[live.length - 1]!);
+  const alloc: Alloc = (shape, dtype) => {
+    const g = allocGuarded(be, shape, dtype);
+    guarded.push(g);
+    return g.tensor;
+  };
+  const inOut: Upload = (h, dtype) => {
+    const t = alloc(h.shape, dtype ?? h.dtype);
+    be.write(t, h.data);
+    return t;
+  };
   try {
-    const out = f(up, alloc);
-    return await be.download(out);
+    const out = f(up, alloc, inOut);
+    const got = await be.download(out);
+    const changed: string[] = [];
+    for (const g of guarded) changed.push(...(await changedGuards(be, g)));
+    if (changed.length) throw new Error(`the op wrote outside its output: ${changed.join("; ")}`);
+    return got;
   } finally {
     be.free(...live);
+    for (const g of guarded) freeGuarded(be, g);
   }
 }
 
 /** The values a weight tensor of `dtype` holds (the reference must see the rounded weights). */
 export const asStored = (h: R.Host, dtype: DType) => (dtype === "f32" ? h : host(h.shape, roundThroughHalf(h.f32, dtype as "bf16" | "f16")));
-

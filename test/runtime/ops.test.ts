@@ -1,98 +1,156 @@
 // The op sweep (after ggml's test-backend-ops): every op of the Backend interface, on every backend
-// this machine has, on awkward shapes, against the plain TypeScript reference. The WebAssembly
-// backend runs three ways: one thread; a two-thread pool that splits every op however small (each
-// kernel divides its own work by thread count); and the single-threaded build made for hosts without
-// shared memory (with GEMM weights packed per call; the other two keep packed copies, wasm-packed.ts). CUDA cases run where a device answers and are skipped, visibly and counted, elsewhere.
-// Prints max abs / rel error per op, shape and backend; rel = max|got − ref| / max|ref|.
+// this machine has and every kernel path of it, on awkward shapes, against the plain TypeScript
+// reference. The WebAssembly backend runs three ways: one thread; a two-thread pool that splits every
+// op however small (each kernel divides its own work by thread count); and the single-threaded build
+// made for hosts without shared memory (with GEMM weights packed per call; the other two keep packed
+// copies, wasm-packed.ts). CUDA runs every case once on the library's own kernel choice, and the GEMM
+// and attention cases once more on each kernel path it can force (CUDA_KERNEL_PATHS in
+// src/runtime/backends/cuda.ts: GEMM wgmma, mma.sync, SIMT; attention mma.sync, SIMT); a path this
+// device cannot run, and everything CUDA where no device answers, is declared skipped with the reason.
+// Every tensor an op writes lies between guard bytes that must come back untouched (op-guards.ts).
+// Prints max abs / rel error per op, shape, backend and kernel; rel = max|got − ref| / max|ref|.
 //
-// Tolerances, per element |got − ref| ≤ atol + rtol·max|ref| (the cases carry them, op-cases*.ts):
-//   GEMM, conv3d/conv2d  1e-6 + 1e-6·sqrt(K)·max|ref| — bf16/f16 weights against a reference that
-//                        rounds the weights first are held to the same bound
-//   attention            1e-5 absolute on unit-scale inputs
+// What each op and kernel promises, per element (|got − ref| against the float64 reference):
+//   GEMM, conv3d/conv2d  exact kernels (every wasm kernel, CUDA SIMT): ≤ 1e-6 + 1e-6·sqrt(K)·max|ref|,
+//                        f32 products of the inputs and the stored weights (bf16/f16 weights are
+//                        widened exactly, so the reference takes the rounded weights)
+//     tensor cores       CUDA wgmma / mma.sync (bf16/f16 weights, K % 8 = 0): the activations rounded
+//                        to the weight's type, products exact, f32 accumulation: the same bound,
+//                        against the reference on the rounded activations
+//   attention            exact kernels: ≤ 1e-5 on unit-scale inputs
+//     tensor cores       CUDA mma.sync (D ∈ {16, 32, 64, 128}): q, k, v rounded to bf16, and P rounded
+//                        to bf16 for P·V: ≤ 1e-5 + 2⁻⁸·attention(q, k, |v|) against the reference on the
+//                        rounded q, k, v (the rounding of P, bounded: op-precision.ts)
 //   layerNorm, rmsNorm, l2NormChannels  1e-5 absolute (outputs are unit scale)
 //   softmax, gelu, silu, modulate, gatedAdd, rope3d  1e-6 absolute; mul, axpby 1e-7 / 1e-6 relative
 //   copies, permute, upsample, embedding, T5 bias, cast, fill  exact
 //   rgbToYuv420 ±1 code value (float rounding at .5); yuv420ToRgb 1e-5
-import { afterAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Backend } from "../../src/runtime/backend.ts";
+import { CUDA_KERNEL_PATHS, type CudaBackend, type KernelOp, openCudaBackend } from "../../src/runtime/backends/cuda.ts";
 import { buildCpuWasm } from "../../tools/build/cpu.ts";
 import { allCases } from "./op-cases.ts";
+import type { OpCase } from "./op-helpers.ts";
+import { type Expected, compare } from "./op-precision.ts";
 
 interface Row {
   op: string;
   shape: string;
   backend: string;
+  kernel: string;
   maxAbs: string;
   maxRel: string;
-  tolerance: string;
+  used: string;
   ok: boolean;
 }
 
+/** One pass of the sweep: a backend, optionally with one op forced onto one kernel. */
+interface Pass {
+  label: string;
+  be: Backend | null;
+  cases: OpCase[];
+  skip?: string;
+  path?: { op: KernelOp; kernel: string };
+}
+
 const cases = allCases();
-const refs = new Map<number, Float32Array>();
 const rows: Row[] = [];
 
 await buildCpuWasm(); // no-op when build/ is up to date; lets `bun test test/runtime` run on its own
 const { openWasmBackend } = await import("../../src/runtime/backends/wasm.ts");
 
-let cudaSkipReason = "";
-async function openCuda(): Promise<Backend | null> {
+async function openCuda(): Promise<CudaBackend | string> {
   try {
-    const { openCudaBackend } = await import("../../src/runtime/backends/cuda.ts");
     return await openCudaBackend();
   } catch (e) {
-    cudaSkipReason = (e as Error).message;
-    return null;
+    return (e as Error).message;
   }
 }
 
-// Opened before the tests are declared, so CUDA cases can be declared as skipped (bun counts them).
-const backends: { label: string; be: Backend | null }[] = [
-  { label: "wasm×1", be: await openWasmBackend({ threads: 1 }) },
-  { label: "wasm×2", be: await openWasmBackend({ threads: 2, parallelMinWork: 0 }) }, // split even 1-element ops
+/** Why this device cannot run `kernel` for `op`, or undefined when it can. */
+function unsupported(cuda: CudaBackend, op: KernelOp, kernel: string): string | undefined {
+  try {
+    cuda.setKernelPaths({ [op]: kernel });
+    return undefined;
+  } catch (e) {
+    return (e as Error).message;
+  } finally {
+    cuda.setKernelPaths({ [op]: "auto" });
+  }
+}
+
+// Opened before the tests are declared, so skipped passes can be declared as skipped (bun counts them).
+const wasm: [string, Backend][] = [
+  ["wasm×1", await openWasmBackend({ threads: 1 })],
+  ["wasm×2", await openWasmBackend({ threads: 2, parallelMinWork: 0 })], // split even 1-element ops
   // the build for hosts without SharedArrayBuffer; without packed weight copies, so that GEMMs pack per call
-  { label: "wasm-st", be: await openWasmBackend({ sharedMemory: false, packedWeightBytes: 0 }) },
-  { label: "cuda", be: await openCuda() },
+  ["wasm-st", await openWasmBackend({ sharedMemory: false, packedWeightBytes: 0 })],
+];
+const cudaOrWhy = await openCuda();
+const cuda = typeof cudaOrWhy === "string" ? null : cudaOrWhy;
+const noCuda = typeof cudaOrWhy === "string" ? cudaOrWhy : undefined;
+const pathOps = Object.keys(CUDA_KERNEL_PATHS) as KernelOp[];
+
+const passes: Pass[] = [
+  ...wasm.map(([label, be]) => ({ label, be, cases })),
+  { label: "cuda", be: cuda, cases, skip: noCuda },
+  ...pathOps.flatMap((op) =>
+    Object.keys(CUDA_KERNEL_PATHS[op]).map((kernel) => ({
+      label: `cuda, ${op} on ${kernel}`, be: cuda, cases: cases.filter((c) => c.op === op), path: { op, kernel },
+      skip: noCuda ?? (cuda ? unsupported(cuda, op, kernel) : undefined),
+    }))),
 ];
 
-function compare(got: Float32Array, want: Float32Array, atol: number, rtol: number) {
-  let maxAbs = 0, scale = 0, ok = got.length === want.length;
-  for (const v of want) if (Number.isFinite(v)) scale = Math.max(scale, Math.abs(v));
-  const limit = atol + rtol * scale;
-  for (let i = 0; i < want.length; i++) {
-    const d = got[i] === want[i] ? 0 : Math.abs(got[i]! - want[i]!); // equal infinities are exact
-    if (!(d <= limit)) ok = false; // NaN fails too
-    maxAbs = Math.max(maxAbs, Number.isNaN(d) ? Infinity : d);
+/** What the kernel that ran must produce for this case, and the kernel's name for the table. */
+function expectation(c: OpCase, be: Backend, refs: Map<OpCase, Float32Array>): { e: Expected; kernel: string } {
+  const ran = be === cuda && pathOps.includes(c.op as KernelOp) ? cuda.ranKernel(c.op as KernelOp) : null;
+  if (ran && CUDA_KERNEL_PATHS[c.op as KernelOp][ran]?.rounds) {
+    if (!c.tensorCores) throw new Error(`${c.op} ${c.name} ran ${ran}, a tensor-core kernel, but the case has no tensor-core reference`);
+    return { e: c.tensorCores(), kernel: ran };
   }
-  return { ok, maxAbs, maxRel: scale > 0 ? maxAbs / scale : maxAbs };
+  let want = refs.get(c);
+  if (!want) refs.set(c, (want = c.ref()));
+  return { e: { want, atol: c.atol, rtol: c.rtol }, kernel: ran ?? "" };
 }
 
-for (const { label, be } of backends) {
-  describe(be ? `ops on ${label}` : `ops on ${label} (skipped: ${cudaSkipReason})`, () => {
-    afterAll(() => be?.dispose());
-    cases.forEach((c, i) => {
-      if (!be) {
-        test.skip(`${c.op} ${c.name}`, () => {});
-        return;
-      }
+const exactRefs = new Map<OpCase, Float32Array>();
+for (const { label, be, cases: passCases, skip, path } of passes) {
+  describe(skip || !be ? `ops on ${label} (skipped: ${skip})` : `ops on ${label}`, () => {
+    if (skip || !be) {
+      for (const c of passCases) test.skip(`${c.op} ${c.name}`, () => {});
+      return;
+    }
+    if (path) {
+      beforeAll(() => cuda!.setKernelPaths({ [path.op]: path.kernel }));
+      afterAll(() => cuda!.setKernelPaths({ [path.op]: "auto" }));
+    }
+    for (const c of passCases) {
       test(`${c.op} ${c.name}`, async () => {
-        let want = refs.get(i);
-        if (!want) refs.set(i, (want = c.ref()));
         const got = await c.run(be);
-        const r = compare(got, want, c.atol, c.rtol);
+        const { e, kernel } = expectation(c, be, exactRefs);
+        const r = compare(got, e);
         rows.push({
-          op: c.op, shape: c.name, backend: label, maxAbs: r.maxAbs.toExponential(2), maxRel: r.maxRel.toExponential(2),
-          tolerance: `${c.atol} + ${c.rtol.toExponential(1)}·max|ref|`, ok: r.ok,
+          op: c.op, shape: c.name, backend: label, kernel, maxAbs: r.maxAbs.toExponential(2), maxRel: r.maxRel.toExponential(2),
+          used: `${(100 * r.used).toFixed(0)} %`, ok: r.ok,
         });
-        expect(r.ok, `${c.op} ${c.name} on ${label}: max abs ${r.maxAbs}, tolerance ${c.atol} + ${c.rtol}·max|ref|`).toBe(true);
+        expect(r.ok, `${c.op} ${c.name} on ${label}${kernel ? ` (${kernel})` : ""}: max abs ${r.maxAbs}, ${(100 * r.used).toFixed(0)} % of its tolerance`).toBe(true);
       });
-    });
+    }
   });
 }
 
 afterAll(() => {
+  for (const [, be] of wasm) be.dispose();
+  cuda?.dispose();
   console.table(rows);
   const ops = new Set(cases.map((c) => c.op));
   console.log(`op sweep: ${ops.size} ops, ${cases.length} cases, ${rows.length} runs, ${rows.filter((r) => !r.ok).length} failed`);
-  if (cudaSkipReason) console.log(`op sweep: ${cases.length} CUDA cases skipped: ${cudaSkipReason}`);
+  for (const { label, cases: passCases, skip, path } of passes) {
+    if (skip) console.log(`op sweep: ${passCases.length} runs on ${label} skipped: ${skip}`);
+    else if (path) {
+      const ran = rows.filter((r) => r.backend === label).map((r) => r.kernel || "no kernel");
+      const counts = [...new Set(ran)].map((k) => `${ran.filter((x) => x === k).length} on ${k}`).join(", ");
+      console.log(`op sweep: ${label}: ${passCases.length} cases ran ${counts}`);
+    }
+  }
 });

@@ -17,11 +17,10 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-COLORS = {
-    "red": (220, 40, 40), "orange": (245, 140, 30), "yellow": (240, 220, 40), "green": (40, 180, 60),
-    "cyan": (40, 210, 220), "blue": (40, 70, 220), "purple": (140, 50, 200), "pink": (245, 130, 190),
-    "white": (245, 245, 245), "gray": (128, 128, 128),
-}
+# The object colors, in sampling order; palette.json is shared with the TypeScript tests
+# (test/models/helpers/frame-colors.ts) and read through this module by tools/eval/metrics.py.
+with open(os.path.join(HERE, "palette.json")) as f:
+    COLORS = {name: tuple(rgb) for name, rgb in json.load(f).items()}
 BG_SOLID = dict(COLORS, black=(12, 12, 12))
 SPECIAL_BGS = ["night", "snow", "sunset"]
 BACKGROUNDS = list(BG_SOLID) + SPECIAL_BGS  # 14 background classes

@@ -27,6 +27,7 @@ export const CUDA_SYMBOLS = {
   kc_create: { args: [i32, ptr, ptr, i32], returns: ptr },
   kc_destroy: { args: [ptr], returns: FFIType.void },
   kc_set_paths: { args: [ptr, i32, i32], returns: i32 },
+  kc_last_kernel: { args: [ptr, i32], returns: cstring },
   kc_last_error: { args: [ptr], returns: cstring },
   kc_error_string: { args: [i32], returns: cstring },
   kc_device_info: { args: [ptr, ptr, i32, ptr], returns: i32 },
@@ -67,6 +68,26 @@ export const CUDA_SYMBOLS = {
 
 export type CudaLibrary = ReturnType<typeof dlopen<typeof CUDA_SYMBOLS>>;
 
+/** The ops whose kernel can be chosen, and their code in kc_last_kernel. */
+export type KernelOp = "gemm" | "attention";
+const KERNEL_OP: Record<KernelOp, number> = { gemm: 0, attention: 1 };
+
+/**
+ * The kernels kc_set_paths can force, per op, by the name kc_last_kernel reports: the C code of each
+ * path (kernels/cuda/context.cu) and whether the kernel rounds f32 operands to 16 bits for the tensor
+ * cores (GEMM: the activations to the weight's bf16/f16; attention: q, k, v and P to bf16) or
+ * multiplies them as f32. A forced tensor-core path still falls back where a call's shape or dtypes
+ * rule its kernel out (`ranKernel` says what ran). The op sweep runs every case of an op on every
+ * path here, so a new kernel is one entry. Attention's code 0 is the library's own choice, which is
+ * mma.sync wherever D ∈ {16, 32, 64, 128} on sm_80+.
+ */
+export const CUDA_KERNEL_PATHS: Readonly<Record<KernelOp, Readonly<Record<string, { code: number; rounds: boolean }>>>> = {
+  gemm: { wgmma: { code: 3, rounds: true }, "mma.sync": { code: 1, rounds: true }, simt: { code: 2, rounds: false } },
+  attention: { "mma.sync": { code: 0, rounds: true }, simt: { code: 1, rounds: false } },
+};
+/** The path codes that let the library choose per call (kc_create's default). */
+const AUTO_PATHS: Record<KernelOp, number> = { gemm: 0, attention: 0 };
+
 /** Dtype codes of the C ABI (kernels/cuda/common.cuh KcDtype; u8 only as a conversion source). */
 const DT: Record<DType, number> = { f32: 0, bf16: 1, f16: 2, u8: 3 };
 
@@ -101,7 +122,7 @@ export interface CudaOptions {
  *  loaded, and "no device: …" when it loads but no GPU answers (no driver: CUDA error 35).
  *  By default GEMMs with bf16/f16 weights round the f32 activations to that type for the tensor cores
  *  and attention rounds q, k, v and P to bf16 (f32 accumulation throughout); see `exact`. */
-export async function openCudaBackend(options: CudaOptions = {}): Promise<Backend> {
+export async function openCudaBackend(options: CudaOptions = {}): Promise<CudaBackend> {
   const device = options.device ?? 0;
   const where = await locateCudaLibrary();
   if ("missing" in where) throw new Error(`CUDA library unavailable: ${where.missing}`);
@@ -122,7 +143,7 @@ export async function openCudaBackend(options: CudaOptions = {}): Promise<Backen
     throw new Error(`no device: ${text}`);
   }
   const backend = new CudaBackend(lib, ctx as Pointer);
-  if (options.exact) backend.check(lib.symbols.kc_set_paths(ctx, 2, 1), "exact mode");
+  if (options.exact) backend.setKernelPaths({ gemm: "simt", attention: "simt" });
   return backend;
 }
 
@@ -132,6 +153,8 @@ export class CudaBackend implements Backend {
   readonly description: string;
   readonly smVersion: number;
   #disposed = false;
+  #paths: Record<KernelOp, number> = { ...AUTO_PATHS };
+  #ran: Record<KernelOp, string | null> = { gemm: null, attention: null };
 
   /** lib and ctx are public for benchmarks (tools/gpu-check) that call the C ABI with bf16 buffers. */
   constructor(readonly lib: CudaLibrary, readonly ctx: Pointer) {
@@ -151,6 +174,34 @@ export class CudaBackend implements Backend {
   /** Throws with the library's message when a C call failed. */
   check(rc: number, op: string): void {
     if (rc !== 0) throw new Error(`cuda ${op}: ${this.lib.symbols.kc_last_error(this.ctx)}`);
+  }
+
+  // ---- kernel paths ------------------------------------------------------------------------------
+  /**
+   * Forces the named kernel (a key of CUDA_KERNEL_PATHS[op]) for the ops given, or "auto" to let the
+   * library choose again; ops left out keep the path this method last gave them (auto at open:
+   * KINO_CUDA_GEMM / KINO_CUDA_ATTENTION are not seen here). Throws the device's reason when it cannot run
+   * a kernel at all (wgmma on anything but sm_90).
+   */
+  setKernelPaths(paths: Partial<Record<KernelOp, string>>): void {
+    const next = { ...this.#paths };
+    for (const [op, kernel] of Object.entries(paths) as [KernelOp, string][]) {
+      const code = kernel === "auto" ? AUTO_PATHS[op] : CUDA_KERNEL_PATHS[op][kernel]?.code;
+      if (code === undefined) throw new Error(`cuda: no ${op} kernel "${kernel}" (${Object.keys(CUDA_KERNEL_PATHS[op]).join(", ")}, auto)`);
+      next[op] = code;
+    }
+    this.check(this.k.kc_set_paths(this.ctx, next.gemm, next.attention), "setKernelPaths");
+    this.#paths = next;
+  }
+
+  /** The kernel the last `gemm` / `attention` call ran (a key of CUDA_KERNEL_PATHS[op]), or null when
+   *  it ran none (an empty output, K = 0, nothing visible). */
+  ranKernel(op: KernelOp): string | null {
+    return this.#ran[op];
+  }
+
+  #record(op: KernelOp): void {
+    this.#ran[op] = String(this.k.kc_last_kernel(this.ctx, KERNEL_OP[op])) || null;
   }
 
   // ---- memory ------------------------------------------------------------------------------------
@@ -240,9 +291,11 @@ export class CudaBackend implements Backend {
   // ---- linear algebra ----------------------------------------------------------------------------
   gemm(out: Tensor, a: Tensor, w: Tensor, bias?: Tensor | null): void {
     const { M, N, K } = P.gemmDims(out, a, w, bias);
+    this.#ran.gemm = null;
     if (M === 0 || N === 0) return;
     if (K === 0) return bias ? this.broadcastRows(out, bias, M, N) : this.fill(out, 0);
     this.check(this.k.kc_gemm(this.ctx, out.ptr, a.ptr, DT.f32, w.ptr, DT[w.dtype], bias?.ptr ?? 0, M, N, K), "gemm");
+    this.#record("gemm");
   }
 
   /** out[m, :] = bias for every row (a GEMM with K = 0). */
@@ -253,8 +306,10 @@ export class CudaBackend implements Backend {
   attention(out: Tensor, q: Tensor, k: Tensor, v: Tensor, opts: AttentionOptions): void {
     const { B, Lq, Lk, kvLen, H, D } = P.attentionDims(out, q, k, v, opts);
     const bc = opts.blockCausal;
+    this.#ran.attention = null;
     this.check(this.k.kc_attention(this.ctx, out.ptr, q.ptr, k.ptr, v.ptr, DT.f32, opts.bias?.ptr ?? 0, B, Lq, Lk, kvLen, H, D,
       opts.scale, bc?.blockSize ?? 0, bc?.qOffset ?? 0), "attention");
+    this.#record("attention");
   }
 
   // ---- normalisation -----------------------------------------------------------------------------

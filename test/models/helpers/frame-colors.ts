@@ -1,5 +1,7 @@
 // What a user would read off a decoded 64x64 RGB frame of kino-tiny: the background, the object's
 // color and hue, measured much as tools/eval/metrics.py measures them.
+import palette from "../../../tools/data/palette.json";
+
 const median = (values: number[]) => values.sort((a, b) => a - b)[values.length >> 1]!;
 
 /** The background color: the per-channel median of the frame's 2-pixel border. */
@@ -13,11 +15,8 @@ export function background(frame: Uint8Array, size = 64): number[] {
   return [0, 1, 2].map((c) => median(border.map((p) => p[c]!)));
 }
 
-/** The palette of tools/data/render.py (object colors). */
-const PALETTE: Record<string, number[]> = {
-  red: [220, 40, 40], orange: [245, 140, 30], yellow: [240, 220, 40], green: [40, 180, 60], cyan: [40, 210, 220],
-  blue: [40, 70, 220], purple: [140, 50, 200], pink: [245, 130, 190], white: [245, 245, 245], gray: [128, 128, 128],
-};
+/** The object colors tools/data/render.py draws and tools/eval/metrics.py names. */
+const PALETTE: Record<string, number[]> = palette;
 
 /** The object's RGB, much as tools/eval/metrics.py measures it (which keeps only the largest blob):
  *  the per-channel median of the pixels that differ from the border's background by more than 60

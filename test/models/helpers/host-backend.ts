@@ -1,7 +1,8 @@
-// A Backend over plain typed arrays on the JS heap, built from the runtime's TypeScript reference
-// (src/runtime/reference.ts). It lets the model tests run the goldens when no compiled backend is
-// available, and it is the float64-accumulating yardstick the compiled backends are compared with.
-// Slow by design: only for the tiny golden configurations.
+// A Backend over plain typed arrays on the JS heap: every op is the runtime's TypeScript reference
+// (src/runtime/reference.ts) on the tensors' values, nothing computed here but fill (a constant) and
+// cast (dtype.ts's rounding, through `write`). It lets the model tests run the goldens when no compiled
+// backend is available, and it is the float64-accumulating yardstick the compiled backends are
+// compared with. Slow by design: only for the tiny golden configurations.
 import type {
   AttentionOptions, Backend, Conv2dOptions, Conv3dOptions, FrameRange, HostData, MemoryStats, RopeOptions, T5BiasOptions,
 } from "../../../src/runtime/backend.ts";
@@ -9,7 +10,6 @@ import { fromHalf, toHalf } from "../../../src/runtime/dtype.ts";
 import * as R from "../../../src/runtime/reference.ts";
 import { Host } from "../../../src/runtime/reference.ts";
 import { DTYPE_BYTES, type DType, type Shape, Tensor, numelOf } from "../../../src/runtime/tensor.ts";
-import { conv3dFast } from "./host-conv.ts";
 
 export class HostBackend implements Backend {
   readonly name = "wasm" as const; // stands in for the CPU backend
@@ -102,7 +102,7 @@ export class HostBackend implements Backend {
     this.#store(out, R.gemm(this.#host(a), this.#host(w), bias ? this.#host(bias) : null));
   }
   attention(out: Tensor, q: Tensor, k: Tensor, v: Tensor, opts: AttentionOptions): void {
-    this.#store(out, R.attention(this.#host(q), this.#host(k), this.#host(v), { ...opts, biasHost: opts.bias ? this.#host(opts.bias) : undefined }));
+    this.#store(out, R.attention(this.#host(q), this.#host(k), this.#host(v), { ...opts, bias: opts.bias && this.#host(opts.bias) }));
   }
   layerNorm(out: Tensor, x: Tensor, eps: number, weight?: Tensor | null, bias?: Tensor | null): void {
     this.#store(out, R.layerNorm(this.#host(x), eps, weight ? this.#host(weight) : null, bias ? this.#host(bias) : null));
@@ -147,8 +147,7 @@ export class HostBackend implements Backend {
     this.#store(out, R.t5RelativeBias(this.#host(table), out.shape[1]!, out.shape[2]!, opts));
   }
   conv3d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts: Conv3dOptions = {}): void {
-    const prevHost = opts.prev ? this.#host(opts.prev) : undefined;
-    this.#store(out, conv3dFast(this.#host(x), this.#host(w), bias ? this.#host(bias) : null, { ...opts, prevHost }));
+    this.#store(out, R.conv3d(this.#host(x), this.#host(w), bias ? this.#host(bias) : null, { ...opts, prev: opts.prev && this.#host(opts.prev) }));
   }
   conv2d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts: Conv2dOptions = {}): void {
     this.#store(out, R.conv2d(this.#host(x), this.#host(w), bias ? this.#host(bias) : null, opts));

@@ -1,0 +1,60 @@
+// The comparison of the op sweep, and the references and tolerances of the kernels that round their
+// inputs (the promise of every op and kernel is listed in ops.test.ts's header). A CUDA tensor-core
+// kernel rounds f32 operands to 16 bits before it multiplies (kernels/cuda/gemm.cu, attention.cu), so
+// it is compared with the reference run on operands rounded the same way, and held to a bound for
+// what is left: f32 accumulation, and for attention the bf16 rounding of the softmax weights P, which
+// a reference cannot replay (the kernel rounds P relative to a running maximum that depends on its
+// key tiles), so it is bounded instead.
+import { type HalfKind, roundThroughHalf } from "../../src/runtime/dtype.ts";
+import * as R from "../../src/runtime/reference.ts";
+
+/** Passes when every element has |got − want| ≤ atol + rtol · max|want| + slack[i] (slack 0 when absent). */
+export interface Expected {
+  want: Float32Array;
+  atol: number;
+  rtol: number;
+  slack?: Float32Array;
+}
+
+/** Unit roundoff of bf16: 8 significant bits, round-to-nearest-even. */
+export const BF16_UNIT_ROUNDOFF = 2 ** -8;
+
+/** A sum of K products in f32 carries an error of order sqrt(K)·ε relative to the output scale. */
+export const reductionTol = (K: number) => ({ atol: 1e-6, rtol: 1e-6 * Math.sqrt(Math.max(K, 1)) });
+
+/** The values a kernel holds after rounding `h` to bf16/f16 (round-to-nearest-even). */
+export const roundedTo = (h: R.Host, kind: HalfKind) => new R.Host(h.shape, roundThroughHalf(h.f32, kind));
+
+/** GEMM on wgmma / mma.sync: the activations rounded to the weight's type, products exact, f32
+ *  accumulation — the same bound as the exact kernels, against the rounded activations. */
+export function tensorCoreGemm(a: R.Host, storedW: R.Host, kind: HalfKind, bias: R.Host | null): Expected {
+  return { want: R.gemm(roundedTo(a, kind), storedW, bias).f32, ...reductionTol(a.shape[a.shape.length - 1]!) };
+}
+
+type HostAttentionOptions = Parameters<typeof R.attention>[3];
+
+/** Attention on mma.sync: q, k and v rounded to bf16; P = exp(s − running max) rounded to bf16 for
+ *  P·V while the row sum l adds the unrounded P, so each output element may be off by up to
+ *  u · Σ_j P_j·|v_j| / l = u · attention(q, k, |v|) (u the bf16 unit roundoff), plus f32 noise. */
+export function tensorCoreAttention(q: R.Host, k: R.Host, v: R.Host, opts: HostAttentionOptions): Expected {
+  const [q16, k16, v16] = [q, k, v].map((h) => roundedTo(h, "bf16")) as [R.Host, R.Host, R.Host];
+  const absV = new R.Host(v16.shape, v16.f32.map(Math.abs));
+  const weightOfV = R.attention(q16, k16, absV, opts).f32;
+  return { want: R.attention(q16, k16, v16, opts).f32, atol: 1e-5, rtol: 0, slack: weightOfV.map((x) => BF16_UNIT_ROUNDOFF * x) };
+}
+
+/** max abs error, max abs error / max|want|, and `used`: the largest share of an element's
+ *  tolerance taken (ok ⇔ used ≤ 1; NaN anywhere fails). */
+export function compare(got: Float32Array, e: Expected) {
+  let maxAbs = 0, scale = 0, used = 0, ok = got.length === e.want.length;
+  for (const v of e.want) if (Number.isFinite(v)) scale = Math.max(scale, Math.abs(v));
+  const limit = e.atol + e.rtol * scale;
+  for (let i = 0; i < e.want.length; i++) {
+    const d = got[i] === e.want[i] ? 0 : Math.abs(got[i]! - e.want[i]!); // equal infinities are exact
+    const allowed = limit + (e.slack?.[i] ?? 0);
+    if (!(d <= allowed)) ok = false; // NaN fails too
+    maxAbs = Math.max(maxAbs, Number.isNaN(d) ? Infinity : d);
+    used = Math.max(used, d === 0 ? 0 : Number.isNaN(d) ? Infinity : d / allowed);
+  }
+  return { ok, maxAbs, maxRel: scale > 0 ? maxAbs / scale : maxAbs, used };
+}
