@@ -3,7 +3,7 @@
 import pkg from "../../package.json" with { type: "json" };
 import { ConfigError, loadServeConfig } from "../config/load.ts";
 import { runWorker } from "../worker/main.ts";
-import { startServer } from "../http/server.ts";
+import { StartupError, startServer } from "../http/server.ts";
 import { parseArgs, UsageError, type ParsedArgs } from "./args.ts";
 import { generate } from "./generate.ts";
 import { HELP, SERVE_HELP } from "./help.ts";
@@ -48,6 +48,10 @@ main(process.argv.slice(2)).catch((err) => {
   if (err instanceof UsageError || err instanceof ConfigError) {
     console.error(`kino: ${err.message}`);
     process.exit(2);
+  }
+  if (err instanceof StartupError) {
+    console.error(`kino: ${err.message}`);
+    process.exit(1);
   }
   console.error(`kino: ${err?.stack ?? err}`);
   process.exit(1);

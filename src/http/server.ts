@@ -10,6 +10,9 @@ import { loadOptionsFrom } from "../worker/runner.ts";
 import { createApp } from "./app.ts";
 import type { ServerContext } from "../api/context.ts";
 
+/** The server cannot start for a reason the operator must fix (a port in use); printed without a stack. */
+export class StartupError extends Error {}
+
 export interface RunningServer {
   url: string;
   port: number;
@@ -19,6 +22,8 @@ export interface RunningServer {
 
 export async function startServer(loaded: LoadedConfig, log: (line: string) => void = console.log): Promise<RunningServer> {
   const { generator, server } = loaded.config;
+  // Before the model loads (minutes for a large one): is the port free?
+  if (server.port !== 0) listenOn(server.host, server.port, () => new Response()).stop(true);
   const outputDir = resolve(server.output_dir);
   await mkdir(outputDir, { recursive: true });
   const { gpu: _gpu, ...load } = loadOptionsFrom(loaded);
@@ -50,12 +55,20 @@ export async function startServer(loaded: LoadedConfig, log: (line: string) => v
     startedAt: Math.floor(Date.now() / 1000),
     log,
   };
-  // Bun's own body limit answers 413 without our envelope, so it is set out of the way; every body is
-  // read through readBodyBytes, which enforces server.max_body_bytes while streaming.
-  const app = createApp(ctx).listen({ hostname: server.host, port: server.port, maxRequestBodySize: Number.MAX_SAFE_INTEGER });
+  const app = createApp(ctx);
+  try {
+    // Bun's own body limit answers 413 without our envelope, so it is set out of the way; every body is
+    // read through readBodyBytes, which enforces server.max_body_bytes while streaming.
+    app.listen({ hostname: server.host, port: server.port, maxRequestBodySize: Number.MAX_SAFE_INTEGER, reusePort: false });
+  } catch (err) {
+    await engine.close();
+    throw listenError(err, server.host, server.port);
+  }
   const port = app.server!.port!;
-  const host = server.host === "0.0.0.0" ? "127.0.0.1" : server.host;
-  log(`kino: serving '${ctx.admission.servedModelId}' (${engine.card.name} on ${engine.backend}) at http://${host}:${port}`);
+  const anyAddress = server.host === "0.0.0.0" || server.host === "::";
+  const host = anyAddress ? "127.0.0.1" : server.host;
+  const where = anyAddress ? `listening on ${server.host}:${port} (http://${host}:${port} from this machine)` : `at http://${host}:${port}`;
+  log(`kino: serving '${ctx.admission.servedModelId}' (${engine.card.name} on ${engine.backend}) ${where}`);
   return {
     url: `http://${host}:${port}`,
     port,
@@ -65,4 +78,23 @@ export async function startServer(loaded: LoadedConfig, log: (line: string) => v
       await engine.close();
     },
   };
+}
+
+/**
+ * Binds host:port alone: Elysia's Bun adapter asks for SO_REUSEPORT, which lets a second server share
+ * the port and take half of its requests, so kino turns it off and refuses a port in use.
+ */
+function listenOn(host: string, port: number, fetch: () => Response) {
+  try {
+    return Bun.serve({ hostname: host, port, reusePort: false, fetch });
+  } catch (err) {
+    throw listenError(err, host, port);
+  }
+}
+
+function listenError(err: unknown, host: string, port: number): Error {
+  if ((err as { code?: string }).code === "EADDRINUSE") {
+    return new StartupError(`port ${port} is in use on ${host}: another kino or program is listening there (choose another with --server.port)`);
+  }
+  return new StartupError(`cannot listen on ${host}:${port}: ${(err as Error).message}`);
 }

@@ -36,9 +36,10 @@ export interface LoadedPipeline {
 export async function loadPipeline(init: PipelineLoadOptions): Promise<LoadedPipeline> {
   const { modelPath } = init;
   if (modelPath === "builtin:kino-tiny") {
-    if (existsSync(join(KINO_TINY_DIR, "model_index.json"))) return loadCheckpoint(KINO_TINY_DIR, init);
+    // The same name wherever its files are: the checkout's folder or the executable's unpacked bundle.
+    if (existsSync(join(KINO_TINY_DIR, "model_index.json"))) return loadCheckpoint(KINO_TINY_DIR, init, "kino-tiny");
     const bundle = embeddedBundle("kino-tiny");
-    if (bundle) return loadCheckpoint(await unpackBundle(bundle), init);
+    if (bundle) return loadCheckpoint(await unpackBundle(bundle), init, "kino-tiny");
     throw new Error(`builtin:kino-tiny has no weights: ${KINO_TINY_DIR} has no model_index.json and this executable embeds none (train and export them with bash tools/train/run.sh, or set generator.model_path to a checkpoint)`);
   }
   if (modelPath.startsWith("pipeline:")) {
@@ -52,8 +53,9 @@ export async function loadPipeline(init: PipelineLoadOptions): Promise<LoadedPip
 }
 
 /** A diffusers or original-Wan checkpoint directory on the backend `init.device` selects. */
-async function loadCheckpoint(dir: string, init: PipelineLoadOptions): Promise<LoadedPipeline> {
+async function loadCheckpoint(dir: string, init: PipelineLoadOptions, name?: string): Promise<LoadedPipeline> {
   const checkpoint = await resolveCheckpoint(dir);
+  if (name) checkpoint.name = name;
   const backend = await openBackend(init.device, { gpu: init.gpu });
   try {
     const model = await loadWanModel(backend, checkpoint, { lora: init.lora });

@@ -58,6 +58,9 @@ describe("kino serve from an empty folder", () => {
   test("REST smoke: models, a job through to its MP4, sync, images, errors", async () => {
     const models = await (await fetch(`${url}/v1/models`)).json();
     expect(models.data[0].id).toBe("builtin:kino-tiny");
+    // The embedded model unpacks to a temporary folder; its card still names it as the checkout does.
+    const model = await (await fetch(`${url}/v1/models/builtin:kino-tiny`)).json();
+    expect(model.card.name).toBe("kino-tiny");
     const job = await (await fetch(`${url}/v1/videos`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ prompt: "a red square", size: "64x64", seconds: "1" }) })).json();
     expect((await waitForJob(url, job.id)).status).toBe("completed");
     const mp4 = new Uint8Array(await (await fetch(`${url}/v1/videos/${job.id}/content`)).arrayBuffer());

@@ -32,6 +32,7 @@ test("npm start with dotted overrides serves the default model and writes under 
     expect((await waitForHealth(url, 30000)).status).toBe(200);
     const models = await (await fetch(`${url}/v1/models`)).json();
     expect(models.data[0].id).toBe("builtin:kino-tiny");
+    expect((await (await fetch(`${url}/v1/models/builtin:kino-tiny`)).json()).card.name).toBe("kino-tiny");
     const res = await fetch(`${url}/v1/videos/sync`, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -60,4 +61,16 @@ test("a config file with a wrong type names the path", () => {
   rmSync(dir, { recursive: true, force: true });
   expect(proc.exitCode).toBe(2);
   expect(proc.stderr.toString()).toContain("server.port: expected integer");
+});
+
+test("a second server on a port in use refuses to start, naming the port", () => {
+  // The first one shares its port as Elysia's Bun adapter asks by default: a second kino must still refuse.
+  const first = Bun.serve({ hostname: "0.0.0.0", port: 0, reusePort: true, fetch: () => new Response("first") });
+  try {
+    const proc = Bun.spawnSync([process.execPath, join(root, "src/cli/main.ts"), "serve", "--server.port", String(first.port)]);
+    expect(proc.exitCode).toBe(1);
+    expect(proc.stderr.toString()).toContain(`port ${first.port} is in use`);
+  } finally {
+    first.stop(true);
+  }
 });
