@@ -16,6 +16,8 @@ async function serve(args: ParsedArgs): Promise<void> {
   const loaded = loadServeConfig({ configFile, overrides: args.overrides });
   for (const warning of loaded.warnings) console.warn(`kino: warning: ${warning}`);
   const server = await startServer(loaded);
+  // The last line of defence: a failure nothing awaited is logged and the server goes on serving.
+  process.on("unhandledRejection", (err) => console.error(`kino: unhandled error, still serving: ${(err as Error)?.stack ?? err}`));
   const shutdown = async () => {
     await server.stop();
     process.exit(0);

@@ -1,10 +1,11 @@
+// Where video jobs and kept images live between requests — and across restarts. One interface for the
+// single node (sqlite under output_dir, sqlite-store.ts) and, in a cluster, a shared store; the
+// serving layer (src/api) only ever sees these methods.
 import type { VideoJob } from "../../schemas/videos.ts";
 
 export interface JobRecord {
   job: VideoJob;
-  /** The engine task running it (same as the job id). */
-  taskId: string;
-  /** Where the worker writes the MP4; served once the job is completed. */
+  /** Where the worker writes the MP4 (the task id is the job id); served once the job is completed. */
   outputPath: string;
 }
 
@@ -14,50 +15,42 @@ export interface ListOptions {
   order: "asc" | "desc";
 }
 
-/** In-memory video jobs in creation order, with OpenAI cursor pagination. */
-export class JobStore {
-  private readonly jobs = new Map<string, JobRecord>();
-
-  constructor(
-    private readonly maxJobs: number,
-    /** Called for jobs dropped to stay under maxJobs, so their artifacts can be removed. */
-    private readonly onEvict: (record: JobRecord) => void,
-  ) {}
-
-  add(record: JobRecord): void {
-    this.jobs.set(record.job.id, record);
-    if (this.jobs.size <= this.maxJobs) return;
-    // Drop the oldest finished job; running and queued jobs are never evicted.
-    for (const [id, old] of this.jobs) {
-      if (old.job.status === "completed" || old.job.status === "failed") {
-        this.jobs.delete(id);
-        this.onEvict(old);
-        return;
-      }
-    }
-  }
-
-  get(id: string): JobRecord | undefined {
-    return this.jobs.get(id);
-  }
-
-  delete(id: string): JobRecord | undefined {
-    const record = this.jobs.get(id);
-    this.jobs.delete(id);
-    return record;
-  }
-
-  /** One page in creation order (or its reverse); undefined when `after` names no job. */
-  list({ after, limit, order }: ListOptions): { data: VideoJob[]; has_more: boolean } | undefined {
-    const all = [...this.jobs.values()].map((r) => r.job);
-    if (order === "desc") all.reverse();
-    let start = 0;
-    if (after !== undefined) {
-      const index = all.findIndex((job) => job.id === after);
-      if (index < 0) return undefined;
-      start = index + 1;
-    }
-    const data = all.slice(start, start + limit);
-    return { data, has_more: start + limit < all.length };
-  }
+export interface Page {
+  data: VideoJob[];
+  has_more: boolean;
 }
+
+export interface StoredImage {
+  id: string;
+  path: string;
+  mime: string;
+}
+
+export interface JobStore {
+  /** Adds a job; returns the finished records dropped to stay under the cap (their files are the caller's to remove). */
+  add(record: JobRecord): Promise<JobRecord[]>;
+  get(id: string): Promise<JobRecord | undefined>;
+  /** Changes fields of a job's object (status, progress, timings); a deleted job is left alone. */
+  update(id: string, patch: Partial<VideoJob>): Promise<void>;
+  delete(id: string): Promise<JobRecord | undefined>;
+  /** One page in creation order (or its reverse); undefined when `after` names no job. */
+  list(options: ListOptions): Promise<Page | undefined>;
+  /** Keeps an image for url responses; returns the images dropped to stay under the cap. */
+  addImage(image: StoredImage): Promise<StoredImage[]>;
+  getImage(id: string): Promise<StoredImage | undefined>;
+  close(): void;
+}
+
+/** Cursor pagination over jobs in creation order, as OpenAI's list endpoints page. */
+export function pageOf(all: VideoJob[], { after, limit, order }: ListOptions): Page | undefined {
+  const ordered = order === "desc" ? [...all].reverse() : all;
+  let start = 0;
+  if (after !== undefined) {
+    const index = ordered.findIndex((job) => job.id === after);
+    if (index < 0) return undefined;
+    start = index + 1;
+  }
+  return { data: ordered.slice(start, start + limit), has_more: start + limit < ordered.length };
+}
+
+export const isFinished = (job: VideoJob) => job.status === "completed" || job.status === "failed";

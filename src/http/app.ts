@@ -2,6 +2,7 @@
 // (API key, the OpenAI error envelope for every failure).
 import { Elysia } from "elysia";
 import { InvalidMediaError } from "../media/errors.ts";
+import { StorageError } from "../media/storage.ts";
 import { checkApiKey } from "./auth.ts";
 import type { ServerContext } from "../api/context.ts";
 import { ApiError } from "../api/errors.ts";
@@ -27,6 +28,7 @@ export function createApp(ctx: ServerContext) {
     .onError(({ code, error, request }) => {
       if (error instanceof ApiError) return errorResponse(error);
       if (error instanceof InvalidMediaError) return errorResponse(new ApiError(400, error.message, error.param));
+      if (error instanceof StorageError) return errorResponse(new ApiError(500, error.message));
       if (code === "NOT_FOUND") {
         const { pathname } = new URL(request.url);
         return errorResponse(new ApiError(404, `Unknown route ${request.method} ${pathname}`));

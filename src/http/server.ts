@@ -4,6 +4,8 @@ import { resolve } from "node:path";
 import type { LoadedConfig } from "../config/load.ts";
 import { admissionContext } from "../api/admission/context.ts";
 import { Engine } from "../engine/engine.ts";
+import { SqliteJobStore } from "../engine/sqlite-store.ts";
+import { storageError } from "../media/storage.ts";
 import { ImageJobs } from "../api/images/jobs.ts";
 import { VideoJobs } from "../api/videos/jobs.ts";
 import { loadOptionsFrom } from "../worker/runner.ts";
@@ -25,7 +27,7 @@ export async function startServer(loaded: LoadedConfig, log: (line: string) => v
   // Before the model loads (minutes for a large one): is the port free?
   if (server.port !== 0) listenOn(server.host, server.port, () => new Response()).stop(true);
   const outputDir = resolve(server.output_dir);
-  await mkdir(outputDir, { recursive: true });
+  const store = await openStore(outputDir, server.max_jobs, log);
   const { gpu: _gpu, ...load } = loadOptionsFrom(loaded);
   const engine = await Engine.open({
     init: { type: "init", ...load },
@@ -33,12 +35,15 @@ export async function startServer(loaded: LoadedConfig, log: (line: string) => v
     workers: Math.max(generator.engine.num_workers, generator.engine.num_gpus),
     gpus: generator.engine.num_gpus,
     log,
+  }).catch((err) => {
+    store.close();
+    throw err;
   });
   const ctx: ServerContext = {
     config: loaded,
     engine,
-    videos: new VideoJobs(engine, outputDir, server.max_jobs),
-    images: new ImageJobs(engine, outputDir, server.max_jobs),
+    videos: new VideoJobs(engine, store, outputDir, log),
+    images: new ImageJobs(engine, store, outputDir, log),
     admission: admissionContext(loaded, engine.card),
     references: {
       outputDir,
@@ -62,6 +67,7 @@ export async function startServer(loaded: LoadedConfig, log: (line: string) => v
     app.listen({ hostname: server.host, port: server.port, maxRequestBodySize: Number.MAX_SAFE_INTEGER, reusePort: false });
   } catch (err) {
     await engine.close();
+    store.close();
     throw listenError(err, server.host, server.port);
   }
   const port = app.server!.port!;
@@ -76,6 +82,7 @@ export async function startServer(loaded: LoadedConfig, log: (line: string) => v
     async stop() {
       await app.stop(true);
       await engine.close();
+      store.close();
     },
   };
 }
@@ -97,4 +104,14 @@ function listenError(err: unknown, host: string, port: number): Error {
     return new StartupError(`port ${port} is in use on ${host}: another kino or program is listening there (choose another with --server.port)`);
   }
   return new StartupError(`cannot listen on ${host}:${port}: ${(err as Error).message}`);
+}
+
+/** The job store under output_dir; a directory kino cannot use is a start-up error that says why. */
+async function openStore(outputDir: string, maxJobs: number, log: (line: string) => void): Promise<SqliteJobStore> {
+  try {
+    await mkdir(outputDir, { recursive: true });
+    return await SqliteJobStore.open(outputDir, maxJobs, log);
+  } catch (err) {
+    throw new StartupError(`server.output_dir ${outputDir} cannot be used: ${storageError(err, "create it").message}`);
+  }
 }

@@ -3,12 +3,13 @@
 // `${outputDir}/references/<requestId>/` for the pipeline. Every failure is an InvalidMediaError that
 // names the request field, and leaves nothing behind.
 
-import { constants, type FileHandle, mkdir, open, realpath, rm, rmdir, stat } from "node:fs/promises";
+import { constants, type FileHandle, mkdir, open, realpath, rmdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { MaterializedReference } from "../pipelines/pipeline.ts";
 import { InvalidMediaError } from "./errors.ts";
 import { decodeImage, encodeImage } from "./images.ts";
+import { removeStored, storing, type StorageError } from "./storage.ts";
 
 export interface ReferencePolicy {
   /** Materialized files go under `${outputDir}/references/<requestId>/`. */
@@ -56,15 +57,17 @@ export async function materializeReferences(
     for (const [index, input] of inputs.entries()) {
       const bytes = await loadBytes(input, policy);
       const file = await prepare(input, bytes, policy);
-      await mkdir(dir, { recursive: true });
       const filePath = path.join(dir, `${index}-${input.media}.${file.extension}`);
       written.push(filePath);
-      await Bun.write(filePath, file.bytes);
+      await storing(`store ${input.param}`, async () => {
+        await mkdir(dir, { recursive: true });
+        await Bun.write(filePath, file.bytes);
+      });
       results.push({ kind: input.media, path: filePath, ...file.size });
     }
     return results;
   } catch (error) {
-    await Promise.all(written.map((f) => rm(f, { force: true })));
+    await Promise.all(written.map(removeStored));
     // The request's folder goes too, unless something else put files there.
     if (written.length > 0) await rmdir(dir).catch(() => {});
     throw error;
@@ -72,8 +75,8 @@ export async function materializeReferences(
 }
 
 /** References are only needed while generating: drops a request's materialized copies afterwards. */
-export function removeReferences(outputDir: string, requestId: string): Promise<void> {
-  return rm(path.resolve(outputDir, "references", requestId), { recursive: true, force: true });
+export function removeReferences(outputDir: string, requestId: string): Promise<StorageError | null> {
+  return removeStored(path.resolve(outputDir, "references", requestId));
 }
 
 // ---------------------------------------------------------------------------------------------

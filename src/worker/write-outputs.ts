@@ -7,6 +7,7 @@ import type { GenerationResult } from "../pipelines/pipeline.ts";
 import { H264Encoder } from "../media/h264/encoder.ts";
 import { encodeImage } from "../media/images.ts";
 import { Mp4FileWriter } from "../media/mp4/index.ts";
+import { storing } from "../media/storage.ts";
 
 /** QP for REST outputs: visually clean for generated content at a moderate bitrate. */
 export const DEFAULT_VIDEO_QP = 23;
@@ -15,15 +16,17 @@ export const DEFAULT_VIDEO_QP = 23;
 export type FileOutput = Exclude<OutputSpec, { kind: "stream" }>;
 
 export async function writeOutputs(result: GenerationResult, output: FileOutput): Promise<{ path: string; bytes: number }[]> {
-  if (output.kind === "mp4") return [await writeMp4(result, output.path)];
+  if (output.kind === "mp4") return [await storing("write the video file", () => writeMp4(result, output.path))];
   if (output.paths.length !== result.frames.length) {
     throw new Error(`Expected ${output.paths.length} images, the pipeline produced ${result.frames.length}`);
   }
   return Promise.all(
     output.paths.map(async (path, i) => {
       const bytes = await encodeImage(result.frames[i]!, result.width, result.height, output.format, output.quality);
-      await mkdir(dirname(path), { recursive: true });
-      await Bun.write(path, bytes);
+      await storing(`write image ${i + 1} of ${output.paths.length}`, async () => {
+        await mkdir(dirname(path), { recursive: true });
+        await Bun.write(path, bytes);
+      });
       return { path, bytes: bytes.byteLength };
     }),
   );

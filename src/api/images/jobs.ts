@@ -1,26 +1,19 @@
-// Image generation through the same serialized engine as video; the files are kept (up to a cap)
-// so `response_format: url` can point at GET /v1/images/{id}/content.
-import { rm } from "node:fs/promises";
+// Image generation through the same serialized engine as video; the files are kept (up to a cap, in the
+// job store) so `response_format: url` can point at GET /v1/images/{id}/content.
 import { join } from "node:path";
+import type { Engine } from "../../engine/engine.ts";
+import type { JobStore, StoredImage } from "../../engine/job-store.ts";
 import { IMAGE_MIME, type ImageFormat } from "../../media/images.ts";
 import type { GenerationRequest } from "../../pipelines/pipeline.ts";
-import type { Engine } from "../../engine/engine.ts";
 import type { TaskResult } from "../../worker/ipc.ts";
-import { removeReferences } from "../../media/references.ts";
-
-export interface StoredImage {
-  id: string;
-  path: string;
-  mime: string;
-}
+import { cleanUp, cleanUpReferences } from "../cleanup.ts";
 
 export class ImageJobs {
-  private readonly images = new Map<string, StoredImage>();
-
   constructor(
     private readonly engine: Engine,
+    private readonly store: JobStore,
     private readonly outputDir: string,
-    private readonly maxImages: number,
+    private readonly log: (line: string) => void,
   ) {}
 
   /** Renders request.num_frames images; their ids are `<request_id>-<i>` (so one request's images sort together). */
@@ -35,25 +28,19 @@ export class ImageJobs {
         request,
         output: { kind: "images", paths: images.map((i) => i.path), format, quality },
       });
-      for (const image of images) this.keep(image);
+      for (const image of images) {
+        for (const evicted of await this.store.addImage(image)) void cleanUp(this.log, evicted.path);
+      }
       return { images, result };
     } catch (err) {
-      await Promise.all(images.map((i) => rm(i.path, { force: true })));
+      void cleanUp(this.log, ...images.map((i) => i.path));
       throw err;
     } finally {
-      await removeReferences(this.outputDir, request.request_id);
+      void cleanUpReferences(this.log, this.outputDir, request.request_id);
     }
   }
 
-  get(id: string): StoredImage | undefined {
-    return this.images.get(id);
-  }
-
-  private keep(image: StoredImage): void {
-    this.images.set(image.id, image);
-    if (this.images.size <= this.maxImages) return;
-    const [oldest] = this.images.values();
-    this.images.delete(oldest!.id);
-    void rm(oldest!.path, { force: true });
+  get(id: string): Promise<StoredImage | undefined> {
+    return this.store.getImage(id);
   }
 }

@@ -58,8 +58,8 @@ export function imageRoutes(ctx: ServerContext) {
       parse: "none",
       detail: { tags, summary: "Generate images from input images (multipart image / image[], or JSON references)", requestBody: createBody(ImageEditSchema), responses },
     })
-    .get("/v1/images/:id/content", ({ params, request }) => {
-      const image = ctx.images.get(params.id);
+    .get("/v1/images/:id/content", async ({ params, request }) => {
+      const image = await ctx.images.get(params.id);
       if (!image) throw notFound(`No image with id '${params.id}'`, "image_id");
       return fileResponse(image.path, image.mime, request.headers.get("range"));
     }, { detail: { tags, summary: "Download a generated image", responses: { 200: { description: "the image" }, ...errorResponses(401, 404) } } });

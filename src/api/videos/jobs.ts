@@ -1,13 +1,15 @@
 // The video job lifecycle on top of the engine: queued → in_progress → completed | failed, with
-// real progress, server-chosen output paths, and deletion that never leaves an artifact behind.
-import { rm } from "node:fs/promises";
+// real progress, server-chosen output paths, and deletion that never leaves an artifact behind. A disk
+// fault fails the job it hit (with a message naming what could not be written), never the server.
 import { join } from "node:path";
 import type { VideoJob } from "../../../schemas/videos.ts";
-import type { GenerationRequest } from "../../pipelines/pipeline.ts";
 import type { Engine } from "../../engine/engine.ts";
+import { isFinished, type JobRecord, type JobStore } from "../../engine/job-store.ts";
+import { removeStored } from "../../media/storage.ts";
+import type { GenerationRequest } from "../../pipelines/pipeline.ts";
 import type { TaskResult } from "../../worker/ipc.ts";
-import { JobStore, type JobRecord } from "../../engine/job-store.ts";
-import { removeReferences } from "../../media/references.ts";
+import { cleanUp, cleanUpReferences } from "../cleanup.ts";
+import { ApiError } from "../errors.ts";
 import { reportedTimings } from "../timings.ts";
 
 export interface VideoSubmission {
@@ -20,18 +22,15 @@ export interface VideoSubmission {
 const now = () => Math.floor(Date.now() / 1000);
 
 export class VideoJobs {
-  readonly store: JobStore;
-
   constructor(
     private readonly engine: Engine,
+    readonly store: JobStore,
     private readonly outputDir: string,
-    maxJobs: number,
-  ) {
-    this.store = new JobStore(maxJobs, (record) => void rm(record.outputPath, { force: true }));
-  }
+    private readonly log: (line: string) => void,
+  ) {}
 
-  /** Queues a job and returns a snapshot of its queued object; the engine advances it in the background. */
-  submit(sub: VideoSubmission): VideoJob {
+  /** Queues a job and returns its queued object; the engine advances it in the background. */
+  async submit(sub: VideoSubmission): Promise<VideoJob> {
     const id = sub.request.request_id;
     const outputPath = join(this.outputDir, "videos", `${id}.mp4`);
     const job: VideoJob = {
@@ -40,24 +39,27 @@ export class VideoJobs {
       quality: "standard", remixed_from_video_id: null, error: null, file_name: null, file_path: null,
       media_type: "video/mp4", inference_time_s: null, stage_durations: {}, peak_memory_mb: null,
     };
-    const record: JobRecord = { job, taskId: id, outputPath };
-    this.store.add(record);
-    const queued = { ...job };
+    const record: JobRecord = { job: { ...job }, outputPath };
+    for (const evicted of await this.store.add(record)) void this.remove(evicted.outputPath);
+    let progress = 0;
     this.engine
       .run({
         id,
         request: sub.request,
         output: { kind: "mp4", path: outputPath },
-        onStart: () => (job.status = "in_progress"),
+        onStart: () => void this.store.update(id, { status: "in_progress" }),
         // Integer percent that only moves forward; 100 only once the file is written.
-        onProgress: (fraction) => (job.progress = Math.max(job.progress, Math.min(99, Math.floor(fraction * 100)))),
+        onProgress: (fraction) => {
+          const percent = Math.min(99, Math.floor(fraction * 100));
+          if (percent > progress) void this.store.update(id, { progress: (progress = percent) });
+        },
       })
       .then(
         (result) => this.completed(record, result),
         (err: Error) => this.failed(record, err.message),
       )
-      .finally(() => this.afterRun(record, sub.request));
-    return queued;
+      .then(() => this.afterRun(record, sub.request));
+    return job;
   }
 
   /** Runs one generation to a temporary MP4 for POST /v1/videos/sync; the caller removes the file. */
@@ -67,49 +69,59 @@ export class VideoJobs {
       const result = await this.engine.run({ id: request.request_id, request, output: { kind: "mp4", path } });
       return { path, result };
     } catch (err) {
-      await rm(path, { force: true });
+      void this.remove(path);
       throw err;
     } finally {
-      await removeReferences(this.outputDir, request.request_id);
+      void this.removeReferences(request.request_id);
     }
   }
 
   /**
-   * Gone from the API at once. A finished job's file is removed before this returns; a running
-   * generation is cancelled and its artifact removed when the engine call returns.
+   * Gone from the API at once. A finished job's file is removed before this returns (if the disk
+   * refuses, the job stays and the caller gets the reason); a running generation is cancelled and its
+   * artifact removed when the engine call returns.
    */
   async delete(id: string): Promise<boolean> {
-    const record = this.store.delete(id);
+    const record = await this.store.get(id);
     if (!record) return false;
-    if (record.job.status === "completed" || record.job.status === "failed") await rm(record.outputPath, { force: true });
-    else this.engine.cancel(record.taskId);
+    if (isFinished(record.job)) {
+      const failed = await removeStored(record.outputPath);
+      if (failed) throw new ApiError(500, `Video '${id}' was not deleted: ${failed.message}`, "video_id");
+      await this.store.delete(id);
+      return true;
+    }
+    await this.store.delete(id);
+    this.engine.cancel(id);
     return true;
   }
 
-  private completed(record: JobRecord, result: TaskResult): void {
-    Object.assign(record.job, {
+  private completed(record: JobRecord, result: TaskResult): Promise<void> {
+    return this.store.update(record.job.id, {
       status: "completed",
       progress: 100,
       completed_at: now(),
       file_name: `${record.job.id}.mp4`,
       file_path: record.outputPath,
       ...reportedTimings(result),
-    } satisfies Partial<VideoJob>);
+    });
   }
 
-  private failed(record: JobRecord, message: string): void {
-    Object.assign(record.job, {
-      status: "failed",
-      completed_at: now(),
-      error: { code: "generation_failed", message },
-    } satisfies Partial<VideoJob>);
+  private failed(record: JobRecord, message: string): Promise<void> {
+    return this.store.update(record.job.id, { status: "failed", completed_at: now(), error: { code: "generation_failed", message } });
   }
 
   private async afterRun(record: JobRecord, request: GenerationRequest): Promise<void> {
-    await removeReferences(this.outputDir, request.request_id);
+    await this.removeReferences(request.request_id);
     // Deleted while it ran (or failed half-way): nothing may stay on disk.
-    if (this.store.get(record.job.id) !== record || record.job.status === "failed") {
-      await rm(record.outputPath, { force: true });
-    }
+    const now = await this.store.get(record.job.id);
+    if (!now || now.job.status === "failed") await this.remove(record.outputPath);
+  }
+
+  private remove(path: string): Promise<void> {
+    return cleanUp(this.log, path);
+  }
+
+  private removeReferences(requestId: string): Promise<void> {
+    return cleanUpReferences(this.log, this.outputDir, requestId);
   }
 }

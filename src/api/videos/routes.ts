@@ -1,7 +1,6 @@
 // /v1/videos: create (JSON or multipart), sync, list, retrieve, content, delete.
 import { Elysia } from "elysia";
 import { Value } from "@sinclair/typebox/value";
-import { rm } from "node:fs/promises";
 import {
   VideoCreateSchema,
   VideoDeletedSchema,
@@ -12,6 +11,7 @@ import {
 import { admitVideo } from "./admission.ts";
 import { GenerationError } from "../../engine/engine.ts";
 import { newSyncRequestId, newVideoJobId } from "../ids.ts";
+import { cleanUp } from "../cleanup.ts";
 import { reportedTimings } from "../timings.ts";
 import { materializeReferences } from "../../media/references.ts";
 import { decodeBody } from "../body.ts";
@@ -33,10 +33,10 @@ async function admit(request: Request, ctx: ServerContext, requestId: string) {
 export function videoRoutes(ctx: ServerContext) {
   const create = async ({ request }: { request: Request }) => {
     const admitted = await admit(request, ctx, newVideoJobId());
-    return ctx.videos.submit({ ...admitted, model: ctx.admission.servedModelId });
+    return await ctx.videos.submit({ ...admitted, model: ctx.admission.servedModelId });
   };
-  const job = (id: string) => {
-    const record = ctx.videos.store.get(id);
+  const job = async (id: string) => {
+    const record = await ctx.videos.store.get(id);
     if (!record) throw notFound(`No video with id '${id}'`, "video_id");
     return record;
   };
@@ -61,20 +61,20 @@ export function videoRoutes(ctx: ServerContext) {
         responses: { 200: { description: "the MP4", ...mp4 }, ...errorResponses(400, 401, 413, 500) },
       },
     })
-    .get("/v1/videos", ({ query }) => {
+    .get("/v1/videos", async ({ query }) => {
       const q = validateOrThrow(VideoListQuerySchema, Value.Convert(VideoListQuerySchema, { ...query }), "list query");
-      const page = ctx.videos.store.list({ after: q.after, limit: q.limit ?? 20, order: q.order ?? "desc" });
+      const page = await ctx.videos.store.list({ after: q.after, limit: q.limit ?? 20, order: q.order ?? "desc" });
       if (!page) throw badRequest(`No video with id '${q.after}' to page after`, "after");
       const { data, has_more } = page;
       return { object: "list", data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more };
     }, { detail: { tags, summary: "List jobs (after, limit 1–100, order asc|desc)", responses: { ...jsonResponse("a page", VideoListSchema), ...errorResponses(400, 401) } } })
-    .get("/v1/videos/:id", ({ params }) => job(params.id).job, {
+    .get("/v1/videos/:id", async ({ params }) => (await job(params.id)).job, {
       detail: { tags, summary: "Retrieve a job (a failed job is 200 with status failed)", responses: { ...jsonResponse("the job", VideoJobSchema), ...errorResponses(401, 404) } },
     })
-    .get("/v1/videos/:id/content", ({ params, query, request }) => {
+    .get("/v1/videos/:id/content", async ({ params, query, request }) => {
       const variant = query.variant ?? "video";
       if (variant !== "video") throw badRequest(`Variant '${variant}' is not available; kino stores only 'video'`, "variant");
-      const record = job(params.id);
+      const record = await job(params.id);
       if (record.job.status === "failed") {
         throw new ApiError(422, `Video '${params.id}' failed: ${record.job.error?.message}`, "video_id");
       }
@@ -103,7 +103,7 @@ async function sync(request: Request, ctx: ServerContext): Promise<Response> {
   const file = Bun.file(path);
   const size = file.size;
   const reader = file.stream().getReader();
-  const cleanup = () => void rm(path, { force: true });
+  const cleanup = () => void cleanUp(ctx.log, path);
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
       const { done, value } = await reader.read();
