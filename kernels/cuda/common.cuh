@@ -27,9 +27,9 @@ struct KcContext {
   size_t smem_optin;           // max dynamic shared memory per block after opt-in
   cudaStream_t stream;
   KcAllocator* alloc;
-  void* encode_tensor_map;     // cuTensorMapEncodeTiled from the driver (sm_90 GEMM), or null
+  void* encode_tensor_map;     // cuTensorMapEncodeTiled from the driver (sm_90 kernels), or null
   int gemm_path;               // 0 auto, 1 force mma.sync, 2 force SIMT (KINO_CUDA_GEMM=mma|simt)
-  int attention_path;          // 0 auto, 1 force the f32 SIMT kernel (KINO_CUDA_ATTENTION=f32)
+  int attention_path;          // 0 auto, 1 force the f32 SIMT kernel, 2 force wgmma (KINO_CUDA_ATTENTION=f32|wgmma)
   cudaEvent_t timer[2];        // kc_timer_start / kc_timer_stop, created on first use
   char error[512];
 };
