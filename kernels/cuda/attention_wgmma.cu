@@ -61,7 +61,9 @@ __device__ __forceinline__ Work work_item(int item, int q_tiles, int H, int Lq, 
   w.h = hb % H;
   w.b = hb / H;
   const int kv_end = kc_visible_keys(min(w.q0 + BQ, Lq) - 1, kv_len, block_size, q_offset);
-  w.ntiles = (kv_end + BKV - 1) / BKV;
+  // At least one tile, even where no row sees a key (a negative q_offset): its keys are all masked, so
+  // the rows come out as zeros, and the pipeline needs no special case.
+  w.ntiles = max(1, (kv_end + BKV - 1) / BKV);
   return w;
 }
 
