@@ -15,13 +15,15 @@
 //   consumers (warpgroups 1 and 2, 240 registers): each owns 64 query rows. For key tile t:
 //     S = Q·Kᵀ   D/16 × wgmma m64n128k16, q and k K-major straight from the swizzled tiles;
 //     softmax    scale, T5 bias and mask in the log2 domain (masked logits are -inf, so masked keys
-//                contribute exactly 0), online row max and sum in f32, O rescaled, P packed to bf16
-//                in the registers that held S (the S accumulator layout is the A operand layout);
-//     O += P·V   8 × wgmma m64nDk16, P from registers, v from shared memory as an N-major B
+//                contribute exactly 0), online row max and sum in f32, exp2 in place in S;
+//     O += P·V   O rescaled, P packed to bf16 (the S accumulator layout is the A operand layout), then
+//                8 × wgmma m64nDk16 with P from registers and v from shared memory as an N-major B
 //                (the instruction transposes it), so v is never transposed by hand.
 //   Ping-pong: the consumers take turns at the tensor cores through named barriers 1 and 2. In its
 //   turn a consumer issues S(t) = Q·K(t)ᵀ and O += P(t-1)·V(t-1) back to back and hands the turn over;
-//   its softmax of tile t then overlaps the other consumer's GEMMs.
+//   its softmax of tile t then overlaps the other consumer's GEMMs. Inside a consumer the softmax of
+//   tile t also overlaps its own P(t-1)·V(t-1): it starts once S(t) has retired (wgmma groups retire
+//   in order) and touches neither O nor P, which are updated after the P·V retired.
 // Tails and masks: the tensor maps end at Lq (q) and kv_len (k, v), so TMA zero-fills rows past them
 // and keys of another batch item are never read. A block visits only key tiles below the largest n of
 // its rows (block-causal items skip the future); the mask is evaluated only in tiles that cross a
@@ -143,8 +145,9 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
       for (int i = 0; i < D / 2; i++) o[i] = 0.f;
       float s[BKV / 2];
-      uint32_t p[BKV / 16][4];                                   // P of the last tile, bf16 pairs
+      uint32_t p[BKV / 16][4];                                   // P as bf16 pairs, the A operand of P·V
       float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;  // running max (log2 units), partial sums
+      float alpha0, alpha1;                                      // rescale of o by the last softmax
 
       // S = Q·K(stage)ᵀ, overwriting s.
       auto issue_s = [&](int stage) {
@@ -162,7 +165,9 @@ __global__ void __launch_bounds__(THREADS, 1)
         for (int kk = 0; kk < BKV / 16; kk++) kc_wgmma_rs_tb<D>(o, p[kk], kc_desc_sw128(vb + kk * 16 * 128, L::KV_BOX));
         kc_wgmma_commit();
       };
-      // The softmax of key tile t: s → p, with m, l and o updated.
+      // The softmax of key tile t, in place: s becomes the unnormalized probabilities (f32); m, l and
+      // the factors o must be rescaled by are updated. It touches neither o nor p, so it may run while
+      // the previous P·V still does.
       auto softmax = [&](int t) {
         // Scale, bias and mask in the log2 domain. Column of s[4j + e]: t·BKV + 8j + 2(lane%4) + (e & 1);
         // row: row0 for e < 2, row1 otherwise.
@@ -197,11 +202,25 @@ __global__ void __launch_bounds__(THREADS, 1)
         const float new0 = fmaxf(m0, mx0), new1 = fmaxf(m1, mx1);
         // A row with nothing visible yet keeps max -inf; subtracting 0 instead keeps exp2 at 0, not NaN.
         const float base0 = new0 == -INFINITY ? 0.f : new0, base1 = new1 == -INFINITY ? 0.f : new1;
-        const float alpha0 = exp2f(m0 - base0), alpha1 = exp2f(m1 - base1);
+        alpha0 = exp2f(m0 - base0);
+        alpha1 = exp2f(m1 - base1);
         m0 = new0;
         m1 = new1;
         l0 *= alpha0;
         l1 *= alpha1;
+#pragma unroll
+        for (int j = 0; j < BKV / 8; j++) {
+          s[4 * j] = exp2f(s[4 * j] - base0);
+          s[4 * j + 1] = exp2f(s[4 * j + 1] - base0);
+          s[4 * j + 2] = exp2f(s[4 * j + 2] - base1);
+          s[4 * j + 3] = exp2f(s[4 * j + 3] - base1);
+          l0 += s[4 * j] + s[4 * j + 1];
+          l1 += s[4 * j + 2] + s[4 * j + 3];
+        }
+      };
+      // Once the P·V reading p has retired: o joins the new max, and s is packed into p. P for keys
+      // 16kk .. 16kk+15 is the A fragment of K step kk (hopper.cuh, kc_wgmma_rs_tb).
+      auto rescale_and_pack = [&] {
 #pragma unroll
         for (int j = 0; j < D / 8; j++) {
           o[4 * j] *= alpha0;
@@ -209,41 +228,33 @@ __global__ void __launch_bounds__(THREADS, 1)
           o[4 * j + 2] *= alpha1;
           o[4 * j + 3] *= alpha1;
         }
-        // P for keys 16kk .. 16kk+15 is the A fragment of K step kk (hopper.cuh, kc_wgmma_rs_tb).
 #pragma unroll
-        for (int kk = 0; kk < BKV / 16; kk++) {
-          float e[8];
+        for (int kk = 0; kk < BKV / 16; kk++)
 #pragma unroll
-          for (int i = 0; i < 8; i++) e[i] = exp2f(s[8 * kk + i] - ((i & 2) ? base1 : base0));
-          l0 += (e[0] + e[1]) + (e[4] + e[5]);
-          l1 += (e[2] + e[3]) + (e[6] + e[7]);
-          p[kk][0] = kc_pack_bf16(e[0], e[1]);
-          p[kk][1] = kc_pack_bf16(e[2], e[3]);
-          p[kk][2] = kc_pack_bf16(e[4], e[5]);
-          p[kk][3] = kc_pack_bf16(e[6], e[7]);
-        }
+          for (int i = 0; i < 4; i++) p[kk][i] = kc_pack_bf16(s[8 * kk + 2 * i], s[8 * kk + 2 * i + 1]);
       };
-      // Takes this consumer's turn at the tensor cores: `issue` runs between the turn barriers.
+      // This consumer's turn at the tensor cores: `issue` runs between the turn barriers.
       auto turn = [&](auto issue) {
         kc_bar_sync(TURN_BAR + c, CONSUMERS);
         kc_wgmma_fence();  // o was rescaled and p written by ordinary instructions since the last wgmma
         issue();
         kc_bar_arrive(TURN_BAR + (c ^ 1), CONSUMERS);
-        kc_wgmma_wait<0>();
-        kc_fence_regs(s);
-        kc_fence_regs(o);
       };
       auto stage = [](int i) { return i % STAGES; };
       auto phase = [](int i) { return (uint32_t)(i / STAGES) & 1; };
 
-      // Turn 0: S(0). Turns 1 .. ntiles-1: S(t) and P(t-1)·V(t-1). Turn ntiles: the last P·V. Every
-      // wgmma sits on an unconditional path of its turn, so ptxas need not serialize them.
+      // Turn 0: S(0). Turns 1 .. ntiles-1: S(t), then P(t-1)·V(t-1); the softmax of tile t starts as
+      // soon as S(t) has retired and runs while P(t-1)·V(t-1) still does. Turn ntiles: the last P·V.
+      // Every wgmma sits on an unconditional path of its turn, so ptxas need not serialize them.
       kc_mbar_wait(q_full, n & 1);
       kc_mbar_wait(k_full(stage(tile)), phase(tile));
       turn([&] { issue_s(stage(tile)); });
+      kc_wgmma_wait<0>();
+      kc_fence_regs(s);
       kc_mbar_arrive(k_empty(stage(tile)));
       if (w.ntiles == 1) kc_mbar_arrive(q_empty);
       softmax(0);
+      rescale_and_pack();
       for (int t = 1; t < w.ntiles; t++) {
         const int cur = tile + t, prev = cur - 1;
         kc_mbar_wait(k_full(stage(cur)), phase(cur));
@@ -252,14 +263,22 @@ __global__ void __launch_bounds__(THREADS, 1)
           issue_s(stage(cur));
           issue_pv(stage(prev));
         });
+        kc_wgmma_wait<1>();  // groups retire in order: S(t) is done, P(t-1)·V(t-1) may still run
+        kc_fence_regs(s);
         kc_mbar_arrive(k_empty(stage(cur)));
-        kc_mbar_arrive(v_empty(stage(prev)));
         if (t == w.ntiles - 1) kc_mbar_arrive(q_empty);  // both consumers done with q: the next item's may land
         softmax(t);
+        kc_wgmma_wait<0>();
+        kc_fence_regs(o);
+        kc_fence_regs(s);  // the packing into p, too, stays behind the wait
+        kc_mbar_arrive(v_empty(stage(prev)));
+        rescale_and_pack();
       }
       const int last = tile + w.ntiles - 1;
       kc_mbar_wait(v_full(stage(last)), phase(last));
       turn([&] { issue_pv(stage(last)); });
+      kc_wgmma_wait<0>();
+      kc_fence_regs(o);
       kc_mbar_arrive(v_empty(stage(last)));
       tile += w.ntiles;
 

@@ -110,6 +110,8 @@ __device__ __forceinline__ void kc_wgmma_wait() {
 }
 // Keeps the compiler from moving reads or writes of wgmma registers across a wait: the wgmma asm
 // statements "produce" their accumulators at issue time as far as the compiler knows.
+// (No instruction is emitted: ptxas itself tracks registers a wgmma still reads or writes, and
+// serializes the wgmma pipeline with a C75xx warning where ordinary code touches them too early.)
 template <int N>
 __device__ __forceinline__ void kc_fence_regs(float (&d)[N]) {
 #pragma unroll
