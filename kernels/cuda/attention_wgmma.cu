@@ -49,6 +49,14 @@ struct Layout {
   static constexpr int SMEM = Q_BYTES + 2 * STAGES * KV_BYTES + 1024;  // + slack to align to 1024 (swizzle atom)
 };
 
+// 2^x on the special-function unit alone: results below 2^-126 flush to 0, which changes no softmax
+// weight that matters (exp2f adds denormal handling around the same instruction).
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 struct Work {
   int q0, h, b, ntiles;
 };
@@ -169,10 +177,13 @@ __global__ void __launch_bounds__(THREADS, 1)
       // the factors o must be rescaled by are updated. It touches neither o nor p, so it may run while
       // the previous P·V still does.
       auto softmax = [&](int t) {
-        // Scale, bias and mask in the log2 domain. Column of s[4j + e]: t·BKV + 8j + 2(lane%4) + (e & 1);
-        // row: row0 for e < 2, row1 otherwise.
-        const int col0 = t * BKV + 2 * (lane % 4);
-        if (bias != nullptr || t * BKV + BKV > min(lim0, lim1)) {
+        // Logits in the log2 domain are mul · s. Tiles with a bias or a row's end get the scale, bias
+        // and mask applied in place (mul = 1); elsewhere the scale folds into the max and into one FMA
+        // per exponent (a positive scale commutes with the max). Column of s[4j + e]:
+        // t·BKV + 8j + 2(lane%4) + (e & 1); row: row0 for e < 2, row1 otherwise.
+        float mul = sl2;
+        if (bias != nullptr || t * BKV + BKV > min(lim0, lim1) || !(sl2 > 0.f)) {
+          const int col0 = t * BKV + 2 * (lane % 4);
 #pragma unroll
           for (int j = 0; j < BKV / 8; j++) {
 #pragma unroll
@@ -183,9 +194,7 @@ __global__ void __launch_bounds__(THREADS, 1)
               s[4 * j + e] = col < lim ? x : -INFINITY;
             }
           }
-        } else {
-#pragma unroll
-          for (int i = 0; i < BKV / 2; i++) s[i] *= sl2;
+          mul = 1.f;
         }
         // Online softmax: the four threads of a quad share a row.
         float mx0 = -INFINITY, mx1 = -INFINITY;
@@ -199,21 +208,21 @@ __global__ void __launch_bounds__(THREADS, 1)
           mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, off));
           mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, off));
         }
-        const float new0 = fmaxf(m0, mx0), new1 = fmaxf(m1, mx1);
+        const float new0 = fmaxf(m0, mx0 * mul), new1 = fmaxf(m1, mx1 * mul);
         // A row with nothing visible yet keeps max -inf; subtracting 0 instead keeps exp2 at 0, not NaN.
         const float base0 = new0 == -INFINITY ? 0.f : new0, base1 = new1 == -INFINITY ? 0.f : new1;
-        alpha0 = exp2f(m0 - base0);
-        alpha1 = exp2f(m1 - base1);
+        alpha0 = exp2_ftz(m0 - base0);
+        alpha1 = exp2_ftz(m1 - base1);
         m0 = new0;
         m1 = new1;
         l0 *= alpha0;
         l1 *= alpha1;
 #pragma unroll
         for (int j = 0; j < BKV / 8; j++) {
-          s[4 * j] = exp2f(s[4 * j] - base0);
-          s[4 * j + 1] = exp2f(s[4 * j + 1] - base0);
-          s[4 * j + 2] = exp2f(s[4 * j + 2] - base1);
-          s[4 * j + 3] = exp2f(s[4 * j + 3] - base1);
+          s[4 * j] = exp2_ftz(fmaf(s[4 * j], mul, -base0));
+          s[4 * j + 1] = exp2_ftz(fmaf(s[4 * j + 1], mul, -base0));
+          s[4 * j + 2] = exp2_ftz(fmaf(s[4 * j + 2], mul, -base1));
+          s[4 * j + 3] = exp2_ftz(fmaf(s[4 * j + 3], mul, -base1));
           l0 += s[4 * j] + s[4 * j + 1];
           l1 += s[4 * j + 2] + s[4 * j + 3];
         }
