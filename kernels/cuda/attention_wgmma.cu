@@ -37,7 +37,7 @@
 
 namespace {
 constexpr int BQ = 128, BKV = 128, STAGES = 2, THREADS = 384;
-constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = 240;  // 24 + 2 × 240 ≤ 512 per thread slot of 128
+constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = 240;  // (24 + 2 × 240) × 128 threads ≤ 64 Ki registers
 constexpr int TURN_BAR = 1;        // consumer c issues its GEMMs when named barrier TURN_BAR + c opens
 constexpr int CONSUMERS = 2 * 128;  // arrivals that release an "empty" barrier; threads per turn barrier
 
