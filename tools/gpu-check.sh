@@ -5,10 +5,14 @@
 #      nvcc flags directly) and counts wgmma (HGMMA) instructions in its sm_90a code;
 #   2. checks the CUDA kernels against PyTorch (fp64/fp32 references on the GPU) at awkward shapes —
 #      every GEMM path (wgmma, mma.sync, SIMT; bf16 and f32 activations) and the attention kernels
-#      (D 16…128, Lq ≠ Lk, kvLen < Lk, block-causal, T5 bias, SIMT head sizes);
+#      (D 16…128, Lq ≠ Lk, kvLen < Lk, block-causal, T5 bias, SIMT head sizes), each tensor-core
+#      attention result also against its precision promise (attention.cu: |err| ≤ 2^-7 · max|v|);
 #   3. benchmarks bf16 GEMM (4096³ and the Wan-1.3B shapes at M = 4680) and attention (12 heads × 128,
-#      Lq 4680, Lk 4680/18720/32760) in TFLOP/s, side by side with PyTorch (cuBLAS, SDPA) in the same
-#      run, as one table;
+#      Lq 4680, Lk 4680/18720/32760, one block-causal case) in TFLOP/s, side by side with PyTorch
+#      (cuBLAS, SDPA) in the same run, as one table;
+#   then the same checks and benchmarks for the Hopper attention kernel (attention path 2, wgmma; not
+#   yet chosen by auto), last and under a watchdog: a hang there prints what was measured and fails
+#   the step instead of eating the time of the rest;
 #   4. runs the op sweep (test/runtime/ops.test.ts + cuda.test.ts) when bun is available.
 # GPU machines of the lab image have python3 + torch but no bun: carry one compressed
 # (`gzip -9 -c node_modules/bun/bin/bun.exe > .gpu/bun.gz`, ~50 MB) or set KINO_BUN.
@@ -60,7 +64,7 @@ fi
 
 step "kernels vs PyTorch, then benchmarks"
 timeout 300 python3 - <<'PY' || status=1
-import ctypes as C, math, os, sys
+import ctypes as C, math, os, sys, threading
 import torch
 
 torch.backends.cuda.matmul.allow_tf32 = False
@@ -81,11 +85,13 @@ lib.kc_set_paths.argtypes = [vp, i32, i32]
 F32, BF16 = 0, 1
 failures = []
 
-def context(gemm_path):
-    if gemm_path: os.environ["KINO_CUDA_GEMM"] = gemm_path
-    else: os.environ.pop("KINO_CUDA_GEMM", None)
+def context(gemm_path, attention_path=None):
+    for var, value in (("KINO_CUDA_GEMM", gemm_path), ("KINO_CUDA_ATTENTION", attention_path)):
+        if value: os.environ[var] = value
+        else: os.environ.pop(var, None)
     code, msg = C.c_int32(0), C.create_string_buffer(512)
     ctx = lib.kc_create(0, C.byref(code), msg, 512)
+    os.environ.pop("KINO_CUDA_ATTENTION", None)
     if not ctx: sys.exit(f"kc_create failed: {msg.value.decode()}")
     return ctx
 
@@ -104,6 +110,12 @@ def report(name, err, tol):
 def rel(got, want):
     return ((got.double() - want.double()).abs().max() / want.double().abs().max().clamp_min(1e-30)).item()
 
+def report_promise(name, got, want, v, kv):
+    # attention.cu's promise for the tensor-core paths against the reference on bf16-rounded inputs:
+    # |out − ref| ≤ 2u · max|v| with u = 2^-8 (reported as a fraction of 2^-7 · max|v|, so ≤ 1 passes).
+    vmax = v[:, :kv].double().abs().max().clamp_min(1e-30)
+    report("  promise " + name, ((got.double() - want.double()).abs().max() / (2 ** -7 * vmax)).item(), 1)
+
 def kino_gemm(ctx, a, w, bias):
     M, K = a.shape; N = w.shape[0]
     out = torch.empty(M, N, device="cuda", dtype=torch.float32)
@@ -112,12 +124,15 @@ def kino_gemm(ctx, a, w, bias):
                           F32 if w.dtype == torch.float32 else BF16, p(bias), M, N, K), f"gemm {M}x{N}x{K}")
     return out
 
-def kino_attention(ctx, q, k, v, kv_len, scale, bias=None, block=0, qoff=0):
+def attention_rc(ctx, out, q, k, v, kv_len, scale, bias=None, block=0, qoff=0):
     B, Lq, H, D = q.shape; Lk = k.shape[1]
-    out = torch.empty(B, Lq, H, D, device="cuda", dtype=torch.float32)
+    return lib.kc_attention(ctx, p(out), p(q), p(k), p(v), F32 if q.dtype == torch.float32 else BF16, p(bias),
+                            B, Lq, Lk, kv_len, H, D, scale, block, qoff)
+
+def kino_attention(ctx, q, k, v, kv_len, scale, bias=None, block=0, qoff=0):
+    out = torch.empty(*q.shape, device="cuda", dtype=torch.float32)
     torch.cuda.synchronize()
-    call(ctx, lib.kc_attention(ctx, p(out), p(q), p(k), p(v), F32 if q.dtype == torch.float32 else BF16, p(bias),
-                               B, Lq, Lk, kv_len, H, D, scale, block, qoff), f"attention {q.shape}")
+    call(ctx, attention_rc(ctx, out, q, k, v, kv_len, scale, bias, block, qoff), f"attention {tuple(q.shape)}")
     return out
 
 def ref_attention(q, k, v, kv_len, scale, bias=None, block=0, qoff=0):
@@ -165,6 +180,7 @@ for D in (16, 32, 64, 128, 80):
         want = ref_attention(bf(q), bf(k), bf(v), kv, scale, bias, block, qoff) if tc else ref_attention(q, k, v, kv, scale, bias, block, qoff)
         name = f"D={D} B={B} Lq={Lq} Lk={Lk} kv={kv} H={H} block={block}/{qoff}{' bias' if with_bias else ''}"
         report(("bf16 mma " if tc else "f32 simt ") + name, rel(got, want), 2e-2 if tc else 1e-5)
+        if tc: report_promise("bf16 mma " + name, got, want, v, kv)
 exact = context("simt")
 lib.kc_set_paths(exact, 2, 1)  # what openCudaBackend({ exact: true }) does
 q, k, v = rnd(1, 100, 2, 128), rnd(1, 230, 2, 128), rnd(1, 230, 2, 128)
@@ -199,20 +215,103 @@ for label, (M, N, K) in [("4096³", (4096, 4096, 4096)), ("Wan QKV", (4680, 4608
         kt = bench(c, lambda: lib.kc_gemm(c, p(out), p(a), BF16, p(w), BF16, None, M, N, K), flops)
         tt = torch_bench(lambda: torch.matmul(a, w.T), flops)
         rows.append((f"gemm {label} {M}x{N}x{K} [{path.split()[0]}]", kt, tt))
-for Lk in (4680, 18720, 32760):
-    B, Lq, H, D = 1, 4680, 12, 128
-    q, k, v = rnd(B, Lq, H, D, dtype=torch.bfloat16), rnd(B, Lk, H, D, dtype=torch.bfloat16), rnd(B, Lk, H, D, dtype=torch.bfloat16)
+# (label, Lq, Lk, block size, q offset): Wan 1.3B self-attention (12 heads × 128) at 4680 tokens a
+# chunk, against 1, 4 and 7 chunks of keys; and a 4-chunk block-causal pass (later chunks see more).
+attention_shapes = [(f"Lq=4680 Lk={Lk}", 4680, Lk, 0, 0) for Lk in (4680, 18720, 32760)]
+attention_shapes.append(("Lq=Lk=18720 block-causal 4680", 18720, 18720, 4680, 0))
+sdpa = {}
+
+def attention_bench(ctx, label, Lq, Lk, block, qoff):
+    B, H, D = 1, 12, 128
+    g = torch.Generator(device="cuda").manual_seed(1)
+    q, k, v = ((torch.rand(B, L, H, D, device="cuda", generator=g) * 2 - 1).to(torch.bfloat16) for L in (Lq, Lk, Lk))
     out = torch.empty(B, Lq, H, D, device="cuda")
-    flops = 4 * B * H * Lq * Lk * D
-    kt = bench(ctx, lambda: lib.kc_attention(ctx, p(out), p(q), p(k), p(v), BF16, None, B, Lq, Lk, Lk, H, D, D ** -0.5, 0, 0), flops, 10)
-    qt, kt_, vt = (t.transpose(1, 2) for t in (q, k, v))
-    tt = torch_bench(lambda: torch.nn.functional.scaled_dot_product_attention(qt, kt_, vt), flops, 10)
-    rows.append((f"attention 12x128 Lq={Lq} Lk={Lk}", kt, tt))
-print(f"\n| {'op':60s} | kino TFLOP/s | torch TFLOP/s | kino/torch |")
-print(f"|{'-' * 62}|--------------|---------------|------------|")
-for name, k_, t_ in rows:
-    print(f"| {name:60s} | {k_:12.1f} | {t_:13.1f} | {k_ / t_:10.2f} |")
-print(f"\ntargets: GEMM ≥ 600, attention ≥ 450 TFLOP/s")
+    visible = sum(min(Lk, ((qoff + i) // block + 1) * block) for i in range(0, Lq, 1)) if block else Lq * Lk
+    flops = 4 * B * H * visible * D
+    kt = bench(ctx, lambda: attention_rc(ctx, out, q, k, v, Lk, D ** -0.5, None, block, qoff), flops, 10)
+    if label not in sdpa:
+        qt, kt_, vt = (t.transpose(1, 2) for t in (q, k, v))
+        mask = None
+        if block:
+            i = torch.arange(Lq, device="cuda")[:, None]; j = torch.arange(Lk, device="cuda")[None, :]
+            mask = j // block <= (qoff + i) // block
+        sdpa[label] = torch_bench(lambda: torch.nn.functional.scaled_dot_product_attention(qt, kt_, vt, attn_mask=mask), flops, 10)
+    return kt, sdpa[label]
+
+for label, Lq, Lk, block, qoff in attention_shapes:
+    kt, tt = attention_bench(ctx, label, Lq, Lk, block, qoff)
+    rows.append((f"attention 12x128 {label} [mma.sync]", kt, tt))
+
+def print_table():
+    print(f"\n| {'op':60s} | kino TFLOP/s | torch TFLOP/s | kino/torch |")
+    print(f"|{'-' * 62}|--------------|---------------|------------|")
+    for name, k_, t_ in rows:
+        print(f"| {name:60s} | {k_:12.1f} | {t_:13.1f} | {k_ / t_:10.2f} |")
+    print(f"\ntargets: GEMM ≥ 600, attention ≥ 450 TFLOP/s", flush=True)
+
+# The Hopper attention kernel (attention path 2), last: it has not run on a GPU before this check, so a
+# watchdog reports a hang (with the table so far) instead of letting the step time out silently.
+def diagnose(got, want):
+    # Where a wrong result is wrong, in the kernel's terms: query rows by 16-row warp slice of the
+    # 128-row tile (consumer 0: slices 0-3, consumer 1: 4-7) and features by 8-column fragment.
+    err = (got.double() - want.double()).abs().nan_to_num(float("inf"))  # [B, Lq, H, D]
+    Lq, D = err.shape[1], err.shape[3]
+    rows = torch.zeros(8, dtype=torch.float64, device="cuda")
+    for r in range(8):
+        idx = [i for i in range(Lq) if (i % 128) // 16 == r]
+        if idx: rows[r] = err[:, idx].max()
+    cols = err.amax(dim=(0, 1, 2)).view(D // 8, 8).amax(dim=1)
+    print(f"    nan/inf: {(~got.isfinite()).sum().item()}, max err by row slice: {[f'{x:.1e}' for x in rows.tolist()]}")
+    print(f"    max err by 8-feature group: {[f'{x:.1e}' for x in cols.tolist()]}", flush=True)
+
+def hung():
+    print("\nFAIL wgmma attention did not finish within 120 s (deadlock?); results so far:", flush=True)
+    print_table()
+    os._exit(1)
+watchdog = threading.Timer(120, hung)
+watchdog.start()
+print("\nwgmma attention (path 2, sm_90a) correctness:", flush=True)
+try:
+    wg = context(None, "wgmma")
+    if torch.cuda.get_device_capability()[0] != 9:
+        print("  skipped: not an sm_90 GPU")
+    else:
+        out = torch.empty(1, 8, 1, 80, device="cuda")
+        q80 = rnd(1, 8, 1, 80)
+        rc = attention_rc(wg, out, q80, q80, q80, 8, 0.1)
+        msg = lib.kc_last_error(wg).decode()
+        report(f"forced wgmma, D=80 refused ({msg[:40]}…)", 0.0 if rc != 0 and "path 2" in msg else 1.0, 0.5)
+        cases = [(1, 128, 128, 128, 1, 0, 0, False),       # one item, one key tile: the simplest thing first
+                 (2, 100, 230, 200, 3, 0, 0, False), (1, 130, 260, 260, 2, 50, 100, False), (1, 64, 512, 300, 2, 0, 0, True),
+                 (1, 1, 7, 7, 1, 0, 0, False), (1, 135, 130, 130, 2, 0, 0, False), (1, 33, 200, 200, 2, 0, 0, True),
+                 (1, 135, 130, 130, 2, 64, 0, True),
+                 (2, 1000, 1100, 1030, 12, 0, 0, False),     # 192 work items: several per persistent block
+                 (1, 1560, 1560, 1560, 12, 520, 0, True)]   # block-causal with bias, items of unequal length
+        for D in (64, 128):
+            for (B, Lq, Lk, kv, H, block, qoff, with_bias) in cases:
+                q, k, v = rnd(B, Lq, H, D), rnd(B, Lk, H, D), rnd(B, Lk, H, D)
+                bias = rnd(H, Lq, kv) * 3 if with_bias else None
+                scale = 1 / math.sqrt(D)
+                want = ref_attention(bf(q), bf(k), bf(v), kv, scale, bias, block, qoff)
+                name = f"D={D} B={B} Lq={Lq} Lk={Lk} kv={kv} H={H} block={block}/{qoff}{' bias' if with_bias else ''}"
+                for dt in (torch.float32, torch.bfloat16):  # bf16 inputs keep Lk as the batch stride of k and v
+                    got = kino_attention(wg, q.to(dt), k.to(dt), v.to(dt), kv, scale, bias, block, qoff)
+                    tag = f"wgmma {'f32' if dt == torch.float32 else 'bf16'} in "
+                    report(tag + name, rel(got, want), 2e-2)
+                    report_promise(tag + name, got, want, v, kv)
+                    if rel(got, want) > 2e-2: diagnose(got, want)
+        if not any("wgmma" in f for f in failures):
+            for label, Lq, Lk, block, qoff in attention_shapes:
+                kt, tt = attention_bench(wg, label, Lq, Lk, block, qoff)
+                rows.append((f"attention 12x128 {label} [wgmma]", kt, tt))
+        else:
+            print("  wgmma benchmarks skipped: its correctness checks failed")
+except Exception as e:  # a fault in the kernel leaves the context unusable: report it and move on
+    print(f"  FAIL wgmma attention: {e}")
+    failures.append(f"wgmma attention: {e}")
+watchdog.cancel()
+
+print_table()
 if failures:
     print(f"\n{len(failures)} correctness check(s) FAILED: {failures}")
     sys.exit(1)

@@ -13,19 +13,33 @@
 //     D ∈ {16, 32, 64, 128}: FlashAttention-2 style. 4 warps × 16 query rows; key tiles of 64 stream
 //     through a 2-stage cp.async ring; S = Q·Kᵀ and O += P·V with mma.sync m16n8k16, online softmax in
 //     f32 on the S fragments (exp2 domain), P re-packed to bf16 straight from the S accumulators.
+//   attention_wgmma_kernel (attention_wgmma.cu) sm_90a, D ∈ {64, 128}: FlashAttention-3 style — TMA
+//     loads, wgmma, a producer and two ping-ponging consumer warpgroups, a persistent grid.
 //   attention_simt_kernel f32 everything, any D ≤ 512: one warp per query row, lanes split D. The
 //     fallback for other head sizes and the exact path (kc_set_paths, KINO_CUDA_ATTENTION=f32).
-#include "common.cuh"
+// Choice (kc_attention): attention path 1 → SIMT for f32 inputs; path 2 (KINO_CUDA_ATTENTION=wgmma) →
+// the wgmma kernel, or an error where it cannot run; path 3 → mma.sync where the shape allows; path 0
+// (auto) → mma.sync where the shape allows, else SIMT. Auto moves to the wgmma kernel only once WGMMA_ATTENTION_VERIFIED (below) is true.
+//
+// Precision promises, per output element out[b,i,h,d], against the exact (f64) result. Notation:
+// V = max_{j<n} |v[b,j,h,d]| (the max of |v| over the whole tensor is a valid, looser substitute),
+// u = 2^-8 (bf16 unit roundoff), ε = 2.01·u · |scale| · max_{j<n} Σ_d |q[b,i,h,d] · k[b,j,h,d]| (D ≤ 256:
+// the 0.01·u also covers the f32 sums of the logits).
+//   tensor-core paths (mma.sync, wgmma): f32 q, k, v are rounded to bf16 (round-to-nearest-even); logits
+//     accumulate in f32, the softmax is f32 (ex2.approx, relative error ~2^-22; the wgmma kernel
+//     flushes weights below 2^-126 to 0), P is rounded to bf16 for P·V, which accumulates in f32 and is
+//     normalized by the f32 sum of the unrounded P.
+//       against the reference computed on bf16-rounded q, k, v:  |out − ref| ≤ 2u · V
+//         (P's rounding gives ≤ u · V; the f32 terms lie orders of magnitude below the rest)
+//       against the reference on the f32 inputs:                  |out − ref| ≤ (e^{2ε} − 1 + 3u) · V
+//         (rounding q and k moves each logit by ≤ ε; rounding v adds u · V)
+//     Both are worst-case bounds; on random data the error typically lands over 10 times below them.
+//   SIMT path: every operation in f32 (fmaf, expf):  |out − ref| ≤ (2δ + n · 2^-23) · V, where
+//     δ = (D + 2) · 2^-23 · max_{j<n} (|scale| · Σ_d |q·k| + |bias[h,i,j]|) bounds each logit's error;
+//     on random data the error is below 1e-5 · V (what tools/gpu-check.sh holds it to).
+#include "attention.cuh"
 
 namespace {
-constexpr float LOG2E = 1.4426950408889634f;
-
-__device__ __forceinline__ int visible_keys(int i, int kv_len, int block_size, int q_offset) {
-  if (block_size <= 0) return kv_len;
-  long long lim = ((long long)(q_offset + i) / block_size + 1) * block_size;
-  return lim < kv_len ? (int)lim : kv_len;
-}
-
 // ---- tensor-core kernel ----------------------------------------------------------------------------
 constexpr int WARPS = 4, BQ = WARPS * 16, BKV = 64;
 
@@ -67,13 +81,13 @@ __global__ void __launch_bounds__(WARPS * 32)
   const __nv_bfloat16* kb = k + ((int64_t)b * Lkv * H + h) * D;
   const __nv_bfloat16* vb = v + ((int64_t)b * Lkv * H + h) * D;
 
-  const int kv_end = visible_keys(min(q0 + BQ, Lq) - 1, kv_len, block_size, q_offset);
+  const int kv_end = kc_visible_keys(min(q0 + BQ, Lq) - 1, kv_len, block_size, q_offset);
   const int ntiles = (kv_end + BKV - 1) / BKV;
   // The two query rows this thread accumulates (fragment rows lane/4 and lane/4 + 8 of its warp).
   const int row_a = q0 + warp * 16 + lane / 4, row_b = row_a + 8;
-  const int lim_a = row_a < Lq ? visible_keys(row_a, kv_len, block_size, q_offset) : 0;
-  const int lim_b = row_b < Lq ? visible_keys(row_b, kv_len, block_size, q_offset) : 0;
-  const float sl2 = scale * LOG2E;
+  const int lim_a = row_a < Lq ? kc_visible_keys(row_a, kv_len, block_size, q_offset) : 0;
+  const int lim_b = row_b < Lq ? kc_visible_keys(row_b, kv_len, block_size, q_offset) : 0;
+  const float sl2 = scale * KC_LOG2E;
 
   load_rows<D, BQ>(sq, qb + (int64_t)q0 * H * D, 0, Lq - q0, H);
   if (ntiles > 0) {
@@ -127,7 +141,7 @@ __global__ void __launch_bounds__(WARPS * 32)
         bool second = e >= 2;
         int row = second ? row_b : row_a, lim = second ? lim_b : lim_a;
         float x = s[j][e] * sl2;
-        if (bias && col < lim) x += bias[((int64_t)h * Lq + row) * kv_len + col] * LOG2E;
+        if (bias && col < lim) x += bias[((int64_t)h * Lq + row) * kv_len + col] * KC_LOG2E;
         x = col < lim ? x : -INFINITY;
         s[j][e] = x;
         if (second) mx_b = fmaxf(mx_b, x);
@@ -221,7 +235,7 @@ __global__ void __launch_bounds__(128)
     qv[r] = d < D ? qr[d] : 0.f;
     acc[r] = 0.f;
   }
-  const int n = visible_keys(i, kv_len, block_size, q_offset);
+  const int n = kc_visible_keys(i, kv_len, block_size, q_offset);
   float m = -INFINITY, l = 0.f;
   for (int j = 0; j < n; j++) {
     const float* kr = k + (((int64_t)b * Lk + j) * H + h) * D;
@@ -294,27 +308,48 @@ void* to_bf16_rows(KcContext* ctx, const float* src, int B, int L, int rows, int
 }
 }  // namespace
 
-// q [B, Lq, H, D], k and v [B, Lk, H, D] of dtype `dt` (f32, or bf16 for the tensor-core kernel
+// The wgmma kernel has not yet passed tools/gpu-check.sh on an H200. Until it has, auto (attention
+// path 0) keeps choosing the proven mma.sync kernel, and the wgmma kernel runs only where path 2 forces
+// it (kc_set_paths, KINO_CUDA_ATTENTION=wgmma). Set to true once that check passed on an H200.
+constexpr bool WGMMA_ATTENTION_VERIFIED = false;
+
+namespace {
+// bf16 q, k, v: the tensor-core kernel the attention path asks for.
+int launch_tensor_core(KcContext* ctx, float* out, const void* q, const void* k, const void* v, const float* bias,
+                       int B, int Lq, int Lkv, int kv_len, int H, int D, float scale, int block_size, int q_offset) {
+  const bool wgmma = ctx->attention_path == 2 ||
+                     (ctx->attention_path == 0 && WGMMA_ATTENTION_VERIFIED && kc_attention_wgmma_supported(ctx, D));
+  ctx->last_attention = wgmma ? "wgmma" : "mma.sync";
+  if (wgmma)
+    return kc_attention_wgmma_launch(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, D, scale, block_size, q_offset);
+  return launch_mma_any(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, D, scale, block_size, q_offset);
+}
+}  // namespace
+
+// q [B, Lq, H, D], k and v [B, Lk, H, D] of dtype `dt` (f32, or bf16 for the tensor-core kernels
 // directly); out [B, Lq, H, D] f32. bias [H, Lq, kv_len] f32 or null. block_size 0 = no mask.
 KC_API int kc_attention(KcContext* ctx, float* out, const void* q, const void* k, const void* v, int dt,
                         const float* bias, int B, int Lq, int Lk, int kv_len, int H, int D, float scale,
                         int block_size, int q_offset) {
   ctx->last_attention = "";
   if (B <= 0 || Lq <= 0 || H <= 0 || D <= 0) return 0;
+  const bool exact = ctx->attention_path == 1, wgmma_forced = ctx->attention_path == 2;
+  if (wgmma_forced && !kc_attention_wgmma_supported(ctx, D))
+    return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention",
+                   "attention path 2 (wgmma) needs an sm_90 GPU, the driver's cuTensorMapEncodeTiled and D 64 or 128");
   if (kv_len == 0) return kc_check(ctx, cudaMemsetAsync(out, 0, (size_t)B * Lq * H * D * 4, ctx->stream), "kc_attention");
-  const bool exact = ctx->attention_path == 1;
-  // The tensor-core kernel stores float2 pairs, so out must be 8-byte aligned (a view may not be).
+  // The tensor-core kernels store float2 pairs, so out must be 8-byte aligned (a view may not be). A
+  // forced wgmma path reports misalignment as an error instead of falling back.
   const bool tc_shape =
       (D == 16 || D == 32 || D == 64 || D == 128) && ctx->sm_major >= 8 && ((uintptr_t)out & 7) == 0;
   if (dt == KC_BF16) {
-    if (!tc_shape || (((uintptr_t)q | (uintptr_t)k | (uintptr_t)v) & 15))
+    if (!wgmma_forced && (!tc_shape || (((uintptr_t)q | (uintptr_t)k | (uintptr_t)v) & 15)))
       return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention", "bf16 attention needs D in {16, 32, 64, 128}, sm_80+ "
                      "and aligned buffers");
-    ctx->last_attention = "mma.sync";
-    return launch_mma_any(ctx, out, q, k, v, bias, B, Lq, Lk, kv_len, H, D, scale, block_size, q_offset);
+    return launch_tensor_core(ctx, out, q, k, v, bias, B, Lq, Lk, kv_len, H, D, scale, block_size, q_offset);
   }
   if (dt != KC_F32) return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention", "q/k/v must be f32 or bf16");
-  if (exact || !tc_shape) {
+  if (exact || (!tc_shape && !wgmma_forced)) {
     int64_t rows = (int64_t)B * H * Lq;
     ctx->last_attention = "simt";
     attention_simt_kernel<<<(unsigned)((rows + 3) / 4), 128, 0, ctx->stream>>>(
@@ -327,8 +362,7 @@ KC_API int kc_attention(KcContext* ctx, float* out, const void* q, const void* k
   void* q16 = to_bf16_rows(ctx, (const float*)q, B, Lq, Lq, row, &rc);
   void* k16 = rc ? nullptr : to_bf16_rows(ctx, (const float*)k, B, Lk, kv_len, row, &rc);
   void* v16 = rc ? nullptr : to_bf16_rows(ctx, (const float*)v, B, Lk, kv_len, row, &rc);
-  ctx->last_attention = "mma.sync";
-  if (!rc) rc = launch_mma_any(ctx, out, q16, k16, v16, bias, B, Lq, kv_len, kv_len, H, D, scale, block_size, q_offset);
+  if (!rc) rc = launch_tensor_core(ctx, out, q16, k16, v16, bias, B, Lq, kv_len, kv_len, H, D, scale, block_size, q_offset);
   kc_scratch_release(ctx, q16);
   kc_scratch_release(ctx, k16);
   kc_scratch_release(ctx, v16);

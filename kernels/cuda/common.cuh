@@ -27,9 +27,10 @@ struct KcContext {
   size_t smem_optin;           // max dynamic shared memory per block after opt-in
   cudaStream_t stream;
   KcAllocator* alloc;
-  void* encode_tensor_map;     // cuTensorMapEncodeTiled from the driver (sm_90 GEMM), or null
+  void* encode_tensor_map;     // cuTensorMapEncodeTiled from the driver (sm_90 kernels), or null
   int gemm_path;               // 0 auto, 1 force mma.sync, 2 force SIMT, 3 force wgmma (KINO_CUDA_GEMM=mma|simt)
-  int attention_path;          // 0 auto, 1 force the f32 SIMT kernel (KINO_CUDA_ATTENTION=f32)
+  int attention_path;          // 0 auto, 1 force the f32 SIMT kernel, 2 force wgmma, 3 force mma.sync
+                               // (KINO_CUDA_ATTENTION=f32|wgmma)
   // The kernel the last kc_gemm / kc_attention call ran ("wgmma", "mma.sync", "simt"; "" when it
   // launched none), so that callers (the op sweep) know which precision the result carries.
   const char* last_gemm;

@@ -11,6 +11,14 @@
 //   gemm_simt.cu   any dtype mix and any K: f32 FMA tiles; the path for f32 weights.
 // The tensor-core kernels take a and w in the same 16-bit type (bf16 or f16); gemm.cu first rounds
 // f32 activations to that type (round-to-nearest-even), so their products carry bf16/f16 input error.
+//
+// Precision promises, per element, against the exact (f64) result on the inputs as given (w as stored):
+//   tensor-core paths (wgmma, mma.sync):  |out − ref| ≤ (u_a + K · 2^-23) · Σ_k |a[m,k] · w[n,k]|
+//     u_a = 2^-8 when f32 a is rounded to bf16, 2^-11 when rounded to f16 (|a| must stay below 65504),
+//     0 when a already is bf16/f16; products of 16-bit values are exact in f32, the sum is f32.
+//   SIMT path (f32 weights, KINO_CUDA_GEMM=simt, exact mode):  |out − ref| ≤ K · 2^-24 · Σ_k |a · w|
+//     (f32 FMA chains; bf16/f16 weights widen to f32 exactly).
+// The bias is added in f32 (one more rounding of |out|, 2^-24 · |out|).
 #pragma once
 #include "common.cuh"
 

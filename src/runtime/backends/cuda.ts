@@ -78,12 +78,11 @@ const KERNEL_OP: Record<KernelOp, number> = { gemm: 0, attention: 1 };
  * cores (GEMM: the activations to the weight's bf16/f16; attention: q, k, v and P to bf16) or
  * multiplies them as f32. A forced tensor-core path still falls back where a call's shape or dtypes
  * rule its kernel out (`ranKernel` says what ran). The op sweep runs every case of an op on every
- * path here, so a new kernel is one entry. Attention's code 0 is the library's own choice, which is
- * mma.sync wherever D ∈ {16, 32, 64, 128} on sm_80+.
+ * path here, so a new kernel is one entry.
  */
 export const CUDA_KERNEL_PATHS: Readonly<Record<KernelOp, Readonly<Record<string, { code: number; rounds: boolean }>>>> = {
   gemm: { wgmma: { code: 3, rounds: true }, "mma.sync": { code: 1, rounds: true }, simt: { code: 2, rounds: false } },
-  attention: { "mma.sync": { code: 0, rounds: true }, simt: { code: 1, rounds: false } },
+  attention: { wgmma: { code: 2, rounds: true }, "mma.sync": { code: 3, rounds: true }, simt: { code: 1, rounds: false } },
 };
 /** The path codes that let the library choose per call (kc_create's default). */
 const AUTO_PATHS: Record<KernelOp, number> = { gemm: 0, attention: 0 };

@@ -1,0 +1,23 @@
+// Attention pieces shared by attention.cu (kc_attention, the mma.sync and SIMT kernels) and
+// attention_wgmma.cu (the Hopper kernel). Semantics, reference formula and each kernel's precision
+// promise: attention.cu's header.
+#pragma once
+#include "common.cuh"
+
+constexpr float KC_LOG2E = 1.4426950408889634f;
+
+// The keys query row i may see are the prefix [0, n) with this n: every key below kv_len, or under a
+// block-causal mask only the keys of its own and earlier blocks.
+__device__ __forceinline__ int kc_visible_keys(int i, int kv_len, int block_size, int q_offset) {
+  if (block_size <= 0) return kv_len;
+  long long lim = ((long long)(q_offset + i) / block_size + 1) * block_size;
+  return lim < kv_len ? (int)lim : kv_len;
+}
+
+// The Hopper kernel runs only on sm_90 with the driver's tensor-map encoder, for D 64 and 128.
+bool kc_attention_wgmma_supported(const KcContext* ctx, int D);
+// bf16 q [B, Lq, H, D], k and v [B, Lkv, H, D] (keys from kv_len on are never read), f32 out; fails
+// with KC_E_UNSUPPORTED where kc_attention_wgmma_supported is false or a buffer is misaligned.
+int kc_attention_wgmma_launch(KcContext* ctx, float* out, const void* q, const void* k, const void* v,
+                              const float* bias, int B, int Lq, int Lkv, int kv_len, int H, int D, float scale,
+                              int block_size, int q_offset);

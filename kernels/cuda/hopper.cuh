@@ -1,0 +1,212 @@
+// Hopper (sm_90a) building blocks shared by the warp-specialized kernels (gemm_wgmma.cu,
+// attention_wgmma.cu): mbarriers, TMA bulk-tensor loads, wgmma shared-memory descriptors and the
+// wgmma instructions themselves, named barriers and register reallocation.
+//
+// Everything here exists only where KC_HAS_WGMMA is defined: the sm_90a pass of nvcc. The sm_80 and
+// compute_80 passes see kernels with empty bodies, so the host must launch them only on sm_90 (the
+// launchers check ctx->sm_major == 9; an sm_90a cubin does not load on later chips either).
+//
+// Conventions the kernels rely on:
+//   - TMA writes tiles with the 128-byte swizzle (CU_TENSOR_MAP_SWIZZLE_128B): rows of 128 bytes
+//     (64 16-bit elements), and inside each 1024-byte atom of 8 rows the 16-byte chunk c of row r sits
+//     at chunk c ^ (r % 8). Tile bases are 1024-byte aligned, so the descriptors' base offset is 0.
+//   - The wgmma descriptors name the same swizzle (mode 1), so neither side has bank conflicts and no
+//     thread ever touches operand data.
+//   - An mbarrier is "full" when the TMA byte count it expects has landed, "empty" when every consumer
+//     thread has arrived; waits are on the phase parity, which flips each time a phase completes.
+#pragma once
+#include "common.cuh"
+#include <cuda.h>
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define KC_HAS_WGMMA 1
+#endif
+
+#ifdef KC_HAS_WGMMA
+// ---- mbarriers ---------------------------------------------------------------------------------------
+__device__ __forceinline__ void kc_mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
+}
+// Makes the initialized barriers visible to the async proxy (TMA) before anyone uses them.
+__device__ __forceinline__ void kc_fence_mbar_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+// Returns once the phase with parity `parity` has completed. A fresh barrier is in phase 0, so waiting
+// on parity 1 passes at once: producers wait on "empty" with the flipped parity for the first round.
+__device__ __forceinline__ void kc_mbar_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+__device__ __forceinline__ void kc_mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// The producer's arrival: the phase completes once `bytes` of TMA data have also landed.
+__device__ __forceinline__ void kc_mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+// ---- TMA ---------------------------------------------------------------------------------------------
+// Tile copies global → shared that complete on `bar`; coordinates innermost first. Elements outside
+// the tensor map's dimensions arrive as zeros and still count toward the expected bytes.
+__device__ __forceinline__ void kc_tma_load_2d(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n" ::"r"(
+          dst),
+      "l"(map), "r"(bar), "r"(c0), "r"(c1)
+      : "memory");
+}
+__device__ __forceinline__ void kc_tma_load_4d(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0, int c1,
+                                               int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], "
+      "[%2];\n" ::"r"(dst),
+      "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
+
+// ---- warpgroup control ---------------------------------------------------------------------------------
+// Register reallocation between warpgroups; the kernel must be compiled with a register cap
+// (__launch_bounds__(threads, 1)) and each role must be one branch of a single if/else.
+template <int REGS>
+__device__ __forceinline__ void kc_setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+template <int REGS>
+__device__ __forceinline__ void kc_setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+// Named barriers (id 0 is __syncthreads). bar.sync waits; bar.arrive counts toward `threads` and goes on.
+__device__ __forceinline__ void kc_bar_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void kc_bar_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// ---- wgmma ---------------------------------------------------------------------------------------------
+// Shared-memory matrix descriptors for 128-byte-swizzled tiles (start address, leading byte offset,
+// stride byte offset = 1024 between 8-row groups, swizzle mode 1).
+//   K-major (rows of K contiguous, e.g. q, k, GEMM operands): the leading offset is unused (1 by the
+//     ISA's convention); a K step of 16 elements inside a 64-element row moves the start by 32 bytes.
+//   MN-major (rows of N contiguous, e.g. v as the B of P·V, read with imm-trans-b = 1): the leading
+//     offset is the distance between 64-element column blocks of N (one TMA box each).
+__device__ __forceinline__ uint64_t kc_desc_sw128(uint32_t addr, uint32_t leading_bytes) {
+  return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)((leading_bytes >> 4) & 0x3FFF) << 16) |
+         ((uint64_t)(1024 >> 4) << 32) | ((uint64_t)1 << 62);
+}
+__device__ __forceinline__ uint64_t kc_desc_kmajor_sw128(uint32_t addr) { return kc_desc_sw128(addr, 16); }
+
+__device__ __forceinline__ void kc_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void kc_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void kc_wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Keeps the compiler from moving reads or writes of wgmma registers across a wait: the wgmma asm
+// statements "produce" their accumulators at issue time as far as the compiler knows.
+// (No instruction is emitted: ptxas itself tracks registers a wgmma still reads or writes, and
+// serializes the wgmma pipeline with a C75xx warning where ordinary code touches them too early.)
+template <int N>
+__device__ __forceinline__ void kc_fence_regs(float (&d)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+#define KC_ACC8(i) \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define KC_ACC32(i) KC_ACC8(i), KC_ACC8(i + 8), KC_ACC8(i + 16), KC_ACC8(i + 24)
+#define KC_WGMMA_D32                                                                                  \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
+  "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define KC_WGMMA_D64                                                                                           \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, "          \
+  "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, " \
+  "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, " \
+  "%63}"
+#define KC_WGMMA_D128                                                                                         \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, " \
+  "%23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "   \
+  "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, "   \
+  "%65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, "   \
+  "%86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, " \
+  "%106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, "      \
+  "%123, %124, %125, %126, %127}"
+
+// Accumulator layout of every m64nNk16 below (f32, N/2 registers per thread): warp w of the warpgroup
+// owns rows 16w .. 16w+15; with r = 16w + lane/4 and q = lane%4, d[4j + 0..3] hold
+// (r, 8j + 2q), (r, 8j + 2q + 1), (r + 8, 8j + 2q), (r + 8, 8j + 2q + 1).
+
+// d[64×N] (+)= A(64×16) · B(N×16)ᵀ with both operands K-major in shared memory; accumulate = 0
+// overwrites d (the first K step of a fresh product).
+template <int N, bool F16 = false>
+__device__ __forceinline__ void kc_wgmma_ss(float* d, uint64_t desc_a, uint64_t desc_b, int accumulate) {
+  static_assert(N == 128 || N == 256, "instantiated shapes: m64n128k16, m64n256k16");
+  if constexpr (N == 128) {
+    static_assert(!F16, "bf16 only at N = 128");
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " KC_WGMMA_D64 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
+                 : KC_ACC32(0), KC_ACC32(32)
+                 : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+  } else if constexpr (F16) {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " KC_WGMMA_D128 ", %128, %129, p, 1, 1, 0, 0;\n}\n"
+                 : KC_ACC32(0), KC_ACC32(32), KC_ACC32(64), KC_ACC32(96)
+                 : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+  } else {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 " KC_WGMMA_D128 ", %128, %129, p, 1, 1, 0, 0;\n}\n"
+                 : KC_ACC32(0), KC_ACC32(32), KC_ACC32(64), KC_ACC32(96)
+                 : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+  }
+}
+
+// d[64×N] += A(64×16, bf16 registers) · B(16×N) with B MN-major in shared memory (imm-trans-b = 1).
+// The A fragment of warp w is rows 16w .. 16w+15 in the mma.sync m16n8k16 A layout: with r and q as
+// above, a[0] = (r, 2q..2q+1), a[1] = (r + 8, 2q..2q+1), a[2] = (r, 2q+8..2q+9), a[3] = (r + 8, 2q+8..2q+9),
+// each register two bf16 with the lower column in the low half. That is exactly how an f32 accumulator
+// of the same rows packs: a[0] = d[8k..8k+1], a[1] = d[8k+2..3], a[2] = d[8k+4..5], a[3] = d[8k+6..7]
+// for the K step covering columns 16k .. 16k+15.
+template <int N>
+__device__ __forceinline__ void kc_wgmma_rs_tb(float* d, const uint32_t* a, uint64_t desc_b) {
+  static_assert(N == 64 || N == 128, "instantiated shapes: m64n64k16, m64n128k16");
+  if constexpr (N == 64) {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " KC_WGMMA_D32
+                 ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+                 : KC_ACC32(0)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+  } else {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " KC_WGMMA_D64
+                 ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+                 : KC_ACC32(0), KC_ACC32(32)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+  }
+}
+#endif  // KC_HAS_WGMMA
+
+// ---- host: tensor maps ---------------------------------------------------------------------------------
+typedef CUresult (*KcEncodeTiledFn)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                    const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                    CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+// Describes a bf16 (or f16) tensor for TMA: `rank` dimensions innermost first (dims[0] contiguous),
+// byte strides of dimensions 1.. (multiples of 16), boxes of box[] elements with box[0] = 64 (one
+// 128-byte swizzled row), zeros outside the dimensions. Needs ctx->encode_tensor_map (sm_90 only).
+static inline int kc_encode_tma(KcContext* ctx, CUtensorMap* map, const void* ptr, bool f16, int rank,
+                                const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
+                                const char* what) {
+  const cuuint32_t elem_strides[5] = {1, 1, 1, 1, 1};
+  CUresult r = ((KcEncodeTiledFn)ctx->encode_tensor_map)(
+      map, f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, (cuuint32_t)rank,
+      const_cast<void*>(ptr), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) return kc_fail(ctx, (int)r, "cuTensorMapEncodeTiled", what);
+  return 0;
+}
