@@ -2,8 +2,10 @@
 // the model card), read back as the body of POST /v1/videos or session.start.
 import { h, icon } from "./dom.js";
 
-/** Sizes worth offering: the model's default, its portrait twin, a square and the usual Wan sizes. */
+/** The sizes the model card names as native (the model draws those best), else the model's default,
+ *  its portrait twin, a square and the usual Wan sizes. */
 export function sizeOptions(card) {
+  if (card.native_sizes?.length) return card.native_sizes;
   const { width, height } = card.defaults;
   const f = card.spatial_factor;
   const snap = (v) => Math.max(f, Math.round(v / f) * f);

@@ -48,6 +48,11 @@ static inline int kc_check(KcContext* ctx, cudaError_t e, const char* where) {
 static inline int kc_launched(KcContext* ctx, const char* kernel) {
   return kc_check(ctx, cudaGetLastError(), kernel);
 }
+// Blocks of 256 threads for a grid-stride loop over n items: enough to fill the GPU, no more.
+static inline unsigned kc_grid_for(KcContext* ctx, int64_t n) {
+  int64_t want = (n + 255) / 256, cap = (int64_t)ctx->sm_count * 16;
+  return (unsigned)(want < cap ? (want > 0 ? want : 1) : cap);
+}
 #define KC_TRY(expr)              \
   do {                            \
     int kc_rc_ = (expr);          \

@@ -51,6 +51,8 @@ export interface KinoConfig {
   maxFrames: number;
   maxSize: number;
   maxPixels: number;
+  /** The sizes ("WxH") the model was trained to make (kino.native_sizes, else native_width × native_height); null: any. */
+  nativeSizes: string[] | null;
 }
 
 export function parseKinoConfig(kino: Json | null, scheduler: Json, file: string): KinoConfig {
@@ -111,6 +113,7 @@ export function parseKinoConfig(kino: Json | null, scheduler: Json, file: string
     maxFrames: count(pick(481, "max_frames"), "max_frames"),
     maxSize: count(pick(1920, "max_size"), "max_size"),
     maxPixels: count(pick(1920 * 1088, "max_pixels"), "max_pixels"),
+    nativeSizes: nativeSizesOf(k, bad),
   };
   if (cfg.windowFrames !== null && cfg.windowFrames !== -1) count(cfg.windowFrames, "window_frames");
   if (cfg.windowFrames === -1) cfg.windowFrames = null;
@@ -139,4 +142,17 @@ export function scheduleFor(k: KinoConfig, steps: number, shift = k.shift): Sche
     return k.warp ? warpedSchedule(list, shift) : explicitSchedule(list);
   }
   return k.sampler === "unipc" ? unipcSchedule(steps, shift) : eulerSchedule(steps, shift);
+}
+
+/** kino.native_sizes ["WxH", ...], or the one native_width × native_height; null when neither is given. */
+function nativeSizesOf(k: Json, bad: (key: string, why: string) => Error): string[] | null {
+  if (k.native_sizes !== undefined) {
+    const list = k.native_sizes;
+    if (!Array.isArray(list) || !list.length || list.some((s) => typeof s !== "string" || !/^[1-9]\d*x[1-9]\d*$/.test(s))) {
+      throw bad("native_sizes", `must be a non-empty list of "WxH" sizes, got ${JSON.stringify(list)}`);
+    }
+    return list as string[];
+  }
+  if (typeof k.native_width === "number" && typeof k.native_height === "number") return [`${k.native_width}x${k.native_height}`];
+  return null;
 }

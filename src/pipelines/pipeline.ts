@@ -20,6 +20,11 @@ export interface ModelCard {
   max_size: number;
   /** Largest width × height the model will render. */
   max_pixels: number;
+  /**
+   * The sizes ("WxH") the model was trained to make; any other accepted size is rendered at the one
+   * nearest in aspect ratio and resampled. null: every size on the grid is native (Wan's own models).
+   */
+  native_sizes: string[] | null;
   max_inference_steps: number;
   defaults: {
     width: number;

@@ -22,6 +22,7 @@ export function wanCard(model: WanModel): ModelCard {
     min_size: factor,
     max_size: kino.maxSize,
     max_pixels: kino.maxPixels,
+    native_sizes: kino.nativeSizes,
     max_inference_steps: 100,
     defaults: {
       width: clamp(kino.width),

@@ -21,6 +21,7 @@ import { continuationStart, scheduleFor } from "../models/kino-config.ts";
 import { applyGuidance, createSampler, seededNoise } from "../models/samplers.ts";
 import { CausalWanDiT } from "../models/wan-dit-causal.ts";
 import type { CrossAttnKV } from "../models/wan-dit.ts";
+import { renderSize, type Size } from "./native-size.ts";
 import type { WanModel } from "../models/wan-model.ts";
 import type { Tensor } from "../runtime/tensor.ts";
 import type {
@@ -120,7 +121,8 @@ export class WanStreamingPipeline implements Pipeline {
     const { dit, vae, backend: b, strides, text } = this.model;
     const { kino } = this.model.checkpoint;
     const N = kino.chunkFrames, zDim = dit.config.inDim;
-    const [h, w] = [req.height / strides.spatial, req.width / strides.spatial];
+    const render = renderSize(this.card, req.width, req.height);
+    const [h, w] = [render.height / strides.spatial, render.width / strides.spatial];
     const window = kino.windowFrames ?? Math.max(DEFAULT_WINDOW_FRAMES, N + kino.sinkFrames);
     const noise = seededNoise(b, req.seed);
     const schedule = scheduleFor(kino, req.num_inference_steps);
@@ -172,7 +174,7 @@ export class WanStreamingPipeline implements Pipeline {
           await causal.forwardChunk(x, 0, context, true, cut && kino.sinkReanchorOnCut);
           const decodeStart = performance.now();
           durations.denoise += (decodeStart - started) / 1000;
-          const frames = await decodeFrames(this.model, x, req.height, req.width);
+          const frames = await decodeFrames(this.model, x, req);
           durations.decode += (performance.now() - decodeStart) / 1000;
           const keep = frames.slice(0, totalFrames - produced);
           produced += keep.length;
@@ -198,12 +200,17 @@ export class WanStreamingPipeline implements Pipeline {
 }
 
 /** Decodes latent frames that continue the VAE's stream into RGB24 frames. */
-export async function decodeFrames(model: WanModel, latent: Tensor, height: number, width: number): Promise<Uint8Array[]> {
+/** The VAE's frames as RGB24 at `size`: resampled on the backend when the model rendered another size. */
+export async function decodeFrames(model: WanModel, latent: Tensor, size: Size): Promise<Uint8Array[]> {
+  const b = model.backend;
   const video = await model.vae.decode(latent);
+  const [C, T, H, W] = video.shape as [number, number, number, number];
+  const out = H === size.height && W === size.width ? video : b.alloc([C, T, size.height, size.width]);
   try {
-    return videoToRgb24(await model.backend.download(video), video.shape[1]!, height, width);
+    if (out !== video) b.resize(out, video);
+    return videoToRgb24(await b.download(out), T, size.height, size.width);
   } finally {
-    model.backend.free(video);
+    b.free(...(out === video ? [video] : [video, out]));
   }
 }
 

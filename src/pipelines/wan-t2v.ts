@@ -10,6 +10,7 @@ import type { WanModel } from "../models/wan-model.ts";
 import type { Tensor } from "../runtime/tensor.ts";
 import type { GenerationRequest, GenerationResult, ModelCard, Pipeline, RunContext } from "./pipeline.ts";
 import { wanCard } from "./wan-card.ts";
+import { renderSize } from "./native-size.ts";
 import { WanStreamingPipeline, clipsOf, decodeFrames, tick } from "./wan-streaming.ts";
 
 /** Share of a clip's progress bar given to decoding (the rest is the denoising steps). */
@@ -66,7 +67,8 @@ export class WanT2VPipeline implements Pipeline {
     const { dit, backend: b, strides } = this.model;
     const { kino } = this.model.checkpoint;
     const latentFrames = Math.floor((numFrames - 1) / strides.temporal) + 1;
-    const shape = [dit.config.inDim, latentFrames, req.height / strides.spatial, req.width / strides.spatial];
+    const render = renderSize(this.card, req.width, req.height);
+    const shape = [dit.config.inDim, latentFrames, render.height / strides.spatial, render.width / strides.spatial];
     const noise = seededNoise(b, seed);
     const x = b.alloc(shape);
     noise(x);
@@ -99,7 +101,7 @@ export class WanT2VPipeline implements Pipeline {
     const { vae, backend: b } = this.model;
     vae.reset();
     try {
-      return await decodeFrames(this.model, latent, req.height, req.width);
+      return await decodeFrames(this.model, latent, req);
     } finally {
       b.free(latent);
       vae.reset();

@@ -172,6 +172,8 @@ export interface Backend {
   conv2d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts?: Conv2dOptions): void;
   /** Nearest-neighbour upsampling by an integer factor per dim: every out dim is a multiple of x's. */
   upsampleNearest(out: Tensor, x: Tensor): void;
+  /** out[..., Ho, Wo] = x[..., H, W] resampled with a bicubic filter, antialiased when shrinking (≤ 16×). */
+  resize(out: Tensor, x: Tensor): void;
 
   // ---- data movement (any dtype; out.dtype = input dtype) ----------------------------------------
   /** Inputs joined along `dim`; all other dims equal. */

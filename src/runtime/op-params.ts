@@ -266,6 +266,21 @@ export function upsampleFactors(out: Shaped, x: Shaped): number[] {
   });
 }
 
+/** Resampling keeps every dim but the last two; shrinking is limited to 16× per axis (the kernels'
+ *  64-tap bound for the widened cubic). */
+export function resizeDims(out: Shaped, x: Shaped) {
+  const op = "resize";
+  expectDtype(op, "out", out, "f32");
+  expectDtype(op, "x", x, "f32");
+  const r = x.shape.length;
+  if (r < 2 || out.shape.length !== r) fail(op, `out and x must have the same rank ≥ 2, got [${out.shape}] and [${x.shape}]`);
+  if (x.shape.slice(0, -2).some((d, i) => d !== out.shape[i])) fail(op, `leading dims differ: [${out.shape}] vs [${x.shape}]`);
+  const [H, W, Ho, Wo] = [x.shape[r - 2]!, x.shape[r - 1]!, out.shape[r - 2]!, out.shape[r - 1]!];
+  if ([H, W, Ho, Wo].some((d) => d < 1)) fail(op, `every side must be ≥ 1, got ${W}x${H} → ${Wo}x${Ho}`);
+  if (H > 16 * Ho || W > 16 * Wo) fail(op, `${W}x${H} → ${Wo}x${Ho} shrinks by more than 16×`);
+  return { planes: x.shape.slice(0, -2).reduce((a, b) => a * b, 1), H, W, Ho, Wo };
+}
+
 /** For the YUV ops: rgb [3, T, H, W] f32, yuv [T, H·W·3/2] u8. */
 export function yuvDims(op: string, rgb: Shaped, yuv: Shaped) {
   expectDtype(op, "rgb", rgb, "f32");

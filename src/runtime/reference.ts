@@ -242,6 +242,48 @@ export function upsampleNearest(x: Host, outShape: number[]): Host {
   return out;
 }
 
+/** Keys' cubic (a = −0.5), the kernel of `resize`. */
+function keysCubic(t: number): number {
+  const a = -0.5, u = Math.abs(t);
+  if (u < 1) return ((a + 2) * u - (a + 3)) * u * u + 1;
+  if (u < 2) return (((u - 5) * u + 8) * u - 4) * a;
+  return 0;
+}
+
+/** Normalized bicubic weights of each output pixel on an axis of n inputs resampled to m, widened by
+ *  the scale when shrinking (antialiasing); taps outside [0, n) are left out. */
+function resampleTaps(n: number, m: number): { lo: number; w: number[] }[] {
+  const s = n / m, f = Math.max(s, 1);
+  return Array.from({ length: m }, (_, o) => {
+    const c = (o + 0.5) * s;
+    const lo = Math.max(0, Math.trunc(c - 2 * f + 0.5));
+    const hi = Math.min(n, Math.trunc(c + 2 * f + 0.5), lo + 64);
+    const w = Array.from({ length: hi - lo }, (_, i) => keysCubic((lo + i + 0.5 - c) / f));
+    const sum = w.reduce((a, b) => a + b, 0);
+    return { lo, w: w.map((v) => v / sum) };
+  });
+}
+
+/** Bicubic resampling of the last two dims (Backend.resize; kernels/cpu/resize.c has the formula). */
+export function resize(x: Host, Ho: number, Wo: number): Host {
+  const out = like(x, [...x.shape.slice(0, -2), Ho, Wo]);
+  const { planes, H, W } = P.resizeDims(out, x);
+  const ty = resampleTaps(H, Ho), tx = resampleTaps(W, Wo);
+  for (let p = 0; p < planes; p++) {
+    for (let y = 0; y < Ho; y++) {
+      for (let xo = 0; xo < Wo; xo++) {
+        let acc = 0;
+        ty[y]!.w.forEach((wy, i) => {
+          const row = (p * H + ty[y]!.lo + i) * W + tx[xo]!.lo;
+          acc += wy * tx[xo]!.w.reduce((line, wx, j) => line + wx * x.data[row + j]!, 0);
+        });
+        out.data[(p * Ho + y) * Wo + xo] = acc;
+      }
+    }
+  }
+  return out;
+}
+
 export function permute(x: Host, perm: readonly number[]): Host {
   const out = like(x, perm.map((p) => x.shape[p]!));
   P.permuteCheck(out, x, perm);

@@ -168,6 +168,13 @@ function layoutCases(): OpCase[] {
     cases.push({ op: "upsampleNearest", name: `[${inShape}] → [${outShape}]`, ...EXACT, ref: () => R.upsampleNearest(xu, outShape!).f32,
       run: (be) => runOp(be, (up, alloc) => { const o = alloc(outShape!); be.upsampleNearest(o, up(xu)); return o; }) });
   }
+  // Up (the native-size frames to a requested size), down (antialiased), one axis each way, 1-pixel sides.
+  for (const [inShape, outShape] of [[[3, 2, 8, 8], [3, 2, 17, 30]], [[3, 1, 64, 64], [3, 1, 9, 13]], [[2, 7, 5], [2, 3, 11]], [[1, 1], [3, 2]], [[4, 1], [1, 1]]]) {
+    const xs = host(inShape!, r(inShape!.reduce((a, b) => a * b)));
+    const [Ho, Wo] = outShape!.slice(-2) as [number, number];
+    cases.push({ op: "resize", name: `[${inShape}] → [${outShape}]`, atol: 1e-5, rtol: 0, ref: () => R.resize(xs, Ho, Wo).f32,
+      run: (be) => runOp(be, (up, alloc) => { const o = alloc(outShape!); be.resize(o, up(xs)); return o; }) });
+  }
   for (const [from, to] of [["f32", "bf16"], ["f32", "f16"], ["bf16", "f32"], ["f16", "bf16"]] as const) {
     const xc = host([3, 33], r(99, -70000, 70000).map((v, i) => (i % 3 ? v / 1e4 : i % 2 ? v * 1e-9 : v)));
     const want = asStored(asStored(xc, from), to).f32;

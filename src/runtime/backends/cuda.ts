@@ -27,6 +27,7 @@ export const CUDA_SYMBOLS = {
   kc_create: { args: [i32, ptr, ptr, i32], returns: ptr },
   kc_destroy: { args: [ptr], returns: FFIType.void },
   kc_set_paths: { args: [ptr, i32, i32], returns: i32 },
+  kc_resize: { args: [ptr, dev, dev, i64, i32, i32, i32, i32], returns: i32 },
   kc_last_kernel: { args: [ptr, i32], returns: cstring },
   kc_last_error: { args: [ptr], returns: cstring },
   kc_error_string: { args: [i32], returns: cstring },
@@ -410,6 +411,11 @@ export class CudaBackend implements Backend {
     const [sh, sw] = opts.stride ?? [1, 1];
     const as5 = (t: Tensor) => t.reshape([t.dim(0), t.dim(1), 1, t.dim(2), t.dim(3)]);
     this.conv3d(as5(out), as5(x), as5(w), bias, { stride: [1, sh, sw], pad: opts.pad, timePad: 0 });
+  }
+
+  resize(out: Tensor, x: Tensor): void {
+    const { planes, H, W, Ho, Wo } = P.resizeDims(out, x);
+    this.check(this.k.kc_resize(this.ctx, out.ptr, x.ptr, planes, H, W, Ho, Wo), "resize");
   }
 
   upsampleNearest(out: Tensor, x: Tensor): void {

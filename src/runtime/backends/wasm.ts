@@ -32,7 +32,7 @@ const KERNELS = [
   "kino_gemm", "kino_attention", "kino_layer_norm", "kino_rms_norm", "kino_softmax", "kino_l2norm_channels",
   "kino_gelu", "kino_silu", "kino_mul", "kino_axpby", "kino_fill", "kino_modulate", "kino_gated_add", "kino_rope3d",
   "kino_embedding", "kino_t5_bias", "kino_conv3d", "kino_conv3d_pad", "kino_conv3d_direct", "kino_pack_w",
-  "kino_gemm_packed", "kino_copy_rows", "kino_permute", "kino_upsample_nearest", "kino_cast", "kino_rgb_to_yuv420",
+  "kino_gemm_packed", "kino_copy_rows", "kino_permute", "kino_upsample_nearest", "kino_resize", "kino_cast", "kino_rgb_to_yuv420",
   "kino_yuv420_to_rgb",
 ];
 const DT_CODE: Record<DType, number> = { f32: 0, bf16: 1, f16: 2, u8: 3 };
@@ -334,6 +334,11 @@ class WasmBackend implements B.Backend {
     const r = out.rank;
     this.#withInts(table, (p) =>
       this.#run("kino_upsample_nearest", [this.#dst(out), this.#ptr(x), r, p, p + 4 * r, p + 8 * r], out.numel));
+  }
+
+  resize(out: Tensor, x: Tensor): void {
+    const { planes, H, W, Ho, Wo } = P.resizeDims(out, x);
+    this.#run("kino_resize", [this.#dst(out), this.#ptr(x), planes, H, W, Ho, Wo], out.numel * 16);
   }
 
   concat(out: Tensor, inputs: readonly Tensor[], dim: number): void {

@@ -152,6 +152,10 @@ export class HostBackend implements Backend {
   conv2d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts: Conv2dOptions = {}): void {
     this.#store(out, R.conv2d(this.#host(x), this.#host(w), bias ? this.#host(bias) : null, opts));
   }
+  resize(out: Tensor, x: Tensor): void {
+    this.#store(out, R.resize(this.#host(x), out.shape[out.rank - 2]!, out.shape[out.rank - 1]!));
+  }
+
   upsampleNearest(out: Tensor, x: Tensor): void {
     this.#store(out, R.upsampleNearest(this.#host(x), [...out.shape]));
   }
