@@ -1,17 +1,10 @@
 import type { LoadedConfig } from "../../config/load.ts";
-import type { ModelCard } from "../../pipelines/pipeline.ts";
+import type { GenerationRequest, ModelCard } from "../../pipelines/pipeline.ts";
 
 /** Operator-explicit default_request fields (only what the operator wrote; never prompt). */
-export type OperatorDefaults = Partial<{
-  negative_prompt: string;
-  width: number;
-  height: number;
-  num_frames: number;
-  fps: number;
-  num_inference_steps: number;
-  guidance_scale: number;
-  seed: number;
-}>;
+export type OperatorDefaults = Partial<
+  Pick<GenerationRequest, "negative_prompt" | "width" | "height" | "num_frames" | "fps" | "num_inference_steps" | "guidance_scale" | "seed">
+>;
 
 /** Everything admission needs to turn a client request into a GenerationRequest. */
 export interface AdmissionContext {
