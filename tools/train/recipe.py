@@ -2,7 +2,7 @@
 
   python3 tools/train/recipe.py [--dry-run] [--build DIR] [--out DIR] [--docs DIR] [--threads N]
                                 [--scale N] [--plain-shards N] [--switch-shards N] [--per-shard N]
-                                [--phases NAME,...] [--from-export]
+                                [--phases NAME,...] [--no-eval] [--from-export]
 
 Every phase resumes from its own checkpoint, so a run can be stopped (SIGTERM reaches the running
 stage, which saves) and started again; a phase whose artifact is done is skipped. --dry-run prints
@@ -141,7 +141,7 @@ def commands(phase, recipe, opts, paths):
                         for f, n in halves if n])
         return out
     out = [[[py, script, *args, *threads]]]
-    if phase["run"] == "train_dit.py":
+    if phase["run"] == "train_dit.py" and not opts.no_eval:
         after = recipe["after_dit"]
         vae = {"vae": phase["args"]["vae"]}
         out.append([[py, os.path.join("tools", "train", after["run"]), *flags({**after["args"], **vae}, paths),
@@ -186,6 +186,8 @@ def main():
     ap.add_argument("--switch-shards", type=int, default=None)
     ap.add_argument("--per-shard", type=int, default=None)
     ap.add_argument("--phases", default=None, help="run only these phases (comma-separated names)")
+    ap.add_argument("--no-eval", action="store_true",
+                    help="skip the held-out evaluation after each DiT phase (smoke runs: it outlasts their training)")
     ap.add_argument("--from-export", action="store_true", help="rebuild the DiT and its VAE from models/kino-tiny first")
     ap.add_argument("--dry-run", action="store_true", help="print the plan and its commands; run nothing")
     opts = ap.parse_args()

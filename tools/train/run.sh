@@ -5,7 +5,7 @@
 # Each phase resumes from its checkpoint in the build directory (build/train, outside git) and is
 # skipped once done, so the command can be stopped (SIGTERM: the running stage saves) and run again.
 # `--dry-run` prints every phase's state and commands. A smoke run of the chain at tiny scale:
-#   bash tools/train/run.sh --build build/smoke --scale 500 --plain-shards 2 --switch-shards 2 \
+#   bash tools/train/run.sh --build build/smoke --scale 500 --plain-shards 2 --switch-shards 2 --no-eval \
 #     --per-shard 32 --out build/smoke/export --docs build/smoke
 # Needs Debian's python3-torch and python3-numpy; tcmalloc (libtcmalloc-minimal4) is preloaded where
 # installed, since torch's CPU ops allocate and free large buffers every step.
