@@ -195,9 +195,10 @@ def main():
     paths = {"build": os.path.abspath(opts.build), "out": opts.out, "docs": opts.docs}
     os.environ["KINO_TRAIN_BUILD"] = paths["build"]  # common.BUILD of every stage
     recipe = load_recipe(opts.recipe)
-    if opts.from_export and not opts.dry_run:
-        from_export(recipe, opts, paths)
-    os.makedirs(paths["build"], exist_ok=True)
+    if not opts.dry_run:
+        os.makedirs(paths["build"], exist_ok=True)
+        if opts.from_export:
+            from_export(recipe, opts, paths)
     for phase, state in plan(recipe, opts, paths):
         cmds = commands(phase, recipe, opts, paths)
         if opts.dry_run:
