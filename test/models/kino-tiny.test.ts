@@ -22,11 +22,10 @@ afterAll(async () => {
 });
 
 /** The color test's seeds and how many of its 8 prompts x 3 seeds must come out right. One seed
- *  measured luck more than the model: over seeds 1-8 the export of stops 28-29 got 54 of 64 and fell
- *  to 6 of 8 at two seeds, and "a pink ring growing on a black background" reads gray at almost every
- *  seed (a thin ring whose dark smear carries the median; docs/MODEL-LOG.md, "Stop 29"). Steps 71750,
- *  78000, 80750, 86000, 87400 and 89400 (the export) all get 21 of 24 at seeds 1-3, the pink ring the
- *  three misses; 20 keeps one clip of margin, where chance gives ~2. */
+ *  measures luck more than the model: models level over seeds 1-8 fall to 6 of 8 at some seeds, and
+ *  "a pink ring growing on a black background" reads gray at almost every seed (a thin ring whose
+ *  dark smear carries the median). The export gets 21 of 24 at seeds 1-3, the pink ring the three
+ *  misses; 20 keeps one clip of margin, where chance gives ~2. */
 const COLOR_SEEDS = [1, 2, 3];
 const MIN_RIGHT_COLORS = 20;
 /** The transition test's session seeds: every one must pass (see the test). */
@@ -71,8 +70,7 @@ describe.skipIf(!exported)("kino-tiny through the server", () => {
     expect(isBlue(blue)).toBe(true);
   }, 60000);
 
-  // Object colors are what kino-tiny learned last (docs/MODEL-LOG.md: held-out accuracy per step): a
-  // handful of prompts, one per color family, must mostly come out in the color they name.
+  // Object colors are what kino-tiny learns last in training (tools/train/NOTES.md): a handful of prompts, one per color family, must mostly come out in the color they name.
   test("objects mostly take the prompt's color", async () => {
     const prompts: [string, string][] = [
       ["red", "a red circle standing still on a black background"],
@@ -128,10 +126,9 @@ describe.skipIf(!exported)("kino-tiny through the server", () => {
 
   // The issue's red -> blue switch, the update after chunk 2 (the first affected chunk is 3, as in
   // tools/eval/server-eval.ts): blue in the first affected chunk, read on its last frame, and after, in
-  // each of 8 sessions. Exports up to step 87400 left that chunk on the cyan/blue edge (200–204°) in
-  // some sessions; step 89400 (hard switches trained on the continuation path, docs/MODEL-LOG.md
-  // "Stop 37") passes 32 of 32 in server-eval, the thinnest at 205°. An update a chunk earlier still
-  // lands cyan in 2 of these 8 sessions (87400: 3).
+  // each of 8 sessions. The margin is thin: the export passes 32 of 32 sessions in server-eval, the
+  // first affected chunk at 205–220° where cyan/blue meet near 204°, and an update a chunk earlier
+  // still lands cyan in 2 of these 8 sessions.
   test("a realtime prompt update with transition_chunks 0 turns a red object blue in the first affected chunk", async () => {
     const misses: string[] = [];
     for (const seed of TRANSITION_SEEDS) {
@@ -144,12 +141,10 @@ describe.skipIf(!exported)("kino-tiny through the server", () => {
 
   // The issue's transition: over 3 chunks the hue moves monotonically from red towards blue (red at
   // 360°, purple ~300°, blue ~230°) and is blue from the 3rd affected chunk on, read on each chunk's
-  // last frame, in each of 8 sessions (seeds 7–14). Earlier exports passed 4 to 6 of them, failing
-  // where the chunk at 2/3 jumps past blue into cyan and comes back: the VAE encoded a cross-fade's
-  // in-between colors badly, so the transition frames the DiT trained on were off (docs/MODEL-LOG.md,
-  // "Stop 31"). Steps 86000, 87400 and 89400 (the export), trained on the latents of stop 32's VAE
-  // (taught cross-fades), pass all 8 (86000: its 2/3 chunk at 230–255°, the last at 218–230°; "Stop
-  // 34"), and 32, 31 and 32 of 32 sessions in tools/eval/server-eval.ts.
+  // last frame, in each of 8 sessions (seeds 7–14). The failure it guards against: the chunk at 2/3
+  // jumps past blue into cyan and comes back, as it does for a DiT trained on latents of a VAE that
+  // never saw a cross-fade (tools/train/NOTES.md). The export passes all 8, and 32 of 32 sessions in
+  // tools/eval/server-eval.ts.
   test("a realtime prompt update with transition_chunks 3 moves the hue from red to blue chunk by chunk", async () => {
     const verdicts: string[] = [];
     let passed = 0;

@@ -36,7 +36,7 @@ def _bg_features(frames):
     return rows, np.concatenate([top, mid, bot]) / 255.0, frac
 
 
-SPECKLED = ("snow", "night")  # the backgrounds with flakes or stars, which a VAE may smear away (stop 35)
+SPECKLED = ("snow", "night")  # the backgrounds with flakes or stars, which a VAE or the DiT may smear away
 
 
 def speckle_fraction(frames):
@@ -303,7 +303,7 @@ def judge_transition(frames, chunk_frames, first, transition_chunks):
     hue moves monotonically towards blue from the last red chunk over the affected ones, and every
     chunk from the transition's last on is blue. The same verdict on each chunk's last frame alone
     (what test/models/kino-tiny.test.ts reads) is "last_frame": a chunk's median can move
-    monotonically while its frames overshoot past blue and swing back (docs/MODEL-LOG.md, "Stop 29")."""
+    monotonically while its frames overshoot past blue and swing back."""
     _, rows = classify_background(frames)
     out, start = [], 0
     for k, n in enumerate(chunk_frames):

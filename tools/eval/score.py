@@ -3,7 +3,7 @@
 * held-out combinations: each MP4 decoded by ffmpeg, classified by metrics.classify() -> accuracy of
   object color, background, shape and motion direction (thresholds from the kino-tiny issue);
 * transitions: the realtime stream of each session decoded, the object's hue measured per generation
-  chunk on its last frame (and, as before stop 30, as the median over its frames) -> a red->blue
+  chunk on its last frame (and as the median over its frames) -> a red->blue
   transition over N chunks must move the hue monotonically towards blue over the N affected chunks
   and be classified blue from the N-th on;
 * and, to say why: each attribute's misses (truth -> predicted) and the snow and night clips' share of
@@ -73,7 +73,7 @@ def transition(t):
 
 def transition_counts(results):
     """-> one line per transition length: how many sessions pass by chunk medians and by each chunk's
-    last frame (the measure since stop 30: a chunk's median can hide an overshoot; docs/MODEL.md)."""
+    last frame (the measure that counts: a chunk's median can hide an overshoot; docs/MODEL.md)."""
     lines = []
     for n in sorted({t["transition_chunks"] for t in results}):
         ts = [t for t in results if t["transition_chunks"] == n]

@@ -14,7 +14,8 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tools", "data"))
 sys.path.insert(0, os.path.join(ROOT, "tools", "eval"))
 
-# Where every stage keeps its checkpoints, data and logs; KINO_TRAIN_BUILD moves it (run.sh's smoke run)
+# Where every stage keeps its checkpoints, data and logs, outside git; KINO_TRAIN_BUILD moves it
+# (recipe.py --build sets it for the stages it runs)
 BUILD = os.path.join(ROOT, os.environ.get("KINO_TRAIN_BUILD") or os.path.join("build", "train"))
 
 # ---- the kino-tiny configuration (one place) ---------------------------------------------------
@@ -32,9 +33,11 @@ CFG = {
     # streaming
     "chunk_latent_frames": 1,       # latent frames per chunk (-> 4 video frames, the first chunk 1)
     "attn_window_chunks": 4,        # a chunk attends to itself + the 3 previous chunks (KV cache)
-    # + the first sink_chunks chunks of the stream, never evicted (KINO_DIT_SINK, stop 28: a continuing
-    # chunk then still sees frame 0's shape, which the stream otherwise rounds off chunk by chunk)
-    "sink_chunks": 0,
+    # + the first sink_chunks chunks of the stream, never evicted: a continuing chunk still sees frame
+    # 0's shape, which the stream otherwise rounds off chunk by chunk. A DiT trained without the sink
+    # (train_dit.py --sink-chunks 0) must sample without it: networks.load_models takes the value from
+    # the checkpoint.
+    "sink_chunks": 1,
     "train_latent_frames": 8,       # training clips: 1 + 4*7 = 29 video frames
     # flow matching. The DiT predicts the clean latent x0 ("sample"), not the velocity: a 1x4x4 patch of
     # 16 channels is 256 values per token, wider than the 192-wide transformer, and a velocity
@@ -43,24 +46,18 @@ CFG = {
     # into the flow velocity v = (x_sigma - x0) / sigma.
     "prediction": "sample",
     "shift": 3.0,
-    # 8 from step 56500 on (shape through the server 40 -> 50 %, color 90 -> 92.5 %: the shapes drawn in
-    # frame 0 last longer into the stream); at step 19000 8 steps scored as 4 did. Streams 3.0x real time.
+    # 8 rather than 4: the shapes drawn in frame 0 last longer into the stream (held-out shape 40 -> 50 %,
+    # color 90 -> 92.5 % through the server), at 1.36x the streaming time.
     "sample_steps": 8,
     # A chunk after the first continues the previous chunk's clean latent, noised to the sigma of the
     # step it enters the schedule at (img2img's strength: 0.5 runs the last 4 of 8 steps from sigma
-    # 0.75); a chunk that cuts to a new prompt at once starts from noise. From stop 22 (step 56500,
-    # 80 held-out clips in the training sampler): the red -> blue transition over 3 chunks passes for 22
-    # of 28 seeds where each chunk from noise passed 2 of 8 (its middle chunk overshot into cyan), the
-    # clips score color 95 / shape 51 % against 94 / 48 %, and a continuing chunk costs 4 steps, not 8.
+    # 0.75); a chunk that cuts to a new prompt at once starts from noise. Against every chunk from noise,
+    # the red -> blue transition over 3 chunks moves chunk by chunk instead of overshooting into cyan
+    # (22 of 28 seeds pass against 2 of 8), held-out color and shape hold, and a continuing chunk
+    # costs 4 steps, not 8. Less noise (0.25) lags a transition by a chunk; more overshoots.
     "continuation_strength": 0.5,
-    "guidance_scale": 2.0,  # 3 over-saturated moving objects into colored stripes (held-out color 20 % vs 30 % at step 7000)
+    "guidance_scale": 2.0,  # 3 over-saturates moving objects into colored stripes (held-out color 20 % against 30 %)
 }
-# Experiments with another DiT patch (e.g. KINO_DIT_PATCH=1,2,2: 64 tokens per latent frame) or an
-# attention sink (KINO_DIT_SINK=1) train, sample and export under the same variable.
-if os.environ.get("KINO_DIT_PATCH"):
-    CFG["dit"]["patch_size"] = [int(v) for v in os.environ["KINO_DIT_PATCH"].split(",")]
-if os.environ.get("KINO_DIT_SINK"):
-    CFG["sink_chunks"] = int(os.environ["KINO_DIT_SINK"])
 
 
 def spatial_factor():

@@ -15,8 +15,8 @@ import numpy as np
 import torch
 
 import common
-import sample
 from common import CFG
+from networks import load_vae
 
 import render  # noqa: E402
 
@@ -57,7 +57,7 @@ def main():
     args = ap.parse_args()
     common.setup_torch(args.threads)
     os.makedirs(args.out, exist_ok=True)
-    vae = sample.load_vae(args.vae or f"{common.BUILD}/vae/ckpt.pt")  # the encoder: the base VAE's
+    vae = load_vae(args.vae or f"{common.BUILD}/vae/ckpt.pt")  # the encoder: the base VAE's
     seed = CFG["seed"]
     nf = CFG["train_latent_frames"]
     frames = 1 + vae.t_stride * (nf - 1)

@@ -18,7 +18,9 @@ import torch
 
 import common
 from common import CFG
-import sample
+from networks import load_models
+from sample import encode_text
+from schedule import sampler_sigmas
 import st
 import umt5
 import wan_dit
@@ -47,7 +49,7 @@ def bf16_round(t):
 
 
 def kino_block(steps, shift, guidance):
-    sig = sample.sampler_sigmas(steps, shift)
+    sig = sampler_sigmas(steps, shift)
     c = CFG
     return {
         "text_len": c["dit"]["text_len"],
@@ -56,8 +58,8 @@ def kino_block(steps, shift, guidance):
         # the server's window holds the sink too: it keeps the first sink_frames and the latest others
         "attn_window_chunks": c["attn_window_chunks"] + c["sink_chunks"],
         "sink_frames": c["sink_chunks"] * c["chunk_latent_frames"],
-        # a hard prompt cut re-anchors the sink on the new scene (stop 28: with the first frame kept as
-        # the sink, the blue after a red -> blue cut drifted towards cyan)
+        # a hard prompt cut re-anchors the sink on the new scene: with the first frame kept as the sink,
+        # the blue after a red -> blue cut drifts towards cyan
         "sink_reanchor_on_cut": c["sink_chunks"] > 0,
         "rope_temporal_position": "absolute latent-frame index (chunk k -> position k); RoPE is relative, "
                                   "so positions may be re-based; table has 1024 positions",
@@ -91,10 +93,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(common.ROOT, "models", "kino-tiny"))
     ap.add_argument("--ckpt", default=None)
-    ap.add_argument("--vae", default=None, help="a VAE checkpoint instead of build/train's (sample.load_vae)")
+    ap.add_argument("--vae", default=None, help="a VAE checkpoint instead of build/train's (networks.load_vae)")
     args = ap.parse_args()
     common.setup_torch(1)
-    dit, text, vae, tok, step = sample.load_models(args.ckpt, vae_ckpt=args.vae)
+    dit, text, vae, tok, step = load_models(args.ckpt, vae_ckpt=args.vae)
     out = args.out
     for sub in ("transformer", "text_encoder", "tokenizer", "vae", "scheduler"):
         os.makedirs(os.path.join(out, sub), exist_ok=True)
@@ -163,7 +165,7 @@ def main():
     json.dump(vcfg, open(os.path.join(out, "vae", "config.json"), "w"), indent=1)
 
     # ---- scheduler
-    sig = sample.sampler_sigmas(steps, shift)
+    sig = sampler_sigmas(steps, shift)
     json.dump({"_class_name": "FlowMatchEulerDiscreteScheduler", "_diffusers_version": "0.33.1",
                "num_train_timesteps": 1000, "shift": shift, "use_dynamic_shifting": False,
                "kino": {"steps": steps, "sigmas": sig, "timesteps": [s * 1000.0 for s in sig[:-1]]}},
@@ -187,7 +189,7 @@ def main():
                          for k, v in dit.state_dict().items()})
     torch.manual_seed(0)
     x = torch.randn(1, c["vae"]["z_dim"], 2, common.latent_hw(), common.latent_hw())
-    ctx = sample.encode_text(text, tok, ["a red circle moving left on a black background"])
+    ctx = encode_text(text, tok, ["a red circle moving left on a black background"])
     with torch.no_grad():
         a, b, full = dit2(x, torch.tensor([500.0]), ctx), ref(x, torch.tensor([500.0]), ctx), dit(x, torch.tensor([500.0]), ctx)
     print(f"transformer read-back vs bf16-rounded checkpoint: {(a - b).abs().max().item():.2e}; "

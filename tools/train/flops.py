@@ -7,7 +7,6 @@ import torch.nn as nn
 
 import common
 from common import CFG
-import sample
 import wan_dit
 
 

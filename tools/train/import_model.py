@@ -1,16 +1,16 @@
 """Rebuild training checkpoints from an exported model (the inverse of export.py).
 
-  python3 tools/train/import_model.py [--model models/kino-tiny] [--dit build/train/dit/ckpt.pt]
-                                      [--vae-out PATH --vae-step N]
+  python3 tools/train/import_model.py [--model models/kino-tiny] [--dit OUT] [--vae-out OUT --vae-step N]
 
-The home cache that keeps build/train's checkpoints across sessions (state.sh) can be lost with the
-machine; the exported model in the repository is then the newest DiT there is. This writes a DiT
-checkpoint train_dit.py resumes from (and sample.py/export.py read): the exported weights as both
-the trained and the EMA weights, the optimizer state anew and the EMA restarted, at the exported
-training step. The DiT's >= 2-D weights come back bf16-rounded, as export.py stored them; training
+Training checkpoints live outside git (the build directory, recipe.py); the exported model in the
+repository is what a fresh machine has. This writes a DiT checkpoint train_dit.py resumes from (and
+sample.py/export.py read): the exported weights as both the trained and the EMA weights, the
+optimizer state anew and the EMA restarted, at the exported training step, with the export's
+attention sink. The DiT's >= 2-D weights come back bf16-rounded, as export.py stored them; training
 goes on from there in fp32. --vae-out also writes the exported VAE as a train_vae.py checkpoint of
-step N (its decoder is the finished one; the encoder is what encoded the training data).
-Check: exporting the imported checkpoint again reproduces the model's files (same DiT/umT5 outputs).
+step N (F32 as trained; the optimizer anew). recipe.py --from-export calls this for the DiT and the
+VAE the recipe's last phases use.
+Check: exporting the imported checkpoints again reproduces the model's weight files.
 """
 import argparse
 import json
@@ -19,9 +19,10 @@ import os
 import torch
 
 import common
+from common import CFG
 import st
+from networks import build, save_restart_ckpt
 import tokenizer as tokmod
-import train_dit
 import umt5
 import wan_dit
 
@@ -30,7 +31,9 @@ def import_dit(model_dir, out):
     tok = tokmod.default_tokenizer()
     exported_vocab = json.load(open(os.path.join(model_dir, "tokenizer", "tokenizer.json")))["model"]["vocab"]
     assert exported_vocab == tok.vocab, "the exported tokenizer is not this renderer's vocabulary"
-    dit, text = train_dit.build(tok)
+    kino = json.load(open(os.path.join(model_dir, "transformer", "config.json")))["kino"]
+    CFG["sink_chunks"] = kino["sink_frames"] // kino["chunk_latent_frames"]  # saved with the checkpoint
+    dit, text = build(tok)
     from_diffusers = {wan_dit.wan_to_diffusers_key(k): k for k in dit.state_dict()}
     sd = st.load(os.path.join(model_dir, "transformer", "diffusion_pytorch_model.safetensors"))
     dit.load_state_dict({from_diffusers[k]: v for k, v in sd.items()}, strict=True)
@@ -39,7 +42,7 @@ def import_dit(model_dir, out):
     # export.py adds encoder.embed_tokens.weight, a copy of shared.weight that HF loaders expect
     text.t5.load_state_dict({from_hf[k]: v for k, v in tsd.items() if k in from_hf}, strict=True)
     step = json.load(open(os.path.join(model_dir, "model_index.json")))["kino"]["train_step"]
-    train_dit.save_restart_ckpt(out, dit.state_dict(), text.state_dict(), step, tok)
+    save_restart_ckpt(out, dit.state_dict(), text.state_dict(), step, tok)
     print(f"{model_dir} (DiT step {step}) -> {out}")
 
 

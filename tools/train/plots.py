@@ -4,7 +4,6 @@ the held-out evaluations in build/train/eval.jsonl.
   python3 tools/train/plots.py [--out docs/kino-tiny-loss.png]
 """
 import argparse
-import math
 import os
 
 import numpy as np

@@ -1,6 +1,6 @@
 """Train the kino-tiny Wan-VAE on procedurally rendered clips (resumable).
 
-  python3 tools/train/train_vae.py --steps 3000      # resumes build/train/vae/ckpt.pt if present
+  python3 tools/train/train_vae.py --steps 2000 [--out DIR]   # resumes DIR/ckpt.pt (default: the build's vae/)
 Data: random scenes from tools/data/render.py (the held-out combinations are excluded), clips of the
 lengths given by --frames (1 + 4k frames -> 1 + k latent frames; long ones as 32x32 crops) at a random
 time offset, rendered on the fly; the stream of batches is a pure function of (seed, step), so a
@@ -8,7 +8,7 @@ resumed run sees the same data.
 Loss: L1 + MSE on pixels in [-1, 1] of decode(mu), bf16 autocast, with 5x weight on object pixels
 (objects cover ~5-10% of the frame; without it they appear very late). A plain autoencoder: the
 log_var half of conv1's output is not trained (Wan's encode() discards it too) -- with Adam even a
-tiny KL weight drove sigma to ~1 and drowned the latent, and latent noise (--noise) only blurred.
+tiny KL weight drove sigma to ~1 and drowned the latent, and latent noise only blurs.
 At the end the per-channel latent mean/std over 256 fresh clips are stored for normalisation.
 --decoder-only fine-tunes conv2 + the decoder on the frozen encoder's latents (build/train/vae/decoder/):
 the latent space stays the same, so it can run while (and after) the DiT trains on those latents.
@@ -16,9 +16,7 @@ the latent space stays the same, so it can run while (and after) the DiT trains 
 turn the old object into the new one at the splice, which a causal decoder otherwise smears (a red ->
 blue splice decoded green for a chunk); the frames after a switch weigh --splice-weight times more.
 --ramp-prob makes that share of the switches cross-fades (the DiT's transition ramps); --fade-weight weighs
-their in-between frames and --fade-free leaves their latents out of the anchor (stop 32).
---speckle-weight weighs the night sky's stars and the snowflakes, which the plain loss let the VAE smear
-into a haze, and --speckle-share moves that share of the clips onto those backgrounds (stop 35).
+their in-between frames and --fade-free leaves their latents out of the anchor.
 --init CKPT --anchor W fine-tunes encoder and decoder together from a finished VAE while holding the
 latents near the initial encoder's (the latent statistics are kept), so the DiT's data moves little.
 """
@@ -52,38 +50,22 @@ def closing_gaps(m, k=15):
     return (closed[..., 2 * h:-2 * h, 2 * h:-2 * h] - m).clamp(min=0)
 
 
-HELDOUT = render.heldout_set()  # (color, shape, motion, background) kept out of training
-
-
 def with_edges(masks):
     """Boolean masks [B, T, H, W] -> float [B, 1, T, H, W], grown by a pixel (the edges included)."""
     m = torch.from_numpy(np.stack(masks)).float()[:, None]
     return torch.nn.functional.max_pool3d(m, (1, 3, 3), 1, (0, 1, 1))
 
 
-def speckles(bg):
-    """The background's stars and snowflakes in a render without objects [T, H, W, 3] -> bool [T, H, W]: pixels
-    off their row's median (the backgrounds are constant along a row but for them)."""
-    return np.abs(bg.astype(np.int16) - np.median(bg, axis=2, keepdims=True)).max(-1) > 16
-
-
-def batch(step, bs, frames, seed, with_mask=False, crop=None, switch_prob=0.0, ramp_prob=0.0, speckle_share=0.0,
-          with_speckles=False):
-    """-> x [B, 3, T, H, W], object mask (with_mask) and background speckle mask (with_mask and with_speckles;
-    each [B, 1, T, H, W] or None), the prompt switches: per clip the first latent frame that shows the switched
-    scene alone (render.splice_latent) or None, the switched scenes rendered from their start (for
-    common.spliced_mu), and per clip the first cross-faded latent frame of a gradual switch or None. crop: None
-    or a size: a random window of each clip (long clips at low cost). speckle_share: that share of the clips
-    without a switch moved onto snow or the night sky."""
+def batch(step, bs, frames, seed, with_mask=False, crop=None, switch_prob=0.0, ramp_prob=0.0):
+    """-> x [B, 3, T, H, W], object mask (with_mask; [B, 1, T, H, W] or None), the prompt switches: per clip the
+    first latent frame that shows the switched scene alone (render.splice_latent) or None, the switched scenes
+    rendered from their start (for common.spliced_mu), and per clip the first cross-faded latent frame of a
+    gradual switch or None. crop: None or a size: a random window of each clip (long clips at low cost)."""
     rng = np.random.default_rng([seed, 1, step])
-    clips, masks, specks, after, switch, fade = [], [], [], [], [], []
+    clips, masks, after, switch, fade = [], [], [], [], []
     for _ in range(bs):
         sc = render.sample_scene(rng, frames=frames, two_prob=0.25, switch_prob=switch_prob, ramp_prob=ramp_prob,
                                  latents=(frames - 1) // 4 + 1)
-        if speckle_share > 0 and "switch" not in sc and rng.random() < speckle_share:  # (drawn only when asked)
-            bg = str(rng.choice(["snow", "night"]))
-            if not any((o["color"], o["shape"], o["motion"], bg) in HELDOUT for o in sc["objects"]):
-                sc["bg"] = bg
         sc["t0"] = int(rng.integers(0, 17))
         fr = render.render(sc)
         clips.append(fr)
@@ -94,20 +76,14 @@ def batch(step, bs, frames, seed, with_mask=False, crop=None, switch_prob=0.0, r
         if with_mask:  # object pixels: where the frame differs from the same scene without objects
             bg = render.render(_without_objects(sc))
             masks.append((np.abs(fr.astype(np.int16) - bg).max(-1) > 8))
-            if with_speckles:
-                specks.append(speckles(bg))
     x = common.video_tensor(clips)
     x_after = common.video_tensor(after) if after else None
-    m = s = None
-    if with_mask:
-        m = with_edges(masks)
-        if with_speckles:
-            s = with_edges(specks) * (1 - m)  # an object hides what it covers
+    m = with_edges(masks) if with_mask else None
     if crop:
         oy, ox = (int(v) for v in rng.integers(0, x.shape[-1] - crop + 1, 2))
         win = lambda t: None if t is None else t[..., oy:oy + crop, ox:ox + crop].contiguous()
-        x, x_after, m, s = win(x), win(x_after), win(m), win(s)
-    return x, m, s, switch, x_after, fade
+        x, x_after, m = win(x), win(x_after), win(m)
+    return x, m, switch, x_after, fade
 
 
 def latent_stats(vae, seed, n=256, frames=29):
@@ -160,7 +136,6 @@ def main():
     ap.add_argument("--frames", default="13",
                     help="clip length(s) 1+4k, comma-separated, one drawn per step; 'Nc' = N frames as 32x32 crops")
     ap.add_argument("--lr", type=float, default=3e-4)
-    ap.add_argument("--noise", type=float, default=0.0, help="latent noise, relative to std(mu)")
     ap.add_argument("--obj-weight", type=float, default=4.0, help="extra loss weight on object pixels")
     ap.add_argument("--save-every", type=float, default=300, help="seconds")
     ap.add_argument("--out", default=f"{common.BUILD}/vae")
@@ -171,24 +146,18 @@ def main():
     ap.add_argument("--ramp-prob", type=float, default=0.0,
                     help="share of the switches that are gradual (cross-faded over 2-4 latent frames, as the DiT's "
                          "ramps are): without them the VAE never saw a cross-fade's in-between colors and "
-                         "encodes them ~5x as far off as a plain frame (stop 31; tools/train/vae_crossfade.py)")
+                         "encodes them ~5x as far off as a plain frame (tools/train/vae_crossfade.py)")
     ap.add_argument("--splice-weight", type=float, default=4.0,
                     help="extra loss weight on the 8 frames from a prompt switch on (where the decoder smears)")
     ap.add_argument("--fade-weight", type=float, default=1.0,
-                    help="extra loss weight on a gradual switch's cross-faded frames (stop 32: the in-between "
-                         "colors the DiT's transition chunks are trained on)")
+                    help="extra loss weight on a gradual switch's cross-faded frames (the in-between colors the "
+                         "DiT's transition chunks are trained on)")
     ap.add_argument("--fade-free", action="store_true",
                     help="leave the cross-faded latent frames out of --anchor: the init encoder's latents of them "
-                         "are the wrong ones (stop 31), the plain frames' latent space stays put")
+                         "are the ones to correct, the plain frames' latent space stays put")
     ap.add_argument("--hole-weight", type=float, default=0.0,
                     help="extra loss weight on a ring's hole and a star's notches (closing_gaps), which a "
                          "soft reconstruction loses first")
-    ap.add_argument("--speckle-weight", type=float, default=0.0,
-                    help="extra loss weight on the night sky's stars and the snowflakes (speckles): the VAE "
-                         "smeared them into a haze, so 'snow' came out a plain blue-gray gradient (stop 35)")
-    ap.add_argument("--speckle-share", type=float, default=0.0,
-                    help="share of the clips without a prompt switch moved onto snow or the night sky, where "
-                         "the speckles are (otherwise 1 clip in 10 shows each)")
     ap.add_argument("--schedule-from", type=int, default=0,
                     help="step where this stage's warmup and cosine start (a stage resuming a finished one)")
     ap.add_argument("--init", default=None,
@@ -236,7 +205,7 @@ def main():
     ck = common.load_ckpt(ck_path)
     if ck is not None:
         vae.load_state_dict(ck["model"])
-        if "opt" in ck:  # the committed fallback in tools/train/state/ carries no optimizer state
+        if "opt" in ck:  # a checkpoint rebuilt from the export (import_model.py) carries no optimizer state
             opt.load_state_dict(ck["opt"])
         step = ck["step"]
         print(f"resumed VAE at step {step}")
@@ -270,25 +239,21 @@ def main():
         for g in opt.param_groups:
             g["lr"] = lr
         crop = 32 if frames.endswith("c") else None
-        x, obj, speck, switch, x_after, fade = batch(
+        x, obj, switch, x_after, fade = batch(
             step, args.bs, int(frames.rstrip("c")), seed, with_mask=True, crop=crop, switch_prob=args.switch_prob,
-            ramp_prob=args.ramp_prob, speckle_share=args.speckle_share, with_speckles=args.speckle_weight > 0)
+            ramp_prob=args.ramp_prob)
         w = 1.0 + args.obj_weight * obj + args.hole_weight * closing_gaps(obj)
-        if speck is not None:
-            w = w + args.speckle_weight * speck
         for i, L in enumerate(switch):
             if L is not None:
                 f = 1 + vae.t_stride * (L - 1)
                 w[i, :, f:f + 8] *= args.splice_weight
                 if fade[i] is not None:  # the cross-faded frames, up to the splice
                     w[i, :, 1 + vae.t_stride * (fade[i] - 1):f] *= args.fade_weight
-        gen = torch.Generator().manual_seed(seed * 7 + step)
         with torch.autocast("cpu", dtype=torch.bfloat16):
             with torch.set_grad_enabled(not args.decoder_only):
                 mu = common.spliced_mu(vae, x, x_after, switch)
             mu = mu.float()
-            z = mu + args.noise * mu.detach().std() * torch.randn(mu.shape, generator=gen)
-            xr = vae.decode_raw(z).float()
+            xr = vae.decode_raw(mu).float()
         l1 = (xr - x).abs().mean()
         mse = (xr - x).pow(2).mean()
         loss = (w * ((xr - x).abs() + (xr - x).pow(2))).mean() / w.mean()

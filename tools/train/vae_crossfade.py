@@ -2,8 +2,8 @@
 clips the DiT's transition chunks are trained on) encoded as the DiT's data is (spliced,
 encode_data.encode_scenes), decoded in one stream, and the object's median RGB in each latent frame's
 last video frame compared with the render's (largest channel error, 0-255), separately for the
-frames showing one scene and the cross-faded ones. Stop 31 found the latter ~5x off for a VAE that
-never saw a cross-fade, and a DiT trained on those latents makes the same colors (docs/MODEL-LOG.md).
+frames showing one scene and the cross-faded ones. A VAE that never saw a cross-fade encodes the
+latter ~5x as far off, and a DiT trained on those latents makes the same colors (tools/train/NOTES.md).
 
   python3 tools/train/vae_crossfade.py build/train/vae-joint/ckpt.pt[,other/ckpt.pt] [--clips 60]
 """
@@ -19,8 +19,8 @@ sys.path[:0] = [os.path.join(os.path.dirname(__file__), p) for p in (".", "../ev
 import common  # noqa: E402
 import encode_data  # noqa: E402
 import metrics  # noqa: E402
+from networks import load_vae  # noqa: E402
 import render  # noqa: E402
-import sample  # noqa: E402
 
 
 def color_ramps(n, seed=12345):
@@ -66,7 +66,7 @@ def main():
     torch.set_num_threads(args.threads)
     scenes = color_ramps(args.clips)
     for path in args.ckpts.split(","):
-        vae = sample.load_vae(path)
+        vae = load_vae(path)
         row = [f"{k} frames: median {np.median(v):.1f}, over 40 {np.mean(np.array(v) > 40) * 100:.0f} % (of {len(v)})"
                for k, v in sorted(errors(vae, scenes).items())]
         print(f"{path} (step {common.load_ckpt(path)['step']}): " + "; ".join(row), flush=True)

@@ -75,9 +75,7 @@ def apply_rope(x, cos, sin):
 
 def attention(q, k, v, mask=None):
     """q [B, Lq, n, d], k/v [B, Lk, n, d]; mask: None, a bool tensor broadcastable to [B, n, Lq, Lk]
-    (True = attend), an additive float bias [Lq, Lk] (0 / -inf), or a FrameMask."""
-    if isinstance(mask, FrameMask):
-        return frame_attention(q, k, v, mask)
+    (True = attend), or an additive float bias [Lq, Lk] (0 / -inf)."""
     b, lq, n, d = q.shape
     lk = k.shape[1]
     q = q.transpose(1, 2).reshape(b * n, lq, d)
@@ -93,35 +91,6 @@ def attention(q, k, v, mask=None):
     # fp32 softmax (bf16 scores stay bf16: training speed only)
     p = torch.softmax(s if s.dtype == torch.bfloat16 else s.float(), dim=-1).type_as(v)
     return torch.bmm(p, v).view(b, n, lq, d).transpose(1, 2)
-
-
-class FrameMask:
-    """A block mask over latent frames of S tokens each, for attention that computes only the frame
-    pairs it allows (training's teacher-forcing mask lets a frame see 4 of 2F frames: dense masked
-    attention over 64-token frames spends 4x the work on scores it then throws away).
-    frame_mask: bool [Fq, Fk]; idx [Fq, K]: the key frames of each query frame, attended ones first
-    (K = the most any query frame attends to); bias [Fq, K*S]: 0 for their tokens, -inf for the
-    padding of frames that attend to fewer (built once per forward, shared by every layer)."""
-
-    def __init__(self, frame_mask, S):
-        self.S = S
-        count = frame_mask.sum(1)
-        self.idx = torch.argsort((~frame_mask).to(torch.int8), dim=1, stable=True)[:, :int(count.max())]
-        valid = torch.arange(self.idx.shape[1])[None] < count[:, None]
-        self.bias = torch.zeros(valid.shape).masked_fill(~valid, float("-inf")).repeat_interleave(S, 1)
-
-
-def frame_attention(q, k, v, fm):
-    """attention() under a FrameMask: q, k, v [B, F*S, n, d] -> [B, F*S, n, d]."""
-    b, L, n, d = q.shape
-    S = fm.S
-    f, K = fm.idx.shape
-    qf = q.view(b, f, S, n, d).permute(0, 3, 1, 2, 4)  # [B, n, F, S, d]
-    kf = k.view(b, -1, S, n, d).permute(0, 3, 1, 2, 4)[:, :, fm.idx].reshape(b, n, f, K * S, d)
-    vf = v.view(b, -1, S, n, d).permute(0, 3, 1, 2, 4)[:, :, fm.idx].reshape(b, n, f, K * S, d)
-    s = torch.matmul(qf, kf.transpose(-1, -2)) * (1.0 / math.sqrt(d)) + fm.bias[:, None].to(qf.dtype)
-    p = torch.softmax(s if s.dtype == torch.bfloat16 else s.float(), dim=-1).type_as(vf)
-    return torch.matmul(p, vf).permute(0, 2, 3, 1, 4).reshape(b, L, n, d)
 
 
 class TanhGELU(nn.Module):
@@ -394,13 +363,8 @@ class WanModel(nn.Module):
         mask = None
         if frame_mask is not None:
             S = h * w
-            if S >= 64:
-                # 64-token frames (a 1x2x2 patch): frame pairs only (6.6 s per training step against
-                # 11.8 dense); at 16 tokens the dense masked GEMMs are faster (1.31 s against 1.43)
-                mask = FrameMask(frame_mask, S)
-            else:
-                m = frame_mask.repeat_interleave(S, 0).repeat_interleave(S, 1)
-                mask = torch.zeros(m.shape).masked_fill(~m, float("-inf"))  # additive bias [L, L]
+            m = frame_mask.repeat_interleave(S, 0).repeat_interleave(S, 1)
+            mask = torch.zeros(m.shape).masked_fill(~m, float("-inf"))  # additive bias [L, L]
         for i, blk in enumerate(self.blocks):
             p = {} if probe is not None else None
             tokens, _ = blk(tokens, e0, f, cos, sin, context=ctx, mask=mask, probe=p, frame_ctx=frame_ctx)
