@@ -95,13 +95,18 @@ function parseFormKey(key: string): string[] {
   return [match[1]!, ...rest];
 }
 
+/**
+ * Sets `value` at `path`, creating objects and lists on the way. Only own properties are read and
+ * every property is defined, never assigned: a name like `__proto__[x]` makes a field named
+ * "__proto__" (refused later as unknown), never a write into Object.prototype.
+ */
 function assignFormValue(target: Record<string, unknown>, path: string[], value: string, rawKey: string): void {
   let node: any = target;
   for (let i = 0; i < path.length - 1; i++) {
     const key = path[i]!;
     const nextIsArray = path[i + 1] === "";
     if (key === "") throw badRequest(`Unsupported form field name '${rawKey}'`, rawKey);
-    node[key] ??= nextIsArray ? [] : {};
+    if (!Object.hasOwn(node, key)) define(node, key, nextIsArray ? [] : {});
     if (typeof node[key] !== "object") throw badRequest(`Form field '${rawKey}' conflicts with a plain value`, rawKey);
     if (nextIsArray && i + 1 === path.length - 1) {
       if (!Array.isArray(node[key])) throw badRequest(`Form field '${rawKey}' conflicts with an object`, rawKey);
@@ -112,8 +117,12 @@ function assignFormValue(target: Record<string, unknown>, path: string[], value:
   }
   const last = path[path.length - 1]!;
   // A repeated plain key becomes a list, as multipart clients send repeated fields.
-  if (last in node) node[last] = [...(Array.isArray(node[last]) ? node[last] : [node[last]]), value];
-  else node[last] = value;
+  const repeated = Object.hasOwn(node, last);
+  define(node, last, repeated ? [...(Array.isArray(node[last]) ? node[last] : [node[last]]), value] : value);
+}
+
+function define(node: object, key: string, value: unknown): void {
+  Object.defineProperty(node, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
 /** A form string for a field the schema types as an object or list is JSON (vLLM-Omni form clients). */

@@ -100,6 +100,12 @@ describe("model-level admission", () => {
     await rejects({ prompt: "p", extra_params: { vsa_mode: "exempt" } }, 400, "extra_params.vsa_mode");
     await rejects({ prompt: "p", extra_params: { step_delay_ms: "slow" } }, 400, "extra_params.step_delay_ms");
   });
+  test("extra_params keys that name Object's own members are unknown keys like any other", async () => {
+    for (const key of ["constructor", "toString", "__proto__", "hasOwnProperty"]) {
+      const err = await rejects(`{"prompt": "p", "extra_params": {"${key}": "x"}}`, 400, `extra_params.${key}`);
+      expect(err.message).toBe(`extra_params.${key} is not supported by this model (supported: step_delay_ms, fail_at_step, crash_at_step, chunk_delay_ms, fail_at_chunk)`);
+    }
+  });
   test("off-grid explicit frames name the nearest valid count", async () => {
     expect((await rejects({ prompt: "p", num_frames: 8 }, 400, "num_frames")).message).toContain("nearest valid value is 9");
     await rejects({ prompt: "p", video_params: { num_frames: 6 } }, 400, "video_params.num_frames");
@@ -109,9 +115,29 @@ describe("model-level admission", () => {
     expect((await rejects({ prompt: "p", size: "100x64" }, 400, "size")).message).toContain("nearest valid value is 96");
     await rejects({ prompt: "p", width: 4096, height: 4096 }, 400, "width");
   });
+  test("a size error names the field it is about", async () => {
+    expect((await rejects({ prompt: "p", width: 240, height: 136 }, 400, "height")).message).toContain("height 136");
+    expect((await rejects({ prompt: "p", width: 100, height: 64 }, 400, "width")).message).toContain("width 100");
+    expect((await rejects({ prompt: "p", video_params: { width: 64, height: 50 } }, 400, "video_params.height")).message).toContain("height 50");
+    expect((await rejects({ prompt: "p", width: 64, video_params: { height: 4000 } }, 400, "video_params.height")).message).toContain("height 4000");
+    expect((await rejects({ prompt: "p", size: "64x50" }, 400, "size")).message).toContain("height 50");
+  });
   test("unsupported task, too many steps", async () => {
     await rejects({ prompt: "p", task: "ref2va" }, 400, "task");
     await rejects({ prompt: "p", num_inference_steps: 1000 }, 400, "num_inference_steps");
+  });
+});
+
+describe("form field names", () => {
+  test("bracket names cannot reach Object.prototype", async () => {
+    for (const name of ["__proto__[polluted]", "constructor[prototype][polluted]", "extra_params[__proto__][polluted]"]) {
+      const form = new FormData();
+      form.append("prompt", "p");
+      form.append(name, "yes");
+      const res = await fetch(`${server.url}/v1/videos`, { method: "POST", body: form });
+      expect(res.status).toBe(400);
+      expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    }
   });
 });
 

@@ -55,7 +55,8 @@ export function checkExtraParams(extra: Record<string, unknown> | undefined, car
   if (!extra) return {};
   const checked: Record<string, unknown> = {};
   for (const [key, raw] of Object.entries(extra)) {
-    const expected = card.extra_params[key];
+    // Own keys only: a client's "constructor" must not find Object.prototype's.
+    const expected = Object.hasOwn(card.extra_params, key) ? card.extra_params[key] : undefined;
     if (!expected) {
       const known = Object.keys(card.extra_params);
       throw badRequest(
@@ -82,10 +83,22 @@ export function parseSize(size: string): [number, number] {
   return [w!, h!];
 }
 
+/** A resolved request value and the field it came from, so an error can name that field. */
+export interface Sourced<T> {
+  value: T;
+  param: string;
+}
+
+/** The first candidate that was given, with its field; the last one is the fallback and always given. */
+export function firstGiven<T>(...candidates: [T | undefined, string][]): Sourced<T> {
+  const [value, param] = candidates.find(([v]) => v !== undefined) ?? candidates[candidates.length - 1]!;
+  return { value: value as T, param };
+}
+
 /** Width and height on the model's grid and within its limits; the message gives the nearest valid size. */
-export function checkDimensions(width: number, height: number, card: ModelCard, param: string): void {
+export function checkDimensions(width: Sourced<number>, height: Sourced<number>, card: ModelCard): void {
   const f = card.spatial_factor;
-  for (const [name, v] of [["width", width], ["height", height]] as const) {
+  for (const [name, { value: v, param }] of [["width", width], ["height", height]] as const) {
     if (v < card.min_size || v > card.max_size) {
       throw badRequest(`${name} ${v} is outside this model's range ${card.min_size}..${card.max_size}`, param);
     }
@@ -94,8 +107,8 @@ export function checkDimensions(width: number, height: number, card: ModelCard, 
       throw badRequest(`${name} ${v} is not a multiple of ${f}; the nearest valid value is ${nearest}`, param);
     }
   }
-  if (width * height > card.max_pixels) {
-    throw badRequest(`${width}x${height} exceeds this model's ${card.max_pixels}-pixel limit`, param);
+  if (width.value * height.value > card.max_pixels) {
+    throw badRequest(`${width.value}x${height.value} exceeds this model's ${card.max_pixels}-pixel limit`, width.param);
   }
 }
 

@@ -11,6 +11,7 @@ import {
   checkLora,
   checkModel,
   checkSteps,
+  firstGiven,
   parseSize,
   randomSeed,
   resolveTask,
@@ -40,10 +41,12 @@ export async function admitVideo(
 
   // Size: size > top-level width/height > video_params > operator > card.
   const [sizeW, sizeH] = body.size ? parseSize(body.size) : [undefined, undefined];
-  const width = sizeW ?? body.width ?? vp.width ?? op.width ?? card.defaults.width;
-  const height = sizeH ?? body.height ?? vp.height ?? op.height ?? card.defaults.height;
-  const sizeParam = body.size ? "size" : body.width || body.height ? "width" : vp.width || vp.height ? "video_params" : "size";
-  checkDimensions(width, height, card, sizeParam);
+  const side = (name: "width" | "height", fromSize: number | undefined) =>
+    firstGiven<number>([fromSize, "size"], [body[name], name], [vp[name], `video_params.${name}`],
+      [op[name], `default_request.sampling.${name}`], [card.defaults[name], "size"]);
+  const w = side("width", sizeW), h = side("height", sizeH);
+  checkDimensions(w, h, card);
+  const [width, height] = [w.value, h.value];
 
   const fps = body.fps ?? vp.fps ?? op.fps ?? card.defaults.fps;
 
