@@ -111,6 +111,16 @@ describe("model-level admission", () => {
     await rejects({ prompt: "p", video_params: { num_frames: 6 } }, 400, "video_params.num_frames");
     await rejects({ prompt: "p", num_frames: 100000 }, 400, "num_frames");
   });
+  test("a length the model cannot make is refused with the limit, however it is asked for", async () => {
+    expect((await rejects({ prompt: "p", num_frames: 485 }, 400, "num_frames")).message).toBe("num_frames 485 is outside this model's range 1..481");
+    expect((await rejects({ prompt: "p", seconds: "9999" }, 400, "seconds")).message).toBe(
+      "seconds 9999 at 16 fps is 159984 frames; this model makes at most 481 frames (30 s at 16 fps)",
+    );
+    expect((await rejects({ prompt: "p", seconds: 31 }, 400, "seconds")).message).toContain("at most 481 frames");
+    expect((await rejects({ prompt: "p", seconds: "4", fps: 240 }, 400, "seconds")).message).toBe(
+      "seconds 4 at 240 fps is 960 frames; this model makes at most 481 frames (2 s at 240 fps)",
+    );
+  });
   test("sizes off the spatial grid or over the limits", async () => {
     expect((await rejects({ prompt: "p", size: "100x64" }, 400, "size")).message).toContain("nearest valid value is 96");
     await rejects({ prompt: "p", width: 4096, height: 4096 }, 400, "width");

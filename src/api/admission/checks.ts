@@ -112,20 +112,39 @@ export function checkDimensions(width: Sourced<number>, height: Sourced<number>,
   }
 }
 
-/** Frames on the model's grid: explicit off-grid counts are refused, derived counts are aligned silently. */
-export function alignFrames(frames: number, card: ModelCard, explicit: boolean, param: string): number {
+/** An explicit frame count: within the model's range and on its frame grid, else refused with the nearest valid value. */
+export function checkFrames(frames: number, card: ModelCard, param: string): number {
+  if (frames < card.min_frames || frames > card.max_frames) {
+    throw badRequest(`${param} ${frames} is outside this model's range ${card.min_frames}..${card.max_frames}`, param);
+  }
+  const nearest = alignFrames(frames, card);
+  if (nearest !== frames) {
+    throw badRequest(`${param} ${frames} is not on this model's frame grid (${card.frame_multiple}n+${card.frame_offset}); the nearest valid value is ${nearest}`, param);
+  }
+  return frames;
+}
+
+/**
+ * The frames of a clip `seconds` long at `fps`: seconds × fps moved to the nearest count on the
+ * model's grid. A length the model cannot make is refused with its limit, never cut short.
+ */
+export function framesForSeconds(seconds: number, fps: number, card: ModelCard): number {
+  const frames = Math.round(seconds * fps);
+  if (frames > card.max_frames) {
+    const longest = Math.floor(card.max_frames / fps);
+    throw badRequest(
+      `seconds ${seconds} at ${fps} fps is ${frames} frames; this model makes at most ${card.max_frames} frames (${longest} s at ${fps} fps)`,
+      "seconds",
+    );
+  }
+  return alignFrames(frames, card);
+}
+
+/** The count on the model's grid (frame_multiple·n + frame_offset) nearest to `frames`, within its range. */
+export function alignFrames(frames: number, card: ModelCard): number {
   const { frame_multiple: m, frame_offset: o } = card;
   const n = Math.max(0, Math.round((frames - o) / m));
-  const nearest = Math.min(card.max_frames, Math.max(card.min_frames, n * m + o));
-  if (explicit) {
-    if (frames < card.min_frames || frames > card.max_frames) {
-      throw badRequest(`${param} ${frames} is outside this model's range ${card.min_frames}..${card.max_frames}`, param);
-    }
-    if (nearest !== frames) {
-      throw badRequest(`${param} ${frames} is not on this model's frame grid (${m}n+${o}); the nearest valid value is ${nearest}`, param);
-    }
-  }
-  return nearest;
+  return Math.min(card.max_frames, Math.max(card.min_frames, n * m + o));
 }
 
 export function checkSteps(steps: number, card: ModelCard): number {

@@ -5,13 +5,14 @@ import type { ReferenceInput } from "../../media/references.ts";
 import type { GenerationRequest } from "../../pipelines/pipeline.ts";
 import type { AdmissionContext } from "../admission/context.ts";
 import {
-  alignFrames,
   checkDimensions,
   checkExtraParams,
+  checkFrames,
   checkLora,
   checkModel,
   checkSteps,
   firstGiven,
+  framesForSeconds,
   parseSize,
   randomSeed,
   resolveTask,
@@ -51,12 +52,14 @@ export async function admitVideo(
   const fps = body.fps ?? vp.fps ?? op.fps ?? card.defaults.fps;
 
   // Frames: explicit counts must sit on the model's grid; counts derived from seconds are aligned.
-  const explicitFrames = body.num_frames ?? vp.num_frames;
-  const framesParam = body.num_frames !== undefined ? "num_frames" : "video_params.num_frames";
-  let num_frames: number;
-  if (explicitFrames !== undefined) num_frames = alignFrames(explicitFrames, card, true, framesParam);
-  else if (body.seconds !== undefined) num_frames = alignFrames(Math.round(Number(body.seconds) * fps), card, false, "seconds");
-  else num_frames = alignFrames(op.num_frames ?? card.defaults.num_frames, card, false, "num_frames");
+  // An operator's default is checked like a request's own count, naming its config path.
+  const frames = firstGiven<number | undefined>([body.num_frames, "num_frames"], [vp.num_frames, "video_params.num_frames"],
+    [body.seconds === undefined ? op.num_frames : undefined, "default_request.sampling.num_frames"], [undefined, "seconds"]);
+  const num_frames = frames.value !== undefined
+    ? checkFrames(frames.value, card, frames.param)
+    : body.seconds !== undefined
+      ? framesForSeconds(Number(body.seconds), fps, card)
+      : card.defaults.num_frames;
 
   const references = await collectReferences(body, uploads, card);
   const request: GenerationRequest = {
