@@ -30,8 +30,10 @@ export const VideoCreateSchema = Type.Object(
     prompt: Type.String({ minLength: 1, description: "text prompt" }),
     negative_prompt: Type.Optional(Type.String()),
     seconds: Type.Optional(
-      Type.Union([Type.String({ pattern: "^[1-9][0-9]{0,3}$" }), Type.Number({ exclusiveMinimum: 0, maximum: 3600 })], {
-        description: "clip length; OpenAI sends a string of a positive integer",
+      Type.Union([Type.String({ pattern: "^[1-9][0-9]{0,3}$" }), Type.Integer({ minimum: 1, maximum: 9999 })], {
+        description:
+          'clip length in whole seconds, as OpenAI ("4") and vLLM-Omni send it, or as a JSON number; the same rule in JSON and forms. num_frames sets any other length',
+        errorMessage: 'must be a whole number of seconds such as "4" or 4; for other lengths send num_frames',
       }),
     ),
     size: Type.Optional(Type.String({ pattern: "^[1-9][0-9]{0,4}x[1-9][0-9]{0,4}$", description: "WIDTHxHEIGHT" })),

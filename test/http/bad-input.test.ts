@@ -62,6 +62,37 @@ describe("parse and schema errors", () => {
     await rejects({ prompt: "p", size: "big" }, 400, "size");
     await rejects({ prompt: "p", seconds: "-3" }, 400, "seconds");
   });
+  test("seconds: one rule for JSON and forms — a whole number of seconds, as a string or a number", async () => {
+    const form = (fields: Record<string, string>) => {
+      const body = new FormData();
+      for (const [k, v] of Object.entries(fields)) body.append(k, v);
+      return fetch(`${server.url}/v1/videos`, { method: "POST", body });
+    };
+    const message = 'Invalid \'seconds\': must be a whole number of seconds such as "4" or 4; for other lengths send num_frames (got "2.5")';
+    expect((await rejects({ prompt: "p", seconds: "2.5" }, 400, "seconds")).message).toBe(message);
+    expect((await expectEnvelope(await form({ prompt: "p", seconds: "2.5" }), 400)).message).toBe(message);
+    expect((await rejects({ prompt: "p", seconds: 2.5 }, 400, "seconds")).message).toContain("whole number of seconds");
+    for (const seconds of ["0", "abc", "1e3", " 4"]) {
+      await rejects({ prompt: "p", seconds }, 400, "seconds");
+      expect((await expectEnvelope(await form({ prompt: "p", seconds }), 400)).param).toBe("seconds");
+    }
+    for (const res of [await form({ prompt: "p", size: "16x16", seconds: "1" }), await fetch(`${server.url}/v1/videos`, {
+      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ prompt: "p", size: "16x16", seconds: 1 }),
+    })]) expect([res.status, (await res.json()).seconds]).toEqual([200, "1"]);
+  });
+  test("form numbers are read as JSON reads them: nothing is truncated", async () => {
+    const form = new FormData();
+    form.append("prompt", "p");
+    form.append("num_frames", "2.5");
+    expect((await expectEnvelope(await fetch(`${server.url}/v1/videos`, { method: "POST", body: form }), 400)).param).toBe("num_frames");
+    const nested = new FormData();
+    nested.append("prompt", "p");
+    nested.append("video_params[fps]", "8.5");
+    nested.append("video_params[num_frames]", "1e3");
+    expect((await expectEnvelope(await fetch(`${server.url}/v1/videos`, { method: "POST", body: nested }), 400)).message).toBe(
+      "video_params.num_frames 1000 is outside this model's range 1..481",
+    );
+  });
   test("unknown top-level and nested fields", async () => {
     expect((await rejects({ prompt: "p", colour: "red" }, 400, "colour")).message).toContain("Unknown field 'colour'");
     await rejects({ prompt: "p", video_params: { speed: 2 } }, 400, "video_params.speed");
