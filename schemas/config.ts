@@ -67,6 +67,12 @@ const Server = Type.Object(
     port: Type.Integer({ minimum: 0, maximum: 65535, default: 8000, description: "0 picks a free port" }),
     output_dir: Type.String({ minLength: 1, default: "outputs" }),
     served_model_name: Type.Optional(NonEmpty("model id reported by /v1/models")),
+    public_url: Type.Optional(
+      Type.String({
+        pattern: "^https?://[^/?#\\s]+(/[^?#\\s]*)?$",
+        description: "address clients reach kino at (e.g. https://kino.example.com); image url responses are absolute on it, else relative",
+      }),
+    ),
     api_key: Type.Optional(NonEmpty("bearer key required on every /v1 route")),
     max_body_bytes: Type.Integer({ minimum: 1024, default: 64 * 1024 * 1024 }),
     max_jobs: PositiveInt(1000, "jobs kept in memory"),
