@@ -192,6 +192,10 @@ export class RealtimeSession {
     if (this.state !== "streaming") {
       return this.error("session_not_started", "Send session.start and wait for video.start before interactions", { event_id: eventId });
     }
+    // The worker ends the stream after the chunk in progress: an update now could never be applied.
+    if (this.stopRequested) {
+      return this.error("session_stopping", "The session is stopping: session.stop was received, so no further interaction is applied", { event_id: eventId });
+    }
     let interaction;
     try {
       interaction = validateOrThrow(SessionInteractionSchema, message, "session.interaction").interaction;
