@@ -1,4 +1,5 @@
 import { Type, type Static } from "@sinclair/typebox";
+import { FlowShiftSchema, VideoClientFields } from "./client-fields.ts";
 import {
   AudioReferenceSchema,
   ImageReferenceSchema,
@@ -22,7 +23,8 @@ export const VideoParamsSchema = Type.Object(
 
 /**
  * POST /v1/videos (and /v1/videos/sync, /v1/videos/generations, and the realtime session.start).
- * The union of OpenAI's, vLLM-Omni's and SGLang's fields; anything else is rejected.
+ * The union of OpenAI's, vLLM-Omni's and SGLang's fields: kino's own, and the others' understood or
+ * refused with a reason (client-fields.ts); anything else is an unknown field.
  */
 export const VideoCreateSchema = Type.Object(
   {
@@ -45,6 +47,7 @@ export const VideoCreateSchema = Type.Object(
     seed: Type.Optional(Type.Integer({ minimum: 0, maximum: 4294967295 })),
     num_inference_steps: Type.Optional(PositiveInt("denoising steps")),
     guidance_scale: Type.Optional(Type.Number({ minimum: 0, maximum: 100 })),
+    flow_shift: Type.Optional(FlowShiftSchema),
     task: Type.Optional(Type.String()),
     image_reference: Type.Optional(oneOrMany(ImageReferenceSchema)),
     video_reference: Type.Optional(oneOrMany(VideoReferenceSchema)),
@@ -56,6 +59,7 @@ export const VideoCreateSchema = Type.Object(
     video_url: Type.Optional(Type.String({ minLength: 1 })),
     extra_params: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
     lora: Type.Optional(LoraSelectorSchema),
+    ...VideoClientFields,
   },
   { additionalProperties: false },
 );

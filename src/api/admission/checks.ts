@@ -154,6 +154,15 @@ export function checkSteps(steps: number, card: ModelCard): number {
   return steps;
 }
 
+/** The request's flow_shift, which reaches the sampler only on a model whose card declares one. */
+export function flowShift(shift: number | undefined, card: ModelCard): { flow_shift?: number } {
+  if (shift === undefined) return {};
+  if (card.flow_shift === undefined) {
+    throw badRequest("flow_shift needs a model whose sampler takes a timestep shift; the served model's schedule is fixed (explicit distilled timesteps)", "flow_shift");
+  }
+  return { flow_shift: shift };
+}
+
 /** A fresh seed for requests that gave none (and no operator default), as OpenAI-style APIs do. */
 export function randomSeed(): number {
   return crypto.getRandomValues(new Uint32Array(1))[0]!;

@@ -6,7 +6,7 @@ import type { ImageFormat } from "../../media/images.ts";
 import type { ReferenceInput } from "../../media/references.ts";
 import type { GenerationRequest } from "../../pipelines/pipeline.ts";
 import type { AdmissionContext } from "../admission/context.ts";
-import { checkDimensions, checkExtraParams, checkLora, checkModel, checkSteps, firstGiven, parseSize, randomSeed } from "../admission/checks.ts";
+import { checkDimensions, checkExtraParams, checkLora, checkModel, checkSteps, firstGiven, flowShift, parseSize, randomSeed } from "../admission/checks.ts";
 
 export interface AdmittedImages {
   request: GenerationRequest;
@@ -52,6 +52,7 @@ export async function admitImages(
     fps: op.fps ?? card.defaults.fps,
     num_inference_steps: checkSteps(body.num_inference_steps ?? op.num_inference_steps ?? card.defaults.num_inference_steps, card),
     guidance_scale: body.guidance_scale ?? op.guidance_scale ?? card.defaults.guidance_scale,
+    ...flowShift(body.flow_shift, card),
     seed: body.seed ?? op.seed ?? randomSeed(),
     references: [],
     extra_params: checkExtraParams(body.extra_params, card),

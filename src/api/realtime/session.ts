@@ -155,6 +155,7 @@ export class RealtimeSession {
         seconds: admitted.seconds,
         num_inference_steps: request.num_inference_steps,
         guidance_scale: request.guidance_scale,
+        flow_shift: request.flow_shift ?? card.flow_shift ?? null,
         seed: request.seed,
         task: request.task,
         extra_params: request.extra_params,
