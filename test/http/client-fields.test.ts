@@ -99,24 +99,27 @@ describe("image requests (the OpenAI SDK's and vLLM-Omni's image fields)", () =>
 describe("realtime session.start (vLLM-Omni's streaming client)", () => {
   const START = { type: "session.start", prompt: "a red circle", size: "16x16", num_frames: 5 };
 
+  /** The error a refused start gets (the connection then closes). */
+  async function startError(start: object) {
+    const client = await RealtimeClient.connect(server.url);
+    client.send(start);
+    const error = await client.nextOfType("error");
+    await client.closed;
+    return error;
+  }
+
   test("flow_shift, top level or in sampling_params, names the capability it needs", async () => {
     for (const start of [{ ...START, flow_shift: 5 }, { ...START, sampling_params: { flow_shift: 5 } }]) {
-      const client = await RealtimeClient.connect(server.url);
-      client.send(start);
-      const error = await client.nextOfType("error");
+      const error = await startError(start);
       expect(error).toMatchObject({ code: "invalid_request", param: "flow_shift" });
       expect(error.message).toContain("needs a model whose sampler takes a timestep shift");
-      await client.closed;
     }
   });
 
   test("vLLM-Omni fields in sampling_params are refused with the reason, not as unknown extra_params", async () => {
-    const client = await RealtimeClient.connect(server.url);
-    client.send({ ...START, sampling_params: { guidance_scale_2: 3 } });
-    const error = await client.nextOfType("error");
+    const error = await startError({ ...START, sampling_params: { guidance_scale_2: 3 } });
     expect(error).toMatchObject({ code: "invalid_request", param: "guidance_scale_2" });
     expect(error.message).toContain("needs a two-expert (Wan2.2 A14B MoE) model");
-    await client.closed;
   });
 
   test("user is informational: the session streams", async () => {

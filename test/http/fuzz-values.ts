@@ -79,6 +79,13 @@ export function mutatedBody(base: Record<string, unknown>): fc.Arbitrary<Record<
   });
 }
 
+/** Server overrides for a fuzz run: the request defaults an arbitrary body falls back to are the cheapest valid ones. */
+export const CHEAP_DEFAULTS = {
+  "default_request.sampling.width": "16",
+  "default_request.sampling.height": "16",
+  "default_request.sampling.num_inference_steps": "1",
+};
+
 export const VIDEO_BASE = { prompt: "a red circle moving right", size: "16x16", num_frames: 1, num_inference_steps: 1 };
 export const IMAGE_BASE = { prompt: "a red circle", size: "16x16", num_inference_steps: 1 };
 

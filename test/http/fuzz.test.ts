@@ -7,16 +7,11 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import fc from "fast-check";
 import { encodeImage } from "../../src/media/images.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
-import { FUZZ_SEED, IMAGE_BASE, VIDEO_BASE, fieldName, formName, fuzzRuns, mutatedBody, value } from "./fuzz-values.ts";
+import { CHEAP_DEFAULTS, FUZZ_SEED, IMAGE_BASE, VIDEO_BASE, fieldName, formName, fuzzRuns, mutatedBody, value } from "./fuzz-values.ts";
 
 let server: TestServer;
 beforeAll(async () => {
-  // Request defaults an arbitrary body falls back to are the cheapest valid ones.
-  server = await startTestServer({
-    "default_request.sampling.width": "16", "default_request.sampling.height": "16",
-    "default_request.sampling.num_frames": "1", "default_request.sampling.num_inference_steps": "1",
-    "server.max_body_bytes": "262144",
-  });
+  server = await startTestServer({ ...CHEAP_DEFAULTS, "default_request.sampling.num_frames": "1", "server.max_body_bytes": "262144" });
 });
 afterAll(() => server.close());
 

@@ -8,15 +8,11 @@ import fc from "fast-check";
 import { RealtimeErrorCode } from "../../schemas/realtime.ts";
 import { RealtimeClient } from "../helpers/realtime-client.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
-import { FUZZ_SEED, fieldName, fuzzRuns, mutatedBody, value } from "../http/fuzz-values.ts";
+import { CHEAP_DEFAULTS, FUZZ_SEED, fieldName, fuzzRuns, mutatedBody, value } from "../http/fuzz-values.ts";
 
 let server: TestServer;
 beforeAll(async () => {
-  server = await startTestServer({
-    "default_request.sampling.width": "16", "default_request.sampling.height": "16",
-    "default_request.sampling.num_frames": "5", "default_request.sampling.num_inference_steps": "1",
-    "server.realtime.start_timeout_s": "0.3",
-  });
+  server = await startTestServer({ ...CHEAP_DEFAULTS, "default_request.sampling.num_frames": "5", "server.realtime.start_timeout_s": "0.3" });
 });
 afterAll(() => server.close());
 
