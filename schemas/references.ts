@@ -30,7 +30,6 @@ export const LoraSelectorSchema = Type.Object(
     local_path: Type.Optional(Type.String()),
     scale: Type.Optional(Type.Number()),
     lora_scale: Type.Optional(Type.Number()),
-    // vLLM-Omni's adapter slot number; kino has one adapter, merged at startup.
     int_id: Type.Optional(Type.Integer({ description: "informational, no effect: vLLM's adapter slot; kino has one adapter" })),
     lora_int_id: Type.Optional(Type.Integer({ description: "informational, no effect: vLLM's adapter slot; kino has one adapter" })),
   },

@@ -52,15 +52,14 @@ export async function admitVideo(
 
   const fps = body.fps ?? vp.fps ?? op.fps ?? card.defaults.fps;
 
-  // Frames: explicit counts must sit on the model's grid; counts derived from seconds are aligned.
-  // An operator's default is checked like a request's own count, naming its config path.
-  const frames = firstGiven<number | undefined>([body.num_frames, "num_frames"], [vp.num_frames, "video_params.num_frames"],
-    [body.seconds === undefined ? op.num_frames : undefined, "default_request.sampling.num_frames"], [undefined, "seconds"]);
-  const num_frames = frames.value !== undefined
-    ? checkFrames(frames.value, card, frames.param)
-    : body.seconds !== undefined
-      ? framesForSeconds(Number(body.seconds), fps, card)
-      : card.defaults.num_frames;
+  // Frames: an explicit count (the request's, or the operator's default) must sit on the model's grid;
+  // a count derived from seconds is moved onto it. Either is refused beyond the model's limit.
+  let num_frames: number;
+  if (body.num_frames !== undefined) num_frames = checkFrames(body.num_frames, card, "num_frames");
+  else if (vp.num_frames !== undefined) num_frames = checkFrames(vp.num_frames, card, "video_params.num_frames");
+  else if (body.seconds !== undefined) num_frames = framesForSeconds(Number(body.seconds), fps, card);
+  else if (op.num_frames !== undefined) num_frames = checkFrames(op.num_frames, card, "default_request.sampling.num_frames");
+  else num_frames = card.defaults.num_frames;
 
   const references = await collectReferences(body, uploads, card);
   const request: GenerationRequest = {
