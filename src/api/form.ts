@@ -3,10 +3,10 @@
 // string for an object or list field is JSON (vLLM-Omni form clients), and a string for a number or
 // boolean field becomes one exactly when JSON would read it so — never rounded or truncated.
 import type { TObject, TSchema } from "@sinclair/typebox";
-import type { DecodedBody } from "./body.ts";
 import { badRequest } from "./errors.ts";
 
-export function decodeForm(form: FormData, schema: TObject): DecodedBody {
+/** The form's fields, typed, and its file uploads by top-level field name (body.ts's DecodedBody). */
+export function decodeForm(form: FormData, schema: TObject): { fields: Record<string, unknown>; uploads: Map<string, File[]> } {
   const fields: Record<string, unknown> = {};
   const uploads = new Map<string, File[]>();
   for (const [rawKey, value] of form.entries()) {
