@@ -63,12 +63,18 @@ const Realtime = Type.Object(
 
 const Server = Type.Object(
   {
-    host: Type.String({ minLength: 1, default: "0.0.0.0" }),
+    host: Type.String({ minLength: 1, default: "0.0.0.0", description: "address to listen on" }),
     port: Type.Integer({ minimum: 0, maximum: 65535, default: 8000, description: "0 picks a free port" }),
-    output_dir: Type.String({ minLength: 1, default: "outputs" }),
+    output_dir: Type.String({ minLength: 1, default: "outputs", description: "where videos, images and references are written" }),
     served_model_name: Type.Optional(NonEmpty("model id reported by /v1/models")),
+    public_url: Type.Optional(
+      Type.String({
+        pattern: "^https?://[^/?#\\s]+(/[^?#\\s]*)?$",
+        description: "where clients reach kino (https://...); image urls are absolute on it, else relative",
+      }),
+    ),
     api_key: Type.Optional(NonEmpty("bearer key required on every /v1 route")),
-    max_body_bytes: Type.Integer({ minimum: 1024, default: 64 * 1024 * 1024 }),
+    max_body_bytes: Type.Integer({ minimum: 1024, default: 64 * 1024 * 1024, description: "largest request body (413 beyond)" }),
     max_jobs: PositiveInt(1000, "jobs kept in memory"),
     references: Type.Object(
       {
@@ -84,15 +90,17 @@ const Server = Type.Object(
   closed,
 );
 
+/** A request default: unset, a request that leaves the field out gets the model card's value. */
+const CARD = "unset: the model card's";
 const Sampling = Type.Object(
   {
-    height: Type.Optional(Type.Integer({ minimum: 1 })),
-    width: Type.Optional(Type.Integer({ minimum: 1 })),
-    num_frames: Type.Optional(Type.Integer({ minimum: 1 })),
-    fps: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
-    num_inference_steps: Type.Optional(Type.Integer({ minimum: 1 })),
-    guidance_scale: Type.Optional(Type.Number({ minimum: 0 })),
-    seed: Type.Optional(Type.Integer()),
+    height: Type.Optional(Type.Integer({ minimum: 1, description: `frame height; ${CARD}` })),
+    width: Type.Optional(Type.Integer({ minimum: 1, description: `frame width; ${CARD}` })),
+    num_frames: Type.Optional(Type.Integer({ minimum: 1, description: `frames per clip; ${CARD}` })),
+    fps: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: `frames per second; ${CARD}` })),
+    num_inference_steps: Type.Optional(Type.Integer({ minimum: 1, description: `denoising steps; ${CARD}` })),
+    guidance_scale: Type.Optional(Type.Number({ minimum: 0, description: `classifier-free guidance; ${CARD}` })),
+    seed: Type.Optional(Type.Integer({ description: "unset: a fresh random seed per request" })),
   },
   closed,
 );
@@ -100,8 +108,8 @@ const Sampling = Type.Object(
 const DefaultRequest = Type.Object(
   {
     // Accepted so configs written for other servers load, but each request carries its own prompt.
-    prompt: Type.Optional(Type.String()),
-    negative_prompt: Type.Optional(Type.String()),
+    prompt: Type.Optional(Type.String({ description: "ignored: every request carries its own prompt" })),
+    negative_prompt: Type.Optional(Type.String({ description: "unset: the model's own (often empty)" })),
     sampling: Sampling,
   },
   closed,

@@ -1,7 +1,10 @@
 import { Type, type Static } from "@sinclair/typebox";
+import { FlowShiftSchema, ImageClientFields, ImageEditClientFields } from "./client-fields.ts";
 import { ImageReferenceSchema, LoraSelectorSchema } from "./references.ts";
 
-export const ImageFormatSchema = Type.Union([Type.Literal("png"), Type.Literal("jpeg"), Type.Literal("webp")]);
+export const ImageFormatSchema = Type.Union([Type.Literal("png"), Type.Literal("jpeg"), Type.Literal("webp")], {
+  errorMessage: "kino writes png, jpeg or webp",
+});
 
 /** Fields shared by POST /v1/images and POST /v1/images/edits. */
 const imageFields = {
@@ -12,15 +15,16 @@ const imageFields = {
   size: Type.Optional(Type.String({ pattern: "^(auto|[1-9][0-9]{0,4}x[1-9][0-9]{0,4})$" })),
   width: Type.Optional(Type.Integer({ minimum: 1 })),
   height: Type.Optional(Type.Integer({ minimum: 1 })),
-  response_format: Type.Optional(Type.Union([Type.Literal("url"), Type.Literal("b64_json")])),
+  response_format: Type.Optional(Type.Union([Type.Literal("url"), Type.Literal("b64_json")], { errorMessage: "must be url or b64_json" })),
   output_format: Type.Optional(ImageFormatSchema),
   output_compression: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
   seed: Type.Optional(Type.Integer({ minimum: 0, maximum: 4294967295 })),
   num_inference_steps: Type.Optional(Type.Integer({ minimum: 1 })),
   guidance_scale: Type.Optional(Type.Number({ minimum: 0, maximum: 100 })),
+  flow_shift: Type.Optional(FlowShiftSchema),
   extra_params: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
   lora: Type.Optional(LoraSelectorSchema),
-  user: Type.Optional(Type.String()),
+  ...ImageClientFields,
 };
 
 export const ImageGenerateSchema = Type.Object(imageFields, { additionalProperties: false });
@@ -34,6 +38,7 @@ export const ImageEditSchema = Type.Object(
     image: Type.Optional(Type.Union([ImageInput, Type.Array(ImageInput, { maxItems: 16 })])),
     images: Type.Optional(Type.Array(ImageInput, { maxItems: 16 })),
     mask: Type.Optional(Type.Union([Type.String(), ImageReferenceSchema])),
+    ...ImageEditClientFields,
   },
   { additionalProperties: false },
 );

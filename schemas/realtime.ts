@@ -78,7 +78,7 @@ export const RealtimeErrorCode = Type.Union(
     "invalid_json", "invalid_message", "unknown_message_type", "message_too_large", "invalid_request",
     "model_mismatch", "streaming_unsupported", "start_timeout", "stall_timeout", "generation_failed",
     "server_busy", "event_id_conflict", "interaction_failed", "session_not_started", "session_already_started",
-    "internal_error",
+    "session_stopping", "internal_error",
   ].map((code) => Type.Literal(code)),
 );
 export type RealtimeErrorCode = Static<typeof RealtimeErrorCode>;

@@ -30,6 +30,8 @@ export const LoraSelectorSchema = Type.Object(
     local_path: Type.Optional(Type.String()),
     scale: Type.Optional(Type.Number()),
     lora_scale: Type.Optional(Type.Number()),
+    int_id: Type.Optional(Type.Integer({ description: "informational, no effect: vLLM's adapter slot; kino has one adapter" })),
+    lora_int_id: Type.Optional(Type.Integer({ description: "informational, no effect: vLLM's adapter slot; kino has one adapter" })),
   },
   { additionalProperties: false },
 );

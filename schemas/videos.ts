@@ -1,4 +1,5 @@
 import { Type, type Static } from "@sinclair/typebox";
+import { FlowShiftSchema, VideoClientFields } from "./client-fields.ts";
 import {
   AudioReferenceSchema,
   ImageReferenceSchema,
@@ -22,7 +23,8 @@ export const VideoParamsSchema = Type.Object(
 
 /**
  * POST /v1/videos (and /v1/videos/sync, /v1/videos/generations, and the realtime session.start).
- * The union of OpenAI's, vLLM-Omni's and SGLang's fields; anything else is rejected.
+ * The union of OpenAI's, vLLM-Omni's and SGLang's fields: kino's own, and the others' understood or
+ * refused with a reason (client-fields.ts); anything else is an unknown field.
  */
 export const VideoCreateSchema = Type.Object(
   {
@@ -30,8 +32,10 @@ export const VideoCreateSchema = Type.Object(
     prompt: Type.String({ minLength: 1, description: "text prompt" }),
     negative_prompt: Type.Optional(Type.String()),
     seconds: Type.Optional(
-      Type.Union([Type.String({ pattern: "^[1-9][0-9]{0,3}$" }), Type.Number({ exclusiveMinimum: 0, maximum: 3600 })], {
-        description: "clip length; OpenAI sends a string of a positive integer",
+      Type.Union([Type.String({ pattern: "^[1-9][0-9]{0,3}$" }), Type.Integer({ minimum: 1, maximum: 9999 })], {
+        description:
+          'clip length in whole seconds, as OpenAI ("4") and vLLM-Omni send it, or as a JSON number; the same rule in JSON and forms. num_frames sets any other length',
+        errorMessage: 'must be a whole number of seconds such as "4" or 4; for other lengths send num_frames',
       }),
     ),
     size: Type.Optional(Type.String({ pattern: "^[1-9][0-9]{0,4}x[1-9][0-9]{0,4}$", description: "WIDTHxHEIGHT" })),
@@ -43,6 +47,7 @@ export const VideoCreateSchema = Type.Object(
     seed: Type.Optional(Type.Integer({ minimum: 0, maximum: 4294967295 })),
     num_inference_steps: Type.Optional(PositiveInt("denoising steps")),
     guidance_scale: Type.Optional(Type.Number({ minimum: 0, maximum: 100 })),
+    flow_shift: Type.Optional(FlowShiftSchema),
     task: Type.Optional(Type.String()),
     image_reference: Type.Optional(oneOrMany(ImageReferenceSchema)),
     video_reference: Type.Optional(oneOrMany(VideoReferenceSchema)),
@@ -54,6 +59,7 @@ export const VideoCreateSchema = Type.Object(
     video_url: Type.Optional(Type.String({ minLength: 1 })),
     extra_params: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
     lora: Type.Optional(LoraSelectorSchema),
+    ...VideoClientFields,
   },
   { additionalProperties: false },
 );

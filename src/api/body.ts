@@ -1,6 +1,6 @@
 import type { TObject } from "@sinclair/typebox";
-import { Value } from "@sinclair/typebox/value";
 import { ApiError, badRequest } from "./errors.ts";
+import { decodeForm } from "./form.ts";
 
 /** A create body after transport decoding: plain fields plus multipart file uploads by field name. */
 export interface DecodedBody {
@@ -56,25 +56,6 @@ export async function decodeBody(request: Request, schema: TObject, maxBytes: nu
   return { fields: dropNulls(fields as Record<string, unknown>), uploads: new Map() };
 }
 
-function decodeForm(form: FormData, schema: TObject): DecodedBody {
-  const fields: Record<string, unknown> = {};
-  const uploads = new Map<string, File[]>();
-  for (const [rawKey, value] of form.entries()) {
-    const path = parseFormKey(rawKey);
-    if (typeof value !== "string") {
-      // Uploads are kept apart under their top-level name ("image[]" → "image").
-      const name = path[0]!;
-      uploads.set(name, [...(uploads.get(name) ?? []), value as File]);
-      continue;
-    }
-    assignFormValue(fields, path, value, rawKey);
-  }
-  for (const [key, value] of Object.entries(fields)) {
-    fields[key] = decodeJsonField(key, value, schema);
-  }
-  return { fields: Value.Convert(schema, fields) as Record<string, unknown>, uploads };
-}
-
 /**
  * Pydantic-based clients send `"seed": null` for fields they leave unset; null means "not sent".
  * (A schema has no field whose meaningful value is null.) Nested objects are cleaned too.
@@ -85,51 +66,4 @@ function dropNulls(fields: Record<string, unknown>): Record<string, unknown> {
       .filter(([, v]) => v !== null)
       .map(([k, v]) => [k, v && typeof v === "object" && !Array.isArray(v) ? dropNulls(v as Record<string, unknown>) : v]),
   );
-}
-
-/** "a[b][]" → ["a", "b", ""]; "" marks an appended array element. */
-function parseFormKey(key: string): string[] {
-  const match = /^([^[\]]+)((?:\[[^[\]]*\])*)$/.exec(key);
-  if (!match) throw badRequest(`Malformed form field name '${key}'`, key);
-  const rest = [...match[2]!.matchAll(/\[([^[\]]*)\]/g)].map((m) => m[1]!);
-  return [match[1]!, ...rest];
-}
-
-function assignFormValue(target: Record<string, unknown>, path: string[], value: string, rawKey: string): void {
-  let node: any = target;
-  for (let i = 0; i < path.length - 1; i++) {
-    const key = path[i]!;
-    const nextIsArray = path[i + 1] === "";
-    if (key === "") throw badRequest(`Unsupported form field name '${rawKey}'`, rawKey);
-    node[key] ??= nextIsArray ? [] : {};
-    if (typeof node[key] !== "object") throw badRequest(`Form field '${rawKey}' conflicts with a plain value`, rawKey);
-    if (nextIsArray && i + 1 === path.length - 1) {
-      if (!Array.isArray(node[key])) throw badRequest(`Form field '${rawKey}' conflicts with an object`, rawKey);
-      node[key].push(value);
-      return;
-    }
-    node = node[key];
-  }
-  const last = path[path.length - 1]!;
-  // A repeated plain key becomes a list, as multipart clients send repeated fields.
-  if (last in node) node[last] = [...(Array.isArray(node[last]) ? node[last] : [node[last]]), value];
-  else node[last] = value;
-}
-
-/** A form string for a field the schema types as an object or list is JSON (vLLM-Omni form clients). */
-function decodeJsonField(key: string, value: unknown, schema: TObject): unknown {
-  if (typeof value !== "string" || !expectsStructured(schema.properties[key])) return value;
-  const trimmed = value.trim();
-  if (!trimmed.startsWith("{") && !trimmed.startsWith("[")) return value;
-  try {
-    return JSON.parse(trimmed);
-  } catch (err) {
-    throw badRequest(`Field '${key}' is not valid JSON: ${(err as Error).message}`, key);
-  }
-}
-
-function expectsStructured(schema: any): boolean {
-  if (!schema) return false;
-  if (schema.type === "object" || schema.type === "array") return true;
-  return Array.isArray(schema.anyOf) && schema.anyOf.some(expectsStructured);
 }

@@ -38,12 +38,15 @@ export function validateOrThrow<T extends TSchema>(schema: T, value: unknown, wh
   if (!path) throw badRequest(`The ${what} body must be a JSON object`, null);
   const got = valueAt(value, first.path);
   if (got === undefined) throw badRequest(`Missing required field '${path}'`, path);
-  throw badRequest(`Invalid '${path}': ${first.message} (got ${JSON.stringify(got)?.slice(0, 80)})`, path);
+  // A field may say in words what it accepts (`errorMessage`), where TypeBox's own message would not.
+  const message = first.schema.errorMessage ?? first.message;
+  throw badRequest(`Invalid '${path}': ${message} (got ${JSON.stringify(got)?.slice(0, 80)})`, path);
 }
 
 function valueAt(value: unknown, pointer: string): any {
   return pointer
     .split("/")
     .slice(1)
-    .reduce((v: any, part) => (v == null ? undefined : v[part.replace(/~1/g, "/").replace(/~0/g, "~")]), value);
+    .map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~"))
+    .reduce((v: any, part) => (v != null && typeof v === "object" && Object.hasOwn(v, part) ? v[part] : undefined), value);
 }

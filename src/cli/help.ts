@@ -1,4 +1,5 @@
-import { ServeConfigDefaults } from "../../schemas/config.ts";
+import type { TSchema } from "@sinclair/typebox";
+import { ServeConfigSchema } from "../../schemas/config.ts";
 
 export const HELP = `kino — serve video-generation models over OpenAI-style REST and realtime WebSocket
 
@@ -12,18 +13,21 @@ Usage:
 
 Run 'kino serve --help' for the config keys.`;
 
-/** Every config leaf with its default, as dotted override paths. */
-function configKeys(node: unknown, prefix: string): string[] {
-  if (node && typeof node === "object" && !Array.isArray(node)) {
-    return Object.entries(node).flatMap(([k, v]) => configKeys(v, prefix ? `${prefix}.${k}` : k));
+/** Every config leaf as a dotted override path, with its default ("unset" when it has none) and what it does. */
+function configKeys(schema: TSchema, prefix: string): string[] {
+  if (schema.type === "object" && schema.properties) {
+    return Object.entries(schema.properties as Record<string, TSchema>).flatMap(([k, s]) => configKeys(s, prefix ? `${prefix}.${k}` : k));
   }
-  return [`  --${prefix.padEnd(44)} ${JSON.stringify(node)}`];
+  const value = schema.default === undefined ? "unset" : JSON.stringify(schema.default);
+  return [`  --${prefix.padEnd(45)} ${value.padEnd(19)} ${schema.description ?? ""}`.trimEnd()];
 }
 
 export const SERVE_HELP = `Usage: kino serve [--config FILE.yaml] [overrides]
 
 Overrides are dotted config paths under generator., server. and default_request.
-(e.g. --server.port 8123 --server.output_dir out/). Keys and defaults:
-${configKeys(ServeConfigDefaults, "").join("\n")}
-  default_request.{negative_prompt, sampling.{width,height,num_frames,fps,num_inference_steps,guidance_scale,seed}}
-                                                 (no defaults: only what you set applies)`;
+(e.g. --server.port 8123 --server.output_dir out/). Keys, defaults, meaning:
+${configKeys(ServeConfigSchema, "").join("\n")}
+
+default_request: a request field left out takes the value written here, else the loaded model's own
+default from its card (GET /v1/models/{model} shows it). Nothing is filled in for you: the default
+model, kino-tiny, makes 64x64 clips of 33 frames at 16 fps in 8 steps unless you write otherwise.`;

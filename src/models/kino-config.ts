@@ -132,9 +132,15 @@ export function continuationStart(k: KinoConfig, steps: number): number {
   return steps - Math.max(1, Math.floor(k.continuationStrength * steps));
 }
 
+/** Whether the schedule takes a shift at all: an explicit step list that is not warped does not. */
+export function shiftAdjustable(k: KinoConfig): boolean {
+  return !(k.sampler === "distilled" || k.denoisingSteps) || k.warp;
+}
+
 /**
  * The schedule for `steps` denoising steps. A model with an explicit step list uses it as is for its
  * own step count; another count gets an evenly spaced list of that length (then warped the same way).
+ * `shift` replaces the model's own (a request's flow_shift).
  */
 export function scheduleFor(k: KinoConfig, steps: number, shift = k.shift): Schedule {
   if (k.sampler === "distilled" || k.denoisingSteps) {

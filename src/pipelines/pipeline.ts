@@ -38,6 +38,11 @@ export interface ModelCard {
   max_references: { image: number; video: number; audio: number };
   /** Keys accepted in `extra_params`, with the JSON type each must have. */
   extra_params: Record<string, "number" | "string" | "boolean">;
+  /**
+   * The sampler's timestep shift, when a request may set its own (`flow_shift`); absent: the model's
+   * schedule takes no shift (explicit distilled timesteps) and `flow_shift` is refused at admission.
+   */
+  flow_shift?: number;
   /** Realtime: chunked causal streaming and prompt updates between chunks. */
   supports_streaming: boolean;
   supports_prompt_updates: boolean;
@@ -67,6 +72,8 @@ export interface GenerationRequest {
   fps: number;
   num_inference_steps: number;
   guidance_scale: number;
+  /** The sampler's timestep shift asked for; absent: the model's own. Set only on a card with flow_shift. */
+  flow_shift?: number;
   seed: number;
   references: MaterializedReference[];
   extra_params: Record<string, unknown>;

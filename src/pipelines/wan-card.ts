@@ -1,6 +1,8 @@
 // The model card of a loaded Wan checkpoint, filled from its configs: the frame grid comes from the
 // VAE strides (1 + 4k frames, sides a multiple of 8 × the DiT's spatial patch), defaults and limits
-// from the kino settings (kino-config.ts), streaming from whether the DiT is chunked causal.
+// from the kino settings (kino-config.ts), streaming from whether the DiT is chunked causal, and a
+// flow_shift when the sampler's schedule takes one.
+import { shiftAdjustable } from "../models/kino-config.ts";
 import type { WanModel } from "../models/wan-model.ts";
 import type { ModelCard } from "./pipeline.ts";
 
@@ -34,6 +36,7 @@ export function wanCard(model: WanModel): ModelCard {
     },
     max_references: { image: 0, video: 0, audio: 0 },
     extra_params: {},
+    ...(shiftAdjustable(kino) ? { flow_shift: kino.shift } : {}),
     supports_streaming: kino.causal,
     supports_prompt_updates: kino.causal,
     frames_per_chunk: framesPerChunk,

@@ -125,7 +125,7 @@ export class WanStreamingPipeline implements Pipeline {
     const [h, w] = [render.height / strides.spatial, render.width / strides.spatial];
     const window = kino.windowFrames ?? Math.max(DEFAULT_WINDOW_FRAMES, N + kino.sinkFrames);
     const noise = seededNoise(b, req.seed);
-    const schedule = scheduleFor(kino, req.num_inference_steps);
+    const schedule = scheduleFor(kino, req.num_inference_steps, req.flow_shift);
     const steps = schedule.timesteps.length;
     const continueAt = continuationStart(kino, steps);
     const firstFrames = 1 + strides.temporal * (N - 1), perChunk = strides.temporal * N;

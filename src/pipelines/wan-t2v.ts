@@ -72,7 +72,7 @@ export class WanT2VPipeline implements Pipeline {
     const noise = seededNoise(b, seed);
     const x = b.alloc(shape);
     noise(x);
-    const schedule = scheduleFor(kino, req.num_inference_steps);
+    const schedule = scheduleFor(kino, req.num_inference_steps, req.flow_shift);
     const sampler = createSampler(kino.sampler, b, schedule, noise, kino.prediction);
     try {
       for (const [i, t] of schedule.timesteps.entries()) {

@@ -2,10 +2,11 @@
 //   cuda — the CUDA backend or an error saying why not;
 //   cpu  — the WebAssembly backend;
 //   auto — CUDA when the library loads and a device answers, else WebAssembly, with one log line that
-//          says which backend runs and why.
+//          says which backend runs and why ("no NVIDIA driver: using WebAssembly …").
 // Both backends are imported lazily: a CPU-only process never loads the CUDA library, and a CUDA
 // process never compiles the wasm module.
 
+import { readFileSync } from "node:fs";
 import type { Backend } from "./backend.ts";
 
 export type DeviceSetting = "auto" | "cuda" | "cpu";
@@ -30,6 +31,26 @@ async function openCuda(gpu = 0): Promise<Backend> {
   return mod.openCudaBackend({ device: gpu });
 }
 
+/** Where the loaded NVIDIA kernel module names its version; absent without a driver. */
+const NVIDIA_DRIVER_VERSION = "/proc/driver/nvidia/version";
+
+/**
+ * Why CUDA did not open, in words an operator can act on. The statically linked CUDA runtime answers
+ * error 35 ("driver version is insufficient") both when no driver is installed — a CPU machine with a
+ * CUDA toolkit — and when the driver is older than the runtime; the kernel module tells them apart.
+ */
+export function cudaUnavailableReason(message: string, versionFile = NVIDIA_DRIVER_VERSION): string {
+  if (!/\(error 35\)/.test(message)) return `CUDA unavailable (${message})`;
+  let version: string;
+  try {
+    version = readFileSync(versionFile, "utf8");
+  } catch {
+    return "no NVIDIA driver";
+  }
+  const number = /Kernel Module\s+(?:for \S+\s+)?([0-9.]+)/.exec(version)?.[1] ?? "(version unknown)";
+  return `NVIDIA driver ${number} is older than this build's CUDA runtime needs`;
+}
+
 async function openWasm(threads?: number): Promise<Backend> {
   const { openWasmBackend } = await import("./backends/wasm.ts");
   return openWasmBackend({ threads });
@@ -43,7 +64,7 @@ export async function openBackend(setting: DeviceSetting, opts: OpenBackendOptio
       try {
         be = await openCuda(opts.gpu);
       } catch (e) {
-        throw new Error(`generator.engine.device is cuda, but CUDA is unavailable: ${(e as Error).message}`);
+        throw new Error(`generator.engine.device is cuda, but CUDA is unavailable: ${cudaUnavailableReason((e as Error).message)}`);
       }
       log(`runtime: using ${be.description} (device: cuda)`);
       return be;
@@ -60,7 +81,7 @@ export async function openBackend(setting: DeviceSetting, opts: OpenBackendOptio
         return be;
       } catch (e) {
         const be = await openWasm(opts.threads);
-        log(`runtime: using ${be.description} (device: auto, CUDA unavailable: ${(e as Error).message})`);
+        log(`runtime: ${cudaUnavailableReason((e as Error).message)}: using ${be.description} (device: auto)`);
         return be;
       }
     }

@@ -74,3 +74,11 @@ test("a second server on a port in use refuses to start, naming the port", () =>
     first.stop(true);
   }
 });
+
+test("server.public_url must be an http(s) URL", () => {
+  for (const value of ["ftp://kino.example.com", "kino.example.com", "https://"]) {
+    const proc = Bun.spawnSync([process.execPath, join(root, "src/cli/main.ts"), "serve", "--server.public_url", value]);
+    expect(proc.exitCode).toBe(2);
+    expect(proc.stderr.toString()).toContain("server.public_url: Expected string to match");
+  }
+});

@@ -62,6 +62,37 @@ describe("parse and schema errors", () => {
     await rejects({ prompt: "p", size: "big" }, 400, "size");
     await rejects({ prompt: "p", seconds: "-3" }, 400, "seconds");
   });
+  test("seconds: one rule for JSON and forms — a whole number of seconds, as a string or a number", async () => {
+    const form = (fields: Record<string, string>) => {
+      const body = new FormData();
+      for (const [k, v] of Object.entries(fields)) body.append(k, v);
+      return fetch(`${server.url}/v1/videos`, { method: "POST", body });
+    };
+    const message = 'Invalid \'seconds\': must be a whole number of seconds such as "4" or 4; for other lengths send num_frames (got "2.5")';
+    expect((await rejects({ prompt: "p", seconds: "2.5" }, 400, "seconds")).message).toBe(message);
+    expect((await expectEnvelope(await form({ prompt: "p", seconds: "2.5" }), 400)).message).toBe(message);
+    expect((await rejects({ prompt: "p", seconds: 2.5 }, 400, "seconds")).message).toContain("whole number of seconds");
+    for (const seconds of ["0", "abc", "1e3", " 4"]) {
+      await rejects({ prompt: "p", seconds }, 400, "seconds");
+      expect((await expectEnvelope(await form({ prompt: "p", seconds }), 400)).param).toBe("seconds");
+    }
+    for (const res of [await form({ prompt: "p", size: "16x16", seconds: "1" }), await fetch(`${server.url}/v1/videos`, {
+      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ prompt: "p", size: "16x16", seconds: 1 }),
+    })]) expect([res.status, (await res.json()).seconds]).toEqual([200, "1"]);
+  });
+  test("form numbers are read as JSON reads them: nothing is truncated", async () => {
+    const form = new FormData();
+    form.append("prompt", "p");
+    form.append("num_frames", "2.5");
+    expect((await expectEnvelope(await fetch(`${server.url}/v1/videos`, { method: "POST", body: form }), 400)).param).toBe("num_frames");
+    const nested = new FormData();
+    nested.append("prompt", "p");
+    nested.append("video_params[fps]", "8.5");
+    nested.append("video_params[num_frames]", "1e3");
+    expect((await expectEnvelope(await fetch(`${server.url}/v1/videos`, { method: "POST", body: nested }), 400)).message).toBe(
+      "video_params.num_frames 1000 is outside this model's range 1..481",
+    );
+  });
   test("unknown top-level and nested fields", async () => {
     expect((await rejects({ prompt: "p", colour: "red" }, 400, "colour")).message).toContain("Unknown field 'colour'");
     await rejects({ prompt: "p", video_params: { speed: 2 } }, 400, "video_params.speed");
@@ -100,18 +131,54 @@ describe("model-level admission", () => {
     await rejects({ prompt: "p", extra_params: { vsa_mode: "exempt" } }, 400, "extra_params.vsa_mode");
     await rejects({ prompt: "p", extra_params: { step_delay_ms: "slow" } }, 400, "extra_params.step_delay_ms");
   });
+  test("extra_params keys that name Object's own members are unknown keys like any other", async () => {
+    for (const key of ["constructor", "toString", "__proto__", "hasOwnProperty"]) {
+      const err = await rejects(`{"prompt": "p", "extra_params": {"${key}": "x"}}`, 400, `extra_params.${key}`);
+      expect(err.message).toBe(`extra_params.${key} is not supported by this model (supported: step_delay_ms, fail_at_step, crash_at_step, chunk_delay_ms, fail_at_chunk)`);
+    }
+  });
   test("off-grid explicit frames name the nearest valid count", async () => {
     expect((await rejects({ prompt: "p", num_frames: 8 }, 400, "num_frames")).message).toContain("nearest valid value is 9");
     await rejects({ prompt: "p", video_params: { num_frames: 6 } }, 400, "video_params.num_frames");
     await rejects({ prompt: "p", num_frames: 100000 }, 400, "num_frames");
   });
+  test("a length the model cannot make is refused with the limit, however it is asked for", async () => {
+    expect((await rejects({ prompt: "p", num_frames: 485 }, 400, "num_frames")).message).toBe("num_frames 485 is outside this model's range 1..481");
+    expect((await rejects({ prompt: "p", seconds: "9999" }, 400, "seconds")).message).toBe(
+      "seconds 9999 at 16 fps is 159984 frames; this model makes at most 481 frames (30 s at 16 fps)",
+    );
+    expect((await rejects({ prompt: "p", seconds: 31 }, 400, "seconds")).message).toContain("at most 481 frames");
+    expect((await rejects({ prompt: "p", seconds: "4", fps: 240 }, 400, "seconds")).message).toBe(
+      "seconds 4 at 240 fps is 960 frames; this model makes at most 481 frames (2 s at 240 fps)",
+    );
+  });
   test("sizes off the spatial grid or over the limits", async () => {
     expect((await rejects({ prompt: "p", size: "100x64" }, 400, "size")).message).toContain("nearest valid value is 96");
     await rejects({ prompt: "p", width: 4096, height: 4096 }, 400, "width");
   });
+  test("a size error names the field it is about", async () => {
+    expect((await rejects({ prompt: "p", width: 240, height: 136 }, 400, "height")).message).toContain("height 136");
+    expect((await rejects({ prompt: "p", width: 100, height: 64 }, 400, "width")).message).toContain("width 100");
+    expect((await rejects({ prompt: "p", video_params: { width: 64, height: 50 } }, 400, "video_params.height")).message).toContain("height 50");
+    expect((await rejects({ prompt: "p", width: 64, video_params: { height: 4000 } }, 400, "video_params.height")).message).toContain("height 4000");
+    expect((await rejects({ prompt: "p", size: "64x50" }, 400, "size")).message).toContain("height 50");
+  });
   test("unsupported task, too many steps", async () => {
     await rejects({ prompt: "p", task: "ref2va" }, 400, "task");
     await rejects({ prompt: "p", num_inference_steps: 1000 }, 400, "num_inference_steps");
+  });
+});
+
+describe("form field names", () => {
+  test("bracket names cannot reach Object.prototype", async () => {
+    for (const name of ["__proto__[polluted]", "constructor[prototype][polluted]", "extra_params[__proto__][polluted]"]) {
+      const form = new FormData();
+      form.append("prompt", "p");
+      form.append(name, "yes");
+      const res = await fetch(`${server.url}/v1/videos`, { method: "POST", body: form });
+      expect(res.status).toBe(400);
+      expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    }
   });
 });
 

@@ -58,3 +58,27 @@ test("a realtime session streams the causal model chunk by chunk and takes a pro
   expect(metas.reduce((n, m) => n + m.num_frames, 0)).toBe(29);
   expect(metas.some((m) => m.completed_event_ids.includes("blue"))).toBe(true);
 });
+
+test("flow_shift reaches the sampler: the card's shift is the default, another one changes the frames", async () => {
+  const model = await (await fetch(`${server.url}/v1/models/tiny-wan`)).json();
+  expect(model.card.flow_shift).toBe(5);
+  const image = async (extra: object) => {
+    const res = await fetch(`${server.url}/v1/images`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ prompt: "a red circle", size: "32x32", seed: 11, ...extra }),
+    });
+    expect(res.status).toBe(200);
+    return (await res.json()).data[0].b64_json as string;
+  };
+  const [own, same, other] = [await image({}), await image({ flow_shift: 5 }), await image({ flow_shift: 1 })];
+  expect(same).toBe(own);
+  expect(other).not.toBe(own);
+});
+
+test("a realtime session takes flow_shift from sampling_params, as vLLM-Omni's streaming client sends it", async () => {
+  const client = await RealtimeClient.connect(server.url);
+  client.send({ type: "session.start", prompt: "a red circle", num_frames: 5, sampling_params: { flow_shift: 2 } });
+  expect((await client.nextOfType("video.start")).config.flow_shift).toBe(2);
+  await client.untilDone(120_000);
+});

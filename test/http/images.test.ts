@@ -33,10 +33,37 @@ describe("generate", () => {
   test("url responses point at downloadable content in the requested format", async () => {
     for (const format of ["jpeg", "webp", "png"] as const) {
       const body = await (await post("/v1/images/generations", { prompt: "x", size: "64x64", response_format: "url", output_format: format })).json();
-      const res = await fetch(body.data[0].url);
+      expect(body.data[0].url).toMatch(/^\/v1\/images\/img_[0-9a-f]{32}-0\/content$/);
+      const res = await fetch(`${server.url}${body.data[0].url}`);
       expect(res.status).toBe(200);
       expect(res.headers.get("content-type")).toBe(`image/${format}`);
       expect(sniffImageFormat(new Uint8Array(await res.arrayBuffer()))).toBe(format);
+    }
+  });
+
+  test("a url never comes from the Host header: relative without server.public_url", async () => {
+    const res = await fetch(`${server.url}/v1/images`, {
+      method: "POST",
+      headers: { "content-type": "application/json", host: "evil.example.com" },
+      body: JSON.stringify({ prompt: "x", size: "16x16", response_format: "url" }),
+    });
+    const { url } = (await res.json()).data[0];
+    expect(url).toMatch(/^\/v1\/images\/img_[0-9a-f]{32}-0\/content$/);
+  });
+
+  test("with server.public_url the url is absolute on that address", async () => {
+    const proxied = await startTestServer({ "server.public_url": "https://kino.example.com/api/" });
+    try {
+      const res = await fetch(`${proxied.url}/v1/images`, {
+        method: "POST",
+        headers: { "content-type": "application/json", host: "evil.example.com" },
+        body: JSON.stringify({ prompt: "x", size: "16x16", response_format: "url" }),
+      });
+      const { url } = (await res.json()).data[0];
+      expect(url).toMatch(/^https:\/\/kino\.example\.com\/api\/v1\/images\/img_[0-9a-f]{32}-0\/content$/);
+      expect((await fetch(`${proxied.url}${new URL(url).pathname.slice("/api".length)}`)).status).toBe(200);
+    } finally {
+      await proxied.close();
     }
   });
 

@@ -126,6 +126,15 @@ describe("precedence", () => {
     expect(b.seconds).toBe("0.45");
   });
 
+  test("the longest length in seconds is made in full: the job and the stream agree", async () => {
+    const job = await (await post("/v1/videos", { prompt: "long", size: "16x16", seconds: "30", num_inference_steps: 1 })).json();
+    expect(job.seconds).toBe("30");
+    const done = await waitForJob(server.url, job.id, {}, 60000);
+    const probe = await probeMp4(new Uint8Array(await (await fetch(`${server.url}/v1/videos/${job.id}/content`)).arrayBuffer()));
+    // 30 s × 16 fps = 480 frames, on the 4n+1 grid → 481, the model's maximum
+    expect([done.status, probe.frames]).toEqual(["completed", 481]);
+  });
+
   test("legacy alias /v1/videos/generations creates the same job object", async () => {
     const res = await post("/v1/videos/generations", { prompt: "alias", size: "64x64", num_frames: 1 });
     expect(res.status).toBe(200);

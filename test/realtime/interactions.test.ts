@@ -56,6 +56,20 @@ describe("acknowledgement", () => {
     expect((await client.nextOfType("session.interaction.queued")).event_id).toBe("ok");
     client.close();
   });
+
+  test("after session.stop an interaction is refused with session_stopping, never queued", async () => {
+    const { client, requestId } = await session();
+    await client.nextOfType("video.chunk_metadata");
+    client.send({ type: "session.stop" });
+    client.send({ type: "session.interaction", interaction: { event: { prompt: "a blue square" }, event_id: "late" } });
+    const error = await client.nextOfType("error");
+    expect(error).toEqual({
+      type: "error", code: "session_stopping", request_id: requestId, event_id: "late",
+      message: "The session is stopping: session.stop was received, so no further interaction is applied",
+    });
+    await client.untilDone();
+    expect(client.jsonMessages().filter((m) => m.type === "session.interaction.queued")).toEqual([]);
+  });
 });
 
 describe("scheduling and bookkeeping", () => {

@@ -129,6 +129,7 @@ describe("start failures", () => {
       [{ ...START, format: "webm" }, "invalid_request", "format"],
       [{ ...START, model: "sora-2" }, "model_mismatch", "model"],
       [{ ...START, num_frames: 6 }, "invalid_request", "num_frames"],
+      [{ type: "session.start", prompt: "p", seconds: "9999" }, "invalid_request", "seconds"],
       [{ ...START, colour: "red" }, "invalid_request", "colour"],
       [{ type: "session.start" }, "invalid_request", "prompt"],
       [{ ...START, extra_params: { pace_to_media_time: "yes" } }, "invalid_request", "extra_params.pace_to_media_time"],

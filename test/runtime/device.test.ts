@@ -1,6 +1,9 @@
 // Backend selection for generator.engine.device: one log line says which backend runs and why.
 import { describe, expect, test } from "bun:test";
-import { openBackend } from "../../src/runtime/device.ts";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { cudaUnavailableReason, openBackend } from "../../src/runtime/device.ts";
 import { buildCpuWasm } from "../../tools/build/cpu.ts";
 
 await buildCpuWasm();
@@ -18,7 +21,7 @@ describe("openBackend", () => {
     const be = await openBackend("auto", { log: (l) => lines.push(l) });
     expect(lines.length).toBe(1);
     if (be.name === "cuda") expect(lines[0]).toContain("a CUDA device answered");
-    else expect(lines[0]).toMatch(/^runtime: using WebAssembly SIMD128, \d threads? \(device: auto, CUDA unavailable: .+\)$/);
+    else expect(lines[0]).toMatch(/^runtime: (no NVIDIA driver|NVIDIA driver .+|CUDA unavailable \(.+\)): using WebAssembly SIMD128, \d threads? \(device: auto\)$/);
     be.dispose();
   });
   test("cuda either opens or fails with the reason, never falls back", async () => {
@@ -30,6 +33,19 @@ describe("openBackend", () => {
     } catch (e) {
       expect((e as Error).message).toMatch(/^generator\.engine\.device is cuda, but CUDA is unavailable: .+/);
       expect(lines).toEqual([]);
+    }
+  });
+  test("CUDA error 35 says whether a driver is there at all", () => {
+    const error35 = "cudaGetDeviceCount: CUDA driver version is insufficient for CUDA runtime version (error 35)";
+    const dir = mkdtempSync(join(tmpdir(), "kino-driver-"));
+    try {
+      expect(cudaUnavailableReason(error35, join(dir, "absent"))).toBe("no NVIDIA driver");
+      const version = join(dir, "version");
+      writeFileSync(version, "NVRM version: NVIDIA UNIX x86_64 Kernel Module  470.82.01  Tue Oct 26 23:33:59 UTC 2021\n");
+      expect(cudaUnavailableReason(error35, version)).toBe("NVIDIA driver 470.82.01 is older than this build's CUDA runtime needs");
+      expect(cudaUnavailableReason("CUDA library unavailable: not built")).toBe("CUDA unavailable (CUDA library unavailable: not built)");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
   test("an unknown setting is an error", async () => {

@@ -55,7 +55,8 @@ export function checkExtraParams(extra: Record<string, unknown> | undefined, car
   if (!extra) return {};
   const checked: Record<string, unknown> = {};
   for (const [key, raw] of Object.entries(extra)) {
-    const expected = card.extra_params[key];
+    // Own keys only: a client's "constructor" must not find Object.prototype's.
+    const expected = Object.hasOwn(card.extra_params, key) ? card.extra_params[key] : undefined;
     if (!expected) {
       const known = Object.keys(card.extra_params);
       throw badRequest(
@@ -82,10 +83,22 @@ export function parseSize(size: string): [number, number] {
   return [w!, h!];
 }
 
+/** A resolved request value and the field it came from, so an error can name that field. */
+export interface Sourced<T> {
+  value: T;
+  param: string;
+}
+
+/** The first candidate that was given, with its field; the last one is the fallback and always given. */
+export function firstGiven<T>(...candidates: [T | undefined, string][]): Sourced<T> {
+  const [value, param] = candidates.find(([v]) => v !== undefined) ?? candidates[candidates.length - 1]!;
+  return { value: value as T, param };
+}
+
 /** Width and height on the model's grid and within its limits; the message gives the nearest valid size. */
-export function checkDimensions(width: number, height: number, card: ModelCard, param: string): void {
+export function checkDimensions(width: Sourced<number>, height: Sourced<number>, card: ModelCard): void {
   const f = card.spatial_factor;
-  for (const [name, v] of [["width", width], ["height", height]] as const) {
+  for (const [name, { value: v, param }] of [["width", width], ["height", height]] as const) {
     if (v < card.min_size || v > card.max_size) {
       throw badRequest(`${name} ${v} is outside this model's range ${card.min_size}..${card.max_size}`, param);
     }
@@ -94,25 +107,44 @@ export function checkDimensions(width: number, height: number, card: ModelCard, 
       throw badRequest(`${name} ${v} is not a multiple of ${f}; the nearest valid value is ${nearest}`, param);
     }
   }
-  if (width * height > card.max_pixels) {
-    throw badRequest(`${width}x${height} exceeds this model's ${card.max_pixels}-pixel limit`, param);
+  if (width.value * height.value > card.max_pixels) {
+    throw badRequest(`${width.value}x${height.value} exceeds this model's ${card.max_pixels}-pixel limit`, width.param);
   }
 }
 
-/** Frames on the model's grid: explicit off-grid counts are refused, derived counts are aligned silently. */
-export function alignFrames(frames: number, card: ModelCard, explicit: boolean, param: string): number {
+/** An explicit frame count: within the model's range and on its frame grid, else refused with the nearest valid value. */
+export function checkFrames(frames: number, card: ModelCard, param: string): number {
+  if (frames < card.min_frames || frames > card.max_frames) {
+    throw badRequest(`${param} ${frames} is outside this model's range ${card.min_frames}..${card.max_frames}`, param);
+  }
+  const nearest = alignFrames(frames, card);
+  if (nearest !== frames) {
+    throw badRequest(`${param} ${frames} is not on this model's frame grid (${card.frame_multiple}n+${card.frame_offset}); the nearest valid value is ${nearest}`, param);
+  }
+  return frames;
+}
+
+/**
+ * The frames of a clip `seconds` long at `fps`: seconds × fps moved to the nearest count on the
+ * model's grid. A length the model cannot make is refused with its limit, never cut short.
+ */
+export function framesForSeconds(seconds: number, fps: number, card: ModelCard): number {
+  const frames = Math.round(seconds * fps);
+  if (frames > card.max_frames) {
+    const longest = Math.floor(card.max_frames / fps);
+    throw badRequest(
+      `seconds ${seconds} at ${fps} fps is ${frames} frames; this model makes at most ${card.max_frames} frames (${longest} s at ${fps} fps)`,
+      "seconds",
+    );
+  }
+  return alignFrames(frames, card);
+}
+
+/** The count on the model's grid (frame_multiple·n + frame_offset) nearest to `frames`, within its range. */
+export function alignFrames(frames: number, card: ModelCard): number {
   const { frame_multiple: m, frame_offset: o } = card;
   const n = Math.max(0, Math.round((frames - o) / m));
-  const nearest = Math.min(card.max_frames, Math.max(card.min_frames, n * m + o));
-  if (explicit) {
-    if (frames < card.min_frames || frames > card.max_frames) {
-      throw badRequest(`${param} ${frames} is outside this model's range ${card.min_frames}..${card.max_frames}`, param);
-    }
-    if (nearest !== frames) {
-      throw badRequest(`${param} ${frames} is not on this model's frame grid (${m}n+${o}); the nearest valid value is ${nearest}`, param);
-    }
-  }
-  return nearest;
+  return Math.min(card.max_frames, Math.max(card.min_frames, n * m + o));
 }
 
 export function checkSteps(steps: number, card: ModelCard): number {
@@ -120,6 +152,15 @@ export function checkSteps(steps: number, card: ModelCard): number {
     throw badRequest(`num_inference_steps ${steps} exceeds this model's limit of ${card.max_inference_steps}`, "num_inference_steps");
   }
   return steps;
+}
+
+/** The request's flow_shift, which reaches the sampler only on a model whose card declares one. */
+export function flowShift(shift: number | undefined, card: ModelCard): { flow_shift?: number } {
+  if (shift === undefined) return {};
+  if (card.flow_shift === undefined) {
+    throw badRequest("flow_shift needs a model whose sampler takes a timestep shift; the served model's schedule is fixed (explicit distilled timesteps)", "flow_shift");
+  }
+  return { flow_shift: shift };
 }
 
 /** A fresh seed for requests that gave none (and no operator default), as OpenAI-style APIs do. */

@@ -6,7 +6,7 @@ import type { ImageFormat } from "../../media/images.ts";
 import type { ReferenceInput } from "../../media/references.ts";
 import type { GenerationRequest } from "../../pipelines/pipeline.ts";
 import type { AdmissionContext } from "../admission/context.ts";
-import { checkDimensions, checkExtraParams, checkLora, checkModel, checkSteps, parseSize, randomSeed } from "../admission/checks.ts";
+import { checkDimensions, checkExtraParams, checkLora, checkModel, checkSteps, firstGiven, flowShift, parseSize, randomSeed } from "../admission/checks.ts";
 
 export interface AdmittedImages {
   request: GenerationRequest;
@@ -30,9 +30,11 @@ export async function admitImages(
   if (!card.supports_images) throw badRequest("The served model does not generate images", null);
 
   const [sizeW, sizeH] = body.size && body.size !== "auto" ? parseSize(body.size) : [undefined, undefined];
-  const width = sizeW ?? body.width ?? op.width ?? card.defaults.width;
-  const height = sizeH ?? body.height ?? op.height ?? card.defaults.height;
-  checkDimensions(width, height, card, body.size ? "size" : "width");
+  const side = (name: "width" | "height", fromSize: number | undefined) =>
+    firstGiven<number>([fromSize, "size"], [body[name], name], [op[name], `default_request.sampling.${name}`], [card.defaults[name], "size"]);
+  const w = side("width", sizeW), h = side("height", sizeH);
+  checkDimensions(w, h, card);
+  const [width, height] = [w.value, h.value];
 
   const references = edit ? await editInputs(body as ImageEditRequest, uploads) : rejectUploads(uploads);
   if (references.length > card.max_references.image) {
@@ -50,6 +52,7 @@ export async function admitImages(
     fps: op.fps ?? card.defaults.fps,
     num_inference_steps: checkSteps(body.num_inference_steps ?? op.num_inference_steps ?? card.defaults.num_inference_steps, card),
     guidance_scale: body.guidance_scale ?? op.guidance_scale ?? card.defaults.guidance_scale,
+    ...flowShift(body.flow_shift, card),
     seed: body.seed ?? op.seed ?? randomSeed(),
     references: [],
     extra_params: checkExtraParams(body.extra_params, card),

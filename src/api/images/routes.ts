@@ -27,11 +27,12 @@ async function generate(request: Request, ctx: ServerContext, schema: TObject, e
     if (err instanceof GenerationError) throw new ApiError(500, `Generation failed: ${err.message}`);
     throw err;
   }
-  const origin = new URL(request.url).origin;
+  // Absolute only on the operator's public_url: the Host header is the client's to choose.
+  const base = ctx.config.config.server.public_url?.replace(/\/+$/, "") ?? "";
   const data = await Promise.all(
     run.images.map(async (image) =>
       admitted.responseFormat === "url"
-        ? { url: `${origin}/v1/images/${image.id}/content`, revised_prompt: admitted.request.prompt }
+        ? { url: `${base}/v1/images/${image.id}/content`, revised_prompt: admitted.request.prompt }
         : { b64_json: Buffer.from(await Bun.file(image.path).arrayBuffer()).toString("base64"), revised_prompt: admitted.request.prompt },
     ),
   );

@@ -27,20 +27,19 @@ export function flattenSamplingParams(message: Record<string, unknown>): Record<
   if (typeof sampling_params !== "object" || Array.isArray(sampling_params)) {
     throw badRequest("sampling_params must be an object", "sampling_params");
   }
-  const extra: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(sampling_params)) {
-    if (key in VideoCreateSchema.properties) {
-      if (!(key in rest)) rest[key] = value;
-    } else extra[key] = value;
-  }
-  if (Object.keys(extra).length) {
-    const given = rest.extra_params;
+  // Own keys only, and entries rebuilt with Object.fromEntries, so "__proto__" stays a plain key.
+  const entries = Object.entries(sampling_params);
+  const lifted = entries.filter(([key]) => Object.hasOwn(VideoCreateSchema.properties, key) && !Object.hasOwn(rest, key));
+  const extra = entries.filter(([key]) => !Object.hasOwn(VideoCreateSchema.properties, key));
+  const flat = Object.fromEntries([...Object.entries(rest), ...lifted]);
+  if (extra.length) {
+    const given = flat.extra_params;
     if (given !== undefined && (typeof given !== "object" || given === null || Array.isArray(given))) {
       throw badRequest("extra_params must be an object", "extra_params");
     }
-    rest.extra_params = { ...extra, ...(given as object | undefined) };
+    flat.extra_params = Object.fromEntries([...extra, ...Object.entries(given ?? {})]);
   }
-  return rest;
+  return flat;
 }
 
 /**

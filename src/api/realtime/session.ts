@@ -155,6 +155,7 @@ export class RealtimeSession {
         seconds: admitted.seconds,
         num_inference_steps: request.num_inference_steps,
         guidance_scale: request.guidance_scale,
+        flow_shift: request.flow_shift ?? card.flow_shift ?? null,
         seed: request.seed,
         task: request.task,
         extra_params: request.extra_params,
@@ -191,6 +192,10 @@ export class RealtimeSession {
     const eventId = typeof claimed === "string" && claimed ? claimed : undefined;
     if (this.state !== "streaming") {
       return this.error("session_not_started", "Send session.start and wait for video.start before interactions", { event_id: eventId });
+    }
+    // The worker ends the stream after the chunk in progress: an update now could never be applied.
+    if (this.stopRequested) {
+      return this.error("session_stopping", "The session is stopping: session.stop was received, so no further interaction is applied", { event_id: eventId });
     }
     let interaction;
     try {

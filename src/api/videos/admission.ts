@@ -5,12 +5,15 @@ import type { ReferenceInput } from "../../media/references.ts";
 import type { GenerationRequest } from "../../pipelines/pipeline.ts";
 import type { AdmissionContext } from "../admission/context.ts";
 import {
-  alignFrames,
   checkDimensions,
   checkExtraParams,
+  checkFrames,
   checkLora,
   checkModel,
   checkSteps,
+  firstGiven,
+  flowShift,
+  framesForSeconds,
   parseSize,
   randomSeed,
   resolveTask,
@@ -40,20 +43,23 @@ export async function admitVideo(
 
   // Size: size > top-level width/height > video_params > operator > card.
   const [sizeW, sizeH] = body.size ? parseSize(body.size) : [undefined, undefined];
-  const width = sizeW ?? body.width ?? vp.width ?? op.width ?? card.defaults.width;
-  const height = sizeH ?? body.height ?? vp.height ?? op.height ?? card.defaults.height;
-  const sizeParam = body.size ? "size" : body.width || body.height ? "width" : vp.width || vp.height ? "video_params" : "size";
-  checkDimensions(width, height, card, sizeParam);
+  const side = (name: "width" | "height", fromSize: number | undefined) =>
+    firstGiven<number>([fromSize, "size"], [body[name], name], [vp[name], `video_params.${name}`],
+      [op[name], `default_request.sampling.${name}`], [card.defaults[name], "size"]);
+  const w = side("width", sizeW), h = side("height", sizeH);
+  checkDimensions(w, h, card);
+  const [width, height] = [w.value, h.value];
 
   const fps = body.fps ?? vp.fps ?? op.fps ?? card.defaults.fps;
 
-  // Frames: explicit counts must sit on the model's grid; counts derived from seconds are aligned.
-  const explicitFrames = body.num_frames ?? vp.num_frames;
-  const framesParam = body.num_frames !== undefined ? "num_frames" : "video_params.num_frames";
+  // Frames: an explicit count (the request's, or the operator's default) must sit on the model's grid;
+  // a count derived from seconds is moved onto it. Either is refused beyond the model's limit.
   let num_frames: number;
-  if (explicitFrames !== undefined) num_frames = alignFrames(explicitFrames, card, true, framesParam);
-  else if (body.seconds !== undefined) num_frames = alignFrames(Math.round(Number(body.seconds) * fps), card, false, "seconds");
-  else num_frames = alignFrames(op.num_frames ?? card.defaults.num_frames, card, false, "num_frames");
+  if (body.num_frames !== undefined) num_frames = checkFrames(body.num_frames, card, "num_frames");
+  else if (vp.num_frames !== undefined) num_frames = checkFrames(vp.num_frames, card, "video_params.num_frames");
+  else if (body.seconds !== undefined) num_frames = framesForSeconds(Number(body.seconds), fps, card);
+  else if (op.num_frames !== undefined) num_frames = checkFrames(op.num_frames, card, "default_request.sampling.num_frames");
+  else num_frames = card.defaults.num_frames;
 
   const references = await collectReferences(body, uploads, card);
   const request: GenerationRequest = {
@@ -68,6 +74,7 @@ export async function admitVideo(
     fps,
     num_inference_steps: checkSteps(body.num_inference_steps ?? op.num_inference_steps ?? card.defaults.num_inference_steps, card),
     guidance_scale: body.guidance_scale ?? op.guidance_scale ?? card.defaults.guidance_scale,
+    ...flowShift(body.flow_shift, card),
     seed: body.seed ?? op.seed ?? randomSeed(),
     references: [],
     extra_params: checkExtraParams(body.extra_params, card),
