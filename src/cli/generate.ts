@@ -7,6 +7,8 @@ import { admissionContext } from "../api/admission/context.ts";
 import { admitVideo } from "../api/videos/admission.ts";
 import { newVideoJobId } from "../api/ids.ts";
 import { ApiError } from "../api/errors.ts";
+import { validateOrThrow } from "../api/validate.ts";
+import { VideoCreateSchema } from "../../schemas/videos.ts";
 import { loadOptionsFrom, Runner } from "../worker/runner.ts";
 import type { ParsedArgs } from "./args.ts";
 import { UsageError } from "./args.ts";
@@ -37,14 +39,18 @@ export async function generate(args: ParsedArgs, loaded: LoadedConfig): Promise<
   }
   if (typeof body.prompt !== "string") throw new UsageError('kino generate needs --prompt "..."');
 
-  const runner = await Runner.load(loadOptionsFrom(loaded));
-  let request;
+  const asUsage = (err: unknown) => (err instanceof ApiError ? new UsageError(err.message) : err);
+  let fields;
   try {
-    request = (await admitVideo(body as never, new Map(), newVideoJobId(), admissionContext(loaded, runner.pipeline.card))).request;
+    fields = validateOrThrow(VideoCreateSchema, body, "kino generate"); // before the model loads: a typo fails at once
   } catch (err) {
-    if (err instanceof ApiError) throw new UsageError(err.message);
-    throw err;
+    throw asUsage(err);
   }
+  const runner = await Runner.load(loadOptionsFrom(loaded));
+  const request = await admitVideo(fields, new Map(), newVideoJobId(), admissionContext(loaded, runner.pipeline.card)).then(
+    (admitted) => admitted.request,
+    (err) => Promise.reject(asUsage(err)),
+  );
   const bar = progressBar(Boolean(process.stderr.isTTY) && !args.flags.quiet);
   const path = resolve(output);
   const result = await runner.runToFiles(request, { kind: "mp4", path }, new AbortController().signal, bar);

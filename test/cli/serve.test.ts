@@ -82,3 +82,11 @@ test("server.public_url must be an http(s) URL", () => {
     expect(proc.stderr.toString()).toContain("server.public_url: Expected string to match");
   }
 });
+
+test("kino generate checks its options as a request is checked, before the model loads", () => {
+  for (const [flag, value] of [["--seconds", "2.5"], ["--seed", "abc"]]) {
+    const proc = Bun.spawnSync([process.execPath, join(root, "src/cli/main.ts"), "generate", "--prompt", "x", flag!, value!, "-o", join(tmpdir(), "never.mp4")]);
+    expect(proc.exitCode).toBe(2);
+    expect(proc.stderr.toString()).toContain(flag!.slice(2) === "seconds" ? "'seconds'" : "'seed'");
+  }
+});

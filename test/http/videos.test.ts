@@ -186,6 +186,8 @@ describe("list, retrieve, delete", () => {
     expect((await expectEnvelope(await fetch(`${server.url}/v1/videos?order=sideways`), 400)).param).toBe("order");
     expect((await expectEnvelope(await fetch(`${server.url}/v1/videos?limit=0`), 400)).param).toBe("limit");
     expect((await expectEnvelope(await fetch(`${server.url}/v1/videos?limit=101`), 400)).param).toBe("limit");
+    // read as JSON reads numbers: never truncated or parsed as hex or an exponent
+    for (const limit of ["2.5", "0x10", "abc"]) expect((await expectEnvelope(await fetch(`${server.url}/v1/videos?limit=${limit}`), 400)).param).toBe("limit");
     expect((await expectEnvelope(await fetch(`${server.url}/v1/videos?limit=ten`), 400)).param).toBe("limit");
     expect((await expectEnvelope(await fetch(`${server.url}/v1/videos?after=video_gen_nope`), 400)).param).toBe("after");
     expect((await expectEnvelope(await fetch(`${server.url}/v1/videos?colour=red`), 400)).param).toBe("colour");

@@ -1,6 +1,5 @@
 // /v1/videos: create (JSON or multipart), sync, list, retrieve, content, delete.
 import { Elysia } from "elysia";
-import { Value } from "@sinclair/typebox/value";
 import {
   VideoCreateSchema,
   VideoDeletedSchema,
@@ -12,6 +11,7 @@ import { admitVideo } from "./admission.ts";
 import { GenerationError } from "../../engine/engine.ts";
 import { newSyncRequestId, newVideoJobId } from "../ids.ts";
 import { cleanUp } from "../cleanup.ts";
+import { decodeForm } from "../form.ts";
 import { reportedTimings } from "../timings.ts";
 import { materializeReferences } from "../../media/references.ts";
 import { decodeBody } from "../body.ts";
@@ -61,8 +61,11 @@ export function videoRoutes(ctx: ServerContext) {
         responses: { 200: { description: "the MP4", ...mp4 }, ...errorResponses(400, 401, 413, 500) },
       },
     })
-    .get("/v1/videos", async ({ query }) => {
-      const q = validateOrThrow(VideoListQuerySchema, Value.Convert(VideoListQuerySchema, { ...query }), "list query");
+    .get("/v1/videos", async ({ request }) => {
+      // A query string is a urlencoded form: its numbers are read as JSON reads them (limit=2.5 is refused, not truncated).
+      const form = new FormData();
+      for (const [key, value] of new URL(request.url).searchParams) form.append(key, value);
+      const q = validateOrThrow(VideoListQuerySchema, decodeForm(form, VideoListQuerySchema).fields, "list query");
       const page = await ctx.videos.store.list({ after: q.after, limit: q.limit ?? 20, order: q.order ?? "desc" });
       if (!page) throw badRequest(`No video with id '${q.after}' to page after`, "after");
       const { data, has_more } = page;

@@ -1,10 +1,12 @@
-// kino-tiny at sizes other than its native one shows one coherent scene at the requested aspect, not
-// the grid of copies a DiT draws when its token grid is stretched past its training size.
+// What kino-tiny answers to requests beyond its native one: sizes other than 64x64 show one coherent
+// scene at the requested aspect, not the grid of copies a DiT draws when its token grid is stretched
+// past its training size; input images (images.edit, input_reference) are refused naming the field,
+// as the README says, until the model takes images.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { decodeFrames } from "../helpers/decode.ts";
-import { startTestServer, type TestServer } from "../helpers/server.ts";
+import { expectEnvelope, startTestServer, type TestServer } from "../helpers/server.ts";
 
 const exported = existsSync(join(import.meta.dir, "../../models/kino-tiny/model_index.json"));
 let server: TestServer;
@@ -59,4 +61,25 @@ describe.skipIf(!exported)("kino-tiny at other sizes", () => {
       expect(rest.filter((size) => size > 0.02 * largest)).toEqual([]);
     }, 60000);
   }
+});
+
+describe.skipIf(!exported)("kino-tiny and input images", () => {
+  test("images.edit and input_reference are refused with 400 naming the field", async () => {
+    // Refused by the model card before the image is read, so a PNG signature is all the bytes it takes.
+    const form = new FormData();
+    form.set("prompt", "a red circle");
+    form.set("image", new File([new Uint8Array([137, 80, 78, 71])], "frame.png", { type: "image/png" }));
+    const edit = await fetch(`${server.url}/v1/images/edits`, { method: "POST", body: form });
+    const editError = await expectEnvelope(edit, 400);
+    expect(editError.param).toBe("image");
+    expect(editError.message).toContain("input image");
+    const video = await fetch(`${server.url}/v1/videos`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ prompt: "a red circle", input_reference: { image_url: "data:image/png;base64,iVBORw0KGgo=" } }),
+    });
+    const videoError = await expectEnvelope(video, 400);
+    expect(videoError.param).toBe("input_reference.image_url");
+    expect(videoError.message).toContain("does not accept image references");
+  });
 });
