@@ -90,6 +90,35 @@ const Server = Type.Object(
   closed,
 );
 
+const ArtifactStorage = Type.Object(
+  {
+    kind: Type.Union([Type.Literal("local"), Type.Literal("s3")], {
+      default: "local",
+      description: "local: a directory (shared by every node in a cluster); s3: an S3-compatible bucket",
+    }),
+    path: Type.Optional(NonEmpty("local: the directory; unset: server.output_dir")),
+    endpoint: Type.Optional(Type.String({ pattern: "^https?://", description: "s3: the endpoint URL; unset: AWS for the region" })),
+    bucket: Type.Optional(NonEmpty("s3: the bucket (required for s3)")),
+    prefix: Type.String({ default: "", description: "s3: key prefix for everything kino stores" }),
+    region: Type.String({ minLength: 1, default: "us-east-1", description: "s3: the bucket's region" }),
+    presign: Type.Boolean({ default: false, description: "s3: /content redirects to a presigned URL instead of streaming" }),
+  },
+  closed,
+);
+
+/** Several nodes as one service. Secrets come from the environment (KINO_REDIS_PASSWORD, KINO_S3_*). */
+const Cluster = Type.Object(
+  {
+    redis_url: Type.Optional(Type.String({ pattern: "^rediss?://", description: "redis://host:port: jobs and the queue live there; unset: one node" })),
+    queue: Type.String({ minLength: 1, pattern: "^[A-Za-z0-9_-]+$", default: "kino", description: "name (and Redis key prefix) of the cluster's job queue" }),
+    node_id: Type.Optional(NonEmpty("this node's name in the cluster; unset: hostname:port")),
+    storage: ArtifactStorage,
+    stall_ms: PositiveInt(30000, "a node silent this long has died: its job runs again elsewhere"),
+    max_attempts: PositiveInt(3, "runs of a job (node deaths included) before it fails"),
+  },
+  closed,
+);
+
 /** A request default: unset, a request that leaves the field out gets the model card's value. */
 const CARD = "unset: the model card's";
 const Sampling = Type.Object(
@@ -116,7 +145,7 @@ const DefaultRequest = Type.Object(
 );
 
 export const ServeConfigSchema = Type.Object(
-  { generator: Generator, server: Server, default_request: DefaultRequest },
+  { generator: Generator, server: Server, default_request: DefaultRequest, cluster: Cluster },
   { additionalProperties: false },
 );
 

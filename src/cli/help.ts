@@ -24,7 +24,7 @@ function configKeys(schema: TSchema, prefix: string): string[] {
 
 export const SERVE_HELP = `Usage: kino serve [--config FILE.yaml] [overrides]
 
-Overrides are dotted config paths under generator., server. and default_request.
+Overrides are dotted config paths under generator., server., default_request. and cluster.
 (e.g. --server.port 8123 --server.output_dir out/). Keys, defaults, meaning:
 ${configKeys(ServeConfigSchema, "").join("\n")}
 

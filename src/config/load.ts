@@ -41,7 +41,7 @@ export interface LoadedConfig {
   warnings: string[];
 }
 
-const OVERRIDE_ROOTS = ["generator", "server", "default_request"];
+const OVERRIDE_ROOTS = ["generator", "server", "default_request", "cluster"];
 const LORA = "generator.pipeline.components";
 
 export function loadServeConfig(opts: { configFile?: string; overrides?: Record<string, string> } = {}): LoadedConfig {
@@ -59,6 +59,7 @@ export function loadServeConfig(opts: { configFile?: string; overrides?: Record<
       throw new ConfigError(`${LORA}.${field}`, `needs ${LORA}.lora_path (no startup LoRA is configured)`);
     }
   }
+  checkCluster(config.cluster, explicit);
   const warnings = explicit.has("default_request.prompt")
     ? ["default_request.prompt: ignored; every request carries its own prompt"]
     : [];
@@ -87,6 +88,16 @@ export function loadServeConfig(opts: { configFile?: string; overrides?: Record<
   };
 }
 
+/** What the schema cannot say: an s3 store needs a bucket; cluster settings mean nothing without Redis. */
+function checkCluster(cluster: ServeConfig["cluster"], explicit: Set<string>): void {
+  if (cluster.storage.kind === "s3" && cluster.storage.bucket === undefined) {
+    throw new ConfigError("cluster.storage.bucket", "missing (cluster.storage.kind is s3)");
+  }
+  if (cluster.redis_url !== undefined) return;
+  const stray = [...explicit].find((path) => path.startsWith("cluster."));
+  if (stray) throw new ConfigError(stray, "needs cluster.redis_url (without it kino runs as one node)");
+}
+
 function readConfigFile(file: string): Record<string, unknown> {
   let text: string;
   try {
@@ -103,7 +114,7 @@ function readConfigFile(file: string): Record<string, unknown> {
   // An empty or all-comments file is an empty config, not an error.
   if (doc === null || doc === undefined) return {};
   if (!isMapping(doc)) {
-    throw new ConfigError(file, `expected a mapping at the top level (generator:, server:, default_request:), got ${describe(doc)}`);
+    throw new ConfigError(file, `expected a mapping at the top level (generator:, server:, default_request:, cluster:), got ${describe(doc)}`);
   }
   return doc;
 }
@@ -112,7 +123,7 @@ function readConfigFile(file: string): Record<string, unknown> {
 function applyOverride(raw: Record<string, unknown>, path: string, text: string): void {
   const keys = path.split(".");
   if (!OVERRIDE_ROOTS.includes(keys[0]!) || keys.length < 2 || keys.includes("")) {
-    throw new ConfigError(path, "overrides must be dotted field paths under generator., server. or default_request.");
+    throw new ConfigError(path, "overrides must be dotted field paths under generator., server., default_request. or cluster.");
   }
   const schema = overrideSchema(keys);
   if (schema.type === "object") {

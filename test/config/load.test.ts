@@ -162,13 +162,13 @@ describe("overrides", () => {
     expect([...loaded.explicit]).toEqual(["server.port"]);
   });
 
-  test("paths outside generator./server./default_request. are rejected by name", () => {
+  test("paths outside generator./server./default_request./cluster. are rejected by name", () => {
     for (const bad of ["port", "model.path", "generatorx.model_path", "server", "server..port"]) {
       const err = loadError({ overrides: { [bad]: "1" } });
       expect(err.path).toBe(bad);
       expect(err.message).toStartWith(`${bad}: `);
     }
-    expect(loadError({ overrides: { port: "1" } }).message).toContain("generator., server. or default_request.");
+    expect(loadError({ overrides: { port: "1" } }).message).toContain("generator., server., default_request. or cluster.");
   });
 
   test("unknown, non-leaf and through-a-scalar override paths fail clearly", () => {
@@ -277,5 +277,36 @@ describe("servedModelId", () => {
     });
     expect(noNick.servedModelId()).toBe("style");
     expect(noNick.config.generator.pipeline.components.lora_strength).toBe(1.0);
+  });
+});
+
+describe("cluster", () => {
+  test("absent: one node, no Redis; the section's defaults are there", () => {
+    const { cluster } = loadServeConfig({}).config;
+    expect(cluster.redis_url).toBeUndefined();
+    expect(cluster.storage.kind).toBe("local");
+    expect(cluster.queue).toBe("kino");
+  });
+
+  test("a YAML section and dotted overrides load", () => {
+    const file = configFile(`
+cluster:
+  redis_url: redis://10.0.0.5:6379
+  storage: {kind: s3, endpoint: "http://minio:9000", bucket: videos, prefix: kino/}
+`);
+    const { cluster } = loadServeConfig({ configFile: file, overrides: { "cluster.stall_ms": "5000", "cluster.storage.presign": "true" } }).config;
+    expect(cluster.redis_url).toBe("redis://10.0.0.5:6379");
+    expect(cluster.storage).toMatchObject({ kind: "s3", bucket: "videos", prefix: "kino/", presign: true, region: "us-east-1" });
+    expect(cluster.stall_ms).toBe(5000);
+    expect(cluster.max_attempts).toBe(3);
+  });
+
+  test("unknown keys, bad values and missing pieces fail with their path", () => {
+    expect(loadError({ overrides: { "cluster.redis_ur": "redis://x" } }).message).toBe("cluster.redis_ur: unknown field");
+    expect(loadError({ configFile: configFile("cluster: {redis_url: redis://x, storage: {buckt: b}}\n") }).message).toBe("cluster.storage.buckt: unknown field");
+    expect(loadError({ overrides: { "cluster.redis_url": "http://x" } }).path).toBe("cluster.redis_url");
+    expect(loadError({ overrides: { "cluster.redis_url": "redis://x", "cluster.storage.kind": "gcs" } }).message).toStartWith("cluster.storage.kind: expected one of \"local\", \"s3\"");
+    expect(loadError({ overrides: { "cluster.redis_url": "redis://x", "cluster.storage.kind": "s3" } }).message).toBe("cluster.storage.bucket: missing (cluster.storage.kind is s3)");
+    expect(loadError({ overrides: { "cluster.stall_ms": "1000" } }).message).toBe("cluster.stall_ms: needs cluster.redis_url (without it kino runs as one node)");
   });
 });
