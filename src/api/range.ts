@@ -1,20 +1,26 @@
+import type { StoredArtifact } from "../engine/artifact-store.ts";
 import { ApiError } from "./errors.ts";
 
 /**
  * Serves a file with single-range support (RFC 9110 §14): `bytes=a-b`, `bytes=a-`, `bytes=-n`.
  * Multi-range requests get the whole file (allowed by the RFC), unsatisfiable ranges 416.
  */
-export async function fileResponse(path: string, type: string, rangeHeader: string | null, extraHeaders: Record<string, string> = {}): Promise<Response> {
+export function fileResponse(path: string, type: string, rangeHeader: string | null, extraHeaders: Record<string, string> = {}): Response {
   const file = Bun.file(path);
-  const size = file.size;
+  return artifactResponse({ size: file.size, body: (start, end) => file.slice(start, end) }, type, rangeHeader, extraHeaders);
+}
+
+/** The same for a stored artifact, wherever it is stored (a file, an S3 object). */
+export function artifactResponse(artifact: StoredArtifact, type: string, rangeHeader: string | null, extraHeaders: Record<string, string> = {}): Response {
+  const { size } = artifact;
   const headers: Record<string, string> = { "Content-Type": type, "Accept-Ranges": "bytes", ...extraHeaders };
   const range = rangeHeader ? parseRange(rangeHeader, size) : null;
-  if (!range) return new Response(file, { headers: { ...headers, "Content-Length": String(size) } });
+  if (!range) return new Response(artifact.body(0, size), { headers: { ...headers, "Content-Length": String(size) } });
   if (range === "unsatisfiable") {
     throw new ApiError(416, `Range '${rangeHeader}' is not satisfiable for ${size} bytes`, "Range", undefined, { "Content-Range": `bytes */${size}` });
   }
   const [start, end] = range;
-  return new Response(file.slice(start, end + 1), {
+  return new Response(artifact.body(start, end + 1), {
     status: 206,
     headers: { ...headers, "Content-Range": `bytes ${start}-${end}/${size}`, "Content-Length": String(end - start + 1) },
   });

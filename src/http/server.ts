@@ -5,6 +5,8 @@ import type { LoadedConfig } from "../config/load.ts";
 import { admissionContext } from "../api/admission/context.ts";
 import { Engine } from "../engine/engine.ts";
 import { SqliteJobStore } from "../engine/sqlite-store.ts";
+import { LocalArtifactStore } from "../engine/local-artifacts.ts";
+import { LocalDispatch } from "../engine/job-dispatch.ts";
 import { storageError } from "../media/storage.ts";
 import { ImageJobs } from "../api/images/jobs.ts";
 import { VideoJobs } from "../api/videos/jobs.ts";
@@ -42,7 +44,7 @@ export async function startServer(loaded: LoadedConfig, log: (line: string) => v
   const ctx: ServerContext = {
     config: loaded,
     engine,
-    videos: new VideoJobs(engine, store, outputDir, log),
+    videos: new VideoJobs(engine, store, new LocalArtifactStore(outputDir), new LocalDispatch(engine), outputDir, log),
     images: new ImageJobs(engine, store, outputDir, log),
     admission: admissionContext(loaded, engine.card),
     references: {

@@ -1,11 +1,14 @@
 // The video job lifecycle on top of the engine: queued → in_progress → completed | failed, with
 // real progress, server-chosen output paths, and deletion that never leaves an artifact behind. A disk
 // fault fails the job it hit (with a message naming what could not be written), never the server.
+// The same lifecycle serves one node and a cluster: the job store, the artifact store and the dispatch
+// (run here now, or queue for whichever node takes it) are what differ.
 import { join } from "node:path";
 import type { VideoJob } from "../../../schemas/videos.ts";
+import { videoKey, type ArtifactStore } from "../../engine/artifact-store.ts";
 import type { Engine } from "../../engine/engine.ts";
+import type { JobDispatch } from "../../engine/job-dispatch.ts";
 import { isFinished, type JobRecord, type JobStore } from "../../engine/job-store.ts";
-import { removeStored } from "../../media/storage.ts";
 import type { GenerationRequest } from "../../pipelines/pipeline.ts";
 import type { TaskResult } from "../../worker/ipc.ts";
 import { cleanUp, cleanUpReferences } from "../cleanup.ts";
@@ -19,15 +22,24 @@ export interface VideoSubmission {
   seconds: string;
 }
 
+/** A presigned /content URL outlives any sensible download start. */
+const PRESIGNED_URL_SECONDS = 3600;
+
 const now = () => Math.floor(Date.now() / 1000);
 
 export class VideoJobs {
   constructor(
     private readonly engine: Engine,
     readonly store: JobStore,
+    readonly artifacts: ArtifactStore,
+    private readonly dispatch: JobDispatch,
     private readonly outputDir: string,
     private readonly log: (line: string) => void,
-  ) {}
+    /** /content redirects to a presigned URL of the store instead of streaming through kino. */
+    private readonly presign = false,
+  ) {
+    dispatch.serve((id, request) => this.execute(id, request));
+  }
 
   /** Queues a job and returns its queued object; the engine advances it in the background. */
   async submit(sub: VideoSubmission): Promise<VideoJob> {
@@ -40,26 +52,38 @@ export class VideoJobs {
       media_type: "video/mp4", inference_time_s: null, stage_durations: {}, peak_memory_mb: null,
     };
     const record: JobRecord = { job: { ...job }, outputPath };
-    for (const evicted of await this.store.add(record)) void this.remove(evicted.outputPath);
-    let progress = 0;
-    this.engine
-      .run({
+    for (const evicted of await this.store.add(record)) void this.removeArtifact(evicted.job.id);
+    await this.dispatch.dispatch(id, sub.request);
+    return job;
+  }
+
+  /**
+   * Runs a dispatched job on this node to its end. A job deleted while queued is skipped, and so is one
+   * already finished (another node ran it after this one was thought dead): a job completes once.
+   */
+  private async execute(id: string, request: GenerationRequest): Promise<void> {
+    const record = await this.store.get(id);
+    if (!record || isFinished(record.job)) return this.removeReferences(id);
+    // A job run again after its node died resumes its progress, which never moves backwards.
+    let progress = record.job.progress;
+    try {
+      const result = await this.engine.run({
         id,
-        request: sub.request,
-        output: { kind: "mp4", path: outputPath },
+        request,
+        output: { kind: "mp4", path: record.outputPath },
         onStart: () => void this.store.update(id, { status: "in_progress" }),
-        // Integer percent that only moves forward; 100 only once the file is written.
+        // Integer percent that only moves forward; 100 only once the file is stored.
         onProgress: (fraction) => {
           const percent = Math.min(99, Math.floor(fraction * 100));
           if (percent > progress) void this.store.update(id, { progress: (progress = percent) });
         },
-      })
-      .then(
-        (result) => this.completed(record, result),
-        (err: Error) => this.failed(record, err.message),
-      )
-      .then(() => this.afterRun(record, sub.request));
-    return job;
+      });
+      await this.artifacts.put(videoKey(id), record.outputPath);
+      await this.completed(record, result);
+    } catch (err) {
+      await this.failed(record, (err as Error).message);
+    }
+    await this.afterRun(record, request);
   }
 
   /** Runs one generation to a temporary MP4 for POST /v1/videos/sync; the caller removes the file. */
@@ -85,14 +109,19 @@ export class VideoJobs {
     const record = await this.store.get(id);
     if (!record) return false;
     if (isFinished(record.job)) {
-      const failed = await removeStored(record.outputPath);
+      const failed = await this.artifacts.remove(videoKey(id));
       if (failed) throw new ApiError(500, `Video '${id}' was not deleted: ${failed.message}`, "video_id");
       await this.store.delete(id);
       return true;
     }
     await this.store.delete(id);
-    this.engine.cancel(id);
+    await this.dispatch.cancel(id);
     return true;
+  }
+
+  /** Where /content sends the client instead of streaming, when the operator asked for presigned URLs. */
+  presignedUrl(id: string): string | undefined {
+    return this.presign ? this.artifacts.presign?.(videoKey(id), PRESIGNED_URL_SECONDS) : undefined;
   }
 
   private completed(record: JobRecord, result: TaskResult): Promise<void> {
@@ -114,7 +143,15 @@ export class VideoJobs {
     await this.removeReferences(request.request_id);
     // Deleted while it ran (or failed half-way): nothing may stay on disk.
     const now = await this.store.get(record.job.id);
-    if (!now || now.job.status === "failed") await this.remove(record.outputPath);
+    if (!now || now.job.status === "failed") {
+      await this.remove(record.outputPath);
+      await this.removeArtifact(record.job.id);
+    }
+  }
+
+  private async removeArtifact(id: string): Promise<void> {
+    const failed = await this.artifacts.remove(videoKey(id));
+    if (failed) this.log(failed.message);
   }
 
   private remove(path: string): Promise<void> {

@@ -18,7 +18,8 @@ import { decodeBody } from "../body.ts";
 import type { ServerContext } from "../context.ts";
 import { ApiError, badRequest, notFound } from "../errors.ts";
 import { createBody, errorResponses, jsonResponse } from "../route-docs.ts";
-import { fileResponse } from "../range.ts";
+import { artifactResponse } from "../range.ts";
+import { videoKey } from "../../engine/artifact-store.ts";
 import { validateOrThrow } from "../validate.ts";
 
 /** Validation, admission and reference materialization: everything that can fail before a job exists. */
@@ -82,7 +83,11 @@ export function videoRoutes(ctx: ServerContext) {
         throw new ApiError(422, `Video '${params.id}' failed: ${record.job.error?.message}`, "video_id");
       }
       if (record.job.status !== "completed") throw notFound(`Video '${params.id}' is not ready (status ${record.job.status})`, "video_id");
-      return fileResponse(record.outputPath, "video/mp4", request.headers.get("range"), {
+      const presigned = ctx.videos.presignedUrl(params.id);
+      if (presigned) return Response.redirect(presigned, 307);
+      const artifact = await ctx.videos.artifacts.open(videoKey(params.id));
+      if (!artifact) throw new ApiError(500, `Video '${params.id}' is completed but its file is missing from storage`, "video_id");
+      return artifactResponse(artifact, "video/mp4", request.headers.get("range"), {
         "Content-Disposition": `inline; filename="${record.job.file_name}"`,
       });
     }, { detail: { tags, summary: "Download a completed MP4 (Range requests served)", responses: { 200: { description: "the MP4", ...mp4 }, ...errorResponses(400, 401, 404, 416, 422) } } })

@@ -1,0 +1,38 @@
+// Who runs a stored job. On one node the engine's own FIFO is the queue, so a job runs here as soon as
+// it is dispatched (LocalDispatch); in a cluster the job goes onto the shared queue and whichever node
+// takes it runs it (src/cluster/queue-dispatch.ts). Either way the same function runs it: the one the
+// serving layer registers with serve(), so the job lifecycle has one code path.
+import type { GenerationRequest } from "../pipelines/pipeline.ts";
+import type { Engine } from "./engine.ts";
+
+/** Runs one job on this node to its end (completed or failed, recorded in the job store); never throws. */
+export type RunJob = (id: string, request: GenerationRequest) => Promise<void>;
+
+export interface JobDispatch {
+  /** Registers how this node runs a job; called once, before the first dispatch. */
+  serve(run: RunJob): void;
+  /** Hands a job already in the job store to whoever will run it. */
+  dispatch(id: string, request: GenerationRequest): Promise<void>;
+  /** Stops a job wherever it is: a queued one never starts, a running one aborts at its next step. */
+  cancel(id: string): Promise<void>;
+}
+
+export class LocalDispatch implements JobDispatch {
+  private run: RunJob = async () => {
+    throw new Error("LocalDispatch: serve() was not called");
+  };
+
+  constructor(private readonly engine: Engine) {}
+
+  serve(run: RunJob): void {
+    this.run = run;
+  }
+
+  async dispatch(id: string, request: GenerationRequest): Promise<void> {
+    void this.run(id, request);
+  }
+
+  async cancel(id: string): Promise<void> {
+    this.engine.cancel(id);
+  }
+}
