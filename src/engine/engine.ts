@@ -100,6 +100,11 @@ export class Engine {
     return this.open && this.workers.every((w) => w.alive && this.ready.has(w));
   }
 
+  /** Worker processes: how many tasks this engine runs at once. */
+  get workerCount(): number {
+    return this.workers.length;
+  }
+
   workerPids(): number[] {
     return this.workers.map((w) => w.pid).filter((pid): pid is number => pid !== null);
   }

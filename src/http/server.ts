@@ -7,6 +7,7 @@ import { Engine } from "../engine/engine.ts";
 import { SqliteJobStore } from "../engine/sqlite-store.ts";
 import { LocalArtifactStore } from "../engine/local-artifacts.ts";
 import { LocalDispatch } from "../engine/job-dispatch.ts";
+import { ClusterUnavailable, openCluster, type ClusterNode } from "../cluster/open.ts";
 import { storageError } from "../media/storage.ts";
 import { ImageJobs } from "../api/images/jobs.ts";
 import { VideoJobs } from "../api/videos/jobs.ts";
@@ -29,7 +30,10 @@ export async function startServer(loaded: LoadedConfig, log: (line: string) => v
   // Before the model loads (minutes for a large one): is the port free?
   if (server.port !== 0) listenOn(server.host, server.port, () => new Response()).stop(true);
   const outputDir = resolve(server.output_dir);
-  const store = await openStore(outputDir, server.max_jobs, log);
+  // In a cluster the jobs live in Redis and the artifacts in the shared store: both are checked before
+  // the model loads, so a node that cannot join says so at once.
+  const cluster = await joinCluster(loaded, outputDir, log);
+  const store = cluster?.store ?? (await openStore(outputDir, server.max_jobs, log));
   const { gpu: _gpu, ...load } = loadOptionsFrom(loaded);
   const engine = await Engine.open({
     init: { type: "init", ...load },
@@ -37,14 +41,18 @@ export async function startServer(loaded: LoadedConfig, log: (line: string) => v
     workers: Math.max(generator.engine.num_workers, generator.engine.num_gpus),
     gpus: generator.engine.num_gpus,
     log,
-  }).catch((err) => {
+  }).catch(async (err) => {
     store.close();
+    await cluster?.close();
     throw err;
   });
+  const videos = cluster
+    ? new VideoJobs(engine, store, cluster.artifacts, cluster.dispatchWith(engine), outputDir, log, cluster.presign)
+    : new VideoJobs(engine, store, new LocalArtifactStore(outputDir), new LocalDispatch(engine), outputDir, log);
   const ctx: ServerContext = {
     config: loaded,
     engine,
-    videos: new VideoJobs(engine, store, new LocalArtifactStore(outputDir), new LocalDispatch(engine), outputDir, log),
+    videos,
     images: new ImageJobs(engine, store, outputDir, log),
     admission: admissionContext(loaded, engine.card),
     references: {
@@ -68,6 +76,7 @@ export async function startServer(loaded: LoadedConfig, log: (line: string) => v
     // read through readBodyBytes, which enforces server.max_body_bytes while streaming.
     app.listen({ hostname: server.host, port: server.port, maxRequestBodySize: Number.MAX_SAFE_INTEGER, reusePort: false });
   } catch (err) {
+    await cluster?.close();
     await engine.close();
     store.close();
     throw listenError(err, server.host, server.port);
@@ -76,6 +85,7 @@ export async function startServer(loaded: LoadedConfig, log: (line: string) => v
   const anyAddress = server.host === "0.0.0.0" || server.host === "::";
   const host = anyAddress ? "127.0.0.1" : server.host;
   const where = anyAddress ? `listening on ${server.host}:${port} (http://${host}:${port} from this machine)` : `at http://${host}:${port}`;
+  if (cluster) log(`kino: node '${cluster.consume(port)}' takes jobs from cluster queue '${loaded.config.cluster.queue}'`);
   log(`kino: serving '${ctx.admission.servedModelId}' (${engine.card.name} on ${engine.backend}) ${where}`);
   return {
     url: `http://${host}:${port}`,
@@ -83,6 +93,7 @@ export async function startServer(loaded: LoadedConfig, log: (line: string) => v
     ctx,
     async stop() {
       await app.stop(true);
+      await cluster?.close();
       await engine.close();
       store.close();
     },
@@ -106,6 +117,19 @@ function listenError(err: unknown, host: string, port: number): Error {
     return new StartupError(`port ${port} is in use on ${host}: another kino or program is listening there (choose another with --server.port)`);
   }
   return new StartupError(`cannot listen on ${host}:${port}: ${(err as Error).message}`);
+}
+
+/** Connects to the cluster when cluster.redis_url is set; one that cannot be joined is a start-up error. */
+async function joinCluster(loaded: LoadedConfig, outputDir: string, log: (line: string) => void): Promise<ClusterNode | null> {
+  const { cluster, server } = loaded.config;
+  if (cluster.redis_url === undefined) return null;
+  await mkdir(outputDir, { recursive: true });
+  try {
+    return await openCluster({ ...cluster, redis_url: cluster.redis_url }, { outputDir, maxJobs: server.max_jobs, env: process.env, log });
+  } catch (err) {
+    if (err instanceof ClusterUnavailable) throw new StartupError(err.message);
+    throw err;
+  }
 }
 
 /** The job store under output_dir; a directory kino cannot use is a start-up error that says why. */

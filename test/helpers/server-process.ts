@@ -21,14 +21,23 @@ export function canUseMountNamespaces(): boolean {
   return probe.exitCode === 0;
 }
 
-export async function spawnServer(outputDir: string, opts: { setup?: string; namespace?: "root" | "user" } = {}): Promise<ServerProcess> {
-  const serve = [process.execPath, MAIN, "serve", "--generator.model_path", TEST_PIPELINE, "--server.port", "0", "--server.host", "127.0.0.1", "--server.output_dir", outputDir];
+export interface SpawnOptions {
+  setup?: string;
+  namespace?: "root" | "user";
+  /** More `--key value` overrides (a cluster node's cluster.* settings). */
+  args?: string[];
+  /** Added to the server's environment (secrets such as KINO_S3_*). */
+  env?: Record<string, string>;
+}
+
+export async function spawnServer(outputDir: string, opts: SpawnOptions = {}): Promise<ServerProcess> {
+  const serve = [process.execPath, MAIN, "serve", "--generator.model_path", TEST_PIPELINE, "--server.port", "0", "--server.host", "127.0.0.1", "--server.output_dir", outputDir, ...(opts.args ?? [])];
   // "root": we are root in the namespace (may mount); "user": an unprivileged user there, so file
   // permissions apply even when the test itself runs as root.
   const command = opts.namespace
     ? ["unshare", "--user", ...(opts.namespace === "root" ? ["--map-root-user", "--mount"] : []), "sh", "-ec", `${opts.setup ?? ""}\nexec "$@"`, "sh", ...serve]
     : serve;
-  const proc = Bun.spawn(command, { stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn(command, { stdout: "pipe", stderr: "pipe", env: { ...process.env, ...opts.env } });
   let text = "";
   const collect = async (stream: ReadableStream<Uint8Array>) => {
     for await (const chunk of stream) text += new TextDecoder().decode(chunk);

@@ -7,7 +7,7 @@ import { dirname, join, relative, resolve } from "node:path";
 const ROOT = resolve(import.meta.dir, "../..");
 
 /** src/ folders from the top (the command line) down to the kernels' bindings; config is read by all. */
-const LAYERS = ["cli", "http", "api", "engine", "worker", "media", "pipelines", "models", "runtime", "config"];
+const LAYERS = ["cli", "http", "api", "cluster", "engine", "worker", "media", "pipelines", "models", "runtime", "config"];
 
 const files = (pattern: string, cwd: string) => [...new Bun.Glob(pattern).scanSync(join(ROOT, cwd))].map((f) => join(cwd, f)).sort();
 

@@ -1,0 +1,116 @@
+// Joining a cluster at start: connect to Redis and the artifact store, and refuse to start, naming the
+// URL and what failed, when either cannot be used, so a misconfigured node never serves half a cluster.
+import { Redis } from "ioredis";
+import { hostname } from "node:os";
+import type { ServeConfig } from "../../schemas/config.ts";
+import type { ArtifactStore } from "../engine/artifact-store.ts";
+import type { Engine } from "../engine/engine.ts";
+import { LocalArtifactStore } from "../engine/local-artifacts.ts";
+import { QueueDispatch } from "./queue-dispatch.ts";
+import { RedisJobStore } from "./redis-store.ts";
+import { describeS3, S3ArtifactStore, s3Reason } from "./s3-artifacts.ts";
+
+/** The cluster cannot be joined (Redis or the artifact store unreachable or refusing); the message says which and why. */
+export class ClusterUnavailable extends Error {}
+
+export interface ClusterNode {
+  store: RedisJobStore;
+  artifacts: ArtifactStore;
+  /** The queue, consumed through this node's engine (made once the model has loaded). */
+  dispatchWith(engine: Engine): QueueDispatch;
+  presign: boolean;
+  /** Starts taking jobs from the queue once this node listens; returns its node id. */
+  consume(port: number): string;
+  close(): Promise<void>;
+}
+
+/** How long start-up waits for Redis to answer before it calls it unreachable. */
+const CONNECT_TIMEOUT_MS = 5000;
+
+export async function openCluster(
+  cluster: ServeConfig["cluster"] & { redis_url: string },
+  opts: { outputDir: string; maxJobs: number; env: Record<string, string | undefined>; log(line: string): void },
+): Promise<ClusterNode> {
+  const redis = await connectRedis(cluster.redis_url, opts.env.KINO_REDIS_PASSWORD);
+  try {
+    const artifacts = await openArtifacts(cluster.storage, opts.outputDir, opts.env);
+    const store = new RedisJobStore(redis, `kino-jobs:${cluster.queue}`, opts.outputDir, opts.maxJobs);
+    let dispatch: QueueDispatch | null = null;
+    return {
+      store,
+      artifacts,
+      presign: cluster.storage.presign,
+      dispatchWith(engine) {
+        const settings = { queue: cluster.queue, stallMs: cluster.stall_ms, maxAttempts: cluster.max_attempts, concurrency: engine.workerCount };
+        return (dispatch = new QueueDispatch(redis, settings, engine, store, artifacts, opts.outputDir, opts.log));
+      },
+      consume(port) {
+        const nodeId = cluster.node_id ?? `${hostname()}:${port}`;
+        dispatch!.consume(nodeId);
+        return nodeId;
+      },
+      async close() {
+        await dispatch?.close();
+        redis.disconnect();
+      },
+    };
+  } catch (err) {
+    redis.disconnect();
+    throw err;
+  }
+}
+
+/** The URL without its password, for messages. */
+export function redactedUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = "***";
+    return parsed.toString();
+  } catch {
+    return url;
+  }
+}
+
+async function connectRedis(url: string, password: string | undefined): Promise<Redis> {
+  // BullMQ's workers block on Redis, so a command must wait for a reconnect rather than fail after N tries.
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: null, connectTimeout: CONNECT_TIMEOUT_MS, ...(password ? { password } : {}) });
+  redis.on("error", () => {}); // reported below at start; later blips are retried by ioredis
+  try {
+    await withTimeout(redis.connect().then(() => redis.ping()), CONNECT_TIMEOUT_MS);
+    return redis;
+  } catch (err) {
+    redis.disconnect();
+    throw new ClusterUnavailable(`cannot reach Redis at ${redactedUrl(url)} (cluster.redis_url): ${(err as Error).message}`);
+  }
+}
+
+async function openArtifacts(
+  storage: ServeConfig["cluster"]["storage"],
+  outputDir: string,
+  env: Record<string, string | undefined>,
+): Promise<ArtifactStore> {
+  if (storage.kind === "local") return new LocalArtifactStore(storage.path ?? outputDir);
+  const settings = {
+    endpoint: storage.endpoint,
+    bucket: storage.bucket!,
+    prefix: storage.prefix,
+    region: storage.region,
+    accessKeyId: env.KINO_S3_ACCESS_KEY_ID,
+    secretAccessKey: env.KINO_S3_SECRET_ACCESS_KEY,
+  };
+  const store = new S3ArtifactStore(settings);
+  try {
+    await withTimeout(store.check(), CONNECT_TIMEOUT_MS);
+  } catch (err) {
+    throw new ClusterUnavailable(`cannot use the artifact store ${describeS3(settings)} (cluster.storage): ${s3Reason(err)}`);
+  }
+  return store;
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: Timer;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,94 @@
+// Artifacts in an S3-compatible bucket through Bun's built-in S3 client, so every node serves every
+// job's MP4. Keys live under the configured prefix; credentials come from the environment.
+import { S3Client } from "bun";
+import { mkdir } from "node:fs/promises";
+import { dirname } from "node:path";
+import type { ArtifactStore, StoredArtifact } from "../engine/artifact-store.ts";
+import { removeStored, StorageError, storing } from "../media/storage.ts";
+
+export interface S3Settings {
+  endpoint?: string;
+  bucket: string;
+  prefix: string;
+  region: string;
+  accessKeyId?: string;
+  secretAccessKey?: string;
+}
+
+/** `s3://bucket/prefix at endpoint`: where the store is, for start-up errors and logs. */
+export const describeS3 = (s: S3Settings) => `s3://${s.bucket}/${s.prefix}${s.endpoint ? ` at ${s.endpoint}` : ""}`;
+
+export class S3ArtifactStore implements ArtifactStore {
+  private readonly client: S3Client;
+
+  constructor(private readonly settings: S3Settings) {
+    const { endpoint, bucket, region, accessKeyId, secretAccessKey } = settings;
+    this.client = new S3Client({ endpoint, bucket, region, accessKeyId, secretAccessKey });
+  }
+
+  private key(key: string): string {
+    return this.settings.prefix + key;
+  }
+
+  /** Writes and removes a probe object: wrong credentials or a missing bucket fail here, at start. */
+  async check(): Promise<void> {
+    const probe = this.key(`.kino-probe/${crypto.randomUUID()}`);
+    await this.client.write(probe, "kino");
+    await this.client.delete(probe);
+  }
+
+  async put(key: string, path: string): Promise<void> {
+    try {
+      await this.client.write(this.key(key), Bun.file(path));
+    } catch (err) {
+      throw new StorageError(`Could not store the video file in ${describeS3(this.settings)}: ${s3Reason(err)}`, null);
+    }
+    await removeStored(path);
+  }
+
+  async download(key: string, path: string): Promise<void> {
+    let bytes: ArrayBuffer;
+    try {
+      bytes = await this.client.file(this.key(key)).arrayBuffer();
+    } catch (err) {
+      throw new StorageError(`Could not read a reference from ${describeS3(this.settings)}: ${s3Reason(err)}`, null);
+    }
+    await storing("copy a reference", async () => {
+      await mkdir(dirname(path), { recursive: true });
+      await Bun.write(path, bytes);
+    });
+  }
+
+  async open(key: string): Promise<StoredArtifact | undefined> {
+    const file = this.client.file(this.key(key));
+    let size: number;
+    try {
+      size = (await file.stat()).size;
+    } catch (err) {
+      if ((err as { code?: string }).code === "NoSuchKey") return undefined;
+      throw new StorageError(`Could not read the video file from ${describeS3(this.settings)}: ${s3Reason(err)}`, null);
+    }
+    // A Response built on an S3File (or its slice) reads as empty; its stream() carries the bytes.
+    return { size, body: (start, end) => file.slice(start, end).stream() };
+  }
+
+  async remove(key: string): Promise<StorageError | null> {
+    try {
+      await this.client.delete(this.key(key));
+      return null;
+    } catch (err) {
+      return new StorageError(`Could not remove a file from ${describeS3(this.settings)}: ${s3Reason(err)}`, null);
+    }
+  }
+
+  presign(key: string, expiresInSeconds: number): string {
+    return this.client.presign(this.key(key), { expiresIn: expiresInSeconds, method: "GET" });
+  }
+}
+
+/** The S3 error code and message (InvalidAccessKeyId: ...), or the network error. */
+export function s3Reason(err: unknown): string {
+  const code = (err as { code?: string }).code;
+  const message = (err as Error).message ?? String(err);
+  return code && !message.includes(code) ? `${code}: ${message}` : message;
+}

@@ -1,0 +1,91 @@
+// Three kino nodes as one service: jobs in Redis through BullMQ, MP4s in an S3 bucket (s3rver). Any
+// node answers for any job; a job whose node dies completes on another one.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { ServerProcess } from "../helpers/server-process.ts";
+import { waitForJob } from "../helpers/server.ts";
+import { missingRedis, startInfra, type Infra } from "./infra.ts";
+
+if (missingRedis) console.warn(`skipping the cluster tests: ${missingRedis}`);
+
+const post = (url: string, body: unknown) =>
+  fetch(`${url}/v1/videos`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+const create = async (url: string, body: Record<string, unknown> = {}) => {
+  const res = await post(url, { prompt: "a red circle", size: "64x64", num_frames: 5, seed: 1, ...body });
+  expect(res.status).toBe(200);
+  return (await res.json()) as { id: string; status: string };
+};
+const slow = (stepMs: number, steps = 20) => ({ num_inference_steps: steps, extra_params: { step_delay_ms: stepMs } });
+
+describe.skipIf(!!missingRedis)("three nodes, one service", () => {
+  let infra: Infra;
+  let a: ServerProcess, b: ServerProcess, c: ServerProcess;
+  beforeAll(async () => {
+    infra = await startInfra();
+    [a, b, c] = await Promise.all([infra.node(), infra.node(), infra.node()]);
+  });
+  afterAll(() => infra?.stop());
+
+  test("create on A, poll on B, download on C: the same bytes from every node, Range too", async () => {
+    const { id } = await create(a.url);
+    const done = await waitForJob(b.url, id);
+    expect(done).toMatchObject({ status: "completed", progress: 100, file_name: `${id}.mp4` });
+    const fromC = new Uint8Array(await (await fetch(`${c.url}/v1/videos/${id}/content`)).arrayBuffer());
+    const fromA = new Uint8Array(await (await fetch(`${a.url}/v1/videos/${id}/content`)).arrayBuffer());
+    expect(fromC.length).toBeGreaterThan(100);
+    expect(fromC).toEqual(fromA);
+    const part = await fetch(`${b.url}/v1/videos/${id}/content`, { headers: { range: "bytes=10-19" } });
+    expect(part.status).toBe(206);
+    expect(part.headers.get("content-range")).toBe(`bytes 10-19/${fromC.length}`);
+    expect(new Uint8Array(await part.arrayBuffer())).toEqual(fromC.slice(10, 20));
+  });
+
+  test("the list is the whole cluster's, in creation order, paged from any node", async () => {
+    const ids: string[] = [];
+    for (const node of [a, b, c, a, b]) ids.push((await create(node.url)).id);
+    await Promise.all(ids.map((id) => waitForJob(c.url, id)));
+    const all = await (await fetch(`${b.url}/v1/videos?order=asc&limit=100`)).json();
+    const listed = all.data.map((j: { id: string }) => j.id);
+    expect(listed.slice(-5)).toEqual(ids);
+    const first = await (await fetch(`${c.url}/v1/videos?order=desc&limit=2`)).json();
+    expect(first.data.map((j: { id: string }) => j.id)).toEqual([ids[4], ids[3]]);
+    expect(first).toMatchObject({ first_id: ids[4], last_id: ids[3], has_more: true });
+    const next = await (await fetch(`${a.url}/v1/videos?order=desc&limit=2&after=${first.last_id}`)).json();
+    expect(next.data.map((j: { id: string }) => j.id)).toEqual([ids[2], ids[1]]);
+  });
+
+  test("a delete on C of a job running elsewhere stops it and leaves nothing", async () => {
+    const { id } = await create(a.url, slow(200, 50));
+    // Wait until some node runs it.
+    for (let i = 0; i < 200; i++) {
+      const job = await (await fetch(`${c.url}/v1/videos/${id}`)).json();
+      if (job.status === "in_progress" && job.progress > 0) break;
+      await Bun.sleep(50);
+    }
+    const res = await fetch(`${c.url}/v1/videos/${id}`, { method: "DELETE" });
+    expect(await res.json()).toEqual({ id, object: "video.deleted", deleted: true });
+    for (const node of [a, b, c]) expect((await fetch(`${node.url}/v1/videos/${id}`)).status).toBe(404);
+    // The next jobs run at once: the aborted one no longer holds a worker (one per node, three nodes).
+    const next = await Promise.all([create(a.url), create(b.url), create(c.url)]);
+    const started = Date.now();
+    for (const { id: other } of next) expect((await waitForJob(a.url, other)).status).toBe("completed");
+    expect(Date.now() - started).toBeLessThan(8000);
+    expect((await fetch(`${a.url}/v1/videos/${id}/content`)).status).toBe(404);
+  });
+
+  test("kill -9 of the node running a job: it completes on another node", async () => {
+    const { id } = await create(b.url, slow(100, 30));
+    let running: ServerProcess | undefined;
+    for (let i = 0; i < 200 && !running; i++) {
+      const job = await (await fetch(`${a.url}/v1/videos/${id}`)).json();
+      if (job.status === "in_progress" && job.progress > 10) running = [a, b, c].find((n) => n.output().includes(id));
+      await Bun.sleep(50);
+    }
+    expect(running).toBeDefined();
+    await running!.kill();
+    const alive = [a, b, c].filter((n) => n !== running);
+    const done = await waitForJob(alive[0]!.url, id, {}, 30000);
+    expect(done.status).toBe("completed");
+    const bytes = new Uint8Array(await (await fetch(`${alive[1]!.url}/v1/videos/${id}/content`)).arrayBuffer());
+    expect(bytes.length).toBeGreaterThan(100);
+  });
+});
