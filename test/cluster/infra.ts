@@ -12,7 +12,7 @@ export const S3_CREDENTIALS = { KINO_S3_ACCESS_KEY_ID: "S3RVER", KINO_S3_SECRET_
 export const BUCKET = "kino";
 const S3RVER = join(import.meta.dir, "../../node_modules/s3rver/bin/s3rver.js");
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const probe = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
   const port = probe.port!;
   probe.stop(true);
