@@ -120,7 +120,7 @@ export class QueueDispatch implements JobDispatch {
 
   private async gaveUp(id: string, reason: string): Promise<void> {
     const message = /stalled/.test(reason)
-      ? `The job ran ${this.settings.maxAttempts} times and each node running it stopped responding (cluster.max_attempts)`
+      ? `Every node that ran this job stopped responding (${runs(this.settings.maxAttempts)}, cluster.max_attempts)`
       : `The cluster's queue failed the job: ${reason}`;
     await this.store.update(id, { status: "failed", completed_at: Math.floor(Date.now() / 1000), error: { code: "generation_failed", message } });
   }
@@ -133,3 +133,5 @@ export class QueueDispatch implements JobDispatch {
     this.subscriber.disconnect();
   }
 }
+
+const runs = (n: number) => (n === 1 ? "1 run" : `${n} runs`);

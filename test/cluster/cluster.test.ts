@@ -89,3 +89,57 @@ describe.skipIf(!!missingRedis)("three nodes, one service", () => {
     expect(bytes.length).toBeGreaterThan(100);
   });
 });
+
+describe.skipIf(!!missingRedis)("many jobs, restarts", () => {
+  let infra: Infra;
+  beforeAll(async () => {
+    infra = await startInfra();
+  });
+  afterAll(() => infra?.stop());
+
+  test("100 jobs over 3 nodes each run and complete exactly once; after every node restarts all are listed and downloadable", async () => {
+    const nodes = await Promise.all([infra.node(), infra.node(), infra.node()]);
+    const ids: string[] = [];
+    for (let i = 0; i < 100; i++) ids.push((await create(nodes[i % 3]!.url, { seed: i })).id);
+    for (const id of ids) expect((await waitForJob(nodes[0]!.url, id, {}, 60000)).status).toBe("completed");
+    const runs = (id: string) => nodes.reduce((n, node) => n + node.output().split(`job ${id} runs on`).length - 1, 0);
+    expect(ids.filter((id) => runs(id) !== 1)).toEqual([]);
+    // Every node took a share.
+    for (const node of nodes) expect(node.output()).toContain("runs on");
+
+    await Promise.all(nodes.map((n) => n.kill()));
+    const restarted = await Promise.all([infra.node(), infra.node(), infra.node()]);
+    const listed = await (await fetch(`${restarted[1]!.url}/v1/videos?order=asc&limit=100`)).json();
+    expect(listed.data.map((j: { id: string }) => j.id)).toEqual(ids);
+    expect(listed.data.every((j: { status: string }) => j.status === "completed")).toBe(true);
+    for (const [i, id] of ids.entries()) {
+      const res = await fetch(`${restarted[i % 3]!.url}/v1/videos/${id}/content`);
+      expect(res.status).toBe(200);
+      expect((await res.arrayBuffer()).byteLength).toBeGreaterThan(100);
+    }
+  }, 180000);
+});
+
+describe.skipIf(!!missingRedis)("node deaths beyond cluster.max_attempts", () => {
+  let infra: Infra;
+  beforeAll(async () => {
+    infra = await startInfra();
+  });
+  afterAll(() => infra?.stop());
+
+  test("a job whose only run died fails with the reason, on every node", async () => {
+    const nodes = await Promise.all([infra.node({ "cluster.max_attempts": "1" }), infra.node({ "cluster.max_attempts": "1" })]);
+    const { id } = await create(nodes[0]!.url, slow(100, 100));
+    let running: ServerProcess | undefined;
+    for (let i = 0; i < 200 && !running; i++) {
+      running = nodes.find((n) => n.output().includes(`job ${id} runs on`));
+      await Bun.sleep(50);
+    }
+    await running!.kill();
+    const alive = nodes.find((n) => n !== running)!;
+    const failed = await waitForJob(alive.url, id, {}, 30000);
+    expect(failed.status).toBe("failed");
+    expect(failed.error).toEqual({ code: "generation_failed", message: "Every node that ran this job stopped responding (1 run, cluster.max_attempts)" });
+    expect(alive.output()).not.toContain(`job ${id} runs on`);
+  });
+});
