@@ -3,7 +3,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { ServerProcess } from "../helpers/server-process.ts";
 import { waitForJob } from "../helpers/server.ts";
-import { missingRedis, startInfra, type Infra } from "./infra.ts";
+import { encodeImage } from "../../src/media/images.ts";
+import { decodeFrames, pixel } from "../helpers/decode.ts";
+import { BUCKET, missingRedis, startInfra, type Infra } from "./infra.ts";
 
 if (missingRedis) console.warn(`skipping the cluster tests: ${missingRedis}`);
 
@@ -37,6 +39,18 @@ describe.skipIf(!!missingRedis)("three nodes, one service", () => {
     expect(part.status).toBe(206);
     expect(part.headers.get("content-range")).toBe(`bytes 10-19/${fromC.length}`);
     expect(new Uint8Array(await part.arrayBuffer())).toEqual(fromC.slice(10, 20));
+  });
+
+  test("a reference sent to A reaches whichever node runs the job, and is gone from the bucket afterwards", async () => {
+    // A green picture: the first frame of the job shows it outside the object.
+    const png = await encodeImage(new Uint8Array(64 * 64 * 3).map((_, i) => (i % 3 === 1 ? 220 : 20)), 64, 64, "png");
+    const { id } = await create(a.url, { image_reference: [{ image_url: `data:image/png;base64,${Buffer.from(png).toString("base64")}` }] });
+    expect((await waitForJob(b.url, id)).status).toBe("completed");
+    const mp4 = new Uint8Array(await (await fetch(`${c.url}/v1/videos/${id}/content`)).arrayBuffer());
+    expect(pixel((await decodeFrames(mp4, 64, 64))[0]!, 64, 2, 2)[1]).toBeGreaterThan(160);
+    const listing = await (await fetch(`${infra.s3Endpoint}/${BUCKET}?prefix=references/`)).text();
+    expect(listing).toContain("<ListBucketResult");
+    expect(listing).not.toContain("<Key>");
   });
 
   test("the list is the whole cluster's, in creation order, paged from any node", async () => {
@@ -141,5 +155,25 @@ describe.skipIf(!!missingRedis)("node deaths beyond cluster.max_attempts", () =>
     expect(failed.status).toBe("failed");
     expect(failed.error).toEqual({ code: "generation_failed", message: "Every node that ran this job stopped responding (1 run, cluster.max_attempts)" });
     expect(alive.output()).not.toContain(`job ${id} runs on`);
+  });
+});
+
+describe.skipIf(!!missingRedis)("presigned downloads", () => {
+  let infra: Infra;
+  beforeAll(async () => {
+    infra = await startInfra();
+  });
+  afterAll(() => infra?.stop());
+
+  test("with cluster.storage.presign, /content redirects to a URL the bucket serves itself", async () => {
+    const node = await infra.node({ "cluster.storage.presign": "true" });
+    const { id } = await create(node.url);
+    expect((await waitForJob(node.url, id)).status).toBe("completed");
+    const res = await fetch(`${node.url}/v1/videos/${id}/content`, { redirect: "manual" });
+    expect(res.status).toBe(307);
+    const location = res.headers.get("location")!;
+    expect(location).toStartWith(`${infra.s3Endpoint}/${BUCKET}/videos/${id}.mp4?`);
+    const bytes = new Uint8Array(await (await fetch(location)).arrayBuffer());
+    expect(bytes.length).toBeGreaterThan(100);
   });
 });
