@@ -44,12 +44,12 @@ describe.skipIf(!!missingRedis)("with redis-server and s3rver", () => {
     const env = { KINO_S3_ACCESS_KEY_ID: "nobody", KINO_S3_SECRET_ACCESS_KEY: "wrong" };
     const { code, stderr } = await serve(infra.nodeArgs(), env, join(infra.dir, "bad-s3"));
     expect(code).toBe(1);
-    expect(stderr).toStartWith(`kino: cannot use the artifact store s3://kino/ at ${infra.s3Endpoint} (cluster.storage): InvalidAccessKeyId`);
+    expect(stderr).toStartWith(`kino: cannot use the artifact store s3://kino/ (endpoint ${infra.s3Endpoint}) (cluster.storage): InvalidAccessKeyId`);
   });
 
   test("a missing bucket says so", async () => {
     const { code, stderr } = await serve(infra.nodeArgs({ "cluster.storage.bucket": "nope" }), S3_CREDENTIALS, join(infra.dir, "no-bucket"));
     expect(code).toBe(1);
-    expect(stderr).toStartWith(`kino: cannot use the artifact store s3://nope/ at ${infra.s3Endpoint} (cluster.storage): NoSuchBucket`);
+    expect(stderr).toStartWith(`kino: cannot use the artifact store s3://nope/ (endpoint ${infra.s3Endpoint}) (cluster.storage): NoSuchBucket`);
   });
 });
