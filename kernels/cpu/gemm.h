@@ -13,6 +13,7 @@
 #define KINO_GEMM_H
 
 #include "common.h"
+#include "gemm_epilogue.h"
 
 /* Register tile: MR rows × NR columns = MR·NR/4 v128 accumulators. x86 engines give WebAssembly 16
  * vector registers; 4×8 keeps 8 accumulators, 2 B vectors and a splat live and measured best in
@@ -47,9 +48,14 @@ typedef struct {
 void pack_a_rows(const void *ctx, float *dst, int i0, int mc, int k0, int kc);
 
 /* C[i, j] for i in [i_lo, i_hi), j in [j_lo, j_hi): overwritten with the product (accumulate = 0) or
- * added to (accumulate = 1). C has row stride ldc. */
+ * added to (accumulate = 1). C has row stride ldc. epi (null: none; only with accumulate = 0) is
+ * applied as the tiles are stored (gemm_epilogue.h). */
 void gemm_blocked(int i_lo, int i_hi, int j_lo, int j_hi, int K, pack_a_fn pack_a, const void *actx,
-                  pack_b_fn pack_b, const void *bctx, float *C, int ldc, int accumulate, float *scratch);
+                  pack_b_fn pack_b, const void *bctx, float *C, int ldc, int accumulate, const gemm_epi *epi,
+                  float *scratch);
+
+/* The block of C when K = 0: zeros, or with an epilogue, its value at y = bias. */
+void gemm_empty_sum(int i_lo, int i_hi, int j_lo, int j_hi, float *C, int ldc, int accumulate, const gemm_epi *epi);
 
 /*
  * The micro-kernel: the MR×NR tile at c (row stride ldc) = / += pa[kc][MR] · pb[kc][NR-wide rows
@@ -108,6 +114,35 @@ static inline void micro_kernel_edge(int kc, const float *pa, const float *pb, i
   micro_kernel(kc, pa, pb, ldb, tile, NR, 0);
   for (int i = 0; i < mr; i++)
     for (int j = 0; j < nr; j++) c[i * ldc + j] = (accumulate ? c[i * ldc + j] : 0.0f) + tile[i * NR + j];
+}
+
+/*
+ * One mc × nc block of C at rows i0, columns j0 for the K block [pc, pc + kc) of a K-long sum: A packed
+ * in ap (MR-tall panels [kc][MR]), B panel p (NR wide, [kc][NR]) at bp + p·bstride. The first block
+ * overwrites C unless accumulate; on the blocks that need it (gemm_epi_block) each tile goes through a
+ * temporary and the epilogue instead of straight into C.
+ */
+static inline void gemm_macro(int i0, int mc, int j0, int nc, int pc, int kc, int K, const float *ap, const float *bp,
+                              size_t bstride, float *C, int ldc, int accumulate, const gemm_epi *epi) {
+  const int first = pc == 0 && !accumulate, last = pc + kc >= K, fused = gemm_epi_block(epi, last);
+  for (int jr = 0; jr < nc; jr += NR) {
+    const int nr = imin(NR, nc - jr);
+    const float *pb = bp + (size_t)(jr / NR) * bstride;
+    for (int ir = 0; ir < mc; ir += MR) {
+      const int mr = imin(MR, mc - ir);
+      const float *pa = ap + (size_t)ir * kc;
+      float *c = C + (size_t)(i0 + ir) * ldc + j0 + jr;
+      if (fused) {
+        float tile[MR * NR];
+        micro_kernel(kc, pa, pb, NR, tile, NR, 0);
+        gemm_epi_store(epi, tile, NR, C, ldc, i0 + ir, j0 + jr, mr, nr, first, last);
+      } else if (mr == MR && nr == NR) {
+        micro_kernel(kc, pa, pb, NR, c, ldc, !first);
+      } else {
+        micro_kernel_edge(kc, pa, pb, NR, c, ldc, mr, nr, !first);
+      }
+    }
+  }
 }
 
 #endif

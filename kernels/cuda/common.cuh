@@ -77,6 +77,11 @@ __device__ __forceinline__ void kc_st(void* p, int dt, int64_t i, float v) {
   else ((__half*)p)[i] = __float2half(v);
 }
 
+// GELU, tanh approximation (the `gelu` op and the GEMM epilogue).
+__device__ __forceinline__ float kc_gelu_tanh(float v) {
+  return 0.5f * v * (1.f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+}
+
 __device__ __forceinline__ float kc_warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
