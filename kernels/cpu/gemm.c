@@ -95,7 +95,8 @@ static void gemm_small_m(float *out, const float *a, const void *w, int dt, cons
     for (int m = 0; m < M; m++) {
       float s = vsum(acc[m]);
       for (int kk = k; kk < K; kk++) s += a[(size_t)m * K + kk] * load_w1(w, dt, row + kk);
-      gemm_epi_store(e, &s, 1, out, N, m, n, 1, 1, 1, 1);
+      const float *gate = gemm_epi_gate_row(e, m, N);
+      gemm_epi_store(e, &s, 1, out, N, m, n, 1, 1, 1, 1, &gate);
     }
   }
 }

@@ -107,6 +107,22 @@ static inline void micro_kernel(int kc, const float *pa, const float *pb, int ld
   store_tile(acc, c, ldc, accumulate);
 }
 
+/* A later K block of a gated residual (gemm_epilogue.h): C += gate ⊙ products, from the registers, with
+ * gates[r] the gate row of the tile's row r (null: 1) and j the tile's first column. The same
+ * arithmetic as gemm_epi_v4's, so full and edge tiles agree to the bit. */
+static inline void micro_kernel_gated(int kc, const float *pa, const float *pb, int ldb, float *c, int ldc,
+                                      const float *const *gates, int j) {
+  v4f acc[MR][NV] = {{{0}}};
+  for (int k = 0; k < kc; k++, pa += MR, pb += ldb) tile_step(acc, pa, pb);
+  KINO_UNROLL
+  for (int r = 0; r < MR; r++)
+    KINO_UNROLL
+    for (int v = 0; v < NV; v++) {
+      v4f g = gates[r] ? vload(gates[r] + j + 4 * v) : vsplat(1.0f);
+      vstore(c + r * ldc + 4 * v, vload(c + r * ldc + 4 * v) + g * acc[r][v]);
+    }
+}
+
 /* Edge tiles (fewer than MR rows or NR columns): the full tile into a temporary, then the valid part. */
 static inline void micro_kernel_edge(int kc, const float *pa, const float *pb, int ldb, float *c, int ldc, int mr, int nr,
                                      int accumulate) {
@@ -119,12 +135,14 @@ static inline void micro_kernel_edge(int kc, const float *pa, const float *pb, i
 /*
  * One mc × nc block of C at rows i0, columns j0 for the K block [pc, pc + kc) of a K-long sum: A packed
  * in ap (MR-tall panels [kc][MR]), B panel p (NR wide, [kc][NR]) at bp + p·bstride. The first block
- * overwrites C unless accumulate; on the blocks that need it (gemm_epi_block) each tile goes through a
- * temporary and the epilogue instead of straight into C.
+ * overwrites C unless accumulate; on the blocks that need the epilogue (gemm_epi_block) a tile goes
+ * through a temporary and gemm_epi_store, or for a gated residual's later blocks micro_kernel_gated.
  */
 static inline void gemm_macro(int i0, int mc, int j0, int nc, int pc, int kc, int K, const float *ap, const float *bp,
                               size_t bstride, float *C, int ldc, int accumulate, const gemm_epi *epi) {
-  const int first = pc == 0 && !accumulate, last = pc + kc >= K, fused = gemm_epi_block(epi, last);
+  const int first = pc == 0 && !accumulate, last = pc + kc >= K, mode = gemm_epi_block(epi, first, last);
+  const float *gates[MC];
+  if (mode != EPI_NONE) gemm_epi_gate_rows(epi, i0, mc, ldc, gates);
   for (int jr = 0; jr < nc; jr += NR) {
     const int nr = imin(NR, nc - jr);
     const float *pb = bp + (size_t)(jr / NR) * bstride;
@@ -132,11 +150,14 @@ static inline void gemm_macro(int i0, int mc, int j0, int nc, int pc, int kc, in
       const int mr = imin(MR, mc - ir);
       const float *pa = ap + (size_t)ir * kc;
       float *c = C + (size_t)(i0 + ir) * ldc + j0 + jr;
-      if (fused) {
+      const int full = mr == MR && nr == NR;
+      if (mode == EPI_GATED && full) {
+        micro_kernel_gated(kc, pa, pb, NR, c, ldc, gates + ir, j0 + jr);
+      } else if (mode != EPI_NONE) {
         float tile[MR * NR];
         micro_kernel(kc, pa, pb, NR, tile, NR, 0);
-        gemm_epi_store(epi, tile, NR, C, ldc, i0 + ir, j0 + jr, mr, nr, first, last);
-      } else if (mr == MR && nr == NR) {
+        gemm_epi_store(epi, tile, NR, C, ldc, i0 + ir, j0 + jr, mr, nr, first, last, gates + ir);
+      } else if (full) {
         micro_kernel(kc, pa, pb, NR, c, ldc, !first);
       } else {
         micro_kernel_edge(kc, pa, pb, NR, c, ldc, mr, nr, !first);
