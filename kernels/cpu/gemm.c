@@ -54,12 +54,9 @@ static void pack_b_wrows(const void *ctx, float *dst, int j0, int nc, int k0, in
 }
 
 void gemm_empty_sum(int i_lo, int i_hi, int j_lo, int j_hi, float *C, int ldc, int accumulate, const gemm_epi *epi) {
-  if (gemm_epi_active(epi)) {
-    gemm_epi_empty_sum(epi, C, ldc, i_lo, i_hi, j_lo, j_hi);
-  } else if (!accumulate) {
-    for (int i = i_lo; i < i_hi; i++)
-      for (int j = j_lo; j < j_hi; j++) C[(size_t)i * ldc + j] = 0.0f;
-  }
+  if (!gemm_epi_active(epi) && accumulate) return;
+  for (int i = i_lo; i < i_hi; i++)
+    for (int j = j_lo; j < j_hi; j++) C[(size_t)i * ldc + j] = gemm_epi_active(epi) ? gemm_epi_one(epi, 0.0f, ldc, i, j) : 0.0f;
 }
 
 void gemm_blocked(int i_lo, int i_hi, int j_lo, int j_hi, int K, pack_a_fn pack_a, const void *actx,
@@ -95,8 +92,7 @@ static void gemm_small_m(float *out, const float *a, const void *w, int dt, cons
     for (int m = 0; m < M; m++) {
       float s = vsum(acc[m]);
       for (int kk = k; kk < K; kk++) s += a[(size_t)m * K + kk] * load_w1(w, dt, row + kk);
-      const float *gate = gemm_epi_gate_row(e, m, N);
-      gemm_epi_store(e, &s, 1, out, N, m, n, 1, 1, 1, 1, &gate);
+      out[(size_t)m * N + n] = gemm_epi_one(e, s, N, m, n);
     }
   }
 }

@@ -108,8 +108,7 @@ static inline void micro_kernel(int kc, const float *pa, const float *pb, int ld
 }
 
 /* A later K block of a gated residual (gemm_epilogue.h): C += gate ⊙ products, from the registers, with
- * gates[r] the gate row of the tile's row r (null: 1) and j the tile's first column. The same
- * arithmetic as gemm_epi_v4's, so full and edge tiles agree to the bit. */
+ * gates[r] the gate row of the tile's row r and j the tile's first column. */
 static inline void micro_kernel_gated(int kc, const float *pa, const float *pb, int ldb, float *c, int ldc,
                                       const float *const *gates, int j) {
   v4f acc[MR][NV] = {{{0}}};
@@ -117,10 +116,7 @@ static inline void micro_kernel_gated(int kc, const float *pa, const float *pb, 
   KINO_UNROLL
   for (int r = 0; r < MR; r++)
     KINO_UNROLL
-    for (int v = 0; v < NV; v++) {
-      v4f g = gates[r] ? vload(gates[r] + j + 4 * v) : vsplat(1.0f);
-      vstore(c + r * ldc + 4 * v, vload(c + r * ldc + 4 * v) + g * acc[r][v]);
-    }
+    for (int v = 0; v < NV; v++) vstore(c + r * ldc + 4 * v, vload(c + r * ldc + 4 * v) + vload(gates[r] + j + 4 * v) * acc[r][v]);
 }
 
 /* Edge tiles (fewer than MR rows or NR columns): the full tile into a temporary, then the valid part. */
@@ -135,35 +131,39 @@ static inline void micro_kernel_edge(int kc, const float *pa, const float *pb, i
 /*
  * One mc × nc block of C at rows i0, columns j0 for the K block [pc, pc + kc) of a K-long sum: A packed
  * in ap (MR-tall panels [kc][MR]), B panel p (NR wide, [kc][NR]) at bp + p·bstride. The first block
- * overwrites C unless accumulate; on the blocks that need the epilogue (gemm_epi_block) a tile goes
- * through a temporary and gemm_epi_store, or for a gated residual's later blocks micro_kernel_gated.
+ * overwrites C unless accumulate. The epilogue (null: none) runs around the tiles, on the block while
+ * it is in cache (gemm_epilogue.h): a residual's start before the first block, gate ⊙ products in every
+ * block of a gated residual, bias and GELU after the last.
  */
 static inline void gemm_macro(int i0, int mc, int j0, int nc, int pc, int kc, int K, const float *ap, const float *bp,
                               size_t bstride, float *C, int ldc, int accumulate, const gemm_epi *epi) {
-  const int first = pc == 0 && !accumulate, last = pc + kc >= K, mode = gemm_epi_block(epi, first, last);
+  const int first = pc == 0 && !accumulate, last = pc + kc >= K;
+  const int residual = epi && epi->residual, gated = residual && epi->gate;
   const float *gates[MC];
-  if (mode != EPI_NONE) gemm_epi_gate_rows(epi, i0, mc, ldc, gates);
+  if (residual && (first || gated)) gemm_epi_gate_rows(epi, i0, mc, ldc, gates);
+  if (residual && first) gemm_epi_start(epi, C, ldc, i0, mc, j0, nc, gates);
+  const int acc = !first || residual; /* onto earlier blocks, or onto residual + gate·bias */
   for (int jr = 0; jr < nc; jr += NR) {
     const int nr = imin(NR, nc - jr);
     const float *pb = bp + (size_t)(jr / NR) * bstride;
     for (int ir = 0; ir < mc; ir += MR) {
-      const int mr = imin(MR, mc - ir);
+      const int mr = imin(MR, mc - ir), full = mr == MR && nr == NR;
       const float *pa = ap + (size_t)ir * kc;
       float *c = C + (size_t)(i0 + ir) * ldc + j0 + jr;
-      const int full = mr == MR && nr == NR;
-      if (mode == EPI_GATED && full) {
+      if (gated && full) {
         micro_kernel_gated(kc, pa, pb, NR, c, ldc, gates + ir, j0 + jr);
-      } else if (mode != EPI_NONE) {
+      } else if (gated) {
         float tile[MR * NR];
         micro_kernel(kc, pa, pb, NR, tile, NR, 0);
-        gemm_epi_store(epi, tile, NR, C, ldc, i0 + ir, j0 + jr, mr, nr, first, last, gates + ir);
+        gemm_epi_gated_edge(tile, NR, C, ldc, i0 + ir, j0 + jr, mr, nr, gates + ir);
       } else if (full) {
-        micro_kernel(kc, pa, pb, NR, c, ldc, !first);
+        micro_kernel(kc, pa, pb, NR, c, ldc, acc);
       } else {
-        micro_kernel_edge(kc, pa, pb, NR, c, ldc, mr, nr, !first);
+        micro_kernel_edge(kc, pa, pb, NR, c, ldc, mr, nr, acc);
       }
     }
   }
+  if (last && !residual && gemm_epi_active(epi)) gemm_epi_finish(epi, C, ldc, i0, mc, j0, nc);
 }
 
 #endif
