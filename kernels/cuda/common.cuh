@@ -103,6 +103,12 @@ __device__ __forceinline__ float kc_block_sum(float v) {
   v = lane < nwarps ? partial[lane] : 0.f;
   return kc_warp_sum(v);
 }
+// 1 / sqrt(mean(x²) + eps) of a row of `cols` values, for the whole block (RMSNorm's scale).
+__device__ __forceinline__ float kc_block_inv_rms(const float* x, int cols, float eps) {
+  float s = 0.f;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) s += x[c] * x[c];
+  return rsqrtf(kc_block_sum(s) / cols + eps);
+}
 __device__ __forceinline__ float kc_block_max(float v) {
   __shared__ float partial[32];
   __syncthreads();

@@ -9,9 +9,9 @@
 //   tokens past the grid and pairs past the used ones are only normalized.
 //
 // One block per token, as norm.cu's rms_norm (rows of 128…5120 values): the threads sum the squares
-// (kc_block_sum), then each scales and rotates whole pairs, strided over the token's H·D/2 pairs.
+// (kc_block_inv_rms), then each scales and rotates whole pairs, strided over the token's H·D/2 pairs.
 // Scalar accesses: a view may start at an odd element. In place allowed: every read of the sum
-// precedes kc_block_sum's barrier, and afterwards each thread reads only the pair it then writes.
+// precedes the reduction's barrier, and afterwards each thread reads only the pair it then writes.
 #include "rope.cuh"
 
 namespace {
@@ -20,9 +20,7 @@ __global__ void rms_norm_rope_kernel(float* out, const float* x, int width, int 
   const int64_t tok = blockIdx.x;
   const float* xt = x + tok * width;
   float* ot = out + tok * width;
-  float s = 0.f;
-  for (int c = threadIdx.x; c < width; c += blockDim.x) s += xt[c] * xt[c];
-  const float inv = rsqrtf(kc_block_sum(s) / width + eps);
+  const float inv = kc_block_inv_rms(xt, width, eps);
   const int l = (int)(tok % L);
   for (int i = threadIdx.x; i < width / 2; i += blockDim.x) {
     float re = xt[2 * i] * inv, im = xt[2 * i + 1] * inv;

@@ -58,8 +58,9 @@ export interface RopeOptions {
   frameOffset?: number;
 }
 
-/** What `gemm` does with each output element y = (a·w)[m, n] + bias[n] before it stores it: the
- *  elementwise op that follows a linear layer, applied while the result is still in registers. */
+/** What `gemm` does with each output element y = (a·w)[m, n] + bias[n]: the elementwise op that
+ *  follows a linear layer, applied inside the GEMM (on the accumulators on the GPU, on the output
+ *  block while it is in cache on the CPU) instead of as one more pass over memory. */
 export type GemmEpilogue =
   /** out = GELU(y), tanh approximation (as `gelu`): an FFN's up-projection. */
   | { kind: "gelu" }
