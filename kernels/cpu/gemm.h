@@ -54,6 +54,11 @@ void gemm_blocked(int i_lo, int i_hi, int j_lo, int j_hi, int K, pack_a_fn pack_
                   pack_b_fn pack_b, const void *bctx, float *C, int ldc, int accumulate, const gemm_epi *epi,
                   float *scratch);
 
+/* Linear layers (gemm.c): out[M, N] = a[M, K] · w[N, K]ᵀ + bias, then the epilogue (gelu; residual
+ * [M, N], which may be out, with gate [B, G, N] or null: gemm_epilogue.h). */
+void kino_gemm(int tid, int nth, float *out, const float *a, const void *w, int wdt, const float *bias, int M, int N,
+               int K, int gelu, const float *residual, const float *gate, int L, int G);
+
 /* The block of C when K = 0: zeros, or with an epilogue, its value at y = bias. */
 void gemm_empty_sum(int i_lo, int i_hi, int j_lo, int j_hi, float *C, int ldc, int accumulate, const gemm_epi *epi);
 
