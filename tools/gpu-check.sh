@@ -4,7 +4,8 @@
 #   1. builds build/libkino_cuda.so (tools/build/cuda.ts through bun when bun is there, else the same
 #      nvcc flags directly) and counts wgmma (HGMMA) instructions in its sm_90a code;
 #   2. checks the CUDA kernels against PyTorch (fp64/fp32 references on the GPU) at awkward shapes —
-#      every GEMM path (wgmma, mma.sync, SIMT; bf16 and f32 activations) and the attention kernels
+#      every GEMM path (wgmma, mma.sync, SIMT; bf16 and f32 activations; the GELU and gated-residual
+#      epilogues, in place) and the attention kernels
 #      (D 16…128, Lq ≠ Lk, kvLen < Lk, block-causal, T5 bias, SIMT head sizes), each tensor-core
 #      attention result also against its precision promise (attention.cu: |err| ≤ 2^-7 · max|v|);
 #   3. benchmarks bf16 GEMM (4096³ and the Wan-1.3B shapes at M = 4680) and attention (12 heads × 128,
@@ -79,7 +80,7 @@ lib.kc_synchronize.argtypes = [vp]
 lib.kc_timer_start.argtypes = [vp]
 lib.kc_timer_stop.argtypes = [vp]
 lib.kc_timer_stop.restype = C.c_double
-lib.kc_gemm.argtypes = [vp, vp, vp, i32, vp, i32, vp, i32, i32, i32]
+lib.kc_gemm.argtypes = [vp, vp, vp, i32, vp, i32, vp, i32, i32, i32, i32, vp, vp, i32, i32]
 lib.kc_attention.argtypes = [vp, vp, vp, vp, vp, i32, vp, i32, i32, i32, i32, i32, i32, f32, i32, i32]
 lib.kc_set_paths.argtypes = [vp, i32, i32]
 F32, BF16 = 0, 1
@@ -116,12 +117,13 @@ def report_promise(name, got, want, v, kv):
     vmax = v[:, :kv].double().abs().max().clamp_min(1e-30)
     report("  promise " + name, ((got.double() - want.double()).abs().max() / (2 ** -7 * vmax)).item(), 1)
 
-def kino_gemm(ctx, a, w, bias):
+def kino_gemm(ctx, a, w, bias, gelu=0, residual=None, gate=None, L=1, G=1):
     M, K = a.shape; N = w.shape[0]
-    out = torch.empty(M, N, device="cuda", dtype=torch.float32)
+    out = residual if residual is not None else torch.empty(M, N, device="cuda", dtype=torch.float32)  # in place
     torch.cuda.synchronize()
     call(ctx, lib.kc_gemm(ctx, p(out), p(a), F32 if a.dtype == torch.float32 else BF16, p(w),
-                          F32 if w.dtype == torch.float32 else BF16, p(bias), M, N, K), f"gemm {M}x{N}x{K}")
+                          F32 if w.dtype == torch.float32 else BF16, p(bias), M, N, K, gelu, p(residual), p(gate), L, G),
+         f"gemm {M}x{N}x{K}")
     return out
 
 def attention_rc(ctx, out, q, k, v, kv_len, scale, bias=None, block=0, qoff=0):
@@ -163,6 +165,15 @@ for path in ["mma.sync", "auto (wgmma on sm_90)", "simt"]:
         want = (a.double() if path == "simt" else bf(a).double()) @ w.double().T + bias.double()
         report(f"{path}: a f32 {M}x{N}x{K}", rel(kino_gemm(ctx, a, w, bias), want), 2e-3)
         report(f"{path}: a bf16 {M}x{N}x{K}", rel(kino_gemm(ctx, a.to(torch.bfloat16), w, None), bf(a) @ w.float().T), 2e-3)
+    # epilogues (gemm_epilogue.cuh): GELU; out = residual + gate·y in place, 2 items × 150 tokens, 3 gate rows each
+    M, N, K = 300, 264, 200
+    a, w, bias = rnd(M, K), rnd(N, K, dtype=torch.bfloat16), rnd(N)
+    y = (a.double() if path == "simt" else bf(a).double()) @ w.double().T + bias.double()
+    gelu_ref = 0.5 * y * (1 + torch.tanh(math.sqrt(2 / math.pi) * (y + 0.044715 * y ** 3)))
+    report(f"{path}: +GELU {M}x{N}x{K}", rel(kino_gemm(ctx, a, w, bias, gelu=1), gelu_ref), 2e-3)
+    res, gate = rnd(M, N), rnd(2, 3, N)
+    want = res.double() + gate.double().repeat_interleave(50, dim=1).reshape(M, N) * y
+    report(f"{path}: gated residual in place {M}x{N}x{K}", rel(kino_gemm(ctx, a, w, bias, residual=res.clone(), gate=gate, L=150, G=3), want), 2e-3)
 ctx = ctxs["auto (wgmma on sm_90)"]
 for M, N, K in [(133, 264, 200), (64, 96, 13)]:  # f32 weights (SIMT), K off 8
     a, w = rnd(M, K), rnd(N, K)
@@ -212,7 +223,7 @@ for label, (M, N, K) in [("4096³", (4096, 4096, 4096)), ("Wan QKV", (4680, 4608
     flops = 2 * M * N * K
     for path in ["auto (wgmma on sm_90)", "mma.sync"] if label == "4096³" else ["auto (wgmma on sm_90)"]:
         c = ctxs[path]
-        kt = bench(c, lambda: lib.kc_gemm(c, p(out), p(a), BF16, p(w), BF16, None, M, N, K), flops)
+        kt = bench(c, lambda: lib.kc_gemm(c, p(out), p(a), BF16, p(w), BF16, None, M, N, K, 0, None, None, 1, 1), flops)
         tt = torch_bench(lambda: torch.matmul(a, w.T), flops)
         rows.append((f"gemm {label} {M}x{N}x{K} [{path.split()[0]}]", kt, tt))
 # (label, Lq, Lk, block size, q offset): Wan 1.3B self-attention (12 heads × 128) at 4680 tokens a

@@ -70,7 +70,7 @@ void KINO_EXPORT(kino_conv3d)(int tid, int nth, float *out, const float *x, cons
     conv_src s = {x + (size_t)b * Cin * T * H * W, prev ? prev + (size_t)b * Cin * tp * H * W : 0,
                   Cin, T, H, W, kt, kh, kw, st, sh, sw, tp, top, left, To, Ho, Wo};
     float *ob = out + (size_t)b * Cout * P;
-    gemm_blocked(i_lo, i_hi, j_lo, j_hi, K, pack_a_rows, &ws, pack_b_im2col, &s, ob, P, 0, thread_scratch(tid));
+    gemm_blocked(i_lo, i_hi, j_lo, j_hi, K, pack_a_rows, &ws, pack_b_im2col, &s, ob, P, 0, 0, thread_scratch(tid));
     if (bias)
       for (int i = i_lo; i < i_hi; i++)
         for (int j = j_lo; j < j_hi; j++) ob[(size_t)i * P + j] += bias[i];

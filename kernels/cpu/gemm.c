@@ -1,5 +1,7 @@
 /*
- * Linear layers: out[M, N] = a[M, K] · w[N, K]ᵀ + bias, w in f32/bf16/f16 (PyTorch Linear layout).
+ * Linear layers: out[M, N] = a[M, K] · w[N, K]ᵀ + bias, w in f32/bf16/f16 (PyTorch Linear layout),
+ * and the epilogue after it (gemm_epilogue.h: the bias, GELU or a gated residual, applied as tiles are
+ * stored).
  *
  * Two paths. M ≤ 4 (time embeddings, a single token) is a matrix-vector product: it is bound by
  * reading w once, so it streams each weight row against all rows of a and skips packing. Larger M
@@ -51,39 +53,33 @@ static void pack_b_wrows(const void *ctx, float *dst, int j0, int nc, int k0, in
   }
 }
 
+void gemm_empty_sum(int i_lo, int i_hi, int j_lo, int j_hi, float *C, int ldc, int accumulate, const gemm_epi *epi) {
+  if (!gemm_epi_active(epi) && accumulate) return;
+  for (int i = i_lo; i < i_hi; i++)
+    for (int j = j_lo; j < j_hi; j++) C[(size_t)i * ldc + j] = gemm_epi_active(epi) ? gemm_epi_one(epi, 0.0f, ldc, i, j) : 0.0f;
+}
+
 void gemm_blocked(int i_lo, int i_hi, int j_lo, int j_hi, int K, pack_a_fn pack_a, const void *actx,
-                  pack_b_fn pack_b, const void *bctx, float *C, int ldc, int accumulate, float *scratch) {
+                  pack_b_fn pack_b, const void *bctx, float *C, int ldc, int accumulate, const gemm_epi *epi,
+                  float *scratch) {
   float *bp = scratch, *ap = scratch + (size_t)KC * NC;
-  if (K == 0 && !accumulate) {
-    for (int i = i_lo; i < i_hi; i++)
-      for (int j = j_lo; j < j_hi; j++) C[(size_t)i * ldc + j] = 0.0f;
-    return;
-  }
+  if (K == 0) return gemm_empty_sum(i_lo, i_hi, j_lo, j_hi, C, ldc, accumulate, epi);
   for (int jc = j_lo; jc < j_hi; jc += NC) {
     int nc = imin(NC, j_hi - jc);
     for (int pc = 0; pc < K; pc += KC) {
-      int kc = imin(KC, K - pc), acc = accumulate || pc > 0;
+      int kc = imin(KC, K - pc);
       pack_b(bctx, bp, jc, nc, pc, kc);
       for (int ic = i_lo; ic < i_hi; ic += MC) {
         int mc = imin(MC, i_hi - ic);
         pack_a(actx, ap, ic, mc, pc, kc);
-        for (int jr = 0; jr < nc; jr += NR) {
-          int nr = imin(NR, nc - jr);
-          const float *pb = bp + (size_t)jr * kc;
-          for (int ir = 0; ir < mc; ir += MR) {
-            int mr = imin(MR, mc - ir);
-            float *c = C + (size_t)(ic + ir) * ldc + jc + jr;
-            if (mr == MR && nr == NR) micro_kernel(kc, ap + (size_t)ir * kc, pb, NR, c, ldc, acc);
-            else micro_kernel_edge(kc, ap + (size_t)ir * kc, pb, NR, c, ldc, mr, nr, acc);
-          }
-        }
+        gemm_macro(ic, mc, jc, nc, pc, kc, K, ap, bp, (size_t)kc * NR, C, ldc, accumulate, epi);
       }
     }
   }
 }
 
 /* M ≤ 4: each weight row is read once and dotted with every row of a. */
-static void gemm_small_m(float *out, const float *a, const void *w, int dt, const float *bias, int M, int N, int K,
+static void gemm_small_m(float *out, const float *a, const void *w, int dt, const gemm_epi *e, int M, int N, int K,
                          int n_lo, int n_hi) {
   for (int n = n_lo; n < n_hi; n++) {
     v4f acc[4] = {{0}, {0}, {0}, {0}};
@@ -96,23 +92,22 @@ static void gemm_small_m(float *out, const float *a, const void *w, int dt, cons
     for (int m = 0; m < M; m++) {
       float s = vsum(acc[m]);
       for (int kk = k; kk < K; kk++) s += a[(size_t)m * K + kk] * load_w1(w, dt, row + kk);
-      out[(size_t)m * N + n] = s + (bias ? bias[n] : 0.0f);
+      out[(size_t)m * N + n] = gemm_epi_one(e, s, N, m, n);
     }
   }
 }
 
+/* gelu, residual, gate, L, G: the epilogue (gemm_epilogue.h); residual may be out. */
 void KINO_EXPORT(kino_gemm)(int tid, int nth, float *out, const float *a, const void *w, int wdt, const float *bias,
-                            int M, int N, int K) {
+                            int M, int N, int K, int gelu, const float *residual, const float *gate, int L, int G) {
+  const gemm_epi e = {bias, gelu, residual, gate, L, G};
   if (M <= 4) {
     range_t r = split_range((size_t)N, tid, nth);
-    gemm_small_m(out, a, w, wdt, bias, M, N, K, (int)r.lo, (int)r.hi);
+    gemm_small_m(out, a, w, wdt, &e, M, N, K, (int)r.lo, (int)r.hi);
     return;
   }
   int i_lo, i_hi, j_lo, j_hi;
   if (!gemm_thread_block(tid, nth, M, N, &i_lo, &i_hi, &j_lo, &j_hi)) return;
   rows_src as = {a, DT_F32, K}, ws = {w, wdt, K};
-  gemm_blocked(i_lo, i_hi, j_lo, j_hi, K, pack_a_rows, &as, pack_b_wrows, &ws, out, N, 0, thread_scratch(tid));
-  if (bias)
-    for (int i = i_lo; i < i_hi; i++)
-      for (int j = j_lo; j < j_hi; j++) out[(size_t)i * N + j] += bias[j];
+  gemm_blocked(i_lo, i_hi, j_lo, j_hi, K, pack_a_rows, &as, pack_b_wrows, &ws, out, N, 0, &e, thread_scratch(tid));
 }

@@ -13,6 +13,7 @@
 #define KINO_GEMM_H
 
 #include "common.h"
+#include "gemm_epilogue.h"
 
 /* Register tile: MR rows × NR columns = MR·NR/4 v128 accumulators. x86 engines give WebAssembly 16
  * vector registers; 4×8 keeps 8 accumulators, 2 B vectors and a splat live and measured best in
@@ -47,9 +48,19 @@ typedef struct {
 void pack_a_rows(const void *ctx, float *dst, int i0, int mc, int k0, int kc);
 
 /* C[i, j] for i in [i_lo, i_hi), j in [j_lo, j_hi): overwritten with the product (accumulate = 0) or
- * added to (accumulate = 1). C has row stride ldc. */
+ * added to (accumulate = 1). C has row stride ldc. epi (null: none; only with accumulate = 0) is
+ * applied as the tiles are stored (gemm_epilogue.h). */
 void gemm_blocked(int i_lo, int i_hi, int j_lo, int j_hi, int K, pack_a_fn pack_a, const void *actx,
-                  pack_b_fn pack_b, const void *bctx, float *C, int ldc, int accumulate, float *scratch);
+                  pack_b_fn pack_b, const void *bctx, float *C, int ldc, int accumulate, const gemm_epi *epi,
+                  float *scratch);
+
+/* Linear layers (gemm.c): out[M, N] = a[M, K] · w[N, K]ᵀ + bias, then the epilogue (gelu; residual
+ * [M, N], which may be out, with gate [B, G, N] or null: gemm_epilogue.h). */
+void kino_gemm(int tid, int nth, float *out, const float *a, const void *w, int wdt, const float *bias, int M, int N,
+               int K, int gelu, const float *residual, const float *gate, int L, int G);
+
+/* The block of C when K = 0: zeros, or with an epilogue, its value at y = bias. */
+void gemm_empty_sum(int i_lo, int i_hi, int j_lo, int j_hi, float *C, int ldc, int accumulate, const gemm_epi *epi);
 
 /*
  * The micro-kernel: the MR×NR tile at c (row stride ldc) = / += pa[kc][MR] · pb[kc][NR-wide rows
@@ -101,6 +112,18 @@ static inline void micro_kernel(int kc, const float *pa, const float *pb, int ld
   store_tile(acc, c, ldc, accumulate);
 }
 
+/* A later K block of a gated residual (gemm_epilogue.h): C += gate ⊙ products, from the registers, with
+ * gates[r] the gate row of the tile's row r and j the tile's first column. */
+static inline void micro_kernel_gated(int kc, const float *pa, const float *pb, int ldb, float *c, int ldc,
+                                      const float *const *gates, int j) {
+  v4f acc[MR][NV] = {{{0}}};
+  for (int k = 0; k < kc; k++, pa += MR, pb += ldb) tile_step(acc, pa, pb);
+  KINO_UNROLL
+  for (int r = 0; r < MR; r++)
+    KINO_UNROLL
+    for (int v = 0; v < NV; v++) vstore(c + r * ldc + 4 * v, vload(c + r * ldc + 4 * v) + vload(gates[r] + j + 4 * v) * acc[r][v]);
+}
+
 /* Edge tiles (fewer than MR rows or NR columns): the full tile into a temporary, then the valid part. */
 static inline void micro_kernel_edge(int kc, const float *pa, const float *pb, int ldb, float *c, int ldc, int mr, int nr,
                                      int accumulate) {
@@ -108,6 +131,44 @@ static inline void micro_kernel_edge(int kc, const float *pa, const float *pb, i
   micro_kernel(kc, pa, pb, ldb, tile, NR, 0);
   for (int i = 0; i < mr; i++)
     for (int j = 0; j < nr; j++) c[i * ldc + j] = (accumulate ? c[i * ldc + j] : 0.0f) + tile[i * NR + j];
+}
+
+/*
+ * One mc × nc block of C at rows i0, columns j0 for the K block [pc, pc + kc) of a K-long sum: A packed
+ * in ap (MR-tall panels [kc][MR]), B panel p (NR wide, [kc][NR]) at bp + p·bstride. The first block
+ * overwrites C unless accumulate. The epilogue (null: none) runs around the tiles, on the block while
+ * it is in cache (gemm_epilogue.h): a residual's start before the first block, gate ⊙ products in every
+ * block of a gated residual, bias and GELU after the last.
+ */
+static inline void gemm_macro(int i0, int mc, int j0, int nc, int pc, int kc, int K, const float *ap, const float *bp,
+                              size_t bstride, float *C, int ldc, int accumulate, const gemm_epi *epi) {
+  const int first = pc == 0 && !accumulate, last = pc + kc >= K;
+  const int residual = epi && epi->residual, gated = residual && epi->gate;
+  const float *gates[MC];
+  if (residual && (first || gated)) gemm_epi_gate_rows(epi, i0, mc, ldc, gates);
+  if (residual && first) gemm_epi_start(epi, C, ldc, i0, mc, j0, nc, gates);
+  const int acc = !first || residual; /* onto earlier blocks, or onto residual + gate·bias */
+  for (int jr = 0; jr < nc; jr += NR) {
+    const int nr = imin(NR, nc - jr);
+    const float *pb = bp + (size_t)(jr / NR) * bstride;
+    for (int ir = 0; ir < mc; ir += MR) {
+      const int mr = imin(MR, mc - ir), full = mr == MR && nr == NR;
+      const float *pa = ap + (size_t)ir * kc;
+      float *c = C + (size_t)(i0 + ir) * ldc + j0 + jr;
+      if (gated && full) {
+        micro_kernel_gated(kc, pa, pb, NR, c, ldc, gates + ir, j0 + jr);
+      } else if (gated) {
+        float tile[MR * NR];
+        micro_kernel(kc, pa, pb, NR, tile, NR, 0);
+        gemm_epi_gated_edge(tile, NR, C, ldc, i0 + ir, j0 + jr, mr, nr, gates + ir);
+      } else if (full) {
+        micro_kernel(kc, pa, pb, NR, c, ldc, acc);
+      } else {
+        micro_kernel_edge(kc, pa, pb, NR, c, ldc, mr, nr, acc);
+      }
+    }
+  }
+  if (last && !residual && gemm_epi_active(epi)) gemm_epi_finish(epi, C, ldc, i0, mc, j0, nc);
 }
 
 #endif

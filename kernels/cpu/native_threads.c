@@ -7,10 +7,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "gemm.h"
 #include "scratch.h"
 
-void kino_gemm(int tid, int nth, float *out, const float *a, const void *w, int wdt, const float *bias, int M, int N,
-               int K);
 void kino_attention(int tid, int nth, float *out, const float *q, const float *k, const float *v, const float *bias,
                     int B, int Lq, int Lk, int kv_len, int H, int D, float scale, int block, int q_offset);
 
@@ -37,7 +36,7 @@ typedef struct {
 
 static void *run_job(void *p) {
   const job_t *j = p;
-  if (j->kind == 0) kino_gemm(j->tid, j->nth, j->out, j->a, j->w, j->wdt, 0, j->M, j->N, j->K);
+  if (j->kind == 0) kino_gemm(j->tid, j->nth, j->out, j->a, j->w, j->wdt, 0, j->M, j->N, j->K, 0, 0, 0, 1, 1);
   else kino_attention(j->tid, j->nth, j->out, j->a, j->k, j->v, 0, 1, j->M, j->N, j->N, j->H, j->D, j->scale, 0, 0);
   return 0;
 }

@@ -2,32 +2,12 @@
  * Normalisations and softmax. All reduce over the contiguous last dim except l2norm_channels, which
  * reduces over dim 1 of [B, C, S] (the Wan-VAE's channel norm on video tensors) and so vectorises
  * across 4 neighbouring positions instead. Rows are split across threads; in place is fine because
- * each row is read fully before it is written.
+ * each row is read fully before it is written. layer_norm_modulate is the DiT's adaLN: the norm and
+ * the per-token modulation in one pass over the row instead of a second pass over all activations.
  */
 #include "common.h"
 #include "kmath.h"
-
-static float row_sum(const float *x, int n) {
-  v4f acc0 = {0}, acc1 = {0};
-  int i = 0;
-  for (; i + 8 <= n; i += 8) acc0 += vload(x + i), acc1 += vload(x + i + 4);
-  float s = vsum(acc0 + acc1);
-  for (; i < n; i++) s += x[i];
-  return s;
-}
-
-/* Σ (x − c)²: two passes (mean first) keep the variance accurate when |mean| ≫ std. */
-static float row_sq_dev(const float *x, int n, float c) {
-  v4f acc0 = {0}, acc1 = {0}, vc = vsplat(c);
-  int i = 0;
-  for (; i + 8 <= n; i += 8) {
-    v4f a = vload(x + i) - vc, b = vload(x + i + 4) - vc;
-    acc0 += a * a, acc1 += b * b;
-  }
-  float s = vsum(acc0 + acc1);
-  for (; i < n; i++) s += (x[i] - c) * (x[i] - c);
-  return s;
-}
+#include "row_stats.h"
 
 /* out = (x − mean)·inv·weight + bias, weight/bias optional. */
 static void scale_row(float *out, const float *x, int n, float mean, float inv, const float *w, const float *b) {
@@ -45,6 +25,28 @@ void KINO_EXPORT(kino_layer_norm)(int tid, int nth, float *out, const float *x, 
     float mean = row_sum(xr, cols) / (float)cols;
     float inv = 1.0f / ksqrt(row_sq_dev(xr, cols, mean) / (float)cols + eps);
     scale_row(out + i * cols, xr, cols, mean, inv, w, b);
+  }
+}
+
+/*
+ * x [B, L, C], scale and shift [B, G, C]: out = (x − mean)·inv·(1 + scale) + shift with the table row
+ * of token l being l / (L / G) (per sample, per frame or per token).
+ */
+void KINO_EXPORT(kino_layer_norm_modulate)(int tid, int nth, float *out, const float *x, const float *scale,
+                                           const float *shift, int B, int L, int C, int G, float eps) {
+  range_t r = split_range((size_t)B * L, tid, nth);
+  const int per = L / G;
+  for (size_t row = r.lo; row < r.hi; row++) {
+    const float *xr = x + row * C;
+    const size_t t = ((row / (size_t)L) * G + (row % (size_t)L) / (size_t)per) * C;
+    const float *sc = scale + t, *sh = shift + t;
+    float *o = out + row * C;
+    const float mean = row_sum(xr, C) / (float)C;
+    const float inv = 1.0f / ksqrt(row_sq_dev(xr, C, mean) / (float)C + eps);
+    const v4f vm = vsplat(mean), vi = vsplat(inv), one = vsplat(1.0f);
+    int c = 0;
+    for (; c + 4 <= C; c += 4) vstore(o + c, (vload(xr + c) - vm) * vi * (one + vload(sc + c)) + vload(sh + c));
+    for (; c < C; c++) o[c] = (xr[c] - mean) * inv * (1.0f + sc[c]) + sh[c];
   }
 }
 

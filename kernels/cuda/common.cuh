@@ -82,6 +82,11 @@ __device__ __forceinline__ void kc_st(void* p, int dt, int64_t i, float v) {
   else ((__half*)p)[i] = __float2half(v);
 }
 
+// GELU, tanh approximation (the `gelu` op and the GEMM epilogue).
+__device__ __forceinline__ float kc_gelu_tanh(float v) {
+  return 0.5f * v * (1.f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+}
+
 __device__ __forceinline__ float kc_warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -102,6 +107,12 @@ __device__ __forceinline__ float kc_block_sum(float v) {
   __syncthreads();
   v = lane < nwarps ? partial[lane] : 0.f;
   return kc_warp_sum(v);
+}
+// 1 / sqrt(mean(x²) + eps) of a row of `cols` values, for the whole block (RMSNorm's scale).
+__device__ __forceinline__ float kc_block_inv_rms(const float* x, int cols, float eps) {
+  float s = 0.f;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) s += x[c] * x[c];
+  return rsqrtf(kc_block_sum(s) / cols + eps);
 }
 __device__ __forceinline__ float kc_block_max(float v) {
   __shared__ float partial[32];

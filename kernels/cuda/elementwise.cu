@@ -7,8 +7,6 @@
 //   mul       out = a·b
 //   axpby     out = α·a + β·b
 //   fill      out = value
-//   modulate  out = x·(1 + scale[r]) + shift[r]     x [B, L, C], tables [B, G, C],
-//   gated_add out = x + gate[r]·y                   r = (b·G + floor(l / (L/G)))·C + c
 //   convert   out = x widened or rounded (f32 → bf16/f16 round-to-nearest-even; u8 → f32 values)
 #include "common.cuh"
 
@@ -28,7 +26,7 @@ enum Unary { GELU = 0, SILU = 1 };
 __global__ void unary_kernel(float* out, const float* x, int64_t n, int op) {
   KC_GRID_STRIDE(i, n) {
     float v = x[i];
-    if (op == GELU) out[i] = 0.5f * v * (1.f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+    if (op == GELU) out[i] = kc_gelu_tanh(v);
     else out[i] = v / (1.f + expf(-v));
   }
 }
@@ -43,24 +41,6 @@ __global__ void axpby_kernel(float* out, const float* a, const float* b, float a
 
 __global__ void fill_kernel(float* out, float value, int64_t n) {
   KC_GRID_STRIDE(i, n) out[i] = value;
-}
-
-__device__ __forceinline__ int64_t group_row(int64_t i, int L, int C, int G) {
-  int64_t c = i % C, l = (i / C) % L, b = i / ((int64_t)C * L);
-  return (b * G + l / (L / G)) * C + c;
-}
-
-__global__ void modulate_kernel(float* out, const float* x, const float* scale, const float* shift, int64_t n, int L,
-                                int C, int G) {
-  KC_GRID_STRIDE(i, n) {
-    int64_t r = group_row(i, L, C, G);
-    out[i] = x[i] * (1.f + scale[r]) + shift[r];
-  }
-}
-
-__global__ void gated_add_kernel(float* out, const float* x, const float* y, const float* gate, int64_t n, int L, int C,
-                                 int G) {
-  KC_GRID_STRIDE(i, n) out[i] = x[i] + gate[group_row(i, L, C, G)] * y[i];
 }
 
 // Conversion: f32 → bf16 is the hot case (every GEMM and attention call rounds its f32 operand), so
@@ -126,18 +106,4 @@ KC_API int kc_fill(KcContext* ctx, float* out, float value, int64_t n) {
   if (n <= 0) return 0;
   fill_kernel<<<grid_for(ctx, n), THREADS, 0, ctx->stream>>>(out, value, n);
   return kc_launched(ctx, "kc_fill");
-}
-KC_API int kc_modulate(KcContext* ctx, float* out, const float* x, const float* scale, const float* shift, int B, int L,
-                       int C, int G) {
-  int64_t n = (int64_t)B * L * C;
-  if (n <= 0) return 0;
-  modulate_kernel<<<grid_for(ctx, n), THREADS, 0, ctx->stream>>>(out, x, scale, shift, n, L, C, G);
-  return kc_launched(ctx, "kc_modulate");
-}
-KC_API int kc_gated_add(KcContext* ctx, float* out, const float* x, const float* y, const float* gate, int B, int L,
-                        int C, int G) {
-  int64_t n = (int64_t)B * L * C;
-  if (n <= 0) return 0;
-  gated_add_kernel<<<grid_for(ctx, n), THREADS, 0, ctx->stream>>>(out, x, y, gate, n, L, C, G);
-  return kc_launched(ctx, "kc_gated_add");
 }

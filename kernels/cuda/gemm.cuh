@@ -1,4 +1,5 @@
-// The GEMM family: out[M, N] = a[M, K] · w[N, K]ᵀ (+ bias[N]), f32 accumulation, f32 out.
+// The GEMM family: out[M, N] = a[M, K] · w[N, K]ᵀ (+ bias[N]), f32 accumulation, f32 out, then the
+// epilogue (gemm_epilogue.cuh: GELU or a gated residual) on each element as it is stored.
 // Both operands are K-major (rows of K contiguous elements), which is how activations and PyTorch
 // Linear weights are stored, so no kernel here ever transposes.
 //
@@ -18,13 +19,14 @@
 //     0 when a already is bf16/f16; products of 16-bit values are exact in f32, the sum is f32.
 //   SIMT path (f32 weights, KINO_CUDA_GEMM=simt, exact mode):  |out − ref| ≤ K · 2^-24 · Σ_k |a · w|
 //     (f32 FMA chains; bf16/f16 weights widen to f32 exactly).
-// The bias is added in f32 (one more rounding of |out|, 2^-24 · |out|).
+// The bias is added in f32 (one more rounding of |out|, 2^-24 · |out|), and so is the epilogue.
 #pragma once
 #include "common.cuh"
+#include "gemm_epilogue.cuh"
 
 int kc_gemm_simt_launch(KcContext* ctx, float* out, const void* a, int a_dt, const void* w, int w_dt,
-                        const float* bias, int M, int N, int K);
-int kc_gemm_mma_launch(KcContext* ctx, float* out, const void* a, const void* w, bool f16, const float* bias,
+                        const KcGemmEpilogue& epi, int M, int N, int K);
+int kc_gemm_mma_launch(KcContext* ctx, float* out, const void* a, const void* w, bool f16, const KcGemmEpilogue& epi,
                        int M, int N, int K);
-int kc_gemm_wgmma_launch(KcContext* ctx, float* out, const void* a, const void* w, bool f16, const float* bias,
-                         int M, int N, int K);
+int kc_gemm_wgmma_launch(KcContext* ctx, float* out, const void* a, const void* w, bool f16,
+                         const KcGemmEpilogue& epi, int M, int N, int K);

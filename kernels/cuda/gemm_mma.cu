@@ -39,8 +39,7 @@ __device__ __forceinline__ void load_tile(uint32_t dst, const uint16_t* src, int
 template <bool F16>
 __global__ void __launch_bounds__(THREADS) gemm_mma_kernel(float* __restrict__ out, const uint16_t* __restrict__ a,
                                                          const uint16_t* __restrict__ w,
-                                                         const float* __restrict__ bias, int M, int N, int K,
-                                                         bool pairs) {
+                                                         const KcGemmEpilogue epi, int M, int N, int K, bool pairs) {
   extern __shared__ __align__(128) uint8_t smem[];
   const uint32_t base = kc_smem_addr(smem);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -96,18 +95,18 @@ __global__ void __launch_bounds__(THREADS) gemm_mma_kernel(float* __restrict__ o
     for (int half = 0; half < 2; half++) {
       int m = m0 + wm * 64 + mi * 16 + lane / 4 + half * 8;
       if (m >= M) continue;
+      const float* gate_row = kc_epi_gate_row(epi, m, N);
 #pragma unroll
       for (int nj = 0; nj < 4; nj++) {
         int n = n0 + wn * 32 + nj * 8 + (lane % 4) * 2;
-        float v0 = acc[mi][nj][half * 2], v1 = acc[mi][nj][half * 2 + 1];
         float* o = out + (int64_t)m * N + n;
         if (n + 1 < N) {
-          v0 += bias ? bias[n] : 0.f;
-          v1 += bias ? bias[n + 1] : 0.f;
+          float v0 = kc_epi_apply(epi, acc[mi][nj][half * 2] + kc_epi_bias(epi, n), m, n, N, gate_row);
+          float v1 = kc_epi_apply(epi, acc[mi][nj][half * 2 + 1] + kc_epi_bias(epi, n + 1), m, n + 1, N, gate_row);
           if (pairs) *reinterpret_cast<float2*>(o) = make_float2(v0, v1);
           else o[0] = v0, o[1] = v1;
         } else if (n < N) {
-          o[0] = v0 + (bias ? bias[n] : 0.f);
+          o[0] = kc_epi_apply(epi, acc[mi][nj][half * 2] + kc_epi_bias(epi, n), m, n, N, gate_row);
         }
       }
     }
@@ -115,7 +114,7 @@ __global__ void __launch_bounds__(THREADS) gemm_mma_kernel(float* __restrict__ o
 }
 }  // namespace
 
-int kc_gemm_mma_launch(KcContext* ctx, float* out, const void* a, const void* w, bool f16, const float* bias,
+int kc_gemm_mma_launch(KcContext* ctx, float* out, const void* a, const void* w, bool f16, const KcGemmEpilogue& epi,
                        int M, int N, int K) {
   static bool configured[2] = {false, false};
   auto kernel = f16 ? gemm_mma_kernel<true> : gemm_mma_kernel<false>;
@@ -125,7 +124,7 @@ int kc_gemm_mma_launch(KcContext* ctx, float* out, const void* a, const void* w,
     configured[f16] = true;
   }
   dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
-  kernel<<<grid, THREADS, SMEM_BYTES, ctx->stream>>>(out, (const uint16_t*)a, (const uint16_t*)w, bias, M, N, K,
+  kernel<<<grid, THREADS, SMEM_BYTES, ctx->stream>>>(out, (const uint16_t*)a, (const uint16_t*)w, epi, M, N, K,
                                             N % 2 == 0 && ((uintptr_t)out & 7) == 0);
   return kc_launched(ctx, "gemm_mma_kernel");
 }

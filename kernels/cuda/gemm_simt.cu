@@ -1,4 +1,4 @@
-// SIMT GEMM: the fallback for f32 weights, K not a multiple of 8, and devices older than sm_80.
+// SIMT GEMM: the fallback for f32 weights, K not a multiple of 8 (or 0), and devices older than sm_80.
 // Reference semantics: gemm.cuh. Inputs of any dtype are widened to f32 while staged in shared memory.
 //
 // 64×64 output tile per 256-thread block, K in steps of 16. Tiles are stored k-major in shared memory
@@ -15,7 +15,7 @@ __device__ __forceinline__ float widen(__half v) { return __half2float(v); }
 
 template <typename TA, typename TW>
 __global__ void __launch_bounds__(THREADS) gemm_simt_kernel(float* __restrict__ out, const TA* __restrict__ a,
-                                                          const TW* __restrict__ w, const float* __restrict__ bias,
+                                                          const TW* __restrict__ w, const KcGemmEpilogue epi,
                                                           int M, int N, int K) {
   __shared__ float As[TK][TILE + 1];
   __shared__ float Ws[TK][TILE + 1];
@@ -49,28 +49,29 @@ __global__ void __launch_bounds__(THREADS) gemm_simt_kernel(float* __restrict__ 
   for (int i = 0; i < 4; i++) {
     int m = m0 + ty + 16 * i;
     if (m >= M) continue;
+    const float* gate_row = kc_epi_gate_row(epi, m, N);
 #pragma unroll
     for (int j = 0; j < 4; j++) {
       int n = n0 + tx + 16 * j;
-      if (n < N) out[(int64_t)m * N + n] = acc[i][j] + (bias ? bias[n] : 0.f);
+      if (n < N) out[(int64_t)m * N + n] = kc_epi_apply(epi, acc[i][j] + kc_epi_bias(epi, n), m, n, N, gate_row);
     }
   }
 }
 
 template <typename TA, typename TW>
-int launch(KcContext* ctx, float* out, const void* a, const void* w, const float* bias, int M, int N, int K) {
+int launch(KcContext* ctx, float* out, const void* a, const void* w, const KcGemmEpilogue& epi, int M, int N, int K) {
   dim3 grid((N + TILE - 1) / TILE, (M + TILE - 1) / TILE);
-  gemm_simt_kernel<TA, TW><<<grid, THREADS, 0, ctx->stream>>>(out, (const TA*)a, (const TW*)w, bias, M, N, K);
+  gemm_simt_kernel<TA, TW><<<grid, THREADS, 0, ctx->stream>>>(out, (const TA*)a, (const TW*)w, epi, M, N, K);
   return kc_launched(ctx, "gemm_simt_kernel");
 }
 }  // namespace
 
 int kc_gemm_simt_launch(KcContext* ctx, float* out, const void* a, int a_dt, const void* w, int w_dt,
-                        const float* bias, int M, int N, int K) {
-  if (a_dt == KC_F32 && w_dt == KC_F32) return launch<float, float>(ctx, out, a, w, bias, M, N, K);
-  if (a_dt == KC_F32 && w_dt == KC_BF16) return launch<float, __nv_bfloat16>(ctx, out, a, w, bias, M, N, K);
-  if (a_dt == KC_F32 && w_dt == KC_F16) return launch<float, __half>(ctx, out, a, w, bias, M, N, K);
-  if (a_dt == KC_BF16 && w_dt == KC_BF16) return launch<__nv_bfloat16, __nv_bfloat16>(ctx, out, a, w, bias, M, N, K);
-  if (a_dt == KC_F16 && w_dt == KC_F16) return launch<__half, __half>(ctx, out, a, w, bias, M, N, K);
+                        const KcGemmEpilogue& epi, int M, int N, int K) {
+  if (a_dt == KC_F32 && w_dt == KC_F32) return launch<float, float>(ctx, out, a, w, epi, M, N, K);
+  if (a_dt == KC_F32 && w_dt == KC_BF16) return launch<float, __nv_bfloat16>(ctx, out, a, w, epi, M, N, K);
+  if (a_dt == KC_F32 && w_dt == KC_F16) return launch<float, __half>(ctx, out, a, w, epi, M, N, K);
+  if (a_dt == KC_BF16 && w_dt == KC_BF16) return launch<__nv_bfloat16, __nv_bfloat16>(ctx, out, a, w, epi, M, N, K);
+  if (a_dt == KC_F16 && w_dt == KC_F16) return launch<__half, __half>(ctx, out, a, w, epi, M, N, K);
   return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_gemm", "unsupported dtype pair for a and w");
 }

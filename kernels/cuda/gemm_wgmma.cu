@@ -9,7 +9,8 @@
 //     a stage is released only after the next batch was issued and the previous one retired.
 // The TMA copies use the 128-byte swizzle, and the wgmma descriptors name the same swizzle, so neither
 // side has bank conflicts and no thread ever touches operand data. TMA zero-fills outside the matrix,
-// which handles M = 4680 style tails and the K tail; the epilogue bounds-checks its stores.
+// which handles M = 4680 style tails and the K tail; the epilogue (gemm_epilogue.cuh: bias, GELU or a
+// gated residual, on the accumulator registers) bounds-checks its stores.
 // Tiles are visited in groups of 8 row-tiles so that neighbouring blocks share operands in L2.
 //
 // Why 128×256: with 2 consumer warpgroups it is the largest tile whose accumulators fit the register
@@ -26,7 +27,7 @@ constexpr int SMEM_BYTES = STAGES * (A_STAGE + B_STAGE) + 1024;  // + slack to a
 template <bool F16>
 __global__ void __launch_bounds__(THREADS, 1)
     gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_w,
-                      float* __restrict__ out, const float* __restrict__ bias, int M, int N, int K) {
+                      float* __restrict__ out, const KcGemmEpilogue epi, int M, int N, int K) {
 #ifdef KC_HAS_WGMMA
   extern __shared__ uint8_t smem_raw[];
   __shared__ __align__(8) uint64_t full_bar[STAGES], empty_bar[STAGES];
@@ -94,21 +95,28 @@ __global__ void __launch_bounds__(THREADS, 1)
     // Accumulator layout (per warp of the warpgroup: 16 rows): d[4j..4j+3] hold
     // (r, 8j + 2q), (r, 8j + 2q + 1), (r + 8, 8j + 2q), (r + 8, 8j + 2q + 1), r = lane/4, q = lane%4.
     const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+    // The epilogue (gemm_epilogue.cuh) runs on the registers before the store; each thread's two rows
+    // look up their gate rows once.
     const int row0 = tile_m * BM + c * 64 + warp * 16 + lane / 4;
     const int col0 = tile_n * BN + (lane % 4) * 2;
+    const float* gate_rows[2] = {kc_epi_gate_row(epi, row0, N), kc_epi_gate_row(epi, row0 + 8, N)};
 #pragma unroll
     for (int j = 0; j < BN / 8; j++) {
       int n = col0 + j * 8;
       if (n >= N) break;
-      float b0 = bias ? bias[n] : 0.f, b1 = (bias && n + 1 < N) ? bias[n + 1] : 0.f;
+      float b0 = kc_epi_bias(epi, n), b1 = n + 1 < N ? kc_epi_bias(epi, n + 1) : 0.f;
 #pragma unroll
       for (int half = 0; half < 2; half++) {
         int m = row0 + half * 8;
         if (m >= M) continue;
         float* o = out + (int64_t)m * N + n;
-        float v0 = d[4 * j + 2 * half] + b0, v1 = d[4 * j + 2 * half + 1] + b1;
-        if (n + 1 < N) *reinterpret_cast<float2*>(o) = make_float2(v0, v1);  // N is even (K-major TMA rows)
-        else o[0] = v0;
+        float v0 = kc_epi_apply(epi, d[4 * j + 2 * half] + b0, m, n, N, gate_rows[half]);
+        if (n + 1 < N) {  // N is even (K-major TMA rows): a pair is whole, and 8-byte aligned
+          float v1 = kc_epi_apply(epi, d[4 * j + 2 * half + 1] + b1, m, n + 1, N, gate_rows[half]);
+          *reinterpret_cast<float2*>(o) = make_float2(v0, v1);
+        } else {
+          o[0] = v0;
+        }
       }
     }
   }
@@ -125,8 +133,8 @@ int encode_map(KcContext* ctx, CUtensorMap* map, const void* ptr, bool f16, int 
 
 // Needs: sm_90 with the driver's cuTensorMapEncodeTiled, K % 8 == 0 and N even (16-byte TMA rows,
 // float2 stores), 16-byte aligned a and w. gemm.cu checks these and otherwise uses the mma.sync kernel.
-int kc_gemm_wgmma_launch(KcContext* ctx, float* out, const void* a, const void* w, bool f16, const float* bias,
-                         int M, int N, int K) {
+int kc_gemm_wgmma_launch(KcContext* ctx, float* out, const void* a, const void* w, bool f16,
+                         const KcGemmEpilogue& epi, int M, int N, int K) {
   static bool configured[2] = {false, false};
   auto kernel = f16 ? gemm_wgmma_kernel<true> : gemm_wgmma_kernel<false>;
   if (!configured[f16]) {
@@ -138,6 +146,6 @@ int kc_gemm_wgmma_launch(KcContext* ctx, float* out, const void* a, const void* 
   KC_TRY(encode_map(ctx, &map_a, a, f16, M, K, BM));
   KC_TRY(encode_map(ctx, &map_w, w, f16, N, K, BN));
   unsigned blocks = (unsigned)(((M + BM - 1) / BM) * ((N + BN - 1) / BN));
-  kernel<<<blocks, THREADS, SMEM_BYTES, ctx->stream>>>(map_a, map_w, out, bias, M, N, K);
+  kernel<<<blocks, THREADS, SMEM_BYTES, ctx->stream>>>(map_a, map_w, out, epi, M, N, K);
   return kc_launched(ctx, "gemm_wgmma_kernel");
 }

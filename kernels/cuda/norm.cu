@@ -3,8 +3,9 @@
 //
 // CPU reference (src/runtime/reference.ts), per row x of `cols` values:
 //   layer_norm   y = (x − mean) / sqrt(var + eps) · weight + bias        (var: biased, 1/cols)
-//                and, fused when scale/shift are given (Wan's adaLN, LongLive's fused kernel):
-//                y = y · (1 + scale[r]) + shift[r] with r as in modulate (elementwise.cu)
+//                and, fused when scale/shift are given (layerNormModulate: Wan's adaLN, LongLive's
+//                fused kernel): y = y · (1 + scale[r]) + shift[r], x [B, L, cols], tables [B, G, cols],
+//                r = b·G + floor(l / (L/G))
 //   rms_norm     y = x / sqrt(mean(x²) + eps) · weight
 //   softmax      y = e^(x − max) / Σ e^(x − max)
 //   l2_norm_channels  over dim 1 of [B, C, S]: y = x / max(‖x‖₂, eps) · scale · gamma[c]
@@ -57,9 +58,7 @@ __global__ void rms_norm_kernel(float* out, const float* x, int cols, float eps,
   const int64_t row = blockIdx.x;
   const float* xr = x + row * cols;
   float* yr = out + row * cols;
-  float s = 0.f;
-  for (int c = threadIdx.x; c < cols; c += blockDim.x) s += xr[c] * xr[c];
-  const float inv = rsqrtf(kc_block_sum(s) / cols + eps);
+  const float inv = kc_block_inv_rms(xr, cols, eps);
   for (int c = threadIdx.x; c < cols; c += blockDim.x) yr[c] = xr[c] * inv * (weight ? weight[c] : 1.f);
 }
 

@@ -7,25 +7,17 @@
 //   for pair c < pt + ph + pw (axis a = 0 if c < pt, 1 if c < pt + ph, else 2):
 //     (x[2c], x[2c+1]) ← (x[2c]·cos − x[2c+1]·sin, x[2c]·sin + x[2c+1]·cos),  cos/sin = table[pos[a], c]
 // Every other element (tokens past the grid, pairs past the used ones) is copied unchanged.
-// One thread per pair; in place allowed.
-#include "common.cuh"
+// One thread per pair (the rotation: rope.cuh); in place allowed.
+#include "rope.cuh"
 
 namespace {
-__global__ void rope3d_kernel(float* out, const float* x, int64_t npairs, int L, int H, int half_d, const float* cos_t,
-                              const float* sin_t, int pairs, int pt, int ph, int used, int GH, int GW, int tokens,
-                              int f0) {
+__global__ void rope3d_kernel(float* out, const float* x, int64_t npairs, int L, int H, int half_d, const KcRope rope) {
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < npairs; i += (int64_t)gridDim.x * blockDim.x) {
     const int c = (int)(i % half_d);
     const int l = (int)((i / ((int64_t)half_d * H)) % L);
     // Scalar accesses: a view may start at an odd element, so float2 alignment is not guaranteed.
     float re = x[2 * i], im = x[2 * i + 1];
-    if (l < tokens && c < used) {
-      int p = c < pt ? f0 + l / (GH * GW) : c < pt + ph ? (l / GW) % GH : l % GW;
-      float cs = cos_t[(int64_t)p * pairs + c], sn = sin_t[(int64_t)p * pairs + c];
-      float r2 = re * cs - im * sn;
-      im = re * sn + im * cs;
-      re = r2;
-    }
+    kc_rope_pair(rope, l, c, re, im);
     out[2 * i] = re;
     out[2 * i + 1] = im;
   }
@@ -39,6 +31,6 @@ KC_API int kc_rope3d(KcContext* ctx, float* out, const float* x, int B, int L, i
   if (D % 2) return kc_fail(ctx, KC_E_ARG, "kc_rope3d", "head dim must be even");
   int64_t blocks = (n + 255) / 256, cap = (int64_t)ctx->sm_count * 16;
   rope3d_kernel<<<(unsigned)(blocks < cap ? blocks : cap), 256, 0, ctx->stream>>>(
-      out, x, n, L, H, D / 2, cos_t, sin_t, pairs, pt, ph, pt + ph + pw, GH > 0 ? GH : 1, GW > 0 ? GW : 1, F * GH * GW, f0);
+      out, x, n, L, H, D / 2, kc_rope(cos_t, sin_t, pairs, pt, ph, pw, F, GH, GW, f0));
   return kc_launched(ctx, "kc_rope3d");
 }

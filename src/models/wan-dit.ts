@@ -9,6 +9,10 @@
 // embedding (one timestep per token frame), text embedding + per-layer cross-attention K/V (cached
 // by the caller while the conditioning does not change), patchify, the blocks with a pluggable
 // self-attention (plain here; KV cache there), head and unpatchify.
+//
+// The elementwise steps run inside the ops around them (backend.ts): LN + modulation as one
+// layerNormModulate, the q/k RMSNorm + RoPE as one rmsNormRope, the FFN's GELU and every residual
+// (gated or not) in the epilogue of the GEMM before it.
 import type { AttentionOptions, Backend } from "../runtime/backend.ts";
 import { type Tensor, numelOf } from "../runtime/tensor.ts";
 import type { WanDitConfig } from "./configs.ts";
@@ -123,8 +127,7 @@ export class WanDiT {
     const out: CrossAttnKV = { k: [], v: [] };
     try {
       await tap?.("context_padded", ctx);
-      this.#linear(h, ctx, this.weights.textEmb1);
-      b.gelu(h, h);
+      b.gemm(h, ctx, this.weights.textEmb1.w, this.weights.textEmb1.b, { kind: "gelu" });
       this.#linear(emb, h, this.weights.textEmb2);
       await tap?.("context_emb", emb);
       for (const block of this.weights.blocks) {
@@ -202,44 +205,44 @@ export class WanDiT {
     const h = b.alloc([B, L, dim]), q = b.alloc([B, L, dim]), k = b.alloc([B, L, dim]), v = b.alloc([B, L, dim]);
     const att = b.alloc([B, L, dim]), ffn = b.alloc([B, L, ffnDim]), mod = b.alloc([6, G, dim]);
     const part = (i: number) => mod.view([B, G / B, dim], i * G * dim); // shift_sa, scale_sa, gate_sa, shift_ff, scale_ff, gate_ff
+    // q/k RMSNorm across heads fused with RoPE (without qk_norm: RoPE alone)
+    const normRope = (t: Tensor, norm: Tensor | null) => (norm ? b.rmsNormRope(heads(t), heads(t), eps, norm, rope) : b.rope3d(heads(t), heads(t), rope));
     const tap = opts.tap;
     try {
       for (const [i, w] of this.weights.blocks.entries()) {
+        // x ← x + gate · (input · l): the residual in the GEMM's epilogue. The goldens store each
+        // sub-layer's output before its residual, so a tapped block 0 also computes that alone.
+        const residual = async (name: string, input: Tensor, l: Linear, gate: Tensor | null) => {
+          if (i === 0 && tap) {
+            this.#linear(h, input, l);
+            await tap(name, h);
+          }
+          b.gemm(x, input, l.w, l.b, { kind: "residual", residual: x, gate });
+        };
         b.upsampleNearest(mod, w.modulation);
         b.axpby(mod, mod, time.e0, 1, 1);
         // self-attention
-        b.layerNorm(h, x, eps);
-        b.modulate(h, h, part(1), part(0));
+        b.layerNormModulate(h, x, eps, part(1), part(0));
         this.#linear(q, h, w.selfAttn.q);
         this.#linear(k, h, w.selfAttn.k);
         this.#linear(v, h, w.selfAttn.v);
-        if (w.selfAttn.normQ) b.rmsNorm(q, q, eps, w.selfAttn.normQ);
-        if (w.selfAttn.normK) b.rmsNorm(k, k, eps, w.selfAttn.normK);
-        b.rope3d(heads(q), heads(q), rope);
-        b.rope3d(heads(k), heads(k), rope);
+        normRope(q, w.selfAttn.normQ);
+        normRope(k, w.selfAttn.normK);
         self.store(i, heads(k), heads(v));
         if (opts.kvOnly && i === this.weights.blocks.length - 1) return;
         self.attend(i, heads(att), heads(q));
-        this.#linear(h, att, w.selfAttn.o);
-        if (i === 0) await tap?.("block0_self_attn_out", h);
-        b.gatedAdd(x, x, h, part(2));
+        await residual("block0_self_attn_out", att, w.selfAttn.o, part(2));
         // cross-attention over the (cached) context keys
         if (w.norm3) b.layerNorm(h, x, eps, w.norm3.w, w.norm3.b);
         else b.layerNorm(h, x, eps);
         this.#linear(q, h, w.crossAttn.q);
         if (w.crossAttn.normQ) b.rmsNorm(q, q, eps, w.crossAttn.normQ);
         b.attention(heads(att), heads(q), cross.k[i]!, cross.v[i]!, { scale: 1 / Math.sqrt(D) });
-        this.#linear(h, att, w.crossAttn.o);
-        if (i === 0) await tap?.("block0_cross_attn_out", h);
-        b.axpby(x, x, h, 1, 1);
+        await residual("block0_cross_attn_out", att, w.crossAttn.o, null);
         // feed-forward
-        b.layerNorm(h, x, eps);
-        b.modulate(h, h, part(4), part(3));
-        this.#linear(ffn, h, w.ffn1);
-        b.gelu(ffn, ffn);
-        this.#linear(h, ffn, w.ffn2);
-        if (i === 0) await tap?.("block0_ffn_out", h);
-        b.gatedAdd(x, x, h, part(5));
+        b.layerNormModulate(h, x, eps, part(4), part(3));
+        b.gemm(ffn, h, w.ffn1.w, w.ffn1.b, { kind: "gelu" });
+        await residual("block0_ffn_out", ffn, w.ffn2, part(5));
         await tap?.(`block${i}_out`, x);
       }
     } finally {
@@ -262,8 +265,7 @@ export class WanDiT {
       b.upsampleNearest(table, this.weights.headModulation);
       b.upsampleNearest(e2, time.e.reshape([1, G, dim]));
       b.axpby(table, table, e2, 1, 1);
-      b.layerNorm(h, x, eps);
-      b.modulate(h, h, table.view([B, G / B, dim], G * dim), table.view([B, G / B, dim], 0));
+      b.layerNormModulate(h, x, eps, table.view([B, G / B, dim], G * dim), table.view([B, G / B, dim], 0));
       this.#linear(out, h, this.weights.head);
       await tap?.("head_out", out);
       // features [pt, ph, pw, C] per token (C fastest) → video [C, f·pt, h·ph, w·pw], per stream

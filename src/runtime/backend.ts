@@ -58,6 +58,17 @@ export interface RopeOptions {
   frameOffset?: number;
 }
 
+/** What `gemm` does with each output element y = (a·w)[m, n] + bias[n]: the elementwise op that
+ *  follows a linear layer, applied inside the GEMM (on the accumulators on the GPU, on the output
+ *  block while it is in cache on the CPU) instead of as one more pass over memory. */
+export type GemmEpilogue =
+  /** out = GELU(y), tanh approximation (as `gelu`): an FFN's up-projection. */
+  | { kind: "gelu" }
+  /** out = residual + gate · y: a residual connection, gated (Wan's adaLN gates) or not (gate absent).
+   *  residual has out's shape; out seen as [B, L, N], gate is [B, G, N] with G dividing L, broadcast
+   *  over tokens as in `layerNormModulate`. out may be exactly `residual` (in place). */
+  | { kind: "residual"; residual: Tensor; gate?: Tensor | null };
+
 export interface Conv3dOptions {
   /** Stride (t, h, w). Default [1, 1, 1]. */
   stride?: readonly [number, number, number];
@@ -118,8 +129,9 @@ export interface Backend {
 
   // ---- linear algebra ----------------------------------------------------------------------------
   /** out[M, N] = a[M, K] · w[N, K]ᵀ + bias[N]. `a` may have any leading dims ([B, L, K] → M = B·L);
-   *  out has a's leading dims and N. w: f32/bf16/f16. bias optional. */
-  gemm(out: Tensor, a: Tensor, w: Tensor, bias?: Tensor | null): void;
+   *  out has a's leading dims and N. w: f32/bf16/f16. bias optional. `epilogue` (optional) transforms
+   *  each element before it is stored (GemmEpilogue); with a gate, out must be rank 3. */
+  gemm(out: Tensor, a: Tensor, w: Tensor, bias?: Tensor | null, epilogue?: GemmEpilogue | null): void;
   /** Softmax(scale · q·kᵀ (+ bias) (masked)) · v per batch item and head. q [B, Lq, H, D], k and v
    *  [B, Lk, H, D] (Lk ≥ kvLen), out [B, Lq, H, D]. Lq ≠ Lk is normal (chunk vs cache, cross-attn).
    *  D ≤ 512. A query that sees no key gets zeros. */
@@ -130,6 +142,14 @@ export interface Backend {
   layerNorm(out: Tensor, x: Tensor, eps: number, weight?: Tensor | null, bias?: Tensor | null): void;
   /** Over the last dim: x / sqrt(mean(x²) + eps) · weight (optional). In place allowed. */
   rmsNorm(out: Tensor, x: Tensor, eps: number, weight?: Tensor | null): void;
+  /** LayerNorm without affine over the last dim, then adaLN modulation, in one pass:
+   *  out = (x − mean) / sqrt(var + eps) · (1 + scale) + shift. x [B, L, C]; scale, shift [B, G, C] with
+   *  G dividing L: token l uses row floor(l / (L/G)), so G = 1 is per sample, G = frames per frame,
+   *  G = L per token. Statistics in f32. In place allowed. */
+  layerNormModulate(out: Tensor, x: Tensor, eps: number, scale: Tensor, shift: Tensor): void;
+  /** RMSNorm over each token's whole width H·D (Wan normalizes q and k across all heads), then `rope3d`,
+   *  in one pass: x [B, L, H, D], weight [H·D] optional. In place allowed. */
+  rmsNormRope(out: Tensor, x: Tensor, eps: number, weight: Tensor | null, rope: RopeOptions): void;
   /** Over dim 1 of [B, C, ...]: x / max(‖x‖₂, eps) · scale · gamma[c] (the Wan-VAE "RMS_norm", with
    *  scale = sqrt(C), eps = 1e-12). gamma [C] optional. In place allowed. */
   l2NormChannels(out: Tensor, x: Tensor, eps: number, scale: number, gamma?: Tensor | null): void;
@@ -147,12 +167,6 @@ export interface Backend {
   axpby(out: Tensor, a: Tensor, b: Tensor, alpha: number, beta: number): void;
   /** Every element = value. */
   fill(out: Tensor, value: number): void;
-  /** x [B, L, C]; scale, shift [B, G, C] with G dividing L: token l uses row floor(l / (L/G)), so G = 1
-   *  is per sample, G = frames is per frame, G = L per token. out = x·(1 + scale) + shift. In place
-   *  allowed. */
-  modulate(out: Tensor, x: Tensor, scale: Tensor, shift: Tensor): void;
-  /** out = x + gate · y; x, y [B, L, C], gate [B, G, C] as in `modulate`. In place allowed (out = x). */
-  gatedAdd(out: Tensor, x: Tensor, y: Tensor, gate: Tensor): void;
   /** 3D rotary embedding on adjacent pairs (x[2c], x[2c+1]) of x [B, L, H, D]. In place allowed. */
   rope3d(out: Tensor, x: Tensor, opts: RopeOptions): void;
 

@@ -2,7 +2,7 @@
 // shares, so an op means the same thing everywhere and a bad call fails with the same message. Each
 // check returns the sizes the kernels need.
 
-import type { AttentionOptions, Conv3dOptions, RopeOptions, T5BiasOptions } from "./backend.ts";
+import type { AttentionOptions, Conv3dOptions, GemmEpilogue, RopeOptions, T5BiasOptions } from "./backend.ts";
 import { type DType, type Shape, numelOf } from "./tensor.ts";
 
 /** What the checks need of a tensor; both device tensors and the reference's host tensors have it. */
@@ -67,6 +67,7 @@ export function gemmDims(out: Shaped, a: Shaped, w: Shaped, bias?: Shaped | null
 }
 
 /** The options of the ops, with tensors loosened to `Shaped` so the reference's host tensors fit too. */
+export type GemmEpilogueParams = Exclude<GemmEpilogue, { kind: "residual" }> | { kind: "residual"; residual: Shaped; gate?: Shaped | null };
 export type AttentionParams = Omit<AttentionOptions, "bias"> & { bias?: Shaped };
 export type RopeParams = Omit<RopeOptions, "cos" | "sin"> & { cos: Shaped; sin: Shaped };
 export type Conv3dParams = Omit<Conv3dOptions, "prev"> & { prev?: Shaped };
@@ -104,7 +105,23 @@ export function visibleKeys(i: number, kvLen: number, opts: AttentionParams): nu
   return Math.min(kvLen, (block + 1) * bc.blockSize);
 }
 
-/** For `modulate` / `gatedAdd`: x [B, L, C], per-group table [B, G, C]. */
+/** A gemm epilogue as the kernels take it: gelu, and the gate's grouping (rows of L tokens, G groups;
+ *  1 and 1 when there is no gate). */
+export function gemmEpilogueDims(out: Shaped, e?: GemmEpilogueParams | null): { gelu: boolean; L: number; G: number } {
+  const none = { gelu: false, L: 1, G: 1 };
+  if (!e) return none;
+  if (e.kind === "gelu") return { ...none, gelu: true };
+  if (e.kind !== "residual") fail("gemm", `unknown epilogue ${(e as { kind: unknown }).kind}`);
+  if (!e.gate) {
+    expectDtype("gemm", "residual", e.residual, "f32");
+    expectShape("gemm", "residual", e.residual, out.shape);
+    return none;
+  }
+  const { L, G } = groupedDims("gemm", out, e.residual, [e.gate]);
+  return { gelu: false, L, G };
+}
+
+/** For `layerNormModulate` and a gemm's gated residual: x [B, L, C], per-group table [B, G, C]. */
 export function groupedDims(op: string, out: Shaped, x: Shaped, tables: Shaped[]) {
   sameShapeF32(op, out, x);
   if (x.shape.length !== 3) fail(op, `x must be [B, L, C], got ${fmt(x.shape)}`);
@@ -118,8 +135,7 @@ export function groupedDims(op: string, out: Shaped, x: Shaped, tables: Shaped[]
   return { B, L, C, G, per: L / G };
 }
 
-export function ropeDims(out: Shaped, x: Shaped, o: RopeParams) {
-  const op = "rope3d";
+export function ropeDims(out: Shaped, x: Shaped, o: RopeParams, op = "rope3d") {
   sameShapeF32(op, out, x);
   if (x.shape.length !== 4) fail(op, `x must be [B, L, H, D], got ${fmt(x.shape)}`);
   const [B, L, H, D] = x.shape as [number, number, number, number];
@@ -135,6 +151,13 @@ export function ropeDims(out: Shaped, x: Shaped, o: RopeParams) {
   if (F * GH * GW > L) fail(op, `grid ${o.grid} has more tokens than L=${L}`);
   if (F > 0 && (f0 + F > P || GH > P || GW > P)) fail(op, `positions exceed the ${P}-row tables`);
   return { B, L, H, D, P, pairs, pt, ph, pw, F, GH, GW, f0 };
+}
+
+/** rmsNormRope: rope3d's checks, and a weight over each token's H·D values. */
+export function rmsNormRopeDims(out: Shaped, x: Shaped, weight: Shaped | null | undefined, o: RopeParams) {
+  const d = ropeDims(out, x, o, "rmsNormRope");
+  optionalVector("rmsNormRope", "weight", weight, d.H * d.D);
+  return d;
 }
 
 export function t5Dims(out: Shaped, table: Shaped, o: T5BiasOptions) {

@@ -22,14 +22,22 @@ export class Host {
 
 const zeros = (shape: number[]) => new Host(shape);
 
-export function gemm(a: Host, w: Host, bias?: Host | null): Host {
-  const { M, N, K } = P.gemmDims({ shape: [...a.shape.slice(0, -1), w.shape[0]!], dtype: "f32" }, a, w, bias);
-  const out = zeros([...a.shape.slice(0, -1), N]);
+/** A gemm epilogue over host tensors (backend.ts GemmEpilogue). */
+export type HostEpilogue = { kind: "gelu" } | { kind: "residual"; residual: Host; gate?: Host | null };
+
+export function gemm(a: Host, w: Host, bias?: Host | null, epilogue?: HostEpilogue | null): Host {
+  const outShape = [...a.shape.slice(0, -1), w.shape[0]!];
+  const { M, N, K } = P.gemmDims({ shape: outShape, dtype: "f32" }, a, w, bias);
+  const { L, G } = P.gemmEpilogueDims({ shape: outShape, dtype: "f32" }, epilogue);
+  const out = zeros(outShape);
   const A = a.f32, W = w.f32, o = out.f32;
   for (let m = 0; m < M; m++) {
+    const gateRow = groupRow(m, L, G) * N;
     for (let n = 0; n < N; n++) {
       let s = bias ? bias.f32[n]! : 0;
       for (let k = 0; k < K; k++) s += A[m * K + k]! * W[n * K + k]!;
+      if (epilogue?.kind === "gelu") s = geluOf(s);
+      else if (epilogue?.kind === "residual") s = epilogue.residual.f32[m * N + n]! + (epilogue.gate ? epilogue.gate.f32[gateRow + n]! : 1) * s;
       o[m * N + n] = s;
     }
   }
@@ -64,12 +72,15 @@ export function attention(q: Host, k: Host, v: Host, opts: Omit<AttentionOptions
   return out;
 }
 
-function overRows(x: Host, f: (row: Float32Array, out: Float32Array) => void): Host {
+function overRows(x: Host, f: (row: Float32Array, out: Float32Array, r: number) => void): Host {
   const { rows, cols } = P.rowsOf("reference", x, x);
   const out = zeros([...x.shape]);
-  for (let r = 0; r < rows; r++) f(x.f32.subarray(r * cols, (r + 1) * cols), out.f32.subarray(r * cols, (r + 1) * cols));
+  for (let r = 0; r < rows; r++) f(x.f32.subarray(r * cols, (r + 1) * cols), out.f32.subarray(r * cols, (r + 1) * cols), r);
   return out;
 }
+
+/** The row of a per-group table [B, G, C] that row m of x [B, L, C] reads (Backend.layerNormModulate). */
+const groupRow = (m: number, L: number, G: number) => Math.floor(m / L) * G + Math.floor((m % L) / (L / G));
 
 export function layerNorm(x: Host, eps: number, weight?: Host | null, bias?: Host | null): Host {
   return overRows(x, (row, o) => {
@@ -79,6 +90,18 @@ export function layerNorm(x: Host, eps: number, weight?: Host | null, bias?: Hos
     for (const v of row) vr += (v - mean) ** 2;
     const inv = 1 / Math.sqrt(vr / row.length + eps);
     for (let c = 0; c < row.length; c++) o[c] = (row[c]! - mean) * inv * (weight ? weight.f32[c]! : 1) + (bias ? bias.f32[c]! : 0);
+  });
+}
+
+export function layerNormModulate(x: Host, eps: number, scale: Host, shift: Host): Host {
+  const { L, C, G } = P.groupedDims("reference", x, x, [scale, shift]);
+  return overRows(x, (row, o, r) => {
+    let mean = 0, vr = 0;
+    for (const v of row) mean += v;
+    mean /= row.length;
+    for (const v of row) vr += (v - mean) ** 2;
+    const inv = 1 / Math.sqrt(vr / row.length + eps), t = groupRow(r, L, G) * C;
+    for (let c = 0; c < C; c++) o[c] = (row[c]! - mean) * inv * (1 + scale.f32[t + c]!) + shift.f32[t + c]!;
   });
 }
 
@@ -115,23 +138,11 @@ export function l2NormChannels(x: Host, eps: number, scale: number, gamma?: Host
 
 const map = (x: Host, f: (v: number, i: number) => number) => new Host([...x.shape], x.f32.map(f));
 
-export const gelu = (x: Host) => map(x, (v) => 0.5 * v * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (v + 0.044715 * v ** 3))));
+const geluOf = (v: number) => 0.5 * v * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (v + 0.044715 * v ** 3)));
+export const gelu = (x: Host) => map(x, geluOf);
 export const silu = (x: Host) => map(x, (v) => v / (1 + Math.exp(-v)));
 export const mul = (a: Host, b: Host) => map(a, (v, i) => v * b.f32[i]!);
 export const axpby = (a: Host, b: Host, alpha: number, beta: number) => map(a, (v, i) => alpha * v + beta * b.f32[i]!);
-
-function grouped(x: Host, tables: Host[], f: (v: number, i: number, row: number) => number): Host {
-  const { L, C, G, per } = P.groupedDims("reference", x, x, tables);
-  return map(x, (v, i) => {
-    const c = i % C, l = Math.floor(i / C) % L, b = Math.floor(i / (C * L));
-    return f(v, i, (b * G + Math.floor(l / per)) * C + c);
-  });
-}
-
-export const modulate = (x: Host, scale: Host, shift: Host) =>
-  grouped(x, [scale, shift], (v, _i, r) => v * (1 + scale.f32[r]!) + shift.f32[r]!);
-export const gatedAdd = (x: Host, y: Host, gate: Host) =>
-  grouped(x, [gate], (v, i, r) => v + gate.f32[r]! * y.f32[i]!);
 
 export function rope3d(x: Host, o: Omit<RopeOptions, "cos" | "sin"> & { cos: Host; sin: Host }): Host {
   const { B, L, H, D, pairs, pt, ph, F, GH, GW, f0 } = P.ropeDims(x, x, o);
@@ -149,6 +160,13 @@ export function rope3d(x: Host, o: Omit<RopeOptions, "cos" | "sin"> & { cos: Hos
     }
   }
   return out;
+}
+
+/** RMSNorm over each token's H·D values of x [B, L, H, D], then rope3d. */
+export function rmsNormRope(x: Host, eps: number, weight: Host | null, o: Omit<RopeOptions, "cos" | "sin"> & { cos: Host; sin: Host }): Host {
+  const { B, L, H, D } = P.rmsNormRopeDims(x, x, weight, o);
+  const normed = rmsNorm(new Host([B, L, H * D], x.f32), eps, weight);
+  return rope3d(new Host([...x.shape], normed.f32), o);
 }
 
 export function embedding(table: Host, ids: Int32Array): Host {

@@ -1,8 +1,8 @@
-// The Hopper attention kernel (kernels/cuda/attention_wgmma.cu) as the compiler sees it, without a GPU:
-// its sm_90a build must really use the Hopper instructions (wgmma, TMA bulk-tensor copies, register
-// reallocation) and must fit its registers without spilling or serializing the wgmma pipeline — the
-// failure modes that cost speed silently rather than breaking results. Correctness on a GPU is
-// tools/gpu-check.sh's job.
+// The Hopper kernels (kernels/cuda/attention_wgmma.cu, and gemm_wgmma.cu with its epilogue) as the
+// compiler sees them, without a GPU: each sm_90a build must really use the Hopper instructions (wgmma,
+// TMA bulk-tensor copies, register reallocation) and must fit its registers without spilling or
+// serializing the wgmma pipeline — the failure modes that cost speed silently rather than breaking
+// results. Correctness on a GPU is tools/gpu-check.sh's job.
 import { describe, expect, test } from "bun:test";
 import { $ } from "bun";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -12,7 +12,11 @@ import { findNvcc } from "../../tools/build/cuda.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const nvcc = findNvcc();
-const KERNEL = "attention_wgmma_kernel";
+/** Each file, its kernel, and how many instances it compiles (attention: D 64 and 128; GEMM: bf16, f16). */
+const KERNELS = [
+  { file: "attention_wgmma", kernel: "attention_wgmma_kernel", instances: 2 },
+  { file: "gemm_wgmma", kernel: "gemm_wgmma_kernel", instances: 2 },
+];
 
 /** ptxas -v figures per entry function whose (mangled) name contains `kernel`. */
 function ptxasReport(log: string, kernel: string) {
@@ -30,12 +34,12 @@ function ptxasReport(log: string, kernel: string) {
 
 if (!nvcc) console.log("cuda-ptx.test.ts: skipped, nvcc not found (CI has it)");
 
-describe.skipIf(!nvcc)("attention_wgmma.cu for sm_90a", () => {
+for (const { file, kernel: KERNEL, instances } of KERNELS) describe.skipIf(!nvcc)(`${file}.cu for sm_90a`, () => {
   test("uses wgmma, TMA and setmaxnreg; no spills and no serialized wgmma", async () => {
     const dir = mkdtempSync(join(tmpdir(), "kino-ptx-"));
     try {
-      const src = join(root, "kernels/cuda/attention_wgmma.cu");
-      const r = await $`${nvcc} -O3 -std=c++17 --expt-relaxed-constexpr -gencode arch=compute_90a,code=sm_90a -Xptxas -v --keep --keep-dir ${dir} -c ${src} -o ${join(dir, "attention_wgmma.o")}`
+      const src = join(root, `kernels/cuda/${file}.cu`);
+      const r = await $`${nvcc} -O3 -std=c++17 --expt-relaxed-constexpr -gencode arch=compute_90a,code=sm_90a -Xptxas -v --keep --keep-dir ${dir} -c ${src} -o ${join(dir, `${file}.o`)}`
         .nothrow()
         .quiet();
       const log = r.stdout.toString() + r.stderr.toString();
@@ -49,9 +53,9 @@ describe.skipIf(!nvcc)("attention_wgmma.cu for sm_90a", () => {
       expect(ptx).toContain("setmaxnreg.dec");
       expect(ptx).toContain("setmaxnreg.inc");
 
-      // Both head sizes (D 64 and 128) are instantiated, and neither spills.
+      // Every instance is compiled, and none spills.
       const report = ptxasReport(log, KERNEL);
-      expect(report.length, log).toBe(2);
+      expect(report.length, log).toBe(instances);
       for (const k of report) {
         expect({ kernel: k.name, spillStores: k.spillStores, spillLoads: k.spillLoads }).toEqual({
           kernel: k.name,

@@ -1,10 +1,12 @@
 // The cases of the op sweep (ops.test.ts): every Backend op on awkward shapes — length 1, odd sizes,
 // sizes that are not multiples of the kernels' tiles, large K (GEMM, attention and convolution cases
-// are in op-cases-heavy.ts) — each with its reference from src/runtime/reference.ts and a tolerance:
-// a case passes when every element satisfies |got − ref| ≤ atol + rtol · max|ref| (op-precision.ts).
+// are in op-cases-heavy.ts, the fused ops of the DiT block in op-cases-fused.ts) — each with its
+// reference from src/runtime/reference.ts and a tolerance: a case passes when every element satisfies
+// |got − ref| ≤ atol + rtol · max|ref| (op-precision.ts).
 import * as R from "../../src/runtime/reference.ts";
+import { gemmEpilogueCases, layerNormModulateCases, rmsNormRopeCases } from "./op-cases-fused.ts";
 import { attentionCases, convCases, gemmCases } from "./op-cases-heavy.ts";
-import { type OpCase, asStored, host, rng, runOp } from "./op-helpers.ts";
+import { type OpCase, asStored, host, rng, runOp, wanRopeTables } from "./op-helpers.ts";
 
 const EXACT = { atol: 0, rtol: 0 };
 
@@ -59,37 +61,6 @@ function normCases(): OpCase[] {
       run: (be) => runOp(be, (up, alloc) => { const o = alloc(shape); be.l2NormChannels(o, up(x), 1e-12, Math.sqrt(C), up(g)); return o; }) });
   }
   return cases;
-}
-
-function modulationCases(): OpCase[] {
-  const r = rng(3);
-  const cases: OpCase[] = [];
-  for (const [B, L, C, G] of [[1, 1, 1, 1], [2, 12, 7, 1], [2, 12, 7, 3], [1, 12, 37, 12], [1, 300, 1536, 2]]) {
-    const x = host([B, L, C], r(B * L * C)), y = host([B, L, C], r(B * L * C));
-    const sc = host([B, G, C], r(B * G * C)), sh = host([B, G, C], r(B * G * C));
-    const name = `x [${B},${L},${C}] table [${B},${G},${C}]`;
-    cases.push({ op: "modulate", name, atol: 1e-6, rtol: 0, ref: () => R.modulate(x, sc, sh).f32,
-      run: (be) => runOp(be, (up, alloc) => { const o = alloc([B, L, C]); be.modulate(o, up(x), up(sc), up(sh)); return o; }) });
-    cases.push({ op: "gatedAdd", name: `${name} in place`, atol: 1e-6, rtol: 0, ref: () => R.gatedAdd(x, y, sc).f32,
-      run: (be) => runOp(be, (up, _alloc, inOut) => { const t = inOut(x); be.gatedAdd(t, t, up(y), up(sc)); return t; }) });
-  }
-  return cases;
-}
-
-/** Wan's rope_params: per-axis tables cos/sin(pos · θ^(−2j/dim)), concatenated column-wise. */
-export function wanRopeTables(P: number, axisDims: number[]): { cos: R.Host; sin: R.Host } {
-  const pairs = axisDims.reduce((a, d) => a + d / 2, 0);
-  const cos = new Float32Array(P * pairs), sin = new Float32Array(P * pairs);
-  for (let p = 0; p < P; p++) {
-    let c = 0;
-    for (const dim of axisDims)
-      for (let j = 0; j < dim / 2; j++, c++) {
-        const angle = p * 10000 ** (-(2 * j) / dim);
-        cos[p * pairs + c] = Math.cos(angle);
-        sin[p * pairs + c] = Math.sin(angle);
-      }
-  }
-  return { cos: host([P, pairs], cos), sin: host([P, pairs], sin) };
 }
 
 function ropeCases(): OpCase[] {
@@ -203,7 +174,7 @@ function yuvCases(): OpCase[] {
 
 export function allCases(): OpCase[] {
   return [
-    ...gemmCases(), ...attentionCases(), ...convCases(), ...unaryCases(), ...normCases(), ...modulationCases(),
-    ...ropeCases(), ...lookupCases(), ...layoutCases(), ...yuvCases(),
+    ...gemmCases(), ...gemmEpilogueCases(), ...attentionCases(), ...convCases(), ...unaryCases(), ...normCases(),
+    ...layerNormModulateCases(), ...ropeCases(), ...rmsNormRopeCases(), ...lookupCases(), ...layoutCases(), ...yuvCases(),
   ];
 }

@@ -71,3 +71,19 @@ export async function runOp(be: Backend, f: (up: Upload, alloc: Alloc, inOut: Up
 
 /** The values a weight tensor of `dtype` holds (the reference must see the rounded weights). */
 export const asStored = (h: R.Host, dtype: DType) => (dtype === "f32" ? h : host(h.shape, roundThroughHalf(h.f32, dtype as "bf16" | "f16")));
+
+/** Wan's rope_params: per-axis tables cos/sin(pos · θ^(−2j/dim)), concatenated column-wise. */
+export function wanRopeTables(P: number, axisDims: number[]): { cos: R.Host; sin: R.Host } {
+  const pairs = axisDims.reduce((a, d) => a + d / 2, 0);
+  const cos = new Float32Array(P * pairs), sin = new Float32Array(P * pairs);
+  for (let p = 0; p < P; p++) {
+    let c = 0;
+    for (const dim of axisDims)
+      for (let j = 0; j < dim / 2; j++, c++) {
+        const angle = p * 10000 ** (-(2 * j) / dim);
+        cos[p * pairs + c] = Math.cos(angle);
+        sin[p * pairs + c] = Math.sin(angle);
+      }
+  }
+  return { cos: host([P, pairs], cos), sin: host([P, pairs], sin) };
+}

@@ -31,6 +31,24 @@ export function tensorCoreGemm(a: R.Host, storedW: R.Host, kind: HalfKind, bias:
   return { want: R.gemm(roundedTo(a, kind), storedW, bias).f32, ...reductionTol(a.shape[a.shape.length - 1]!) };
 }
 
+const maxAbs = (xs: Float32Array) => xs.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+
+/** A GEMM with an epilogue (backend.ts GemmEpilogue): the GEMM's bound on y (reductionTol against
+ *  max|y|) carried through the epilogue's slope (GELU's ≤ 1.13, a gate's max|gate|), plus 2e-6 of
+ *  max|out| for the epilogue's own f32 arithmetic: GELU's exp, the residual's roundings (the CPU
+ *  kernels add one per K block, kernels/cpu/gemm_epilogue.h). */
+export function epilogueTol(y: Float32Array, K: number, e: R.HostEpilogue): { atol: number; rtol: number } {
+  const slope = e.kind === "gelu" ? 1.13 : e.gate ? maxAbs(e.gate.f32) : 1;
+  const { atol, rtol } = reductionTol(K);
+  return { atol: atol + slope * rtol * maxAbs(y), rtol: 2e-6 };
+}
+
+/** The same on wgmma / mma.sync: against the reference on the rounded activations. */
+export function tensorCoreGemmEpilogue(a: R.Host, storedW: R.Host, kind: HalfKind, bias: R.Host | null, e: R.HostEpilogue): Expected {
+  const a16 = roundedTo(a, kind), K = a.shape[a.shape.length - 1]!;
+  return { want: R.gemm(a16, storedW, bias, e).f32, ...epilogueTol(R.gemm(a16, storedW, bias).f32, K, e) };
+}
+
 type HostAttentionOptions = Parameters<typeof R.attention>[3];
 
 /** Attention on mma.sync: q, k and v rounded to bf16; P = exp(s − running max) rounded to bf16 for

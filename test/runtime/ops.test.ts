@@ -17,12 +17,15 @@
 //     tensor cores       CUDA wgmma / mma.sync (bf16/f16 weights, K % 8 = 0): the activations rounded
 //                        to the weight's type, products exact, f32 accumulation: the same bound,
 //                        against the reference on the rounded activations
+//     epilogues          GELU, residual + gate·y: the bound on y times the epilogue's slope (GELU
+//                        1.13, max|gate|), + 2e-6·max|out| (the epilogue's f32 arithmetic)
 //   attention            exact kernels: ≤ 1e-5 on unit-scale inputs
 //     tensor cores       CUDA mma.sync (D ∈ {16, 32, 64, 128}): q, k, v rounded to bf16, and P rounded
 //                        to bf16 for P·V: ≤ 1e-5 + 2⁻⁸·attention(q, k, |v|) against the reference on the
 //                        rounded q, k, v (the rounding of P, bounded: op-precision.ts)
-//   layerNorm, rmsNorm, l2NormChannels  1e-5 absolute (outputs are unit scale)
-//   softmax, gelu, silu, modulate, gatedAdd, rope3d  1e-6 absolute; mul, axpby 1e-7 / 1e-6 relative
+//   layerNorm, rmsNorm, l2NormChannels, rmsNormRope  1e-5 absolute (outputs are unit scale; times
+//                        max|weight| with a weight); layerNormModulate 1e-5·(1 + max|scale|)
+//   softmax, gelu, silu, rope3d  1e-6 absolute; mul, axpby 1e-7 / 1e-6 relative
 //   copies, permute, upsample, embedding, T5 bias, cast, fill  exact
 //   rgbToYuv420 ±1 code value (float rounding at .5); yuv420ToRgb 1e-5
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";

@@ -13,7 +13,9 @@ import { type Pointer, dlopen, FFIType } from "bun:ffi";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import type { AttentionOptions, Backend, Conv2dOptions, Conv3dOptions, FrameRange, HostData, MemoryStats, RopeOptions, T5BiasOptions } from "../backend.ts";
+import type {
+  AttentionOptions, Backend, Conv2dOptions, Conv3dOptions, FrameRange, GemmEpilogue, HostData, MemoryStats, RopeOptions, T5BiasOptions,
+} from "../backend.ts";
 import * as P from "../op-params.ts";
 import { type DType, type Shape, DTYPE_BYTES, Tensor, numelOf } from "../tensor.ts";
 
@@ -44,10 +46,11 @@ export const CUDA_SYMBOLS = {
   kc_timer_start: { args: [ptr], returns: i32 },
   kc_timer_stop: { args: [ptr], returns: f64 },
   kc_convert: { args: [ptr, dev, i32, dev, i32, i64], returns: i32 },
-  kc_gemm: { args: [ptr, dev, dev, i32, dev, i32, dev, i32, i32, i32], returns: i32 },
+  kc_gemm: { args: [ptr, dev, dev, i32, dev, i32, dev, i32, i32, i32, i32, dev, dev, i32, i32], returns: i32 },
   kc_attention: { args: [ptr, dev, dev, dev, dev, i32, dev, i32, i32, i32, i32, i32, i32, f32, i32, i32], returns: i32 },
   kc_layer_norm: { args: [ptr, dev, dev, i64, i32, f32, dev, dev, dev, dev, i32, i32], returns: i32 },
   kc_rms_norm: { args: [ptr, dev, dev, i64, i32, f32, dev], returns: i32 },
+  kc_rms_norm_rope: { args: [ptr, dev, dev, dev, f32, i32, i32, i32, i32, dev, dev, i32, i32, i32, i32, i32, i32, i32, i32], returns: i32 },
   kc_softmax: { args: [ptr, dev, dev, i64, i32], returns: i32 },
   kc_l2_norm_channels: { args: [ptr, dev, dev, i32, i32, i64, f32, f32, dev], returns: i32 },
   kc_gelu: { args: [ptr, dev, dev, i64], returns: i32 },
@@ -55,8 +58,6 @@ export const CUDA_SYMBOLS = {
   kc_mul: { args: [ptr, dev, dev, dev, i64], returns: i32 },
   kc_axpby: { args: [ptr, dev, dev, dev, f32, f32, i64], returns: i32 },
   kc_fill: { args: [ptr, dev, f32, i64], returns: i32 },
-  kc_modulate: { args: [ptr, dev, dev, dev, dev, i32, i32, i32, i32], returns: i32 },
-  kc_gated_add: { args: [ptr, dev, dev, dev, dev, i32, i32, i32, i32], returns: i32 },
   kc_rope3d: { args: [ptr, dev, dev, i32, i32, i32, i32, dev, dev, i32, i32, i32, i32, i32, i32, i32, i32], returns: i32 },
   kc_embedding: { args: [ptr, dev, dev, i32, ptr, i32, i32], returns: i32 },
   kc_t5_relative_bias: { args: [ptr, dev, dev, ptr, i32, i32, i32], returns: i32 },
@@ -195,7 +196,7 @@ export class CudaBackend implements Backend {
   }
 
   /** The kernel the last `gemm` / `attention` call ran (a key of CUDA_KERNEL_PATHS[op]), or null when
-   *  it ran none (an empty output, K = 0, nothing visible). */
+   *  it ran none (an empty output, nothing visible). */
   ranKernel(op: KernelOp): string | null {
     return this.#ran[op];
   }
@@ -289,18 +290,15 @@ export class CudaBackend implements Backend {
   }
 
   // ---- linear algebra ----------------------------------------------------------------------------
-  gemm(out: Tensor, a: Tensor, w: Tensor, bias?: Tensor | null): void {
+  gemm(out: Tensor, a: Tensor, w: Tensor, bias?: Tensor | null, epilogue?: GemmEpilogue | null): void {
     const { M, N, K } = P.gemmDims(out, a, w, bias);
+    const e = P.gemmEpilogueDims(out, epilogue);
+    const residual = epilogue?.kind === "residual" ? epilogue : null;
     this.#ran.gemm = null;
     if (M === 0 || N === 0) return;
-    if (K === 0) return bias ? this.broadcastRows(out, bias, M, N) : this.fill(out, 0);
-    this.check(this.k.kc_gemm(this.ctx, out.ptr, a.ptr, DT.f32, w.ptr, DT[w.dtype], bias?.ptr ?? 0, M, N, K), "gemm");
+    this.check(this.k.kc_gemm(this.ctx, out.ptr, a.ptr, DT.f32, w.ptr, DT[w.dtype], bias?.ptr ?? 0, M, N, K, e.gelu ? 1 : 0,
+      residual?.residual.ptr ?? 0, residual?.gate?.ptr ?? 0, e.L, e.G), "gemm");
     this.#record("gemm");
-  }
-
-  /** out[m, :] = bias for every row (a GEMM with K = 0). */
-  private broadcastRows(out: Tensor, bias: Tensor, M: number, N: number): void {
-    this.check(this.k.kc_copy_rows(this.ctx, out.ptr, N * 4, bias.ptr, 0, M, N * 4), "gemm (bias rows)");
   }
 
   attention(out: Tensor, q: Tensor, k: Tensor, v: Tensor, opts: AttentionOptions): void {
@@ -325,6 +323,17 @@ export class CudaBackend implements Backend {
     const { rows, cols } = P.rowsOf("rmsNorm", out, x);
     P.optionalVector("rmsNorm", "weight", weight, cols);
     this.check(this.k.kc_rms_norm(this.ctx, out.ptr, x.ptr, rows, cols, eps, weight?.ptr ?? 0), "rmsNorm");
+  }
+
+  layerNormModulate(out: Tensor, x: Tensor, eps: number, scale: Tensor, shift: Tensor): void {
+    const { B, L, C, G } = P.groupedDims("layerNormModulate", out, x, [scale, shift]);
+    this.check(this.k.kc_layer_norm(this.ctx, out.ptr, x.ptr, B * L, C, eps, 0, 0, scale.ptr, shift.ptr, L, G), "layerNormModulate");
+  }
+
+  rmsNormRope(out: Tensor, x: Tensor, eps: number, weight: Tensor | null, opts: RopeOptions): void {
+    const d = P.rmsNormRopeDims(out, x, weight, opts);
+    this.check(this.k.kc_rms_norm_rope(this.ctx, out.ptr, x.ptr, weight?.ptr ?? 0, eps, d.B, d.L, d.H, d.D, opts.cos.ptr, opts.sin.ptr,
+      d.pairs, d.pt, d.ph, d.pw, d.F, d.GH, d.GW, d.f0), "rmsNormRope");
   }
 
   l2NormChannels(out: Tensor, x: Tensor, eps: number, scale: number, gamma?: Tensor | null): void {
@@ -360,17 +369,6 @@ export class CudaBackend implements Backend {
 
   fill(out: Tensor, value: number): void {
     this.check(this.k.kc_fill(this.ctx, out.ptr, value, P.sameShapeF32("fill", out)), "fill");
-  }
-
-  modulate(out: Tensor, x: Tensor, scale: Tensor, shift: Tensor): void {
-    const { B, L, C, G } = P.groupedDims("modulate", out, x, [scale, shift]);
-    this.check(this.k.kc_modulate(this.ctx, out.ptr, x.ptr, scale.ptr, shift.ptr, B, L, C, G), "modulate");
-  }
-
-  gatedAdd(out: Tensor, x: Tensor, y: Tensor, gate: Tensor): void {
-    const { B, L, C, G } = P.groupedDims("gatedAdd", out, x, [gate]);
-    P.sameShapeF32("gatedAdd", out, y);
-    this.check(this.k.kc_gated_add(this.ctx, out.ptr, x.ptr, y.ptr, gate.ptr, B, L, C, G), "gatedAdd");
   }
 
   rope3d(out: Tensor, x: Tensor, opts: RopeOptions): void {

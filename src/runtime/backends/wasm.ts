@@ -29,8 +29,8 @@ export interface WasmBackendOptions {
 }
 
 const KERNELS = [
-  "kino_gemm", "kino_attention", "kino_layer_norm", "kino_rms_norm", "kino_softmax", "kino_l2norm_channels",
-  "kino_gelu", "kino_silu", "kino_mul", "kino_axpby", "kino_fill", "kino_modulate", "kino_gated_add", "kino_rope3d",
+  "kino_gemm", "kino_attention", "kino_layer_norm", "kino_layer_norm_modulate", "kino_rms_norm", "kino_rms_norm_rope",
+  "kino_softmax", "kino_l2norm_channels", "kino_gelu", "kino_silu", "kino_mul", "kino_axpby", "kino_fill", "kino_rope3d",
   "kino_embedding", "kino_t5_bias", "kino_conv3d", "kino_conv3d_pad", "kino_conv3d_direct", "kino_pack_w",
   "kino_gemm_packed", "kino_copy_rows", "kino_permute", "kino_upsample_nearest", "kino_resize", "kino_cast", "kino_rgb_to_yuv420",
   "kino_yuv420_to_rgb",
@@ -183,15 +183,18 @@ class WasmBackend implements B.Backend {
 
   // ---- ops ---------------------------------------------------------------------------------------
 
-  gemm(out: Tensor, a: Tensor, w: Tensor, bias?: Tensor | null): void {
+  gemm(out: Tensor, a: Tensor, w: Tensor, bias?: Tensor | null, epilogue?: B.GemmEpilogue | null): void {
     const { M, N, K } = P.gemmDims(out, a, w, bias);
+    const e = P.gemmEpilogueDims(out, epilogue);
+    const residual = epilogue?.kind === "residual" ? epilogue : null;
+    const epi = [e.gelu ? 1 : 0, this.#opt(residual?.residual), this.#opt(residual?.gate), e.L, e.G];
     const dst = this.#dst(out);
     // more than 4 rows: the blocked path, from a packed copy of w (wasm-packed.ts) when there is one
     const wp = M > 4 && N * K > 0
       ? this.#packed.get(w, N, K, (ptr) => this.#run("kino_pack_w", [ptr, this.#ptr(w), DT_CODE[w.dtype], N, K], N * K))
       : 0;
-    if (wp) return this.#run("kino_gemm_packed", [dst, this.#ptr(a), wp, this.#opt(bias), M, N, K], (M * N * K) / 16);
-    this.#run("kino_gemm", [dst, this.#ptr(a), this.#ptr(w), DT_CODE[w.dtype], this.#opt(bias), M, N, K], (M * N * K) / 16);
+    if (wp) return this.#run("kino_gemm_packed", [dst, this.#ptr(a), wp, this.#opt(bias), M, N, K, ...epi], (M * N * K) / 16);
+    this.#run("kino_gemm", [dst, this.#ptr(a), this.#ptr(w), DT_CODE[w.dtype], this.#opt(bias), M, N, K, ...epi], (M * N * K) / 16);
   }
 
   attention(out: Tensor, q: Tensor, k: Tensor, v: Tensor, o: B.AttentionOptions): void {
@@ -213,6 +216,19 @@ class WasmBackend implements B.Backend {
     const { rows, cols } = P.rowsOf("rmsNorm", out, x);
     P.optionalVector("rmsNorm", "weight", weight, cols);
     this.#run("kino_rms_norm", [this.#dst(out), this.#ptr(x), this.#opt(weight), rows, cols, eps], rows * cols);
+  }
+
+  layerNormModulate(out: Tensor, x: Tensor, eps: number, scale: Tensor, shift: Tensor): void {
+    const g = P.groupedDims("layerNormModulate", out, x, [scale, shift]);
+    const args = [this.#dst(out), this.#ptr(x), this.#ptr(scale), this.#ptr(shift), g.B, g.L, g.C, g.G, eps];
+    this.#run("kino_layer_norm_modulate", args, x.numel);
+  }
+
+  rmsNormRope(out: Tensor, x: Tensor, eps: number, weight: Tensor | null, o: B.RopeOptions): void {
+    const d = P.rmsNormRopeDims(out, x, weight, o);
+    const args = [this.#dst(out), this.#ptr(x), this.#opt(weight), eps, this.#ptr(o.cos), this.#ptr(o.sin), d.B, d.L, d.H, d.D,
+      d.pairs, d.pt, d.ph, d.pw, d.F, d.GH, d.GW, d.f0];
+    this.#run("kino_rms_norm_rope", args, x.numel);
   }
 
   l2NormChannels(out: Tensor, x: Tensor, eps: number, scale: number, gamma?: Tensor | null): void {
@@ -248,20 +264,6 @@ class WasmBackend implements B.Backend {
 
   fill(out: Tensor, value: number): void {
     this.#run("kino_fill", [this.#dst(out), P.sameShapeF32("fill", out), value], out.numel);
-  }
-
-  modulate(out: Tensor, x: Tensor, scale: Tensor, shift: Tensor): void {
-    const g = P.groupedDims("modulate", out, x, [scale, shift]);
-    const args = [this.#dst(out), this.#ptr(x), this.#ptr(scale), this.#ptr(shift), g.B, g.L, g.C, g.G];
-    this.#run("kino_modulate", args, x.numel);
-  }
-
-  gatedAdd(out: Tensor, x: Tensor, y: Tensor, gate: Tensor): void {
-    const g = P.groupedDims("gatedAdd", out, x, [gate]);
-    P.expectShape("gatedAdd", "y", y, x.shape);
-    P.expectDtype("gatedAdd", "y", y, "f32");
-    const args = [this.#dst(out), this.#ptr(x), this.#ptr(y), this.#ptr(gate), g.B, g.L, g.C, g.G];
-    this.#run("kino_gated_add", args, x.numel);
   }
 
   rope3d(out: Tensor, x: Tensor, o: B.RopeOptions): void {

@@ -4,7 +4,7 @@
 // backend is available, and it is the float64-accumulating yardstick the compiled backends are
 // compared with. Slow by design: only for the tiny golden configurations.
 import type {
-  AttentionOptions, Backend, Conv2dOptions, Conv3dOptions, FrameRange, HostData, MemoryStats, RopeOptions, T5BiasOptions,
+  AttentionOptions, Backend, Conv2dOptions, Conv3dOptions, FrameRange, GemmEpilogue, HostData, MemoryStats, RopeOptions, T5BiasOptions,
 } from "../../../src/runtime/backend.ts";
 import { fromHalf, toHalf } from "../../../src/runtime/dtype.ts";
 import * as R from "../../../src/runtime/reference.ts";
@@ -98,8 +98,11 @@ export class HostBackend implements Backend {
     this.#mem.clear();
   }
 
-  gemm(out: Tensor, a: Tensor, w: Tensor, bias?: Tensor | null): void {
-    this.#store(out, R.gemm(this.#host(a), this.#host(w), bias ? this.#host(bias) : null));
+  gemm(out: Tensor, a: Tensor, w: Tensor, bias?: Tensor | null, epilogue?: GemmEpilogue | null): void {
+    const e = epilogue?.kind === "residual"
+      ? { ...epilogue, residual: this.#host(epilogue.residual), gate: epilogue.gate ? this.#host(epilogue.gate) : null }
+      : epilogue;
+    this.#store(out, R.gemm(this.#host(a), this.#host(w), bias ? this.#host(bias) : null, e));
   }
   attention(out: Tensor, q: Tensor, k: Tensor, v: Tensor, opts: AttentionOptions): void {
     this.#store(out, R.attention(this.#host(q), this.#host(k), this.#host(v), { ...opts, bias: opts.bias && this.#host(opts.bias) }));
@@ -109,6 +112,13 @@ export class HostBackend implements Backend {
   }
   rmsNorm(out: Tensor, x: Tensor, eps: number, weight?: Tensor | null): void {
     this.#store(out, R.rmsNorm(this.#host(x), eps, weight ? this.#host(weight) : null));
+  }
+  layerNormModulate(out: Tensor, x: Tensor, eps: number, scale: Tensor, shift: Tensor): void {
+    this.#store(out, R.layerNormModulate(this.#host(x), eps, this.#host(scale), this.#host(shift)));
+  }
+  rmsNormRope(out: Tensor, x: Tensor, eps: number, weight: Tensor | null, opts: RopeOptions): void {
+    const rope = { ...opts, cos: this.#host(opts.cos), sin: this.#host(opts.sin) };
+    this.#store(out, R.rmsNormRope(this.#host(x), eps, weight ? this.#host(weight) : null, rope));
   }
   l2NormChannels(out: Tensor, x: Tensor, eps: number, scale: number, gamma?: Tensor | null): void {
     this.#store(out, R.l2NormChannels(this.#host(x), eps, scale, gamma ? this.#host(gamma) : null));
@@ -130,12 +140,6 @@ export class HostBackend implements Backend {
   }
   fill(out: Tensor, value: number): void {
     this.#store(out, new Host([...out.shape], new Float32Array(out.numel).fill(value)));
-  }
-  modulate(out: Tensor, x: Tensor, scale: Tensor, shift: Tensor): void {
-    this.#store(out, R.modulate(this.#host(x), this.#host(scale), this.#host(shift)));
-  }
-  gatedAdd(out: Tensor, x: Tensor, y: Tensor, gate: Tensor): void {
-    this.#store(out, R.gatedAdd(this.#host(x), this.#host(y), this.#host(gate)));
   }
   rope3d(out: Tensor, x: Tensor, opts: RopeOptions): void {
     this.#store(out, R.rope3d(this.#host(x), { ...opts, cos: this.#host(opts.cos), sin: this.#host(opts.sin) }));

@@ -1,0 +1,35 @@
+// The GEMM epilogue (Backend.gemm's GemmEpilogue): what every GEMM kernel (gemm_wgmma.cu,
+// gemm_mma.cu, gemm_simt.cu) does to an output y = Σ_k a·w + bias as it leaves the accumulators, so
+// that the elementwise op after a linear layer costs no extra pass over memory.
+//
+// CPU reference (src/runtime/reference.ts gemm), per output (m, n):
+//   none      out = y
+//   gelu      out = 0.5·y·(1 + tanh(√(2/π)·(y + 0.044715·y³)))           (kc_gelu_tanh)
+//   residual  out = residual[m, n] + gate[(m / L)·G + (m % L) / (L / G), n] · y   (gate null: 1)
+// GELU and a residual are never combined. The residual may be the output itself (in place): the
+// thread that stores (m, n) is the one that read residual (m, n), and the K sum is complete in its
+// registers by then.
+#pragma once
+#include "common.cuh"
+
+struct KcGemmEpilogue {
+  const float* bias;      // [N] or null
+  const float* residual;  // [M, N] or null
+  const float* gate;      // [B, G, N] or null
+  int gelu, L, G;
+};
+
+// Row m's gate row (null without a gate), looked up once per output row a thread stores.
+__device__ __forceinline__ const float* kc_epi_gate_row(const KcGemmEpilogue& e, int64_t m, int N) {
+  return e.gate ? e.gate + ((m / e.L) * e.G + (m % e.L) / (e.L / e.G)) * N : nullptr;
+}
+
+__device__ __forceinline__ float kc_epi_bias(const KcGemmEpilogue& e, int n) { return e.bias ? e.bias[n] : 0.f; }
+
+// y: the finished sum of (m, n) plus its bias; gate_row from kc_epi_gate_row(m).
+__device__ __forceinline__ float kc_epi_apply(const KcGemmEpilogue& e, float y, int64_t m, int n, int N,
+                                              const float* gate_row) {
+  if (e.gelu) return kc_gelu_tanh(y);
+  if (e.residual) return e.residual[m * N + n] + (gate_row ? gate_row[n] : 1.f) * y;
+  return y;
+}
