@@ -13,11 +13,6 @@
 namespace {
 constexpr int THREADS = 256;
 
-unsigned grid_for(KcContext* ctx, int64_t n) {
-  int64_t want = (n + THREADS - 1) / THREADS, cap = (int64_t)ctx->sm_count * 16;
-  return (unsigned)(want < cap ? (want > 0 ? want : 1) : cap);
-}
-
 #define KC_GRID_STRIDE(i, n) \
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
@@ -68,10 +63,10 @@ int kc_convert_launch(KcContext* ctx, const void* src, int src_dt, void* dst, in
   if (src_dt == dst_dt) return kc_check(ctx, cudaMemcpyAsync(dst, src, (size_t)n * (src_dt == KC_F32 ? 4 : 2),
                                                              cudaMemcpyDeviceToDevice, ctx->stream), "kc_convert");
   if (src_dt == KC_F32 && dst_dt == KC_BF16 && n % 4 == 0 && ((uintptr_t)src & 15) == 0 && ((uintptr_t)dst & 7) == 0) {
-    f32_to_bf16_x4_kernel<<<grid_for(ctx, n / 4), THREADS, 0, ctx->stream>>>((__nv_bfloat16*)dst, (const float*)src, n / 4);
+    f32_to_bf16_x4_kernel<<<kc_grid_for(ctx, n / 4), THREADS, 0, ctx->stream>>>((__nv_bfloat16*)dst, (const float*)src, n / 4);
     return kc_launched(ctx, "f32_to_bf16_x4_kernel");
   }
-  convert_kernel<<<grid_for(ctx, n), THREADS, 0, ctx->stream>>>(dst, dst_dt, src, src_dt, n);
+  convert_kernel<<<kc_grid_for(ctx, n), THREADS, 0, ctx->stream>>>(dst, dst_dt, src, src_dt, n);
   return kc_launched(ctx, "convert_kernel");
 }
 
@@ -84,26 +79,26 @@ KC_API int kc_convert(KcContext* ctx, void* dst, int dst_dt, const void* src, in
 
 KC_API int kc_gelu(KcContext* ctx, float* out, const float* x, int64_t n) {
   if (n <= 0) return 0;
-  unary_kernel<<<grid_for(ctx, n), THREADS, 0, ctx->stream>>>(out, x, n, GELU);
+  unary_kernel<<<kc_grid_for(ctx, n), THREADS, 0, ctx->stream>>>(out, x, n, GELU);
   return kc_launched(ctx, "kc_gelu");
 }
 KC_API int kc_silu(KcContext* ctx, float* out, const float* x, int64_t n) {
   if (n <= 0) return 0;
-  unary_kernel<<<grid_for(ctx, n), THREADS, 0, ctx->stream>>>(out, x, n, SILU);
+  unary_kernel<<<kc_grid_for(ctx, n), THREADS, 0, ctx->stream>>>(out, x, n, SILU);
   return kc_launched(ctx, "kc_silu");
 }
 KC_API int kc_mul(KcContext* ctx, float* out, const float* a, const float* b, int64_t n) {
   if (n <= 0) return 0;
-  mul_kernel<<<grid_for(ctx, n), THREADS, 0, ctx->stream>>>(out, a, b, n);
+  mul_kernel<<<kc_grid_for(ctx, n), THREADS, 0, ctx->stream>>>(out, a, b, n);
   return kc_launched(ctx, "kc_mul");
 }
 KC_API int kc_axpby(KcContext* ctx, float* out, const float* a, const float* b, float alpha, float beta, int64_t n) {
   if (n <= 0) return 0;
-  axpby_kernel<<<grid_for(ctx, n), THREADS, 0, ctx->stream>>>(out, a, b, alpha, beta, n);
+  axpby_kernel<<<kc_grid_for(ctx, n), THREADS, 0, ctx->stream>>>(out, a, b, alpha, beta, n);
   return kc_launched(ctx, "kc_axpby");
 }
 KC_API int kc_fill(KcContext* ctx, float* out, float value, int64_t n) {
   if (n <= 0) return 0;
-  fill_kernel<<<grid_for(ctx, n), THREADS, 0, ctx->stream>>>(out, value, n);
+  fill_kernel<<<kc_grid_for(ctx, n), THREADS, 0, ctx->stream>>>(out, value, n);
   return kc_launched(ctx, "kc_fill");
 }

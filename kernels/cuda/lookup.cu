@@ -25,11 +25,6 @@ __global__ void t5_bias_kernel(float* out, const float* table, const int32_t* bu
   }
 }
 
-unsigned grid_for(KcContext* ctx, int64_t n) {
-  int64_t want = (n + 255) / 256, cap = (int64_t)ctx->sm_count * 16;
-  return (unsigned)(want < cap ? want : cap);
-}
-
 // Copies a host int32 array into scratch; returns null (rc set) on failure.
 int32_t* upload_ints(KcContext* ctx, const int32_t* host, int64_t n, int* rc) {
   int32_t* dev = (int32_t*)kc_scratch(ctx, (size_t)n * 4);
@@ -48,7 +43,7 @@ KC_API int kc_embedding(KcContext* ctx, float* out, const void* table, int dt, c
   int rc = 0;
   int32_t* dev = upload_ints(ctx, ids, n, &rc);
   if (!rc) {
-    embedding_kernel<<<grid_for(ctx, (int64_t)n * C), 256, 0, ctx->stream>>>(out, table, dt, dev, (int64_t)n * C, C);
+    embedding_kernel<<<kc_grid_for(ctx, (int64_t)n * C), 256, 0, ctx->stream>>>(out, table, dt, dev, (int64_t)n * C, C);
     rc = kc_launched(ctx, "kc_embedding");
   }
   kc_scratch_release(ctx, dev);
@@ -62,7 +57,7 @@ KC_API int kc_t5_relative_bias(KcContext* ctx, float* out, const float* table, c
   int rc = 0;
   int32_t* dev = upload_ints(ctx, buckets, (int64_t)Lq + Lk - 1, &rc);
   if (!rc) {
-    t5_bias_kernel<<<grid_for(ctx, (int64_t)H * Lq * Lk), 256, 0, ctx->stream>>>(out, table, dev, H, Lq, Lk);
+    t5_bias_kernel<<<kc_grid_for(ctx, (int64_t)H * Lq * Lk), 256, 0, ctx->stream>>>(out, table, dev, H, Lq, Lk);
     rc = kc_launched(ctx, "kc_t5_relative_bias");
   }
   kc_scratch_release(ctx, dev);

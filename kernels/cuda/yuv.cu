@@ -68,22 +68,18 @@ __global__ void yuv420_to_rgb_kernel(float* out, const uint8_t* yuv, int T, int 
   }
 }
 
-unsigned grid_for(KcContext* ctx, int64_t n) {
-  int64_t want = (n + 255) / 256, cap = (int64_t)ctx->sm_count * 16;
-  return (unsigned)(want < cap ? want : cap);
-}
 }  // namespace
 
 KC_API int kc_rgb_to_yuv420(KcContext* ctx, uint8_t* out, const float* x, int T, int H, int W, double lo, double hi) {
   int64_t blocks = (int64_t)T * (H / 2) * (W / 2);
   if (blocks <= 0) return 0;
-  rgb_to_yuv420_kernel<<<grid_for(ctx, blocks), 256, 0, ctx->stream>>>(out, x, T, H, W, lo, hi - lo);
+  rgb_to_yuv420_kernel<<<kc_grid_for(ctx, blocks), 256, 0, ctx->stream>>>(out, x, T, H, W, lo, hi - lo);
   return kc_launched(ctx, "kc_rgb_to_yuv420");
 }
 
 KC_API int kc_yuv420_to_rgb(KcContext* ctx, float* out, const uint8_t* yuv, int T, int H, int W, double lo, double hi) {
   int64_t n = (int64_t)T * H * W;
   if (n <= 0) return 0;
-  yuv420_to_rgb_kernel<<<grid_for(ctx, n), 256, 0, ctx->stream>>>(out, yuv, T, H, W, lo, hi - lo);
+  yuv420_to_rgb_kernel<<<kc_grid_for(ctx, n), 256, 0, ctx->stream>>>(out, yuv, T, H, W, lo, hi - lo);
   return kc_launched(ctx, "kc_yuv420_to_rgb");
 }
