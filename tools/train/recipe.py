@@ -68,7 +68,7 @@ def shard_sets(recipe, phase, opts):
     """[(first shard, count, extra flags)] of an encode phase, scaled by the phase's shares."""
     data, out = recipe["data"], []
     for kind, share in phase["shards"].items():
-        total = getattr(opts, f"{kind}_shards") or data[kind]["shards"]
+        total = getattr(opts, f"{kind}_shards", None) or data[kind]["shards"]
         out.append((data[kind]["first"], max(1, round(share * total)), data[kind].get("args", {})))
     return out
 
@@ -133,7 +133,8 @@ def commands(phase, recipe, opts, paths):
     args = flags(scaled(phase["args"], opts.scale), paths)
     threads = ["--threads", str(opts.threads)] if phase["run"] in THREADED else []
     if phase["run"] == "encode_data.py":  # two 1-thread encoders: the rendering is single-threaded numpy
-        each = ["--threads", str(max(1, opts.threads // 2)), "--per-shard", str(opts.per_shard or recipe["data"]["per_shard"])]
+        per_shard = opts.per_shard or phase.get("per_shard") or recipe["data"]["per_shard"]
+        each = ["--threads", str(max(1, opts.threads // 2)), "--per-shard", str(per_shard)]
         out = []
         for first, count, extra in shard_sets(recipe, phase, opts):
             halves = [(first, count // 2), (first + count // 2, count - count // 2)]
