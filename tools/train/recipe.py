@@ -147,6 +147,8 @@ def commands(phase, recipe, opts, paths):
     if phase["run"] == "train_dit.py" and not opts.no_eval:
         after = recipe["after_dit"]
         vae = {"vae": phase["args"]["vae"]}
+        if "out" in phase["args"]:  # a DiT of its own (a branch): evaluate that one
+            vae["ckpt"] = phase["args"]["out"] + "/ckpt.pt"
         out.append([[py, os.path.join("tools", "train", after["run"]), *flags({**after["args"], **vae}, paths),
                      "--threads", str(opts.threads)]])
     return out

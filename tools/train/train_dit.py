@@ -191,6 +191,8 @@ def parse_args():
     ap.add_argument("--vae", default=None, help="the VAE checkpoint --data was encoded with (encode_data.py --vae); "
                     "the circle twins are encoded with it too")
     ap.add_argument("--out", default=f"{common.BUILD}/dit")
+    ap.add_argument("--init", default=None,
+                    help="a DiT checkpoint to start from when --out has none (a branch off another phase's DiT)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--bench", type=int, default=0, help="time N steps on random latents and exit")
     return ap.parse_args()
@@ -217,6 +219,9 @@ def main():
     log = common.Logger(f"{args.out}/log.jsonl")
     step = ema_start = 0
     ck = None if args.bench else common.load_ckpt(ck_path)
+    if ck is None and args.init and not args.bench:
+        ck = common.load_ckpt(args.init)
+        print(f"starting from {args.init}")
     if ck is not None:
         dit.load_state_dict(ck["dit"])
         text.load_state_dict(ck["text"])
