@@ -31,7 +31,7 @@ ROUND = {"circle", "ring"}  # spinning is invisible for these: never sampled
 # Bumped whenever a seed renders differently (encode_data.py re-renders older shards).
 # 2: shapes upright (no random angle).
 VERSION = 2
-SIZE = 64
+SIZE = 64  # the native (square) size; a scene may ask for another width x height (scene_size)
 FPS = 16
 T_STRIDE = 4  # video frames per latent frame (the VAE's; frame 0 is a latent frame of its own)
 
@@ -121,7 +121,15 @@ def _contrast_ok(color, bg):
     return np.linalg.norm(a - b) > 100
 
 
-def sample_object(rng, bg, r_range, excluded):
+def scene_size(scene):
+    """(width, height) of a scene: its "width"/"height" when not square at SIZE, else its "size"."""
+    return scene.get("width", scene["size"]), scene.get("height", scene["size"])
+
+
+def sample_object(rng, bg, r_range, excluded, width=SIZE, height=SIZE):
+    """An object for a width x height frame: sizes, speeds and bounces scale with the shorter side
+    (64 at the native sizes 64x64, 112x64 and 64x112, where they are the square's), places span the
+    frame."""
     for _ in range(1000):
         color = str(rng.choice(list(COLORS)))
         shape = str(rng.choice(SHAPES))
@@ -131,7 +139,8 @@ def sample_object(rng, bg, r_range, excluded):
         if not _contrast_ok(color, bg) or (color, shape, motion, bg) in excluded:
             continue
         break
-    r = float(rng.uniform(*r_range))
+    unit = min(width, height) / SIZE
+    r = float(rng.uniform(*r_range)) * unit
     # Shapes stand upright (a triangle or a star points up, a square sits on a side); only
     # "spinning" turns them. A random angle made every caption ambiguous in orientation, and a
     # denoiser's estimate under that ambiguity is the average over angles: a round blob for every
@@ -139,15 +148,15 @@ def sample_object(rng, bg, r_range, excluded):
     rng.uniform(0, 2 * math.pi)
     o = {"color": color, "shape": shape, "motion": motion, "r": r, "angle": 0.0}
     m = 2.0 + r
-    o["x"] = float(rng.uniform(m, SIZE - m))
-    o["y"] = float(rng.uniform(m, SIZE - m))
+    o["x"] = float(rng.uniform(m, width - m))
+    o["y"] = float(rng.uniform(m, height - m))
     if motion in ("left", "right", "up", "down"):
-        o["speed"] = float(rng.uniform(0.8, 1.4))  # px per frame
+        o["speed"] = float(rng.uniform(0.8, 1.4)) * unit  # px per frame
     elif motion == "bouncing":
         o["period"] = float(rng.uniform(14, 22))  # frames per bounce
-        o["amp"] = float(rng.uniform(12, 20))
+        o["amp"] = float(rng.uniform(12, 20)) * unit
         o["phase"] = float(rng.uniform(0, 1))
-        o["y"] = SIZE - r - 1.5  # floor
+        o["y"] = height - r - 1.5  # floor
     elif motion == "spinning":
         o["omega"] = float(rng.choice([-1, 1]) * rng.uniform(0.10, 0.20))  # rad per frame
     elif motion == "growing":
@@ -159,23 +168,28 @@ def sample_object(rng, bg, r_range, excluded):
     return o
 
 
-def sample_scene(rng, excluded=None, two_prob=0.2, frames=29, switch_prob=0.0, latents=8, ramp_prob=0.0):
-    """A random scene; switch_prob of them with a prompt switch (add_switch), ramp_prob of those
-    gradual over 2-4 latent frames instead of at once."""
+def sample_scene(rng, excluded=None, two_prob=0.2, frames=29, switch_prob=0.0, latents=8, ramp_prob=0.0,
+                 width=SIZE, height=SIZE):
+    """A random scene of width x height; switch_prob of them with a prompt switch (add_switch),
+    ramp_prob of those gradual over 2-4 latent frames instead of at once. (At SIZE x SIZE the scene
+    and its frames are those of a renderer without sizes, seed for seed.)"""
     excluded = heldout_set() if excluded is None else excluded
     if rng.random() < 0.3:
         bg = str(rng.choice(SPECIAL_BGS))
     else:
         bg = str(rng.choice(list(BG_SOLID)))
     n = 2 if rng.random() < two_prob else 1
-    objs = [sample_object(rng, bg, (11, 15) if n == 1 else (8, 11), excluded) for _ in range(n)]
+    objs = [sample_object(rng, bg, (11, 15) if n == 1 else (8, 11), excluded, width, height) for _ in range(n)]
     if n == 2:
         # keep the two objects apart horizontally at the start
         a, b = objs
-        if abs(a["x"] - b["x"]) < 24 and a["motion"] not in ("left", "right") and b["motion"] not in ("left", "right"):
-            a["x"], b["x"] = 17.0, 47.0
+        sx = width / SIZE
+        if abs(a["x"] - b["x"]) < 24 * sx and a["motion"] not in ("left", "right") and b["motion"] not in ("left", "right"):
+            a["x"], b["x"] = 17.0 * sx, 47.0 * sx
     scene = {"bg": bg, "bg_seed": int(rng.integers(1 << 30)), "objects": objs, "frames": frames,
              "size": SIZE, "fps": FPS}
+    if (width, height) != (SIZE, SIZE):
+        scene["width"], scene["height"] = width, height
     if switch_prob > 0 and rng.random() < switch_prob:
         scene = add_switch(scene, rng, int(rng.integers(2, latents)), excluded)
         # (drawn only when asked for, so that seeds without ramps render as before)
@@ -247,16 +261,19 @@ def caption_pair(scene, rng):
     return a, caption(switched(scene), np.random.default_rng(seed))
 
 
-def scene_from_combo(color, shape, motion, bg, seed=0, frames=29):
+def scene_from_combo(color, shape, motion, bg, seed=0, frames=29, width=SIZE, height=SIZE):
     """A single-object scene with given attributes (evaluation); object parameters from seed."""
     rng = np.random.default_rng(seed)
     for _ in range(1000):
-        o = sample_object(rng, bg, (11, 15), set())
+        o = sample_object(rng, bg, (11, 15), set(), width, height)
         if o["motion"] == motion:
             break
     o["color"], o["shape"], o["motion"] = color, shape, motion
-    return {"bg": bg, "bg_seed": int(rng.integers(1 << 30)), "objects": [o], "frames": frames, "size": SIZE,
-            "fps": FPS}
+    scene = {"bg": bg, "bg_seed": int(rng.integers(1 << 30)), "objects": [o], "frames": frames, "size": SIZE,
+             "fps": FPS}
+    if (width, height) != (SIZE, SIZE):
+        scene["width"], scene["height"] = width, height
+    return scene
 
 
 # ---- captions -----------------------------------------------------------------------------------
@@ -355,11 +372,11 @@ def shape_sdf(shape, px, py, cx, cy, r, angle):
     return _poly_sdf(px, py, vx, vy)
 
 
-def object_state(o, k):
-    """Center, radius and angle of object o at frame k."""
+def object_state(o, k, size=(SIZE, SIZE)):
+    """Center, radius and angle of object o at frame k of a frame of size (width, height)."""
     x, y, r, ang = o["x"], o["y"], o["r"], o["angle"]
     m = o["motion"]
-    span = SIZE + 2 * 1.5 * r
+    span_x, span_y = size[0] + 2 * 1.5 * r, size[1] + 2 * 1.5 * r
     if m in ("left", "right", "up", "down"):
         d = o["speed"] * k
         if m == "left":
@@ -370,8 +387,8 @@ def object_state(o, k):
             y = y - d
         else:
             y = y + d
-        x = (x + 1.5 * r) % span - 1.5 * r
-        y = (y + 1.5 * r) % span - 1.5 * r
+        x = (x + 1.5 * r) % span_x - 1.5 * r
+        y = (y + 1.5 * r) % span_y - 1.5 * r
     elif m == "bouncing":
         y = o["y"] - o["amp"] * abs(math.sin(math.pi * (k / o["period"] + o["phase"])))
     elif m == "spinning":
@@ -383,15 +400,14 @@ def object_state(o, k):
     return x, y, r, ang
 
 
-_GRID = None
+_GRIDS = {}
 
 
-def _grid():
-    global _GRID
-    if _GRID is None:
-        yy, xx = np.mgrid[0:SIZE, 0:SIZE].astype(np.float32) + 0.5
-        _GRID = (xx, yy)
-    return _GRID
+def _grid(width=SIZE, height=SIZE):
+    if (width, height) not in _GRIDS:
+        yy, xx = np.mgrid[0:height, 0:width].astype(np.float32) + 0.5
+        _GRIDS[width, height] = (xx, yy)
+    return _GRIDS[width, height]
 
 
 def _lerp_rows(stops, n):
@@ -405,31 +421,32 @@ def _lerp_rows(stops, n):
 
 def render_background(scene, k, rng_state):
     bg = scene["bg"]
-    xx, yy = _grid()
+    W, H = scene_size(scene)
+    xx, yy = _grid(W, H)
     if bg in BG_SOLID:
-        img = np.empty((SIZE, SIZE, 3), np.float32)
+        img = np.empty((H, W, 3), np.float32)
         img[:] = BG_SOLID[bg]
         return img
     if bg == "sunset":
-        rows = _lerp_rows([(0, (60, 30, 110)), (0.45, (200, 70, 80)), (0.75, (240, 130, 50)), (1, (250, 195, 80))], SIZE)
-        return np.repeat(rows[:, None, :], SIZE, axis=1).copy()
+        rows = _lerp_rows([(0, (60, 30, 110)), (0.45, (200, 70, 80)), (0.75, (240, 130, 50)), (1, (250, 195, 80))], H)
+        return np.repeat(rows[:, None, :], W, axis=1).copy()
     if bg == "night":
-        rows = _lerp_rows([(0, (6, 8, 28)), (1, (22, 26, 62))], SIZE)
-        img = np.repeat(rows[:, None, :], SIZE, axis=1).copy()
+        rows = _lerp_rows([(0, (6, 8, 28)), (1, (22, 26, 62))], H)
+        img = np.repeat(rows[:, None, :], W, axis=1).copy()
         sx, sy, sb, sp = rng_state["stars"]
         tw = 0.75 + 0.25 * np.sin(sp + 0.4 * k)
         for x, y, b, t in zip(sx, sy, sb, tw):
             img[y, x] = np.maximum(img[y, x], b * t)
         return img
     if bg == "snow":
-        rows = _lerp_rows([(0, (70, 85, 115)), (1, (115, 125, 150))], SIZE)
-        img = np.repeat(rows[:, None, :], SIZE, axis=1).copy()
+        rows = _lerp_rows([(0, (70, 85, 115)), (1, (115, 125, 150))], H)
+        img = np.repeat(rows[:, None, :], W, axis=1).copy()
         fx, fy, fr, fv, fp = rng_state["flakes"]
-        cy = (fy + fv * k) % (SIZE + 4) - 2
+        cy = (fy + fv * k) % (H + 4) - 2
         cx = fx + 1.5 * np.sin(fp + 0.15 * k)
         for x, y, r in zip(cx, cy, fr):
-            x0, x1 = int(max(0, x - 3)), int(min(SIZE, x + 4))
-            y0, y1 = int(max(0, y - 3)), int(min(SIZE, y + 4))
+            x0, x1 = int(max(0, x - 3)), int(min(W, x + 4))
+            y0, y1 = int(max(0, y - 3)), int(min(H, y + 4))
             if x0 >= x1 or y0 >= y1:
                 continue
             d = np.sqrt((xx[y0:y1, x0:x1] - x) ** 2 + (yy[y0:y1, x0:x1] - y) ** 2) - r
@@ -440,7 +457,7 @@ def render_background(scene, k, rng_state):
 
 
 def render(scene):
-    """-> uint8 [T, SIZE, SIZE, 3]"""
+    """-> uint8 [T, H, W, 3] (scene_size; SIZE x SIZE unless the scene says otherwise)"""
     if "switch" in scene:
         a = render({k: v for k, v in scene.items() if k != "switch"})
         b = render(switched(scene))
@@ -451,26 +468,29 @@ def render(scene):
             out[k] = np.clip((1 - p) * a[k].astype(np.float32) + p * b[k] + 0.5, 0, 255).astype(np.uint8)
         return out
     T = scene["frames"]
+    W, H = scene_size(scene)
+    # (the star and flake counts are the square's at every size: the draws, and so the 64x64 frames,
+    # stay those of the renderer before sizes)
     rng = np.random.default_rng(scene["bg_seed"])
     state = {}
     if scene["bg"] == "night":
         n = int(rng.integers(22, 36))
-        state["stars"] = (rng.integers(0, SIZE, n), rng.integers(0, SIZE, n), rng.uniform(140, 255, n),
+        state["stars"] = (rng.integers(0, W, n), rng.integers(0, H, n), rng.uniform(140, 255, n),
                           rng.uniform(0, 2 * math.pi, n))
     elif scene["bg"] == "snow":
         n = int(rng.integers(30, 45))
-        state["flakes"] = (rng.uniform(0, SIZE, n), rng.uniform(0, SIZE, n), rng.uniform(0.7, 1.5, n),
+        state["flakes"] = (rng.uniform(0, W, n), rng.uniform(0, H, n), rng.uniform(0.7, 1.5, n),
                            rng.uniform(0.5, 1.2, n), rng.uniform(0, 2 * math.pi, n))
-    xx, yy = _grid()
-    frames = np.empty((T, SIZE, SIZE, 3), np.uint8)
+    xx, yy = _grid(W, H)
+    frames = np.empty((T, H, W, 3), np.uint8)
     t0 = scene.get("t0", 0)
     for i in range(T):
         k = t0 + i
         img = render_background(scene, k, state)
         for o in scene["objects"]:
-            cx, cy, r, ang = object_state(o, k)
-            x0, x1 = int(max(0, cx - 1.6 * r - 2)), int(min(SIZE, cx + 1.6 * r + 3))
-            y0, y1 = int(max(0, cy - 1.6 * r - 2)), int(min(SIZE, cy + 1.6 * r + 3))
+            cx, cy, r, ang = object_state(o, k, (W, H))
+            x0, x1 = int(max(0, cx - 1.6 * r - 2)), int(min(W, cx + 1.6 * r + 3))
+            y0, y1 = int(max(0, cy - 1.6 * r - 2)), int(min(H, cy + 1.6 * r + 3))
             if x0 >= x1 or y0 >= y1:
                 continue
             sd = shape_sdf(o["shape"], xx[y0:y1, x0:x1], yy[y0:y1, x0:x1], cx, cy, r, ang)

@@ -1,4 +1,5 @@
-"""Attribute classifiers for kino-tiny clips (uint8 frames [T, 64, 64, 3]):
+"""Attribute classifiers for kino-tiny clips (uint8 frames [T, H, W, 3]; calibrated at 64x64, and
+at other sizes for frames whose shorter side is 64 — tools/eval/score.py resamples to that):
 background (14 classes), object color (10), shape (5), motion (9). Hand-written (no learning);
 validated on ground-truth renders (`python3 tools/eval/metrics.py --validate`).
 
@@ -24,8 +25,10 @@ S = render.SIZE
 def _bg_features(frames):
     f = frames.astype(np.float32)
     border = np.concatenate([f[:, :, :3], f[:, :, -3:]], axis=2)  # [T, H, 6, 3] left/right columns
-    rows = np.median(border.reshape(-1, S, 6, 3).transpose(1, 0, 2, 3).reshape(S, -1, 3), axis=1)  # [H, 3]
-    top, mid, bot = rows[2:12].mean(0), rows[27:37].mean(0), rows[52:62].mean(0)
+    H = f.shape[1]
+    rows = np.median(border.reshape(-1, H, 6, 3).transpose(1, 0, 2, 3).reshape(H, -1, 3), axis=1)  # [H, 3]
+    band = lambda a, b: rows[round(a * H / S):round(b * H / S)].mean(0)  # rows a..b of a 64-row frame
+    top, mid, bot = band(2, 12), band(27, 37), band(52, 62)
     # speckles: pixels much brighter than their row's background, in small blobs (stars, flakes)
     diff = (f - rows[None, :, None, :]).sum(-1)
     bright = (diff > 90).astype(np.float32)
@@ -157,11 +160,15 @@ def classify_color(frames, masks):
 
 # ---- shape ------------------------------------------------------------------------------------
 
-_GY, _GX = np.mgrid[0:S, 0:S].astype(np.float32) + 0.5
+_GRIDS = {}
 
 
-def _template(shape, cx, cy, r, ang):
-    return render.shape_sdf(shape, _GX, _GY, cx, cy, r, ang) < 0
+def _template(shape, cx, cy, r, ang, hw=(S, S)):
+    if hw not in _GRIDS:
+        gy, gx = np.mgrid[0:hw[0], 0:hw[1]].astype(np.float32) + 0.5
+        _GRIDS[hw] = (gx, gy)
+    gx, gy = _GRIDS[hw]
+    return render.shape_sdf(shape, gx, gy, cx, cy, r, ang) < 0
 
 
 _AREA = {}
@@ -189,7 +196,7 @@ def fit_shape(mask):
             ox, oy = 0.0, 0.0
             if shape == "triangle":
                 ox, oy = 0.15 * r * math.sin(a), -0.15 * r * math.cos(a)
-            t = _template(shape, cx + ox, cy + oy, r, a)
+            t = _template(shape, cx + ox, cy + oy, r, a, mask.shape)
             inter = (t & mask).sum()
             iou = inter / max(1, (t | mask).sum())
             if iou > best[1]:
@@ -199,7 +206,8 @@ def fit_shape(mask):
 
 def _inside(mask, margin=1):
     ys, xs = np.nonzero(mask)
-    return ys.min() >= margin and xs.min() >= margin and ys.max() < S - margin and xs.max() < S - margin
+    h, w = mask.shape
+    return ys.min() >= margin and xs.min() >= margin and ys.max() < h - margin and xs.max() < w - margin
 
 
 def classify_shape(masks):
@@ -368,12 +376,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--validate", type=int, default=100, help="score N ground-truth renders")
     ap.add_argument("--blur", type=float, default=0.0, help="blur the renders first (Gaussian sigma, pixels)")
+    ap.add_argument("--size", default=f"{S}x{S}", help="WxH of the renders (the shorter side 64)")
     args = ap.parse_args()
+    width, height = map(int, args.size.split("x"))
     rng = np.random.default_rng(7)
     preds, truths = [], []
     conf = {}
     for i in range(args.validate):
-        sc = render.sample_scene(rng, set(), two_prob=0.0)
+        sc = render.sample_scene(rng, set(), two_prob=0.0, width=width, height=height)
         o = sc["objects"][0]
         fr = render.render(sc)
         p = classify(gaussian_blur(fr, args.blur) if args.blur else fr)
@@ -383,7 +393,7 @@ def main():
         for k in t:
             if p[k] != t[k]:
                 conf.setdefault(k, []).append((t[k], p[k]))
-    print(f"ground-truth renders{f' blurred by {args.blur} px' if args.blur else ''}:", score(preds, truths))
+    print(f"ground-truth renders at {args.size}{f' blurred by {args.blur} px' if args.blur else ''}:", score(preds, truths))
     for k, v in conf.items():
         print(k, v[:12])
 

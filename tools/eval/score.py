@@ -10,6 +10,10 @@
   flake and star pixels (metrics.speckle_fraction).
 
   python3 tools/eval/score.py build/eval/manifest.json      # prints a report, writes results.json
+
+Videos of another size than 64x64 (the manifest's "size") are resampled by ffmpeg (area filter) to a
+shorter side of 64, the scale the classifiers are calibrated at, keeping the aspect ratio: 480x272
+is scored at 113x64, 272x480 at 64x113.
 """
 import json
 import os
@@ -25,10 +29,21 @@ import metrics  # noqa: E402
 THRESHOLDS = {"color": 0.90, "background": 0.90, "shape": 0.70, "motion": 0.80}
 
 
-def decode(path, size=64):
-    raw = subprocess.run(["ffmpeg", "-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "rgb24", "-"],
+SIZE = (64, 64)  # the manifest's video size (main sets it)
+
+
+def scored_size(width, height, short=64):
+    """(w, h) with the shorter side `short`, the aspect ratio kept."""
+    k = short / min(width, height)
+    return round(width * k), round(height * k)
+
+
+def decode(path):
+    w, h = scored_size(*SIZE)
+    scale = [] if (w, h) == SIZE else ["-vf", f"scale={w}:{h}:flags=area"]
+    raw = subprocess.run(["ffmpeg", "-v", "error", "-i", path, *scale, "-f", "rawvideo", "-pix_fmt", "rgb24", "-"],
                          check=True, capture_output=True).stdout
-    return np.frombuffer(raw, np.uint8).reshape(-1, size, size, 3)
+    return np.frombuffer(raw, np.uint8).reshape(-1, h, w, 3)
 
 
 def heldout(items):
@@ -85,12 +100,16 @@ def transition_counts(results):
 def main():
     manifest_path = sys.argv[1]
     m = json.load(open(manifest_path))
+    global SIZE
+    SIZE = tuple(map(int, m.get("size", "64x64").split("x")))
     res = {"heldout": heldout(m["heldout"]), "transitions": [transition(t) for t in m["transitions"]],
            "determinism": m.get("determinism"), "items": m["heldout"]}
     res["heldout_pass"] = {k: res["heldout"][k] >= v for k, v in THRESHOLDS.items()}
     out = os.path.join(os.path.dirname(manifest_path), "results.json")
     json.dump(res, open(out, "w"), indent=1)
-    print(f"held-out combinations ({len(m['heldout'])} clips):")
+    w, h = scored_size(*SIZE)
+    print(f"held-out combinations ({len(m['heldout'])} clips at {SIZE[0]}x{SIZE[1]}"
+          f"{f', scored at {w}x{h}' if (w, h) != SIZE else ''}):")
     for k, v in THRESHOLDS.items():
         print(f"  {k:10s} {res['heldout'][k] * 100:5.1f} %  (target >= {v * 100:.0f} %)")
     for line in misses(m["heldout"]) + speckles(m["heldout"]):

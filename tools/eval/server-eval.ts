@@ -10,6 +10,8 @@
 //                                 [--guidance G] (guidance_scale of every job and session; default: the model's)
 //                                 [--video-seeds 0]   (comma-separated: every held-out prompt once per seed;
 //                                                      one clip is 2.5 % of a 40-prompt score)
+//                                 [--size 64x64]  (WxH of every job and session: 480x272 asks for the
+//                                                  16:9 the model renders at its nearest native size)
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { loadServeConfig } from "../../src/config/load.ts";
@@ -28,6 +30,7 @@ const sessionSeeds = arg("session-seeds", "7").split(",").map(Number);
 const videoSeeds = arg("video-seeds", "0").split(",").map(Number);
 const stepsArg = arg("steps", "");
 const guidanceArg = arg("guidance", "");
+const size = arg("size", "64x64");
 // the sampling settings every job and session asks for (none: the model's defaults)
 const sampling = {
   ...(stepsArg ? { num_inference_steps: Number(stepsArg) } : {}),
@@ -49,7 +52,7 @@ async function video(prompt: string, seed: number): Promise<Uint8Array> {
   const res = await fetch(`${url}/v1/videos`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ prompt, size: "64x64", num_frames: numFrames, seed, ...sampling }),
+    body: JSON.stringify({ prompt, size, num_frames: numFrames, seed, ...sampling }),
   });
   const job = await res.json();
   if (!res.ok) throw new Error(`create failed: ${JSON.stringify(job)}`);
@@ -72,7 +75,7 @@ async function session(name: string, from: string, to: string, transitionChunks:
   const chunks: ChunkMeta[] = [];
   let media = 0;
   await new Promise<void>((done, fail) => {
-    ws.onopen = () => ws.send(JSON.stringify({ type: "session.start", prompt: from, size: "64x64", num_frames: numFrames, seed, ...sampling }));
+    ws.onopen = () => ws.send(JSON.stringify({ type: "session.start", prompt: from, size, num_frames: numFrames, seed, ...sampling }));
     ws.onerror = () => fail(new Error(`${name}: WebSocket error`));
     ws.onmessage = (e) => {
       if (typeof e.data !== "string") return void bytes.push(new Uint8Array(e.data as ArrayBuffer));
@@ -119,7 +122,7 @@ try {
     }
   }
   const manifest = join(out, "manifest.json");
-  writeFileSync(manifest, JSON.stringify({ model, num_frames: numFrames, ...sampling, heldout, determinism, transitions }, null, 1));
+  writeFileSync(manifest, JSON.stringify({ model, size, num_frames: numFrames, ...sampling, heldout, determinism, transitions }, null, 1));
   const score = Bun.spawnSync([PY, join(ROOT, "tools/eval/score.py"), manifest], { stdout: "inherit", stderr: "inherit" });
   process.exitCode = score.exitCode;
 } finally {

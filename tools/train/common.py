@@ -57,6 +57,9 @@ CFG = {
     # costs 4 steps, not 8. Less noise (0.25) lags a transition by a chunk; more overshoots.
     "continuation_strength": 0.5,
     "guidance_scale": 2.0,  # 3 over-saturates moving objects into colored stripes (held-out color 20 % against 30 %)
+    # The sizes ("WxH") the DiT was trained to make, the square first: train_dit.py adds its data's
+    # sizes, a checkpoint keeps them (networks.load_models), export.py declares them (kino.native_sizes).
+    "native_sizes": ["64x64"],
 }
 
 

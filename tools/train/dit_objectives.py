@@ -110,21 +110,21 @@ def outline_weights(scenes, frames, weight, band=2.0):
     `band` pixels of its edge, in any video frame of the latent frame; both scenes of a prompt switch)
     crosses the cell. A shape is its outline — a star and a circle of the same place and color differ
     in a few cells of a frame — so the plain loss spends little on it."""
-    S, T = render.SIZE, render.T_STRIDE
-    hw = common.latent_hw()
-    cell = S // hw
-    xx, yy = np.meshgrid(np.arange(S) + 0.5, np.arange(S) + 0.5)
-    out = np.zeros((len(scenes), 1, frames, hw, hw), np.float32)
+    T, cell = render.T_STRIDE, common.spatial_factor()
+    W, H = render.scene_size(scenes[0])  # (a batch is of one size)
+    h, w = H // cell, W // cell
+    xx, yy = np.meshgrid(np.arange(W) + 0.5, np.arange(H) + 0.5)
+    out = np.zeros((len(scenes), 1, frames, h, w), np.float32)
     for b, sc in enumerate(scenes):
         versions = [sc] + ([render.switched(sc)] if "switch" in sc else [])
         for f in range(frames):
-            near = np.zeros((S, S), bool)
+            near = np.zeros((H, W), bool)
             for k in ([0] if f == 0 else range(T * (f - 1) + 1, T * f + 1)):
                 for v in versions:
                     for o in v["objects"]:
-                        cx, cy, r, ang = render.object_state(o, v.get("t0", 0) + k)
+                        cx, cy, r, ang = render.object_state(o, v.get("t0", 0) + k, (W, H))
                         near |= np.abs(render.shape_sdf(o["shape"], xx, yy, cx, cy, r, ang)) < band
-            out[b, 0, f] = near.reshape(hw, cell, hw, cell).any(axis=(1, 3))
+            out[b, 0, f] = near.reshape(h, cell, w, cell).any(axis=(1, 3))
     return torch.from_numpy(1.0 + weight * out)
 
 

@@ -2,8 +2,9 @@
 
   python3 tools/train/encode_data.py --shards 24      # build/train/data/shard_XXX.pt, 1000 clips each
   python3 tools/train/encode_data.py --first 100 --shards 8 --switch-prob 0.75 --ramp-prob 0.5  # switch-heavy
+  python3 tools/train/encode_data.py --first 200 --shards 2 --size 112x64     # clips at another native size
 Each shard: {"latents": fp16 [N, z, F, h, w] (normalised with the VAE's latents_mean/std),
-             "scenes": [scene dicts], "render_version": render.VERSION}; prompt switches are encoded
+             "scenes": [scene dicts], "render_version": render.VERSION, "size": [W, H]}; prompt switches are encoded
 spliced (common.spliced_mu). Clip i of shard s is a pure function of (seed, s, i); a shard from an
 older renderer is rendered and encoded again.
 """
@@ -53,6 +54,9 @@ def main():
     ap.add_argument("--out", default=f"{common.BUILD}/data")
     ap.add_argument("--vae", default=None, help="another VAE checkpoint (e.g. train_vae.py --init --anchor's); "
                                                 "write its shards to their own --out")
+    ap.add_argument("--size", default=f"{render.SIZE}x{render.SIZE}",
+                    help="WxH of the clips (multiples of the VAE's stride x the DiT's patch); a folder may hold "
+                         "shards of several sizes, train_dit.py batches each size apart")
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     common.setup_torch(args.threads)
@@ -62,6 +66,7 @@ def main():
     nf = CFG["train_latent_frames"]
     frames = 1 + vae.t_stride * (nf - 1)
     excluded = render.heldout_set()
+    width, height = map(int, args.size.split("x"))
     for s in range(args.first, args.first + args.shards):
         path = f"{args.out}/shard_{s:03d}.pt"
         if current(path):
@@ -72,11 +77,12 @@ def main():
         bs = 16
         for i in range(0, args.per_shard, bs):
             sc = [render.sample_scene(rng, excluded, frames=frames, switch_prob=args.switch_prob, latents=nf,
-                                     ramp_prob=args.ramp_prob)
+                                     ramp_prob=args.ramp_prob, width=width, height=height)
                   for _ in range(min(bs, args.per_shard - i))]
             lats.append(encode_scenes(vae, sc))
             scenes.extend(sc)
-        common.save_ckpt(path, {"latents": torch.cat(lats), "scenes": scenes, "render_version": render.VERSION})
+        common.save_ckpt(path, {"latents": torch.cat(lats), "scenes": scenes, "render_version": render.VERSION,
+                                "size": [width, height]})
         print(f"shard {s}: {len(scenes)} clips in {time.time() - t0:.0f} s", flush=True)
 
 

@@ -78,7 +78,10 @@ def kino_block(steps, shift, guidance):
         "negative_prompt": "",
         "cfg": "v = v_uncond + g * (v_cond - v_uncond); the uncond stream has its own self-attn KV cache, "
                "filled by its own context pass (empty prompt) over the same guided clean latent",
-        "native_width": c["video"]["width"], "native_height": c["video"]["height"], "fps": c["video"]["fps"],
+        "native_width": c["video"]["width"], "native_height": c["video"]["height"],
+        # the sizes the DiT was trained to make (the server renders other sizes at the nearest in aspect)
+        **({"native_sizes": c["native_sizes"]} if len(c["native_sizes"]) > 1 else {}),
+        "fps": c["video"]["fps"],
         "frames_per_chunk": 4 * c["chunk_latent_frames"],
         "first_chunk_frames": 1 + 4 * (c["chunk_latent_frames"] - 1),
         "default_transition_chunks": 4,

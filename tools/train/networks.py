@@ -103,6 +103,7 @@ def load_models(dit_ckpt=None, ema=True, export_precision=False, vae_ckpt=None):
     tok = tokmod.default_tokenizer()
     ck = common.load_ckpt(dit_ckpt or f"{common.BUILD}/dit/ckpt.pt")
     CFG["sink_chunks"] = ck["cfg"].get("sink_chunks", 0)
+    CFG["native_sizes"] = ck["cfg"].get("native_sizes", CFG["native_sizes"])
     dit = common.dit_model()
     text = TextModel(tok)
     sd = ck["ema_dit" if ema else "dit"]

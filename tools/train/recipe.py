@@ -65,11 +65,13 @@ def needs(phase, made_before):
 
 
 def shard_sets(recipe, phase, opts):
-    """[(first shard, count, extra flags)] of an encode phase, scaled by the phase's shares."""
+    """[(first shard, count, extra flags, clips per shard)] of an encode phase, scaled by the phase's
+    shares; clips per shard: --per-shard, else the kind's `per_shard`, the phase's, [data]'s."""
     data, out = recipe["data"], []
     for kind, share in phase["shards"].items():
-        total = getattr(opts, f"{kind}_shards") or data[kind]["shards"]
-        out.append((data[kind]["first"], max(1, round(share * total)), data[kind].get("args", {})))
+        total = getattr(opts, f"{kind}_shards", None) or data[kind]["shards"]
+        per_shard = opts.per_shard or data[kind].get("per_shard") or phase.get("per_shard") or data["per_shard"]
+        out.append((data[kind]["first"], max(1, round(share * total)), data[kind].get("args", {}), per_shard))
     return out
 
 
@@ -80,7 +82,7 @@ def is_done(phase, recipe, opts, paths):
     where = os.path.join(paths["build"], phase["makes"])
     if phase["run"] == "encode_data.py":
         return all(os.path.exists(f"{where}/shard_{first + i:03d}.pt")
-                   for first, count, _ in shard_sets(recipe, phase, opts) for i in range(count))
+                   for first, count, _, _ in shard_sets(recipe, phase, opts) for i in range(count))
     ck = checkpoint_state(f"{where}/ckpt.pt")
     if ck is None:
         return None if os.path.exists(f"{where}/ckpt.pt") else False
@@ -133,17 +135,20 @@ def commands(phase, recipe, opts, paths):
     args = flags(scaled(phase["args"], opts.scale), paths)
     threads = ["--threads", str(opts.threads)] if phase["run"] in THREADED else []
     if phase["run"] == "encode_data.py":  # two 1-thread encoders: the rendering is single-threaded numpy
-        each = ["--threads", str(max(1, opts.threads // 2)), "--per-shard", str(opts.per_shard or recipe["data"]["per_shard"])]
+        each = ["--threads", str(max(1, opts.threads // 2))]
         out = []
-        for first, count, extra in shard_sets(recipe, phase, opts):
+        for first, count, extra, per_shard in shard_sets(recipe, phase, opts):
+            each_here = each + ["--per-shard", str(per_shard)]
             halves = [(first, count // 2), (first + count // 2, count - count // 2)]
-            out.append([[py, script, *args, *flags(extra, paths), *each, "--first", str(f), "--shards", str(n)]
+            out.append([[py, script, *args, *flags(extra, paths), *each_here, "--first", str(f), "--shards", str(n)]
                         for f, n in halves if n])
         return out
     out = [[[py, script, *args, *threads]]]
     if phase["run"] == "train_dit.py" and not opts.no_eval:
         after = recipe["after_dit"]
         vae = {"vae": phase["args"]["vae"]}
+        if "out" in phase["args"]:  # a DiT of its own (a branch): evaluate that one
+            vae["ckpt"] = phase["args"]["out"] + "/ckpt.pt"
         out.append([[py, os.path.join("tools", "train", after["run"]), *flags({**after["args"], **vae}, paths),
                      "--threads", str(opts.threads)]])
     return out

@@ -51,12 +51,16 @@ Objectives (docs/MODEL.md, "Training"; tools/train/NOTES.md says why each is the
     evaluation, export and the server use Wan's tanh form;
   * learning rate: linear warmup, constant, then a linear decay to 5 % from --decay-start to
     --decay-end (the phase's last step);
+  * sizes: --data may hold shards of several clip sizes (encode_data.py --size); each step draws
+    one size (--size-weights; default: in proportion to its clips) and builds its whole batch, first
+    frames included, from that size's clips, the shares above applying within it;
   * AdamW, bf16 autocast, EMA of weights; checkpoints every few minutes (atomic) and on SIGTERM.
 """
 import argparse
 import glob
 import signal
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -80,15 +84,55 @@ def learning_rate(args, step):
 
 
 def load_data(path, max_shards=None):
+    """-> {(width, height): (latents, scenes)}, the shards grouped by their clips' size."""
     files = sorted(glob.glob(f"{path}/shard_*.pt"))
     if max_shards:
         files = files[:max_shards]
-    lats, scenes = [], []
+    groups = {}
     for f in files:
         d = torch.load(f)
+        size = tuple(d.get("size", (render.SIZE, render.SIZE)))
+        lats, scenes = groups.setdefault(size, ([], []))
         lats.append(d["latents"])
         scenes.extend(d["scenes"])
-    return torch.cat(lats), scenes
+    return {size: (torch.cat(lats), scenes) for size, (lats, scenes) in sorted(groups.items())}
+
+
+def batch_plan(lat, scenes, args):
+    """The clips of one size and which of them each share of a batch draws from (train_dit's
+    docstring): index arrays and per-batch counts; a share whose clips this size lacks gets none."""
+    p = SimpleNamespace(lat=lat, scenes=scenes)
+    p.ramps = np.array([i for i, sc in enumerate(scenes) if sc.get("switch", {}).get("chunks", 1) > 1])
+    p.n_ramp = int(round(args.ramp_share * args.bs)) if len(p.ramps) else 0
+    p.n_ramp_cont = int(round(args.ramp_cont_share * p.n_ramp))  # the first of the ramps
+    p.color_ramps = np.array([i for i in p.ramps if scenes[i]["switch"]["attr"] == "color"])
+    p.n_ramp_color = int(round(args.ramp_color_share * p.n_ramp)) if len(p.color_ramps) else 0
+    p.plain = np.array([i for i, sc in enumerate(scenes) if "switch" not in sc])
+    p.hard_switches = np.array([i for i, sc in enumerate(scenes)
+                                if "switch" in sc and sc["switch"].get("chunks", 1) == 1])
+    p.n_twin = int(round(args.twin_clip_share * args.bs))  # the last n_twin clips of a batch
+    p.n_twin_ctx = int(round(args.twin_ctx_share * p.n_twin))  # the last of those show a circle past too
+    p.n_twin_star = int(round(args.twin_star_share * p.n_twin))  # the first of those have a star
+    p.stars = np.array([i for i in p.plain if any(o["shape"] == "star" for o in scenes[i]["objects"])])
+    p.star_scenes = np.array([i for i, sc in enumerate(scenes) if any(o["shape"] == "star" for o in sc["objects"])])
+    p.n_own = int(round(args.own_past_share * args.bs))  # the clips after the ramps
+    p.n_own_in = int(round(args.own_input_share * p.n_own))  # the first of those
+    assert p.n_ramp + p.n_own + p.n_twin <= args.bs, "ramp, own-past and twin shares overlap"
+    p.own = slice(p.n_ramp, p.n_ramp + p.n_own)
+    p.n_cont = int(round(args.cont_share * (args.bs - p.n_ramp - p.n_own - p.n_twin)))
+    p.cont = slice(p.n_ramp + p.n_own, p.n_ramp + p.n_own + p.n_cont)  # the first after the own-past clips
+    p.n_cont_switch = int(round(args.cont_switch_share * p.n_cont)) if len(p.hard_switches) else 0
+    return p
+
+
+def size_weights(sizes, plans, spec):
+    """Each size's chance per step: spec "WxH:w,..." (sizes it omits: 0), else its share of the clips."""
+    if not spec:
+        w = np.array([len(p.scenes) for p in plans], float)
+    else:
+        given = {tuple(map(int, k.split("x"))): float(v) for k, v in (x.split(":") for x in spec.split(","))}
+        w = np.array([given.get(s, 0.0) for s in sizes])
+    return w / w.sum()
 
 
 def parse_args():
@@ -136,6 +180,9 @@ def parse_args():
     ap.add_argument("--sink-far-share", type=float, default=0.25,
                     help="with an attention sink: share of the steps whose sink lies far back (sink_far_positions)")
     ap.add_argument("--shards", type=int, default=None, help="load only the first N data shards")
+    ap.add_argument("--size-weights", default=None,
+                    help='with shards of several sizes: each size\'s chance per step, "WxH:w,..." '
+                         "(default: in proportion to its clips)")
     ap.add_argument("--image-bs", type=int, default=32, help="extra single-first-frame samples per step")
     ap.add_argument("--ctx-noise", type=float, default=0.2, help="largest noise level of a context frame")
     ap.add_argument("--drop", type=float, default=0.1, help="caption dropout (CFG)")
@@ -144,6 +191,8 @@ def parse_args():
     ap.add_argument("--vae", default=None, help="the VAE checkpoint --data was encoded with (encode_data.py --vae); "
                     "the circle twins are encoded with it too")
     ap.add_argument("--out", default=f"{common.BUILD}/dit")
+    ap.add_argument("--init", default=None,
+                    help="a DiT checkpoint to start from when --out has none (a branch off another phase's DiT)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--bench", type=int, default=0, help="time N steps on random latents and exit")
     return ap.parse_args()
@@ -170,6 +219,9 @@ def main():
     log = common.Logger(f"{args.out}/log.jsonl")
     step = ema_start = 0
     ck = None if args.bench else common.load_ckpt(ck_path)
+    if ck is None and args.init and not args.bench:
+        ck = common.load_ckpt(args.init)
+        print(f"starting from {args.init}")
     if ck is not None:
         dit.load_state_dict(ck["dit"])
         text.load_state_dict(ck["text"])
@@ -178,6 +230,7 @@ def main():
         opt.load_state_dict(ck["opt"])
         step = ck["step"]
         ema_start = ck.get("ema_start", 0)
+        CFG["native_sizes"] = ck["cfg"].get("native_sizes", CFG["native_sizes"])
         print(f"resumed DiT at step {step}")
     if step >= args.steps:
         print("DiT done")
@@ -194,31 +247,22 @@ def main():
     if args.bench:
         z = CFG["vae"]["z_dim"]
         hw = common.latent_hw()
-        lat = torch.randn(args.bs * 4, z, F_, hw, hw).half()
         rng0 = np.random.default_rng(0)
-        scenes = [render.sample_scene(rng0, switch_prob=0.25, ramp_prob=0.5) for _ in range(args.bs * 4)]
+        data = {(render.SIZE, render.SIZE): (
+            torch.randn(args.bs * 4, z, F_, hw, hw).half(),
+            [render.sample_scene(rng0, switch_prob=0.25, ramp_prob=0.5) for _ in range(args.bs * 4)])}
     else:
-        lat, scenes = load_data(args.data, args.shards)
-        print(f"data: {lat.shape[0]} clips, latents {tuple(lat.shape[1:])}")
-    ramps = np.array([i for i, sc in enumerate(scenes) if sc.get("switch", {}).get("chunks", 1) > 1])
-    n_ramp = int(round(args.ramp_share * args.bs)) if len(ramps) else 0
-    n_ramp_cont = int(round(args.ramp_cont_share * n_ramp))  # the first of the ramps
-    color_ramps = np.array([i for i in ramps if scenes[i]["switch"]["attr"] == "color"])
-    n_ramp_color = int(round(args.ramp_color_share * n_ramp)) if len(color_ramps) else 0  # the first of the ramps
-    plain = np.array([i for i, sc in enumerate(scenes) if "switch" not in sc])
-    hard_switches = np.array([i for i, sc in enumerate(scenes) if "switch" in sc and sc["switch"].get("chunks", 1) == 1])
-    n_twin = int(round(args.twin_clip_share * args.bs))  # the last n_twin clips of a batch
-    n_twin_ctx = int(round(args.twin_ctx_share * n_twin))  # the last of those show a circle past too
-    n_twin_star = int(round(args.twin_star_share * n_twin))  # the first of those have a star
-    stars = np.array([i for i in plain if any(o["shape"] == "star" for o in scenes[i]["objects"])])
-    args.star_scenes = np.array([i for i, sc in enumerate(scenes) if any(o["shape"] == "star" for o in sc["objects"])])
-    n_own = int(round(args.own_past_share * args.bs))  # the clips after the ramps
-    n_own_in = int(round(args.own_input_share * n_own))  # the first of those
-    assert n_ramp + n_own + n_twin <= args.bs, "ramp, own-past and twin shares overlap"
-    own = slice(n_ramp, n_ramp + n_own)
-    n_cont = int(round(args.cont_share * (args.bs - n_ramp - n_own - n_twin)))
-    cont = slice(n_ramp + n_own, n_ramp + n_own + n_cont)  # the first after the own-past clips
-    n_cont_switch = int(round(args.cont_switch_share * n_cont)) if len(hard_switches) else 0  # the first of those
+        data = load_data(args.data, args.shards)
+        for (w_, h_), (lat, _) in data.items():
+            print(f"data {w_}x{h_}: {lat.shape[0]} clips, latents {tuple(lat.shape[1:])}")
+    sizes = list(data)
+    for w_, h_ in sizes:  # saved with each checkpoint (CFG): export.py declares them
+        if f"{w_}x{h_}" not in CFG["native_sizes"]:
+            CFG["native_sizes"] = CFG["native_sizes"] + [f"{w_}x{h_}"]
+    plans = [batch_plan(lat, scenes, args) for lat, scenes in data.values()]
+    chance = size_weights(sizes, plans, args.size_weights)
+    if len(sizes) > 1:
+        print("sizes per step: " + ", ".join(f"{w_}x{h_} {c:.2f}" for (w_, h_), c in zip(sizes, chance)))
     cont_sigma = continuation_sigma()
 
     stop = {"flag": False}
@@ -243,6 +287,14 @@ def main():
         lr = learning_rate(args, step)
         for g in opt.param_groups:
             g["lr"] = lr
+        # the step's size (its own generator: a run on one size draws as before sizes)
+        bp = plans[int(np.random.default_rng([seed, 5, step]).choice(len(plans), p=chance))] if len(plans) > 1 else plans[0]
+        lat, scenes = bp.lat, bp.scenes
+        n_ramp, n_ramp_cont, n_ramp_color, n_own, n_own_in = bp.n_ramp, bp.n_ramp_cont, bp.n_ramp_color, bp.n_own, bp.n_own_in
+        n_twin, n_twin_ctx, n_twin_star, n_cont, n_cont_switch = bp.n_twin, bp.n_twin_ctx, bp.n_twin_star, bp.n_cont, bp.n_cont_switch
+        ramps, color_ramps, plain, hard_switches, stars = bp.ramps, bp.color_ramps, bp.plain, bp.hard_switches, bp.stars
+        own, cont = bp.own, bp.cont
+        args.star_scenes = bp.star_scenes
         rng = np.random.default_rng([seed, 3, step])
         gen = torch.Generator().manual_seed(seed * 13 + step)
         frame_pos = near_pos
@@ -340,6 +392,8 @@ def main():
             last_save = time.time()
     if not args.bench:
         save()
+        if n_steps_here:
+            print(f"dit stopped at step {step}: {n_steps_here} steps here, {t_run / n_steps_here:.2f} s/step", flush=True)
 
 
 if __name__ == "__main__":
