@@ -142,8 +142,8 @@ export class VideoJobs {
   private async afterRun(record: JobRecord, request: GenerationRequest): Promise<void> {
     await this.removeReferences(request.request_id);
     // Deleted while it ran (or failed half-way): nothing may stay on disk.
-    const now = await this.store.get(record.job.id);
-    if (!now || now.job.status === "failed") {
+    const current = await this.store.get(record.job.id);
+    if (!current || current.job.status === "failed") {
       await this.remove(record.outputPath);
       await this.removeArtifact(record.job.id);
     }
