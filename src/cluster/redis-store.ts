@@ -1,8 +1,8 @@
 // The cluster's job store: every job's OpenAI video object in Redis, so any node answers retrieve,
 // list and delete for every job. A job is a hash (one JSON-encoded field per property) and a sorted
 // set holds the ids in creation order (scored by a cluster-wide counter), so a page is a rank lookup
-// and a range, however many jobs there are. Kept images stay on the node that made them (their file
-// is there), in memory.
+// and a range, however many jobs there are. Kept images (their files are in the shared artifact store)
+// are a hash each and a sorted set in the order they were kept, so any node serves their urls.
 import type Redis from "ioredis";
 import { join } from "node:path";
 import type { VideoJob } from "../../schemas/videos.ts";
@@ -26,8 +26,6 @@ redis.call('HSET', KEYS[1], unpack(ARGV))
 return 1`;
 
 export class RedisJobStore implements JobStore {
-  private readonly images = new Map<string, StoredImage>();
-
   /** `ns` prefixes every key (the cluster's queue name), so clusters can share one Redis. */
   constructor(
     private readonly redis: Redis,
@@ -42,6 +40,14 @@ export class RedisJobStore implements JobStore {
 
   private get orderKey(): string {
     return `${this.ns}:videos`;
+  }
+
+  private imageKey(id: string): string {
+    return `${this.ns}:image:${id}`;
+  }
+
+  private get imageOrderKey(): string {
+    return `${this.ns}:images`;
   }
 
   /** The MP4's path while this node writes it; where it is kept is the artifact store's business. */
@@ -104,14 +110,24 @@ export class RedisJobStore implements JobStore {
   }
 
   async addImage(image: StoredImage): Promise<StoredImage[]> {
-    this.images.set(image.id, image);
-    const evicted = [...this.images.values()].slice(0, Math.max(0, this.images.size - this.maxJobs));
-    for (const old of evicted) this.images.delete(old.id);
+    const seq = await this.redis.incr(`${this.ns}:image-seq`);
+    await this.redis.multi().hset(this.imageKey(image.id), "key", image.key, "mime", image.mime).zadd(this.imageOrderKey, seq, image.id).exec();
+    const excess = (await this.redis.zcard(this.imageOrderKey)) - this.maxJobs;
+    if (excess <= 0) return [];
+    // ZPOPMIN hands each of the oldest to exactly one node, however many keep images at once.
+    const popped = await this.redis.zpopmin(this.imageOrderKey, excess);
+    const evicted: StoredImage[] = [];
+    for (let i = 0; i < popped.length; i += 2) {
+      const old = await this.getImage(popped[i]!);
+      await this.redis.del(this.imageKey(popped[i]!));
+      if (old) evicted.push(old);
+    }
     return evicted;
   }
 
   async getImage(id: string): Promise<StoredImage | undefined> {
-    return this.images.get(id);
+    const hash = await this.redis.hgetall(this.imageKey(id));
+    return hash.key && hash.mime ? { id, key: hash.key, mime: hash.mime } : undefined;
   }
 
   close(): void {}

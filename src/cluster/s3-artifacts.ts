@@ -3,7 +3,7 @@
 import { S3Client } from "bun";
 import { mkdir } from "node:fs/promises";
 import { dirname } from "node:path";
-import type { ArtifactStore, StoredArtifact } from "../engine/artifact-store.ts";
+import { artifactKind, type ArtifactStore, type StoredArtifact } from "../engine/artifact-store.ts";
 import { removeStored, StorageError, storing } from "../media/storage.ts";
 
 export interface S3Settings {
@@ -43,7 +43,7 @@ export class S3ArtifactStore implements ArtifactStore {
     try {
       await this.client.write(this.key(key), Bun.file(path));
     } catch (err) {
-      throw new StorageError(`Could not store the video file in ${describeS3(this.settings)}: ${s3Reason(err)}`, null);
+      throw new StorageError(`Could not store the ${artifactKind(key)} file in ${describeS3(this.settings)}: ${s3Reason(err)}`, null);
     }
     await removeStored(path);
   }
@@ -68,7 +68,7 @@ export class S3ArtifactStore implements ArtifactStore {
       size = (await file.stat()).size;
     } catch (err) {
       if ((err as { code?: string }).code === "NoSuchKey") return undefined;
-      throw new StorageError(`Could not read the video file from ${describeS3(this.settings)}: ${s3Reason(err)}`, null);
+      throw new StorageError(`Could not read the ${artifactKind(key)} file from ${describeS3(this.settings)}: ${s3Reason(err)}`, null);
     }
     // A Response built on an S3File (or its slice) reads as empty; its stream() carries the bytes.
     return { size, body: (start, end) => file.slice(start, end).stream() };
@@ -81,6 +81,10 @@ export class S3ArtifactStore implements ArtifactStore {
     } catch (err) {
       return new StorageError(`Could not remove a file from ${describeS3(this.settings)}: ${s3Reason(err)}`, null);
     }
+  }
+
+  location(key: string): string {
+    return `s3://${this.settings.bucket}/${this.key(key)}`;
   }
 
   presign(key: string, expiresInSeconds: number): string {

@@ -22,7 +22,8 @@ export interface Page {
 
 export interface StoredImage {
   id: string;
-  path: string;
+  /** Its key in the artifact store (`images/<id>.<ext>`). */
+  key: string;
   mime: string;
 }
 

@@ -3,7 +3,7 @@
 import { copyFile, mkdir, rename } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { removeStored, storing } from "../media/storage.ts";
-import type { ArtifactStore, StoredArtifact } from "./artifact-store.ts";
+import { artifactKind, type ArtifactStore, type StoredArtifact } from "./artifact-store.ts";
 
 export class LocalArtifactStore implements ArtifactStore {
   readonly root: string;
@@ -16,10 +16,14 @@ export class LocalArtifactStore implements ArtifactStore {
     return join(this.root, key);
   }
 
+  location(key: string): string {
+    return this.path(key);
+  }
+
   async put(key: string, path: string): Promise<void> {
     const target = this.path(key);
     if (resolve(path) === target) return;
-    await storing("store the video file", async () => {
+    await storing(`store the ${artifactKind(key)} file`, async () => {
       await mkdir(dirname(target), { recursive: true });
       // A shared directory is often another file system, where rename cannot reach.
       await rename(path, target).catch(async (err: { code?: string }) => {

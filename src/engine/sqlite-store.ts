@@ -59,12 +59,13 @@ export class SqliteJobStore implements JobStore {
       }
     }
     for (const row of this.db.query<{ id: string; file: string; mime: string }, []>("SELECT id, file, mime FROM images ORDER BY seq").all()) {
-      this.images.set(row.id, { id: row.id, path: resolve(this.outputDir, row.file), mime: row.mime });
+      // On one node the artifact store is output_dir itself: an image's key is its path there.
+      this.images.set(row.id, { id: row.id, key: row.file, mime: row.mime });
     }
   }
 
   private async removeUnowned(): Promise<void> {
-    const owned = new Set([...this.jobs.values()].map((r) => r.outputPath).concat([...this.images.values()].map((i) => i.path)));
+    const owned = new Set([...this.jobs.values()].map((r) => r.outputPath).concat([...this.images.values()].map((i) => resolve(this.outputDir, i.key))));
     const removals: string[] = TRANSIENT_FOLDERS.map((folder) => join(this.outputDir, folder));
     for (const folder of KEPT_FOLDERS) {
       const names = await readdir(join(this.outputDir, folder)).catch(() => [] as string[]);
@@ -134,7 +135,7 @@ export class SqliteJobStore implements JobStore {
   async addImage(image: StoredImage): Promise<StoredImage[]> {
     this.images.set(image.id, image);
     this.write(`keep image ${image.id}`, () =>
-      this.db.query("INSERT INTO images (id, file, mime) VALUES (?, ?, ?)").run(image.id, this.file(image.path), image.mime),
+      this.db.query("INSERT INTO images (id, file, mime) VALUES (?, ?, ?)").run(image.id, image.key, image.mime),
     );
     const evicted = [...this.images.values()].slice(0, Math.max(0, this.images.size - this.maxJobs));
     for (const old of evicted) {

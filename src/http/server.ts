@@ -46,14 +46,15 @@ export async function startServer(loaded: LoadedConfig, log: (line: string) => v
     await cluster?.close();
     throw err;
   });
+  const artifacts = cluster?.artifacts ?? new LocalArtifactStore(outputDir);
   const videos = cluster
-    ? new VideoJobs(engine, store, cluster.artifacts, cluster.dispatchWith(engine), outputDir, log, cluster.presign)
-    : new VideoJobs(engine, store, new LocalArtifactStore(outputDir), new LocalDispatch(engine), outputDir, log);
+    ? new VideoJobs(engine, store, artifacts, cluster.dispatchWith(engine), outputDir, log, cluster.presign)
+    : new VideoJobs(engine, store, artifacts, new LocalDispatch(engine), outputDir, log);
   const ctx: ServerContext = {
     config: loaded,
     engine,
     videos,
-    images: new ImageJobs(engine, store, outputDir, log),
+    images: new ImageJobs(engine, store, artifacts, outputDir, log),
     admission: admissionContext(loaded, engine.card),
     references: {
       outputDir,

@@ -30,7 +30,8 @@ describe.skipIf(!!missingRedis)("three nodes, one service", () => {
   test("create on A, poll on B, download on C: the same bytes from every node, Range too", async () => {
     const { id } = await create(a.url);
     const done = await waitForJob(b.url, id);
-    expect(done).toMatchObject({ status: "completed", progress: 100, file_name: `${id}.mp4` });
+    // file_path says where the MP4 is kept: the bucket, not the disk of the node that made it.
+    expect(done).toMatchObject({ status: "completed", progress: 100, file_name: `${id}.mp4`, file_path: `s3://${BUCKET}/videos/${id}.mp4` });
     const fromC = new Uint8Array(await (await fetch(`${c.url}/v1/videos/${id}/content`)).arrayBuffer());
     const fromA = new Uint8Array(await (await fetch(`${a.url}/v1/videos/${id}/content`)).arrayBuffer());
     expect(fromC.length).toBeGreaterThan(100);
@@ -39,6 +40,29 @@ describe.skipIf(!!missingRedis)("three nodes, one service", () => {
     expect(part.status).toBe(206);
     expect(part.headers.get("content-range")).toBe(`bytes 10-19/${fromC.length}`);
     expect(new Uint8Array(await part.arrayBuffer())).toEqual(fromC.slice(10, 20));
+  });
+
+  test("an image made on A is served by B and C (its url works on any node), Range too", async () => {
+    const res = await fetch(`${a.url}/v1/images`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ prompt: "a red circle", size: "64x64", n: 2, response_format: "url" }),
+    });
+    expect(res.status).toBe(200);
+    const { data } = (await res.json()) as { data: { url: string }[] };
+    expect(data).toHaveLength(2);
+    for (const { url } of data) {
+      const fromB = await fetch(`${b.url}${url}`);
+      expect(fromB.status).toBe(200);
+      expect(fromB.headers.get("content-type")).toBe("image/png");
+      const bytes = new Uint8Array(await fromB.arrayBuffer());
+      expect([...bytes.slice(1, 4)].map((c) => String.fromCharCode(c)).join("")).toBe("PNG");
+      expect(new Uint8Array(await (await fetch(`${c.url}${url}`)).arrayBuffer())).toEqual(bytes);
+      const part = await fetch(`${c.url}${url}`, { headers: { range: "bytes=0-7" } });
+      expect(part.status).toBe(206);
+      expect(new Uint8Array(await part.arrayBuffer())).toEqual(bytes.slice(0, 8));
+    }
+    expect((await fetch(`${c.url}/v1/images/img_nothing-0/content`)).status).toBe(404);
   });
 
   test("a reference sent to A reaches whichever node runs the job, and is gone from the bucket afterwards", async () => {

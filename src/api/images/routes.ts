@@ -11,7 +11,7 @@ import { decodeBody } from "../body.ts";
 import type { ServerContext } from "../context.ts";
 import { ApiError, notFound } from "../errors.ts";
 import { createBody, errorResponses, jsonResponse } from "../route-docs.ts";
-import { fileResponse } from "../range.ts";
+import { artifactResponse } from "../range.ts";
 import { validateOrThrow } from "../validate.ts";
 
 async function generate(request: Request, ctx: ServerContext, schema: TObject, edit: boolean): Promise<ImagesResponse> {
@@ -22,19 +22,17 @@ async function generate(request: Request, ctx: ServerContext, schema: TObject, e
   admitted.request.references = await materializeReferences(requestId, admitted.references, ctx.references);
   let run;
   try {
-    run = await ctx.images.generate(admitted.request, admitted.format, admitted.quality);
+    run = await ctx.images.generate(admitted.request, admitted.format, admitted.quality, admitted.responseFormat === "b64_json");
   } catch (err) {
     if (err instanceof GenerationError) throw new ApiError(500, `Generation failed: ${err.message}`);
     throw err;
   }
   // Absolute only on the operator's public_url: the Host header is the client's to choose.
   const base = ctx.config.config.server.public_url?.replace(/\/+$/, "") ?? "";
-  const data = await Promise.all(
-    run.images.map(async (image) =>
-      admitted.responseFormat === "url"
-        ? { url: `${base}/v1/images/${image.id}/content`, revised_prompt: admitted.request.prompt }
-        : { b64_json: Buffer.from(await Bun.file(image.path).arrayBuffer()).toString("base64"), revised_prompt: admitted.request.prompt },
-    ),
+  const data = run.images.map((image) =>
+    image.bytes
+      ? { b64_json: Buffer.from(image.bytes).toString("base64"), revised_prompt: admitted.request.prompt }
+      : { url: `${base}/v1/images/${image.id}/content`, revised_prompt: admitted.request.prompt },
   );
   return {
     created: Math.floor(Date.now() / 1000),
@@ -62,6 +60,8 @@ export function imageRoutes(ctx: ServerContext) {
     .get("/v1/images/:id/content", async ({ params, request }) => {
       const image = await ctx.images.get(params.id);
       if (!image) throw notFound(`No image with id '${params.id}'`, "image_id");
-      return fileResponse(image.path, image.mime, request.headers.get("range"));
+      const artifact = await ctx.images.open(image);
+      if (!artifact) throw new ApiError(500, `Image '${params.id}' is kept but its file is missing from storage`, "image_id");
+      return artifactResponse(artifact, image.mime, request.headers.get("range"));
     }, { detail: { tags, summary: "Download a generated image", responses: { 200: { description: "the image" }, ...errorResponses(401, 404) } } });
 }

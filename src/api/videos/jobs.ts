@@ -130,7 +130,7 @@ export class VideoJobs {
       progress: 100,
       completed_at: now(),
       file_name: `${record.job.id}.mp4`,
-      file_path: record.outputPath,
+      file_path: this.artifacts.location(videoKey(record.job.id)),
       ...reportedTimings(result),
     });
   }
