@@ -95,6 +95,46 @@ export function firstGiven<T>(...candidates: [T | undefined, string][]): Sourced
   return { value: value as T, param };
 }
 
+/** The sampling fields images and videos share: the request's, else the operator's default, else the card's. */
+export function sampling(body: SamplingFields, ctx: AdmissionContext) {
+  const { card, operatorDefaults: op } = ctx;
+  return {
+    negative_prompt: body.negative_prompt ?? op.negative_prompt ?? "",
+    num_inference_steps: checkSteps(body.num_inference_steps ?? op.num_inference_steps ?? card.defaults.num_inference_steps, card),
+    guidance_scale: body.guidance_scale ?? op.guidance_scale ?? card.defaults.guidance_scale,
+    ...flowShift(body.flow_shift, card),
+    seed: body.seed ?? op.seed ?? randomSeed(),
+    extra_params: checkExtraParams(body.extra_params, card),
+  };
+}
+
+interface SamplingFields {
+  negative_prompt?: string;
+  num_inference_steps?: number;
+  guidance_scale?: number;
+  flow_shift?: number;
+  seed?: number;
+  extra_params?: Record<string, unknown>;
+}
+
+type Dimensions = Partial<Record<"width" | "height", number>>;
+
+/**
+ * Width and height, each from the first that gives it: `size` ("auto" or absent: none), then each of
+ * `given` (fields named with their prefix), the operator's default_request, the model card; checked
+ * against the card, with the field that gave the value named in any refusal.
+ */
+export function resolveDimensions(size: string | undefined, given: [Dimensions, string][], ctx: AdmissionContext): [number, number] {
+  const { card, operatorDefaults: op } = ctx;
+  const [sizeW, sizeH] = size && size !== "auto" ? parseSize(size) : [undefined, undefined];
+  const side = (name: "width" | "height", fromSize: number | undefined) =>
+    firstGiven<number>([fromSize, "size"], ...given.map(([fields, prefix]): [number | undefined, string] => [fields[name], `${prefix}${name}`]),
+      [op[name], `default_request.sampling.${name}`], [card.defaults[name], "size"]);
+  const w = side("width", sizeW), h = side("height", sizeH);
+  checkDimensions(w, h, card);
+  return [w.value, h.value];
+}
+
 /** Width and height on the model's grid and within its limits; the message gives the nearest valid size. */
 export function checkDimensions(width: Sourced<number>, height: Sourced<number>, card: ModelCard): void {
   const f = card.spatial_factor;

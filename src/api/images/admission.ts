@@ -6,7 +6,7 @@ import type { ImageFormat } from "../../media/images.ts";
 import type { ReferenceInput } from "../../media/references.ts";
 import type { GenerationRequest } from "../../pipelines/pipeline.ts";
 import type { AdmissionContext } from "../admission/context.ts";
-import { checkDimensions, checkExtraParams, checkLora, checkModel, checkSteps, firstGiven, flowShift, parseSize, randomSeed } from "../admission/checks.ts";
+import { checkLora, checkModel, resolveDimensions, sampling } from "../admission/checks.ts";
 
 export interface AdmittedImages {
   request: GenerationRequest;
@@ -29,12 +29,7 @@ export async function admitImages(
   checkLora(body.lora, ctx);
   if (!card.supports_images) throw badRequest("The served model does not generate images", null);
 
-  const [sizeW, sizeH] = body.size && body.size !== "auto" ? parseSize(body.size) : [undefined, undefined];
-  const side = (name: "width" | "height", fromSize: number | undefined) =>
-    firstGiven<number>([fromSize, "size"], [body[name], name], [op[name], `default_request.sampling.${name}`], [card.defaults[name], "size"]);
-  const w = side("width", sizeW), h = side("height", sizeH);
-  checkDimensions(w, h, card);
-  const [width, height] = [w.value, h.value];
+  const [width, height] = resolveDimensions(body.size, [[body, ""]], ctx);
 
   const references = edit ? await editInputs(body as ImageEditRequest, uploads) : rejectUploads(uploads);
   if (references.length > card.max_references.image) {
@@ -45,17 +40,12 @@ export async function admitImages(
     output: "image",
     task: references.length ? "i2v" : "t2v",
     prompt: body.prompt,
-    negative_prompt: body.negative_prompt ?? op.negative_prompt ?? "",
     width,
     height,
     num_frames: body.n ?? 1,
     fps: op.fps ?? card.defaults.fps,
-    num_inference_steps: checkSteps(body.num_inference_steps ?? op.num_inference_steps ?? card.defaults.num_inference_steps, card),
-    guidance_scale: body.guidance_scale ?? op.guidance_scale ?? card.defaults.guidance_scale,
-    ...flowShift(body.flow_shift, card),
-    seed: body.seed ?? op.seed ?? randomSeed(),
     references: [],
-    extra_params: checkExtraParams(body.extra_params, card),
+    ...sampling(body, ctx),
   };
   if (request.task === "i2v" && !card.tasks.includes("i2v")) throw badRequest("The served model cannot condition on images", "image");
   return {

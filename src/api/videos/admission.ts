@@ -5,18 +5,13 @@ import type { ReferenceInput } from "../../media/references.ts";
 import type { GenerationRequest } from "../../pipelines/pipeline.ts";
 import type { AdmissionContext } from "../admission/context.ts";
 import {
-  checkDimensions,
-  checkExtraParams,
   checkFrames,
   checkLora,
   checkModel,
-  checkSteps,
-  firstGiven,
-  flowShift,
   framesForSeconds,
-  parseSize,
-  randomSeed,
+  resolveDimensions,
   resolveTask,
+  sampling,
 } from "../admission/checks.ts";
 import { collectReferences } from "../admission/references.ts";
 
@@ -42,13 +37,7 @@ export async function admitVideo(
   const vp = body.video_params ?? {};
 
   // Size: size > top-level width/height > video_params > operator > card.
-  const [sizeW, sizeH] = body.size ? parseSize(body.size) : [undefined, undefined];
-  const side = (name: "width" | "height", fromSize: number | undefined) =>
-    firstGiven<number>([fromSize, "size"], [body[name], name], [vp[name], `video_params.${name}`],
-      [op[name], `default_request.sampling.${name}`], [card.defaults[name], "size"]);
-  const w = side("width", sizeW), h = side("height", sizeH);
-  checkDimensions(w, h, card);
-  const [width, height] = [w.value, h.value];
+  const [width, height] = resolveDimensions(body.size, [[body, ""], [vp, "video_params."]], ctx);
 
   const fps = body.fps ?? vp.fps ?? op.fps ?? card.defaults.fps;
 
@@ -67,17 +56,12 @@ export async function admitVideo(
     output: "video",
     task,
     prompt: body.prompt,
-    negative_prompt: body.negative_prompt ?? op.negative_prompt ?? "",
     width,
     height,
     num_frames,
     fps,
-    num_inference_steps: checkSteps(body.num_inference_steps ?? op.num_inference_steps ?? card.defaults.num_inference_steps, card),
-    guidance_scale: body.guidance_scale ?? op.guidance_scale ?? card.defaults.guidance_scale,
-    ...flowShift(body.flow_shift, card),
-    seed: body.seed ?? op.seed ?? randomSeed(),
     references: [],
-    extra_params: checkExtraParams(body.extra_params, card),
+    ...sampling(body, ctx),
   };
   const seconds = body.seconds !== undefined ? String(body.seconds) : String(Math.round((num_frames / fps) * 100) / 100);
   return { request, references, size: `${width}x${height}`, seconds };
