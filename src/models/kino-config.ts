@@ -53,6 +53,12 @@ export interface KinoConfig {
   maxPixels: number;
   /** The sizes ("WxH") the model was trained to make (kino.native_sizes, else native_width × native_height); null: any. */
   nativeSizes: string[] | null;
+  /**
+   * Trained to start from a client's image (kino.first_frame_conditioning): the image's latent is the
+   * stream's first chunk, committed to the cache without denoising — which needs a causal model whose
+   * first chunk is one latent frame.
+   */
+  firstFrameConditioning: boolean;
 }
 
 export function parseKinoConfig(kino: Json | null, scheduler: Json, file: string): KinoConfig {
@@ -114,12 +120,17 @@ export function parseKinoConfig(kino: Json | null, scheduler: Json, file: string
     maxSize: count(pick(1920, "max_size"), "max_size"),
     maxPixels: count(pick(1920 * 1088, "max_pixels"), "max_pixels"),
     nativeSizes: nativeSizesOf(k, bad),
+    firstFrameConditioning: pick(false, "first_frame_conditioning"),
   };
   if (cfg.windowFrames !== null && cfg.windowFrames !== -1) count(cfg.windowFrames, "window_frames");
   if (cfg.windowFrames === -1) cfg.windowFrames = null;
   count(cfg.sinkFrames, "sink_frames", 0);
   if (!(cfg.shift > 0)) throw bad("shift", `must be > 0, got ${cfg.shift}`);
   if (typeof cfg.sinkReanchorOnCut !== "boolean") throw bad("sink_reanchor_on_cut", `must be true or false, got ${JSON.stringify(cfg.sinkReanchorOnCut)}`);
+  if (typeof cfg.firstFrameConditioning !== "boolean") throw bad("first_frame_conditioning", `must be true or false, got ${JSON.stringify(cfg.firstFrameConditioning)}`);
+  if (cfg.firstFrameConditioning && !(cfg.causal && cfg.chunkFrames === 1)) {
+    throw bad("first_frame_conditioning", "needs a causal model whose chunks are one latent frame (chunk_frames 1): the image is the first chunk");
+  }
   const strength = cfg.continuationStrength;
   if (typeof strength !== "number" || !(strength > 0 && strength <= 1)) throw bad("continuation_strength", `must be a number in (0, 1], got ${JSON.stringify(strength)}`);
   // UniPC's multistep history cannot begin halfway through its schedule

@@ -1,6 +1,7 @@
 // Everything a Wan pipeline runs, loaded from a resolved checkpoint onto one backend: tokenizer +
-// umT5 (as a WanTextEncoder), the DiT (with a LoRA merged in when one is given), the VAE decoder. The
-// components are checked against each other here, so a mismatched checkpoint fails at start.
+// umT5 (as a WanTextEncoder), the DiT (with a LoRA merged in when one is given), the VAE decoder and,
+// for a model that starts from a client's image, the VAE encoder. The components are checked against
+// each other here, so a mismatched checkpoint fails at start.
 import type { Backend } from "../runtime/backend.ts";
 import type { WanCheckpoint } from "./checkpoint.ts";
 import { vaeStrides } from "./configs.ts";
@@ -10,7 +11,7 @@ import { WanTextEncoder } from "./text-encoder.ts";
 import { PromptTokenizer } from "./tokenizer.ts";
 import { UMT5Encoder } from "./umt5.ts";
 import { WanDiT } from "./wan-dit.ts";
-import { WanVaeDecoder } from "./wan-vae.ts";
+import { WanVaeDecoder, WanVaeEncoder } from "./wan-vae.ts";
 import { type WeightDtype, WeightReader } from "./weights.ts";
 
 export interface LoadWanOptions {
@@ -25,6 +26,8 @@ export interface WanModel {
   text: WanTextEncoder;
   dit: WanDiT;
   vae: WanVaeDecoder;
+  /** The VAE's encoder, loaded only for a model that starts from a client's image (kino.first_frame_conditioning). */
+  vaeEncoder: WanVaeEncoder | null;
   /** Frames per latent frame (time) and pixels per latent pixel (space). */
   strides: { temporal: number; spatial: number };
   free(): void;
@@ -67,8 +70,14 @@ export async function loadWanModel(backend: Backend, ckpt: WanCheckpoint, opts: 
     const vaeReader = new WeightReader(backend, vaeC.table, { component: "vae", rename: vaeC.rename, fileName: vaeC.fileName });
     const vae = await WanVaeDecoder.load(vaeReader, vaeC.config);
     loaded.push(vae);
-    // text-to-video never encodes pixels; the encoder half stays on disk
-    vaeReader.ignore((n) => n.startsWith("encoder.") || n.startsWith("conv1."));
+    let vaeEncoder: WanVaeEncoder | null = null;
+    if (ckpt.kino.firstFrameConditioning) {
+      vaeEncoder = await WanVaeEncoder.load(vaeReader, vaeC.config);
+      loaded.push(vaeEncoder);
+    } else {
+      // text-to-video never encodes pixels; the encoder half stays on disk
+      vaeReader.ignore((n) => n.startsWith("encoder.") || n.startsWith("conv1."));
+    }
     vaeReader.finish();
     return {
       checkpoint: ckpt,
@@ -76,6 +85,7 @@ export async function loadWanModel(backend: Backend, ckpt: WanCheckpoint, opts: 
       text: new WanTextEncoder(tokenizer, umt5, ditC.config.textLen),
       dit,
       vae,
+      vaeEncoder,
       strides: vaeStrides(vaeC.config),
       free: () => loaded.forEach((m) => m.free()),
     };

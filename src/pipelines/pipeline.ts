@@ -92,6 +92,18 @@ export interface Progress {
 export interface RunContext {
   onProgress(p: Progress): void;
   signal: AbortSignal;
+  /**
+   * The request's image references decoded, in order (the worker decodes them: pipelines never parse
+   * files); absent when it has none.
+   */
+  referenceImages?: RgbImage[];
+}
+
+/** Decoded pixels: RGB24, row-major, width*height*3 bytes. */
+export interface RgbImage {
+  width: number;
+  height: number;
+  rgb: Uint8Array;
 }
 
 /** Frames are RGB24, row-major, width*height*3 bytes each. */

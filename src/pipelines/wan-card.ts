@@ -14,7 +14,7 @@ export function wanCard(model: WanModel): ModelCard {
   const clamp = (v: number) => Math.max(factor, Math.round(v / factor) * factor);
   return {
     name,
-    tasks: ["t2v"],
+    tasks: kino.firstFrameConditioning ? ["t2v", "i2v"] : ["t2v"],
     supports_images: true,
     frame_multiple: temporal,
     frame_offset: 1,
@@ -34,7 +34,7 @@ export function wanCard(model: WanModel): ModelCard {
       num_inference_steps: kino.steps,
       guidance_scale: kino.guidance,
     },
-    max_references: { image: 0, video: 0, audio: 0 },
+    max_references: { image: kino.firstFrameConditioning ? 1 : 0, video: 0, audio: 0 },
     extra_params: {},
     ...(shiftAdjustable(kino) ? { flow_shift: kino.shift } : {}),
     supports_streaming: kino.causal,

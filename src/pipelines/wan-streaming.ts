@@ -12,11 +12,17 @@
 // once (ctx.promptCut) starts from noise like the first — and with kino.sink_reanchor_on_cut it
 // becomes the KV cache's sink, in place of the stream's first frames.
 //
+// A model trained to start from a client's image (kino.first_frame_conditioning; its chunks are one
+// latent frame) takes the image's latent as its first chunk: cropped to the render size's aspect,
+// resampled, VAE-encoded, committed to the cache by the context pass and decoded as frame 0 without a
+// denoising step, every later chunk continuing from it. A single-frame output from an image (an image
+// edit) instead starts from that latent noised as a continuing chunk starts from its predecessor.
+//
 // With classifier-free guidance the conditional and the unconditional stream each keep their own KV
 // cache, filled by their own context pass over the same guided clean chunk (kino-tiny's recipe,
 // tools/train/export.py "cfg"); both streams run as one batched forward (CausalWanDiT batch 2), so
 // the linear layers see twice the rows per weight read instead of two half-size passes.
-import { videoToRgb24 } from "../models/frames.ts";
+import { rgb24ToPlanarCrop, videoToRgb24 } from "../models/frames.ts";
 import { continuationStart, scheduleFor } from "../models/kino-config.ts";
 import { applyGuidance, createSampler, seededNoise } from "../models/samplers.ts";
 import { CausalWanDiT } from "../models/wan-dit-causal.ts";
@@ -25,7 +31,7 @@ import { renderSize, type Size } from "./native-size.ts";
 import type { WanModel } from "../models/wan-model.ts";
 import type { Tensor } from "../runtime/tensor.ts";
 import type {
-  Conditioning, GenerationChunk, GenerationRequest, GenerationResult, ModelCard, Pipeline, RunContext, StreamContext,
+  Conditioning, GenerationChunk, GenerationRequest, GenerationResult, ModelCard, Pipeline, RgbImage, RunContext, StreamContext,
 } from "./pipeline.ts";
 import { wanCard } from "./wan-card.ts";
 
@@ -41,10 +47,11 @@ export function clipsOf(req: GenerationRequest): { seed: number; frames: number 
   return Array.from({ length: req.num_frames }, (_, i) => ({ seed: req.seed + i, frames: 1 }));
 }
 
-/** Where a run's chunks take their conditioning from, and whether a chunk cuts to a new prompt. */
+/** Where a run's chunks take their conditioning from, whether a chunk cuts to a new prompt, and the image it starts from. */
 interface ChunkSource {
   conditioningFor(index: number): Conditioning;
   promptCut(index: number): boolean;
+  firstFrame?: RgbImage;
 }
 
 interface ChunkRun {
@@ -85,7 +92,8 @@ export class WanStreamingPipeline implements Pipeline {
     const clips = clipsOf(req);
     for (const [i, clip] of clips.entries()) {
       const sub: RunContext = { signal: ctx.signal, onProgress: (p) => ctx.onProgress({ ...p, fraction: (i + p.fraction) / clips.length }) };
-      const run = this.#run({ ...req, seed: clip.seed }, sub, { conditioningFor: () => cond, promptCut: () => false }, clip.frames);
+      const firstFrame = this.model.vaeEncoder ? ctx.referenceImages?.[0] : undefined;
+      const run = this.#run({ ...req, seed: clip.seed }, sub, { conditioningFor: () => cond, promptCut: () => false, firstFrame }, clip.frames);
       for await (const chunk of run.chunks) frames.push(...chunk.frames);
       durations.denoise += run.durations.denoise;
       durations.decode += run.durations.decode;
@@ -136,15 +144,19 @@ export class WanStreamingPipeline implements Pipeline {
     let cross: CrossAttnKV | null = null, crossOf: Conditioning | null = null, uncond: CrossAttnKV | null = null;
     // the last chunk's clean latent, which the next chunk continues (kept only when continueAt > 0)
     let previous: Tensor | null = null;
+    let given: Tensor | null = null;
     vae.reset();
     try {
+      if (source.firstFrame) given = await encodeFirstFrame(this.model, source.firstFrame, render);
       if (guided) uncond = await dit.crossAttnKV(await text.encode(req.negative_prompt || kino.negativePrompt));
       let produced = 0;
       for (let index = 0; produced < totalFrames; index++) {
         ctx.signal.throwIfAborted();
         const cond = source.conditioningFor(index);
         const cut = index > 0 && source.promptCut(index);
-        const start = previous && !cut ? continueAt : 0;
+        // a given first chunk is taken as it is; an image edit starts from it as a chunk continues
+        const from = index === 0 ? given : cut ? null : previous;
+        const start = index === 0 && given ? (req.output === "image" ? continueAt || Math.floor(steps / 2) : steps) : from ? continueAt : 0;
         if (!cross || !crossOf || !sameValues(cond, crossOf)) {
           if (cross) dit.freeCross(cross);
           cross = null;
@@ -156,7 +168,7 @@ export class WanStreamingPipeline implements Pipeline {
         const x = b.alloc([zDim, N, h, w]);
         let kept = false;
         noise(x);
-        if (previous && start > 0) b.axpby(x, previous, x, 1 - schedule.sigmas[start]!, schedule.sigmas[start]!);
+        if (from && start > 0) b.axpby(x, from, x, 1 - schedule.sigmas[start]!, schedule.sigmas[start]!);
         const sampler = createSampler(kino.sampler, b, schedule, noise, kino.prediction);
         try {
           for (let i = start; i < steps; i++) {
@@ -193,6 +205,7 @@ export class WanStreamingPipeline implements Pipeline {
       if (cross) dit.freeCross(cross);
       if (uncond) dit.freeCross(uncond);
       if (previous) b.free(previous);
+      if (given) b.free(given);
       causal.free();
       vae.reset();
     }
@@ -201,6 +214,30 @@ export class WanStreamingPipeline implements Pipeline {
 
 /** Decodes latent frames that continue the VAE's stream into RGB24 frames. */
 /** The VAE's frames as RGB24 at `size`: resampled on the backend when the model rendered another size. */
+/** Bicubic resampling shrinks at most this much in one pass (Backend.resize). */
+const MAX_SHRINK = 16;
+
+/** An image as a first chunk's latent [zDim, 1, h, w]: cropped to the render aspect, resampled, encoded. */
+export async function encodeFirstFrame(model: WanModel, image: RgbImage, size: Size): Promise<Tensor> {
+  const b = model.backend, encoder = model.vaeEncoder;
+  if (!encoder) throw new Error("this model has no VAE encoder loaded (kino.first_frame_conditioning is off)");
+  const crop = rgb24ToPlanarCrop(image.rgb, image.width, image.height, size.width, size.height);
+  let x = b.upload(crop.data, [3, 1, crop.height, crop.width]);
+  try {
+    // passes of at most MAX_SHRINK where one would shrink further
+    while (x.shape[2]! !== size.height || x.shape[3]! !== size.width) {
+      const h = Math.max(size.height, Math.ceil(x.shape[2]! / MAX_SHRINK)), w = Math.max(size.width, Math.ceil(x.shape[3]! / MAX_SHRINK));
+      const next = b.alloc([3, 1, h, w]);
+      b.resize(next, x);
+      b.free(x);
+      x = next;
+    }
+    return await encoder.encode(x);
+  } finally {
+    b.free(x);
+  }
+}
+
 export async function decodeFrames(model: WanModel, latent: Tensor, size: Size): Promise<Uint8Array[]> {
   const b = model.backend;
   const video = await model.vae.decode(latent);

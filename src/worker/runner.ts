@@ -3,7 +3,8 @@
 // timing report.
 import type { LoadedConfig } from "../config/load.ts";
 import { loadPipeline, type PipelineLoadOptions } from "../pipelines/load.ts";
-import type { GenerationRequest, Pipeline } from "../pipelines/pipeline.ts";
+import { decodeImage } from "../media/images.ts";
+import type { GenerationRequest, Pipeline, RgbImage } from "../pipelines/pipeline.ts";
 import type { TaskResult } from "./ipc.ts";
 import { type FileOutput, writeOutputs } from "./write-outputs.ts";
 
@@ -42,9 +43,11 @@ export class Runner {
       peakRss = Math.max(peakRss, process.memoryUsage().rss);
       onProgress(fraction, stage);
     };
+    const referenceImages = await decodeReferenceImages(request);
     const generated = await this.pipeline.generate(request, {
       signal,
       onProgress: (p) => progress(p.fraction * (1 - ENCODE_SHARE), p.stage),
+      ...(referenceImages.length ? { referenceImages } : {}),
     });
     signal.throwIfAborted();
     progress(1 - ENCODE_SHARE, "encode");
@@ -58,4 +61,21 @@ export class Runner {
       peak_memory_mb: generated.peak_memory_mb ?? Math.round(peakRss / 2 ** 20),
     };
   }
+}
+
+/** The request's image references (PNGs that admission checked and wrote) as RGB24 pixels. */
+async function decodeReferenceImages(request: GenerationRequest): Promise<RgbImage[]> {
+  const images: RgbImage[] = [];
+  for (const ref of request.references) {
+    if (ref.kind !== "image") continue;
+    const { width, height, data } = await decodeImage(await Bun.file(ref.path).bytes(), { maxPixels: Number.MAX_SAFE_INTEGER, param: "image_reference" });
+    const rgb = new Uint8Array(width * height * 3);
+    for (let p = 0, q = 0; p < rgb.length; p += 3, q += 4) {
+      rgb[p] = data[q]!;
+      rgb[p + 1] = data[q + 1]!;
+      rgb[p + 2] = data[q + 2]!;
+    }
+    images.push({ width, height, rgb });
+  }
+  return images;
 }

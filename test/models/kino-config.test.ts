@@ -1,6 +1,6 @@
 // kino.continuation_strength as the loader reads it from transformer/config.json: where a continuing
 // chunk enters the schedule, and the errors that name the key for a value it cannot use; and
-// kino.sink_reanchor_on_cut, read the same way.
+// kino.sink_reanchor_on_cut and kino.first_frame_conditioning, read the same way.
 import { describe, expect, test } from "bun:test";
 import { continuationStart, parseKinoConfig } from "../../src/models/kino-config.ts";
 
@@ -37,5 +37,15 @@ describe("kino.sink_reanchor_on_cut", () => {
     for (const bad of [1, "yes"]) {
       expect(() => causal({ sink_reanchor_on_cut: bad })).toThrow(`${FILE}: kino.sink_reanchor_on_cut must be true or false, got ${JSON.stringify(bad)}`);
     }
+  });
+});
+
+describe("kino.first_frame_conditioning", () => {
+  test("absent: false; true on a causal model of one-latent-frame chunks; refused elsewhere, naming the key", () => {
+    expect(causal({}).firstFrameConditioning).toBe(false);
+    expect(causal({ first_frame_conditioning: true }).firstFrameConditioning).toBe(true);
+    expect(() => causal({ first_frame_conditioning: "yes" })).toThrow(`${FILE}: kino.first_frame_conditioning must be true or false, got "yes"`);
+    expect(() => causal({ chunk_latent_frames: 3, first_frame_conditioning: true })).toThrow(`${FILE}: kino.first_frame_conditioning needs a causal model whose chunks are one latent frame`);
+    expect(() => parseKinoConfig({ first_frame_conditioning: true }, {}, FILE)).toThrow("kino.first_frame_conditioning needs a causal model");
   });
 });

@@ -39,10 +39,18 @@ function agreeing(selector: LoraSelector, keys: (keyof LoraSelector)[]): string 
   return present.length ? selector[present[0]!] : undefined;
 }
 
-export function resolveTask(task: string | undefined, card: ModelCard): string {
-  if (task === undefined) return card.tasks[0]!;
+/**
+ * The request's task: the one it names, else image-to-video when it sends an image and the model
+ * can, else the model's first. Image-to-video without an image, or text-to-video with one, is refused.
+ */
+export function resolveTask(task: string | undefined, card: ModelCard, images: number): string {
+  if (task === undefined) return images > 0 && card.tasks.includes("i2v") ? "i2v" : card.tasks[0]!;
   if (!card.tasks.includes(task)) {
     throw badRequest(`Task '${task}' is not supported by this model (supported: ${card.tasks.join(", ")})`, "task");
+  }
+  if (task === "i2v" && images === 0) throw badRequest("Task 'i2v' needs an image reference (image_reference or input_reference)", "task");
+  if (task === "t2v" && images > 0 && card.tasks.includes("i2v")) {
+    throw badRequest("Task 't2v' takes no image reference; send task 'i2v' or leave task out", "task");
   }
   return task;
 }

@@ -33,7 +33,6 @@ export async function admitVideo(
   const { card, operatorDefaults: op } = ctx;
   checkModel(body.model, ctx);
   checkLora(body.lora, ctx);
-  const task = resolveTask(body.task, card);
   const vp = body.video_params ?? {};
 
   // Size: size > top-level width/height > video_params > operator > card.
@@ -51,6 +50,7 @@ export async function admitVideo(
   else num_frames = card.defaults.num_frames;
 
   const references = await collectReferences(body, uploads, card);
+  const task = resolveTask(body.task, card, references.filter((r) => r.media === "image").length);
   const request: GenerationRequest = {
     request_id: requestId,
     output: "video",
