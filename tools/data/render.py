@@ -318,6 +318,13 @@ def caption(scene, rng):
     return f"{bgp}, {objs_txt}"
 
 
+def motion_caption(scene, rng=None):
+    """What an image-to-video request may say beside its first frame: only how the objects move (their
+    look comes from the frame), e.g. "moving right"; several objects' phrases joined with "and"."""
+    said = [[p for p in MOTION_PHRASES[o["motion"]] if p] for o in scene["objects"]]
+    return " and ".join(ps[0] if rng is None else str(rng.choice(ps)) for ps in said)
+
+
 def canonical_caption(color, shape, motion, bg):
     mp = MOTION_PHRASES[motion][0]
     return f"{article(color)} {color} {shape} {mp} {bg_phrase(bg)}"

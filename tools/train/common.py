@@ -60,6 +60,9 @@ CFG = {
     # The sizes ("WxH") the DiT was trained to make, the square first: train_dit.py adds its data's
     # sizes, a checkpoint keeps them (networks.load_models), export.py declares them (kino.native_sizes).
     "native_sizes": ["64x64"],
+    # Whether the DiT was trained to start from a given first frame (train_dit.py --first-frame-share):
+    # a checkpoint keeps it, export.py declares it (kino.first_frame_conditioning).
+    "first_frame": False,
 }
 
 

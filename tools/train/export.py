@@ -81,6 +81,8 @@ def kino_block(steps, shift, guidance):
         "native_width": c["video"]["width"], "native_height": c["video"]["height"],
         # the sizes the DiT was trained to make (the server renders other sizes at the nearest in aspect)
         **({"native_sizes": c["native_sizes"]} if len(c["native_sizes"]) > 1 else {}),
+        # trained to start from a client's image: its latent is the first chunk, committed without denoising
+        **({"first_frame_conditioning": True} if c.get("first_frame") else {}),
         "fps": c["video"]["fps"],
         "frames_per_chunk": 4 * c["chunk_latent_frames"],
         "first_chunk_frames": 1 + 4 * (c["chunk_latent_frames"] - 1),

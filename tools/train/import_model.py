@@ -34,6 +34,7 @@ def import_dit(model_dir, out):
     kino = json.load(open(os.path.join(model_dir, "transformer", "config.json")))["kino"]
     CFG["sink_chunks"] = kino["sink_frames"] // kino["chunk_latent_frames"]  # saved with the checkpoint
     CFG["native_sizes"] = kino.get("native_sizes", [f"{kino['native_width']}x{kino['native_height']}"])
+    CFG["first_frame"] = kino.get("first_frame_conditioning", False)
     dit, text = build(tok)
     from_diffusers = {wan_dit.wan_to_diffusers_key(k): k for k in dit.state_dict()}
     sd = st.load(os.path.join(model_dir, "transformer", "diffusion_pytorch_model.safetensors"))

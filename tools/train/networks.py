@@ -104,6 +104,7 @@ def load_models(dit_ckpt=None, ema=True, export_precision=False, vae_ckpt=None):
     ck = common.load_ckpt(dit_ckpt or f"{common.BUILD}/dit/ckpt.pt")
     CFG["sink_chunks"] = ck["cfg"].get("sink_chunks", 0)
     CFG["native_sizes"] = ck["cfg"].get("native_sizes", CFG["native_sizes"])
+    CFG["first_frame"] = ck["cfg"].get("first_frame", False)
     dit = common.dit_model()
     text = TextModel(tok)
     sd = ck["ema_dit" if ema else "dit"]

@@ -44,6 +44,11 @@ Objectives (docs/MODEL.md, "Training"; tools/train/NOTES.md says why each is the
   * outline weight: --outline-weight (--image-outline-weight for the first frames) adds loss weight
     to the latent cells an object's outline crosses (outline_weights), where a star differs from a blob;
     --image-star-share of the first frames have a star (the shape drawn least);
+  * image-to-video: --first-frame-share of the clips have their first frame given, as a stream that
+    starts from a client's image commits that image's latent as its first chunk (one latent frame)
+    without denoising it: frame 0 is clean in the past and out of the loss, the later frames start
+    from it on the continuation path, and --motion-caption-share of those captions say only how the
+    objects move ("moving right": color and shape must come from the frame);
   * attention sink (--sink-chunks): every frame also sees clean frame 0 past the window, as the
     server's KV cache keeps its sink; --sink-far-share of the steps move the frames after the sink
     far later (sink_far_positions), so the sink's distance is not always 1-7 as in a training clip;
@@ -117,9 +122,11 @@ def batch_plan(lat, scenes, args):
     p.star_scenes = np.array([i for i, sc in enumerate(scenes) if any(o["shape"] == "star" for o in sc["objects"])])
     p.n_own = int(round(args.own_past_share * args.bs))  # the clips after the ramps
     p.n_own_in = int(round(args.own_input_share * p.n_own))  # the first of those
-    assert p.n_ramp + p.n_own + p.n_twin <= args.bs, "ramp, own-past and twin shares overlap"
+    p.n_given = int(round(args.first_frame_share * args.bs)) if len(p.plain) else 0  # just before the twins
+    assert p.n_ramp + p.n_own + p.n_twin + p.n_given <= args.bs, "ramp, own-past, twin and first-frame shares overlap"
     p.own = slice(p.n_ramp, p.n_ramp + p.n_own)
-    p.n_cont = int(round(args.cont_share * (args.bs - p.n_ramp - p.n_own - p.n_twin)))
+    p.given = slice(args.bs - p.n_twin - p.n_given, args.bs - p.n_twin)
+    p.n_cont = int(round(args.cont_share * (args.bs - p.n_ramp - p.n_own - p.n_twin - p.n_given)))
     p.cont = slice(p.n_ramp + p.n_own, p.n_ramp + p.n_own + p.n_cont)  # the first after the own-past clips
     p.n_cont_switch = int(round(args.cont_switch_share * p.n_cont)) if len(p.hard_switches) else 0
     return p
@@ -184,6 +191,10 @@ def parse_args():
                     help='with shards of several sizes: each size\'s chance per step, "WxH:w,..." '
                          "(default: in proportion to its clips)")
     ap.add_argument("--image-bs", type=int, default=32, help="extra single-first-frame samples per step")
+    ap.add_argument("--first-frame-share", type=float, default=0.0,
+                    help="clips whose first frame is given (image-to-video): clean in the past, out of the loss, "
+                         "the rest continuing from it; --motion-caption-share of them captioned with the motion alone")
+    ap.add_argument("--motion-caption-share", type=float, default=0.75)
     ap.add_argument("--ctx-noise", type=float, default=0.2, help="largest noise level of a context frame")
     ap.add_argument("--drop", type=float, default=0.1, help="caption dropout (CFG)")
     ap.add_argument("--save-every", type=float, default=300, help="seconds")
@@ -231,6 +242,7 @@ def main():
         step = ck["step"]
         ema_start = ck.get("ema_start", 0)
         CFG["native_sizes"] = ck["cfg"].get("native_sizes", CFG["native_sizes"])
+        CFG["first_frame"] = ck["cfg"].get("first_frame", False)
         print(f"resumed DiT at step {step}")
     if step >= args.steps:
         print("DiT done")
@@ -259,6 +271,8 @@ def main():
     for w_, h_ in sizes:  # saved with each checkpoint (CFG): export.py declares them
         if f"{w_}x{h_}" not in CFG["native_sizes"]:
             CFG["native_sizes"] = CFG["native_sizes"] + [f"{w_}x{h_}"]
+    if args.first_frame_share:
+        CFG["first_frame"] = True
     plans = [batch_plan(lat, scenes, args) for lat, scenes in data.values()]
     chance = size_weights(sizes, plans, args.size_weights)
     if len(sizes) > 1:
@@ -293,7 +307,7 @@ def main():
         n_ramp, n_ramp_cont, n_ramp_color, n_own, n_own_in = bp.n_ramp, bp.n_ramp_cont, bp.n_ramp_color, bp.n_own, bp.n_own_in
         n_twin, n_twin_ctx, n_twin_star, n_cont, n_cont_switch = bp.n_twin, bp.n_twin_ctx, bp.n_twin_star, bp.n_cont, bp.n_cont_switch
         ramps, color_ramps, plain, hard_switches, stars = bp.ramps, bp.color_ramps, bp.plain, bp.hard_switches, bp.stars
-        own, cont = bp.own, bp.cont
+        own, cont, given = bp.own, bp.cont, bp.given
         args.star_scenes = bp.star_scenes
         rng = np.random.default_rng([seed, 3, step])
         gen = torch.Generator().manual_seed(seed * 13 + step)
@@ -311,12 +325,17 @@ def main():
             idx[cont] = rng.choice(plain, n_cont)
             if n_cont_switch:
                 idx[cont][:n_cont_switch] = rng.choice(hard_switches, n_cont_switch)
+        if bp.n_given:
+            idx[given] = rng.choice(plain, bp.n_given)
         if n_twin:
             idx[-n_twin:] = rng.choice(plain, n_twin)
             if n_twin_star and len(stars):
                 idx[-n_twin:][:n_twin_star] = rng.choice(stars, n_twin_star)
         x0 = lat[torch.from_numpy(idx)].float()
         pairs = [("", "") if rng.random() < args.drop else render.caption_pair(scenes[i], rng) for i in idx]
+        for b in range(given.start, given.stop):  # an image-to-video prompt often says only how things move
+            if pairs[b][0] and rng.random() < args.motion_caption_share:
+                pairs[b] = (render.motion_caption(scenes[idx[b]], rng),) * 2
         prompts = [p for pair in pairs for p in pair]
         switches = [scenes[i].get("switch") for i in idx]
         mix, fctx = frame_contexts(switches, F_)
@@ -337,12 +356,13 @@ def main():
                 sigma[n_ramp:n_ramp + n_own_in, 1:] = 0.2 + 0.55 * torch.rand(n_own_in, F_ - 1, generator=gen)
         s5 = sigma[:, None, :, None, None]
         xt = (1 - s5) * src + s5 * eps
-        for r in (slice(0, n_ramp_cont), cont):  # chunks as the stream starts them: from their predecessor
+        for r in (slice(0, n_ramp_cont), cont, given):  # chunks as the stream starts them: from their predecessor
             if r.stop > r.start:
                 xt[r, :, 1:], sigma[r, 1:] = continuation_path(x0[r], eps[r], cont_sigma, gen)
         s5 = sigma[:, None, :, None, None]
         # context noise: half of the context frames carry noise up to --ctx-noise (and say so in t)
         s_ctx = torch.rand(args.bs, F_, generator=gen) * args.ctx_noise * (torch.rand(args.bs, F_, generator=gen) < 0.5)
+        s_ctx[given, 0] = 0.0  # the given frame is committed as it was encoded
         c5 = s_ctx[:, None, :, None, None]
         past = x0.clone() if n_twin_ctx or n_own else x0
         if n_twin_ctx:  # (the sink, when there is one, keeps the true shapes: where the stream must find them)
@@ -361,6 +381,7 @@ def main():
         if args.outline_weight:
             err = err * outline_weights([scenes[i] for i in idx], F_, args.outline_weight)
         w = frame_w.repeat(args.bs, 1)
+        w[given, 0] = 0.0  # the given frame is the stream's first chunk: never denoised
         for b, sw in enumerate(switches):  # the frames of a switch, up to the first showing the new scene alone
             if sw is not None:
                 w[b, sw["latent"]:render.splice_latent(sw) + 1] *= args.switch_weight
