@@ -341,7 +341,7 @@ export class WanDiT {
    * original computes them. Runs of equal timesteps are embedded once (timestepGroups): the same
    * values, at the cost of one row per frame rather than per token when whole frames agree.
    */
-  forwardPerToken(latent: Tensor, tokenTimesteps: readonly number[], cross: CrossAttnKV, tap?: Tap): Promise<Tensor> {
+  async forwardPerToken(latent: Tensor, tokenTimesteps: readonly number[], cross: CrossAttnKV, tap?: Tap): Promise<Tensor> {
     const [f, h, w] = this.grid(latent.shape);
     if (tokenTimesteps.length !== f * h * w) throw new Error(`${tokenTimesteps.length} timesteps for the ${f * h * w} tokens of a ${f}x${h}x${w} grid`);
     return this.forwardSequence(latent, timestepGroups(tokenTimesteps), cross, {}, tap);
