@@ -237,9 +237,9 @@ export class WanDiT {
     if (G % B) throw new Error(`${G} time embedding rows for ${B} streams`);
     const heads = (t: Tensor) => t.reshape([B, t.shape[1]!, numHeads, D]);
     const rope = this.rope.options(grid, frameOffset);
-    const h = b.alloc([B, L, dim]), q = b.alloc([B, L, dim]), k = b.alloc([B, L, dim]), v = b.alloc([B, L, dim]);
     const image = cross.image;
     if (!image !== !this.weights.imageEmb) throw new Error(`cross-attention K/V ${image ? "with" : "without"} image tokens for a ${this.config.kind} DiT`);
+    const h = b.alloc([B, L, dim]), q = b.alloc([B, L, dim]), k = b.alloc([B, L, dim]), v = b.alloc([B, L, dim]);
     const att = b.alloc([B, L, dim]), ffn = b.alloc([B, L, ffnDim]), mod = b.alloc([6, G, dim]);
     const attImg = image ? b.alloc([B, L, dim]) : null;
     const part = (i: number) => mod.view([B, G / B, dim], i * G * dim); // shift_sa, scale_sa, gate_sa, shift_ff, scale_ff, gate_ff
