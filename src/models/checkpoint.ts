@@ -62,10 +62,13 @@ function weightsIn(dir: string, preferred: string[], what: string): string {
   throw new CheckpointError(`${dir}: no ${what} weights (*.safetensors) found`);
 }
 
-/** The DiT's naming: diffusers or Wan, recognised from the tensors. */
-function ditComponent(config: WanDitConfig, table: TensorTable): Component<WanDitConfig> {
+/** The DiT's naming (diffusers or Wan, recognised from the tensors) and config; the pipeline it
+ *  belongs to is recognised from both (dit-kind.ts). */
+function ditComponent(json: Json, file: string, textLen: number | undefined, table: TensorTable): Component<WanDitConfig> {
   const diffusers = isDiffusersDit(table.tensors.keys());
-  return { config, table, rename: diffusers ? ditNameToWan : (n) => n, fileName: diffusers ? ditNameToDiffusers : undefined };
+  const rename = diffusers ? ditNameToWan : (n: string) => n;
+  const shapes = new Map([...table.tensors].map(([name, info]) => [rename(name), info.shape] as const));
+  return { config: parseDitConfig(json, file, textLen, shapes), table, rename, fileName: diffusers ? ditNameToDiffusers : undefined };
 }
 
 /** The text encoder's naming: transformers UMT5 or Wan, recognised from the tensors. */
@@ -108,7 +111,7 @@ async function resolveDiffusers(root: string): Promise<WanCheckpoint> {
     layout: "diffusers",
     root,
     name: String(index._name_or_path ?? folderName(root)),
-    dit: ditComponent(parseDitConfig(ditJson, ditCfgPath, kino.textLen), ditTable),
+    dit: ditComponent(ditJson, ditCfgPath, kino.textLen, ditTable),
     textEncoder: t5Component(parseT5Config(await readJson(t5Path), t5Path), t5Table),
     tokenizerJson,
     vae: vaeComponent(parseVaeConfig(await readJson(vaeCfgPath), vaeCfgPath), vaeTable),
@@ -136,7 +139,7 @@ async function resolveOriginal(root: string): Promise<WanCheckpoint> {
     layout: "wan",
     root,
     name: folderName(root),
-    dit: ditComponent(parseDitConfig(cfg, cfgPath, kino.textLen), ditTable),
+    dit: ditComponent(cfg, cfgPath, kino.textLen, ditTable),
     textEncoder: t5Component(inferT5Config(t5Table), t5Table),
     tokenizerJson,
     vae: vaeComponent(inferVaeConfig(vaeTable), vaeTable),

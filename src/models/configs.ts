@@ -1,10 +1,16 @@
 // Model hyper-parameters, read from the config files of either layout: diffusers
 // (WanTransformer3DModel / UMT5 / AutoencoderKLWan config.json keys) or the original Wan configs.
 // Everything downstream sees these typed shapes only. A value a config cannot express for the code we
-// have (image conditioning, per-head qk norm, ...) fails here with the key that says so.
+// have (per-head qk norm, windowed attention, ...) fails here with the key that says so.
+import { type DitKind, type TensorShapes, recogniseDitKind } from "./dit-kind.ts";
 import { CheckpointError } from "./safetensors.ts";
 
 export interface WanDitConfig {
+  /** The pipeline the DiT belongs to (dit-kind.ts): text-to-video, Wan2.1 image-to-video (CLIP image
+   *  cross-attention, in = 2·out + 4 channels) or Wan2.2 text-image-to-video (per-token timesteps). */
+  kind: DitKind;
+  /** i2v: width of the CLIP features img_emb takes; null otherwise. */
+  imageDim: number | null;
   dim: number;
   ffnDim: number;
   freqDim: number;
@@ -71,15 +77,19 @@ function positiveInt(v: unknown, file: string, key: string): number {
   return v;
 }
 
-/** WanTransformer3DModel (diffusers) or WanModel (original) config. */
-export function parseDitConfig(cfg: Json, file: string, textLen?: number): WanDitConfig {
+/** Context rows WanI2VCrossAttention counts back from the end as text (Wan's T5_CONTEXT_TOKEN_NUMBER):
+ *  the image tokens are the rest, so an i2v model's text must be padded to exactly this many. */
+export const I2V_TEXT_TOKENS = 512;
+
+/**
+ * WanTransformer3DModel (diffusers) or WanModel (original) config. `tensors` (shapes by Wan name)
+ * lets the pipeline recognition see what the config cannot say (the original layout's CLIP width).
+ */
+export function parseDitConfig(cfg: Json, file: string, textLen?: number, tensors?: TensorShapes): WanDitConfig {
   const diffusers = cfg.num_attention_heads !== undefined;
   const unsupported = (key: string, why: string): never => {
     throw new CheckpointError(`${file}: '${key}' = ${JSON.stringify(cfg[key])}: ${why}`);
   };
-  if (cfg.image_dim != null) unsupported("image_dim", "image conditioning (i2v) is not supported, only text-to-video");
-  if (cfg.added_kv_proj_dim != null) unsupported("added_kv_proj_dim", "image conditioning (i2v) is not supported");
-  if (cfg.model_type !== undefined && cfg.model_type !== "t2v") unsupported("model_type", "only t2v checkpoints are supported");
   const patch = need<number[]>(cfg, file, "patch_size");
   if (!Array.isArray(patch) || patch.length !== 3) unsupported("patch_size", "must be [t, h, w]");
   // diffusers: "rms_norm_across_heads" (Wan) or null; original: a boolean
@@ -91,18 +101,29 @@ export function parseDitConfig(cfg: Json, file: string, textLen?: number): WanDi
   if (dim % heads) unsupported("dim", `not divisible by ${heads} heads`);
   const window = cfg.window_size as number[] | undefined;
   if (window && (window[0] !== -1 || window[1] !== -1)) unsupported("window_size", "only global attention (-1, -1)");
+  const inDim = positiveInt(need(cfg, file, "in_channels", "in_dim"), file, "in_channels");
+  const outDim = positiveInt(need(cfg, file, "out_channels", "out_dim"), file, "out_channels");
+  const { kind, imageDim } = recogniseDitKind(cfg, file, tensors);
+  const rows = textLen ?? opt(cfg, 512, "text_len");
+  if (kind === "i2v" && rows !== I2V_TEXT_TOKENS) {
+    throw new CheckpointError(`${file}: text_len ${rows}: the image-to-video cross-attention takes the last ${I2V_TEXT_TOKENS} context rows as text, so the text must be padded to ${I2V_TEXT_TOKENS}`);
+  }
+  if (imageDim !== null) positiveInt(imageDim, file, "image_dim");
+  if (kind === "i2v" && diffusers && cfg.added_kv_proj_dim !== dim) unsupported("added_kv_proj_dim", `the image keys/values are projected from the model width ${dim}`);
   return {
+    kind,
+    imageDim,
     dim,
     ffnDim: positiveInt(need(cfg, file, "ffn_dim"), file, "ffn_dim"),
     freqDim: positiveInt(need(cfg, file, "freq_dim"), file, "freq_dim"),
     textDim: positiveInt(need(cfg, file, "text_dim"), file, "text_dim"),
-    inDim: positiveInt(need(cfg, file, "in_channels", "in_dim"), file, "in_channels"),
-    outDim: positiveInt(need(cfg, file, "out_channels", "out_dim"), file, "out_channels"),
+    inDim,
+    outDim,
     numHeads: heads,
     numLayers: positiveInt(need(cfg, file, "num_layers"), file, "num_layers"),
     patch: patch as [number, number, number],
     eps: opt(cfg, 1e-6, "eps"),
-    textLen: textLen ?? opt(cfg, 512, "text_len"),
+    textLen: rows,
     qkNorm,
     crossAttnNorm: opt(cfg, true, "cross_attn_norm"),
     ropeMaxSeqLen: opt(cfg, 1024, "rope_max_seq_len"),

@@ -64,6 +64,16 @@ const DIT = new NameMap([
   ["blocks.#.modulation", "blocks.#.scale_shift_table"],
   ["head.modulation", "scale_shift_table"],
   ["head.head.", "proj_out."],
+  // Wan2.1 image-to-video: the CLIP image embedding (MLPProj: LayerNorm, Linear, GELU, Linear, LayerNorm)
+  // and each cross-attention's own keys/values for the image tokens
+  ["img_emb.proj.0.", "condition_embedder.image_embedder.norm1."],
+  ["img_emb.proj.1.", "condition_embedder.image_embedder.ff.net.0.proj."],
+  ["img_emb.proj.3.", "condition_embedder.image_embedder.ff.net.2."],
+  ["img_emb.proj.4.", "condition_embedder.image_embedder.norm2."],
+  ["img_emb.emb_pos", "condition_embedder.image_embedder.pos_embed"],
+  ["blocks.#.cross_attn.k_img.", "blocks.#.attn2.add_k_proj."],
+  ["blocks.#.cross_attn.v_img.", "blocks.#.attn2.add_v_proj."],
+  ["blocks.#.cross_attn.norm_k_img.", "blocks.#.attn2.norm_added_k."],
 ]);
 
 export function ditNameToWan(name: string): string {

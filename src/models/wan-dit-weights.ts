@@ -17,6 +17,21 @@ export interface AttentionWeights {
   normK: Tensor | null;
 }
 
+/** Wan2.1 i2v: a cross-attention's keys/values for the image tokens (k_img with its own RMSNorm, v_img). */
+export interface ImageAttentionWeights {
+  k: Linear;
+  v: Linear;
+  normK: Tensor | null;
+}
+
+/** Wan2.1 i2v: MLPProj from CLIP features to the model width: LayerNorm, Linear, GELU, Linear, LayerNorm. */
+export interface ImageEmbeddingWeights {
+  norm1: { w: Tensor; b: Tensor };
+  fc1: Linear;
+  fc2: Linear;
+  norm2: { w: Tensor; b: Tensor };
+}
+
 export interface BlockWeights {
   /** [6, 1, dim]: shift/scale/gate for self-attention, then for the FFN. */
   modulation: Tensor;
@@ -24,6 +39,8 @@ export interface BlockWeights {
   /** Affine LayerNorm before cross-attention (Wan "norm3"); null without cross_attn_norm. */
   norm3: { w: Tensor; b: Tensor } | null;
   crossAttn: AttentionWeights;
+  /** i2v only. */
+  imageAttn: ImageAttentionWeights | null;
   ffn1: Linear;
   ffn2: Linear;
 }
@@ -33,6 +50,8 @@ export interface DitWeights {
   textEmb1: Linear; textEmb2: Linear;
   timeEmb1: Linear; timeEmb2: Linear;
   timeProj: Linear;
+  /** i2v only. */
+  imageEmb: ImageEmbeddingWeights | null;
   blocks: BlockWeights[];
   /** [2, 1, dim]: shift, scale of the output norm. */
   headModulation: Tensor;
@@ -53,16 +72,39 @@ async function attention(r: WeightSource, p: string, cfg: WanDitConfig): Promise
   };
 }
 
+const norm = async (r: WeightSource, name: string, n: number) => ({ w: await r.vector(`${name}.weight`, [n]), b: await r.vector(`${name}.bias`, [n]) });
+
+async function imageAttention(r: WeightSource, p: string, cfg: WanDitConfig): Promise<ImageAttentionWeights> {
+  const d = cfg.dim;
+  return {
+    k: await linear(r, `${p}.k_img`, d, d),
+    v: await linear(r, `${p}.v_img`, d, d),
+    normK: cfg.qkNorm ? await r.vector(`${p}.norm_k_img.weight`, [d]) : null,
+  };
+}
+
+async function imageEmbedding(r: WeightSource, imageDim: number, dim: number): Promise<ImageEmbeddingWeights> {
+  return {
+    norm1: await norm(r, "img_emb.proj.0", imageDim),
+    fc1: await linear(r, "img_emb.proj.1", imageDim, imageDim),
+    fc2: await linear(r, "img_emb.proj.3", dim, imageDim),
+    norm2: await norm(r, "img_emb.proj.4", dim),
+  };
+}
+
 export async function loadDitWeights(r: WeightSource, cfg: WanDitConfig): Promise<DitWeights> {
   const { dim, ffnDim, freqDim, textDim, inDim, outDim, patch } = cfg;
+  const i2v = cfg.kind === "i2v";
+  if (i2v && cfg.imageDim === null) throw new Error("an i2v DiT config needs imageDim");
   const blocks: BlockWeights[] = [];
   for (let i = 0; i < cfg.numLayers; i++) {
     const p = `blocks.${i}`;
     blocks.push({
       modulation: (await r.vector(`${p}.modulation`, [1, 6, dim])).reshape([6, 1, dim]),
       selfAttn: await attention(r, `${p}.self_attn`, cfg),
-      norm3: cfg.crossAttnNorm ? { w: await r.vector(`${p}.norm3.weight`, [dim]), b: await r.vector(`${p}.norm3.bias`, [dim]) } : null,
+      norm3: cfg.crossAttnNorm ? await norm(r, `${p}.norm3`, dim) : null,
       crossAttn: await attention(r, `${p}.cross_attn`, cfg),
+      imageAttn: i2v ? await imageAttention(r, `${p}.cross_attn`, cfg) : null,
       ffn1: await linear(r, `${p}.ffn.0`, ffnDim, dim),
       ffn2: await linear(r, `${p}.ffn.2`, dim, ffnDim),
     });
@@ -74,6 +116,7 @@ export async function loadDitWeights(r: WeightSource, cfg: WanDitConfig): Promis
     timeEmb1: await linear(r, "time_embedding.0", dim, freqDim),
     timeEmb2: await linear(r, "time_embedding.2", dim, dim),
     timeProj: await linear(r, "time_projection.1", 6 * dim, dim),
+    imageEmb: i2v ? await imageEmbedding(r, cfg.imageDim!, dim) : null,
     blocks,
     headModulation: (await r.vector("head.modulation", [1, 2, dim])).reshape([2, 1, dim]),
     head: await linear(r, "head.head", outDim * patch[0] * patch[1] * patch[2], dim),
@@ -87,10 +130,17 @@ export function freeDitWeights(backend: Backend, w: DitWeights): void {
   const att = (a: AttentionWeights) => (lin(a.q), lin(a.k), lin(a.v), lin(a.o), all.push(a.normQ, a.normK));
   [w.patch, w.textEmb1, w.textEmb2, w.timeEmb1, w.timeEmb2, w.timeProj, w.head].forEach(lin);
   all.push(w.headModulation);
+  if (w.imageEmb) {
+    const e = w.imageEmb;
+    all.push(e.norm1.w, e.norm1.b, e.norm2.w, e.norm2.b);
+    lin(e.fc1);
+    lin(e.fc2);
+  }
   for (const b of w.blocks) {
     all.push(b.modulation, b.norm3?.w ?? null, b.norm3?.b ?? null);
     att(b.selfAttn);
     att(b.crossAttn);
+    if (b.imageAttn) (lin(b.imageAttn.k), lin(b.imageAttn.v), all.push(b.imageAttn.normK));
     lin(b.ffn1);
     lin(b.ffn2);
   }

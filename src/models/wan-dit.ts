@@ -5,6 +5,11 @@
 // without a mask; affine LayerNorm before the (unmodulated, ungated) cross-attention; a head that adds
 // its table to the time embedding e itself (no SiLU).
 //
+// The Wan2.1 image-to-video DiT (kind "i2v", §7) adds a second set of cross-attention keys/values over
+// the CLIP image tokens (wan-dit-image.ts); each layer attends to text and image separately and adds
+// the two results before its output projection. The Wan2.2 text-image-to-video DiT (kind "ti2v", §10)
+// is the t2v structure driven by one timestep per token (forwardPerToken).
+//
 // The forward is split into stages the chunked causal model (wan-dit-causal.ts) reuses: time
 // embedding (one timestep per token frame), text embedding + per-layer cross-attention K/V (cached
 // by the caller while the conditioning does not change), patchify, the blocks with a pluggable
@@ -18,14 +23,17 @@ import { type Tensor, numelOf } from "../runtime/tensor.ts";
 import type { WanDitConfig } from "./configs.ts";
 import { DeviceRope } from "./rope.ts";
 import type { Tap } from "./umt5.ts";
+import { type ImageKV, imageAttnKV } from "./wan-dit-image.ts";
 import { type DitWeights, type Linear, freeDitWeights, loadDitWeights } from "./wan-dit-weights.ts";
 import type { WeightSource } from "./weights.ts";
 
 /** Per-layer cross-attention K/V of one conditioning, [1, text_len, heads, head_dim] each, or of
- *  several stacked for a batched forward ([B, ...], stackCross). */
+ *  several stacked for a batched forward ([B, ...], stackCross). An i2v model also has the image
+ *  tokens' K/V ([1, n, heads, head_dim] per layer). */
 export interface CrossAttnKV {
   k: Tensor[];
   v: Tensor[];
+  image?: ImageKV;
 }
 
 /** Time embeddings of one forward: e [G, dim] and the per-block modulation input e0 as [6, G, dim].
@@ -113,13 +121,17 @@ export class WanDiT {
 
   /**
    * Cross-attention K/V of every layer for a context given as host rows [rows, text_dim] (rows ≤
-   * text_len; the rest are zeros, as Wan pads).
+   * text_len; the rest are zeros, as Wan pads). An i2v model needs the CLIP image features too (host
+   * rows [n, image_dim] or a device tensor [1, n, image_dim]); the other kinds take none.
    */
-  async crossAttnKV(context: Float32Array, tap?: Tap): Promise<CrossAttnKV> {
+  async crossAttnKV(context: Float32Array, tap?: Tap, image?: Float32Array | Tensor): Promise<CrossAttnKV> {
     const b = this.backend, { dim, textDim, textLen, numHeads, eps } = this.config;
     if (context.length % textDim || context.length / textDim > textLen) {
       throw new Error(`context of ${context.length} values is not at most ${textLen} rows of ${textDim}`);
     }
+    const imageEmb = this.weights.imageEmb;
+    if (imageEmb && !image) throw new Error("an image-to-video DiT needs the CLIP features of the conditioning image");
+    if (!imageEmb && image) throw new Error(`a ${this.config.kind} DiT takes no CLIP image features`);
     const padded = new Float32Array(textLen * textDim);
     padded.set(context);
     const ctx = b.upload(padded, [1, textLen, textDim]);
@@ -139,6 +151,7 @@ export class WanDiT {
         out.k.push(k);
         out.v.push(v);
       }
+      if (imageEmb) out.image = await imageAttnKV(b, this.config, imageEmb, this.weights.blocks, image!, tap);
       return out;
     } catch (err) {
       this.freeCross(out);
@@ -152,6 +165,8 @@ export class WanDiT {
    *  cross-attention of a batched forward whose stream i attends to parts[i]. */
   stackCross(parts: readonly CrossAttnKV[]): CrossAttnKV {
     const b = this.backend, out: CrossAttnKV = { k: [], v: [] };
+    const withImage = parts.filter((p) => p.image).length;
+    if (withImage !== 0 && withImage !== parts.length) throw new Error("cannot stack conditionings with and without image tokens");
     const stack = (ts: Tensor[]) => {
       const [, L, H, D] = ts[0]!.shape as [number, number, number, number];
       const t = b.alloc([ts.length, L, H, D]);
@@ -161,19 +176,39 @@ export class WanDiT {
     for (let i = 0; i < this.weights.blocks.length; i++) {
       out.k.push(stack(parts.map((p) => p.k[i]!)));
       out.v.push(stack(parts.map((p) => p.v[i]!)));
+      if (withImage) {
+        out.image ??= { k: [], v: [] };
+        out.image.k.push(stack(parts.map((p) => p.image!.k[i]!)));
+        out.image.v.push(stack(parts.map((p) => p.image!.v[i]!)));
+      }
     }
     return out;
   }
 
   freeCross(c: CrossAttnKV): void {
-    this.backend.free(...c.k, ...c.v);
+    this.backend.free(...c.k, ...c.v, ...(c.image?.k ?? []), ...(c.image?.v ?? []));
     c.k.length = c.v.length = 0;
+    c.image = undefined;
+  }
+
+  /** The i2v model's input [in_dim, F, H, W]: the noisy latent [out_dim, ...] followed by the
+   *  conditioning y [4 mask + out_dim latent channels, ...] (Wan concatenates noise first). */
+  withCondition(latent: Tensor, y: Tensor): Tensor {
+    const { inDim, outDim, kind } = this.config, [c, ...rest] = latent.shape;
+    if (kind !== "i2v") throw new Error(`a ${kind} DiT takes no channel conditioning`);
+    if (c !== outDim || y.shape.length !== 4 || y.shape[0] !== inDim - outDim || y.shape.slice(1).join() !== rest.join()) {
+      throw new Error(`latent [${latent.shape}] and condition [${y.shape}] do not make the [${inDim}, F, H, W] input (noise ${outDim} + condition ${inDim - outDim} channels)`);
+    }
+    const x = this.backend.alloc([inDim, ...rest]);
+    this.backend.concat(x, [latent, y], 0);
+    return x;
   }
 
   /** Latent [C, F, H, W] → tokens [1, L, dim] (patch embedding conv, flattened f-major). */
   async patchify(latent: Tensor, tap?: Tap): Promise<Tensor> {
     const b = this.backend, { dim, patch } = this.config;
     const [f, h, w] = this.grid(latent.shape);
+    if (latent.shape[0] !== this.config.inDim) throw new Error(`latent [${latent.shape}] has ${latent.shape[0]} channels; the DiT takes ${this.config.inDim}`);
     const conv = b.alloc([1, dim, f, h, w]);
     const tokens = b.alloc([1, f * h * w, dim]);
     try {
@@ -202,8 +237,11 @@ export class WanDiT {
     if (G % B) throw new Error(`${G} time embedding rows for ${B} streams`);
     const heads = (t: Tensor) => t.reshape([B, t.shape[1]!, numHeads, D]);
     const rope = this.rope.options(grid, frameOffset);
+    const image = cross.image;
+    if (!image !== !this.weights.imageEmb) throw new Error(`cross-attention K/V ${image ? "with" : "without"} image tokens for a ${this.config.kind} DiT`);
     const h = b.alloc([B, L, dim]), q = b.alloc([B, L, dim]), k = b.alloc([B, L, dim]), v = b.alloc([B, L, dim]);
     const att = b.alloc([B, L, dim]), ffn = b.alloc([B, L, ffnDim]), mod = b.alloc([6, G, dim]);
+    const attImg = image ? b.alloc([B, L, dim]) : null;
     const part = (i: number) => mod.view([B, G / B, dim], i * G * dim); // shift_sa, scale_sa, gate_sa, shift_ff, scale_ff, gate_ff
     // q/k RMSNorm across heads fused with RoPE (without qk_norm: RoPE alone)
     const normRope = (t: Tensor, norm: Tensor | null) => (norm ? b.rmsNormRope(heads(t), heads(t), eps, norm, rope) : b.rope3d(heads(t), heads(t), rope));
@@ -238,6 +276,16 @@ export class WanDiT {
         this.#linear(q, h, w.crossAttn.q);
         if (w.crossAttn.normQ) b.rmsNorm(q, q, eps, w.crossAttn.normQ);
         b.attention(heads(att), heads(q), cross.k[i]!, cross.v[i]!, { scale: 1 / Math.sqrt(D) });
+        if (image && attImg) {
+          // i2v: the same queries over the image tokens, a softmax of their own, summed before `o`
+          b.attention(heads(attImg), heads(q), image.k[i]!, image.v[i]!, { scale: 1 / Math.sqrt(D) });
+          if (i === 0 && tap) {
+            await tap("block0_cross_attn_in", h); // the i2v goldens record these three too
+            await tap("block0_cross_attn_txt", heads(att));
+            await tap("block0_cross_attn_img", heads(attImg));
+          }
+          b.axpby(att, att, attImg, 1, 1);
+        }
         await residual("block0_cross_attn_out", att, w.crossAttn.o, null);
         // feed-forward
         b.layerNormModulate(h, x, eps, part(4), part(3));
@@ -246,7 +294,7 @@ export class WanDiT {
         await tap?.(`block${i}_out`, x);
       }
     } finally {
-      b.free(h, q, k, v, att, ffn, mod);
+      b.free(h, q, k, v, att, ffn, mod, ...(attImg ? [attImg] : []));
     }
   }
 
@@ -288,8 +336,21 @@ export class WanDiT {
   }
 
   /**
-   * A forward over a whole latent without a cache: one timestep for all token frames or one per token
-   * frame, the self-attention restricted by `attention` (a block-causal mask) or full.
+   * The forward with one timestep per token (Wan2.2 TI2V: the first frame's tokens at t = 0, the rest
+   * at the step's t; tokens f-major, then h, w): time embedding and adaLN modulation per token, as the
+   * original computes them. Runs of equal timesteps are embedded once (timestepGroups): the same
+   * values, at the cost of one row per frame rather than per token when whole frames agree.
+   */
+  async forwardPerToken(latent: Tensor, tokenTimesteps: readonly number[], cross: CrossAttnKV, tap?: Tap): Promise<Tensor> {
+    const [f, h, w] = this.grid(latent.shape);
+    if (tokenTimesteps.length !== f * h * w) throw new Error(`${tokenTimesteps.length} timesteps for the ${f * h * w} tokens of a ${f}x${h}x${w} grid`);
+    return this.forwardSequence(latent, timestepGroups(tokenTimesteps), cross, {}, tap);
+  }
+
+  /**
+   * A forward over a whole latent without a cache: G timesteps for G equal runs of consecutive tokens
+   * (one for all, one per token frame, one per token), the self-attention restricted by `attention`
+   * (a block-causal mask) or full.
    */
   async forwardSequence(latent: Tensor, timesteps: readonly number[], cross: CrossAttnKV, attention: Pick<AttentionOptions, "blockCausal">, tap?: Tap): Promise<Tensor> {
     const grid = this.grid(latent.shape);
@@ -309,4 +370,21 @@ export class WanDiT {
       this.freeTime(time);
     }
   }
+}
+
+/**
+ * The fewest equal runs of consecutive tokens that per-token timesteps are constant over: G values for
+ * G runs of L/G tokens (G divides L) — one for all tokens, one per frame, ..., one per token. The
+ * modulation ops broadcast a row over its run, so the result is the per-token forward's.
+ */
+export function timestepGroups(perToken: readonly number[]): number[] {
+  const L = perToken.length;
+  for (let G = 1; G < L; G++) {
+    if (L % G) continue;
+    const run = L / G;
+    let uniform = true;
+    for (let i = 0; uniform && i < L; i++) uniform = perToken[i] === perToken[i - (i % run)];
+    if (uniform) return Array.from({ length: G }, (_, g) => perToken[g * run]!);
+  }
+  return [...perToken];
 }

@@ -46,6 +46,10 @@ function chooseDtype(backend: Backend, ckpt: WanCheckpoint, opt: LoadWanOptions[
 
 export async function loadWanModel(backend: Backend, ckpt: WanCheckpoint, opts: LoadWanOptions = {}): Promise<WanModel> {
   const { dit: ditC, textEncoder: t5C, vae: vaeC } = ckpt;
+  if (ditC.config.kind !== "t2v") {
+    const what = ditC.config.kind === "i2v" ? "an image-to-video (i2v)" : "a text-image-to-video (ti2v)";
+    throw new CheckpointError(`${ckpt.root}: ${what} checkpoint; only the text-to-video pipeline is served so far`);
+  }
   if (ditC.config.textDim !== t5C.config.dim) {
     throw new CheckpointError(`${ckpt.root}: transformer text_dim ${ditC.config.textDim} ≠ text encoder width ${t5C.config.dim}`);
   }
