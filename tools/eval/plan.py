@@ -3,19 +3,36 @@ the 40 held-out (color, shape, motion, background) combinations with their canon
 ground truth, so the TypeScript driver and the scorer share one definition.
 
   python3 tools/eval/plan.py
+  python3 tools/eval/plan.py --first-frames DIR   # image-to-video: each combination's first frame,
+                                                  # rendered into DIR as PNG, and a prompt that says
+                                                  # only how the object moves ("moving right")
 """
+import argparse
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data"))
+import png  # noqa: E402
 import render  # noqa: E402
 
 
 def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--first-frames", default=None)
+    args = ap.parse_args()
     combos = render.load_heldout()["combinations"]
-    plan = [{"id": f"heldout-{i:02d}", "prompt": render.canonical_caption(*c),
-             "truth": dict(zip(("color", "shape", "motion", "background"), c))} for i, c in enumerate(combos)]
+    plan = []
+    for i, c in enumerate(combos):
+        item = {"id": f"heldout-{i:02d}", "prompt": render.canonical_caption(*c),
+                "truth": dict(zip(("color", "shape", "motion", "background"), c))}
+        if args.first_frames:
+            scene = render.scene_from_combo(*c, seed=i, frames=1)
+            os.makedirs(args.first_frames, exist_ok=True)
+            path = os.path.join(os.path.abspath(args.first_frames), f"first-frame-{i:02d}.png")
+            png.write_png(path, render.render(scene)[0])
+            item.update(id=f"first-frame-{i:02d}", prompt=render.motion_caption(scene), reference=path)
+        plan.append(item)
     json.dump(plan, sys.stdout, indent=1)
 
 

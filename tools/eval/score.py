@@ -6,6 +6,9 @@
   chunk on its last frame (and as the median over its frames) -> a red->blue
   transition over N chunks must move the hue monotonically towards blue over the N affected chunks
   and be classified blue from the N-th on;
+* image-to-video clips (server-eval.ts --first-frames: the item names its reference image): the
+  attributes read on the frames after the first (the first is the given image), and the first
+  frame's PSNR against the reference (target >= 25 dB);
 * and, to say why: each attribute's misses (truth -> predicted) and the snow and night clips' share of
   flake and star pixels (metrics.speckle_fraction).
 
@@ -46,10 +49,28 @@ def decode(path):
     return np.frombuffer(raw, np.uint8).reshape(-1, h, w, 3)
 
 
+FIRST_FRAME_PSNR = 25.0
+
+
+def psnr(a, b):
+    se = np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2)
+    return float(10 * np.log10(255 ** 2 / max(se, 1e-10)))
+
+
+def reference_rgb(path):
+    w, h = scored_size(*SIZE)
+    raw = subprocess.run(["ffmpeg", "-v", "error", "-i", path, "-vf", f"scale={w}:{h}:flags=area", "-f", "rawvideo",
+                          "-pix_fmt", "rgb24", "-"], check=True, capture_output=True).stdout
+    return np.frombuffer(raw, np.uint8).reshape(h, w, 3)
+
+
 def heldout(items):
     preds, truths = [], []
     for it in items:
         frames = decode(it["file"])
+        if "reference" in it:  # the first frame is the given image: the model's work is the rest
+            it["first_frame_psnr"] = psnr(frames[0], reference_rgb(it["reference"]))
+            frames = frames[1:]
         p = metrics.classify(frames)
         it["pred"] = p
         if it["truth"]["background"] in metrics.SPECKLED:
@@ -114,6 +135,12 @@ def main():
         print(f"  {k:10s} {res['heldout'][k] * 100:5.1f} %  (target >= {v * 100:.0f} %)")
     for line in misses(m["heldout"]) + speckles(m["heldout"]):
         print(line)
+    firsts = [it["first_frame_psnr"] for it in m["heldout"] if "first_frame_psnr" in it]
+    if firsts:
+        res["first_frame_psnr"] = {"mean": float(np.mean(firsts)), "min": float(np.min(firsts))}
+        print(f"  first frame against the image: PSNR mean {np.mean(firsts):.1f} dB, min {np.min(firsts):.1f} dB "
+              f"(target >= {FIRST_FRAME_PSNR:.0f} dB)")
+        json.dump(res, open(out, "w"), indent=1)
     for t in res["transitions"]:
         print(f"transition {t['name']}: {metrics.transition_line(t)}")
     for line in transition_counts(res["transitions"]):

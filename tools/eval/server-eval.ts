@@ -12,6 +12,9 @@
 //                                                      one clip is 2.5 % of a 40-prompt score)
 //                                 [--size 64x64]  (WxH of every job and session: 480x272 asks for the
 //                                                  16:9 the model renders at its nearest native size)
+//                                 [--first-frames]  (image-to-video: each held-out combination's first
+//                                                  frame as image_reference and a prompt that says only
+//                                                  how it moves; no sessions: they carry no image)
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { loadServeConfig } from "../../src/config/load.ts";
@@ -31,6 +34,7 @@ const videoSeeds = arg("video-seeds", "0").split(",").map(Number);
 const stepsArg = arg("steps", "");
 const guidanceArg = arg("guidance", "");
 const size = arg("size", "64x64");
+const firstFrames = args.includes("--first-frames");
 // the sampling settings every job and session asks for (none: the model's defaults)
 const sampling = {
   ...(stepsArg ? { num_inference_steps: Number(stepsArg) } : {}),
@@ -40,19 +44,21 @@ const sampling = {
 const PY = existsSync("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
 mkdirSync(out, { recursive: true });
 
-interface PlanItem { id: string; prompt: string; truth: Record<string, string> }
-const plan: PlanItem[] = JSON.parse(Bun.spawnSync([PY, join(ROOT, "tools/eval/plan.py")], { stderr: "inherit" }).stdout.toString());
+interface PlanItem { id: string; prompt: string; truth: Record<string, string>; reference?: string }
+const planArgs = firstFrames ? ["--first-frames", join(out, "first-frames")] : [];
+const plan: PlanItem[] = JSON.parse(Bun.spawnSync([PY, join(ROOT, "tools/eval/plan.py"), ...planArgs], { stderr: "inherit" }).stdout.toString());
 
 const server = await startServer(loadServeConfig({
   overrides: { "generator.model_path": model, "server.port": "0", "server.host": "127.0.0.1", "server.output_dir": join(out, "server") },
 }), () => {});
 const url = server.url;
 
-async function video(prompt: string, seed: number): Promise<Uint8Array> {
+async function video(prompt: string, seed: number, reference?: string): Promise<Uint8Array> {
+  const image = reference && { image_reference: { image_url: `data:image/png;base64,${Buffer.from(await Bun.file(reference).bytes()).toString("base64")}` } };
   const res = await fetch(`${url}/v1/videos`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ prompt, size, num_frames: numFrames, seed, ...sampling }),
+    body: JSON.stringify({ prompt, size, num_frames: numFrames, seed, ...sampling, ...image }),
   });
   const job = await res.json();
   if (!res.ok) throw new Error(`create failed: ${JSON.stringify(job)}`);
@@ -104,7 +110,7 @@ try {
   for (const seed of videoSeeds) {
     for (const item of plan) {
       const file = join(out, videoSeeds.length > 1 ? `${item.id}-seed${seed}.mp4` : `${item.id}.mp4`);
-      writeFileSync(file, await video(item.prompt, seed));
+      writeFileSync(file, await video(item.prompt, seed, item.reference));
       heldout.push({ ...item, seed, file });
       process.stdout.write(`\rheld-out ${heldout.length}/${plan.length * videoSeeds.length}`);
     }
@@ -115,7 +121,7 @@ try {
   const same = (x: Uint8Array, y: Uint8Array) => x.length === y.length && x.every((v, i) => v === y[i]);
   const determinism = { same_seed_identical_bytes: same(a, b), other_seed_different_bytes: !same(a, c) };
   const transitions = [];
-  for (const seed of sessionSeeds) {
+  for (const seed of firstFrames ? [] : sessionSeeds) {
     for (const n of [3, 0]) {
       const name = sessionSeeds.length > 1 ? `transition-${n}-seed${seed}` : `transition-${n}`;
       transitions.push(await session(name, prompt, "a blue circle moving right on a black background", n, seed));
