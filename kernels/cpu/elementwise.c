@@ -24,6 +24,7 @@ static range_t elem_range(size_t n, int tid, int nth) {
   }
 
 MAP_UNARY(kino_gelu, vgelu)
+MAP_UNARY(kino_gelu_exact, vgelu_exact)
 MAP_UNARY(kino_silu, vsilu)
 
 void KINO_EXPORT(kino_mul)(int tid, int nth, float *out, const float *a, const float *b, size_t n) {

@@ -47,6 +47,26 @@ static inline v4f vgelu(v4f x) {
   return x / (vsplat(1.0f) + vexp(vsplat(-2.0f) * u));
 }
 
+/* Exact GELU x·Φ(x), Φ(x) = 1 − erfc(x/√2)/2 for x ≥ 0 and erfc(−x/√2)/2 below. erfc(z), z ≥ 0, is
+ * the Chebyshev fit t·e^(−z² + P(t)), t = 1/(1 + z/2), of Numerical Recipes' erfcc: relative error
+ * < 1.2e-7 everywhere, so the negative tail keeps its precision (no 1 − erf cancellation). */
+static inline v4f vgelu_exact(v4f x) {
+  v4f z = vselect(x < vsplat(0.0f), -x, x) * vsplat(0.70710678118654752f);
+  v4f t = vsplat(1.0f) / (vsplat(1.0f) + vsplat(0.5f) * z);
+  v4f p = vsplat(0.17087277f);
+  p = p * t + vsplat(-0.82215223f);
+  p = p * t + vsplat(1.48851587f);
+  p = p * t + vsplat(-1.13520398f);
+  p = p * t + vsplat(0.27886807f);
+  p = p * t + vsplat(-0.18628806f);
+  p = p * t + vsplat(0.09678418f);
+  p = p * t + vsplat(0.37409196f);
+  p = p * t + vsplat(1.00002368f);
+  p = p * t + vsplat(-1.26551223f);
+  v4f half_erfc = vsplat(0.5f) * t * vexp(p - z * z);
+  return x * vselect(x < vsplat(0.0f), half_erfc, vsplat(1.0f) - half_erfc);
+}
+
 static inline float ksqrt(float x) { return __builtin_sqrtf(x); }
 
 #endif

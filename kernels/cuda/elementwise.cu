@@ -3,6 +3,7 @@
 //
 // CPU reference (src/runtime/reference.ts), for every element i:
 //   gelu      out = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
+//   geluExact out = x·Φ(x)   (Φ the standard normal CDF: normcdff)
 //   silu      out = x / (1 + e^(−x))
 //   mul       out = a·b
 //   axpby     out = α·a + β·b
@@ -16,12 +17,13 @@ constexpr int THREADS = 256;
 #define KC_GRID_STRIDE(i, n) \
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
-enum Unary { GELU = 0, SILU = 1 };
+enum Unary { GELU = 0, SILU = 1, GELU_EXACT = 2 };
 
 __global__ void unary_kernel(float* out, const float* x, int64_t n, int op) {
   KC_GRID_STRIDE(i, n) {
     float v = x[i];
     if (op == GELU) out[i] = kc_gelu_tanh(v);
+    else if (op == GELU_EXACT) out[i] = v * normcdff(v);
     else out[i] = v / (1.f + expf(-v));
   }
 }
@@ -81,6 +83,11 @@ KC_API int kc_gelu(KcContext* ctx, float* out, const float* x, int64_t n) {
   if (n <= 0) return 0;
   unary_kernel<<<kc_grid_for(ctx, n), THREADS, 0, ctx->stream>>>(out, x, n, GELU);
   return kc_launched(ctx, "kc_gelu");
+}
+KC_API int kc_gelu_exact(KcContext* ctx, float* out, const float* x, int64_t n) {
+  if (n <= 0) return 0;
+  unary_kernel<<<kc_grid_for(ctx, n), THREADS, 0, ctx->stream>>>(out, x, n, GELU_EXACT);
+  return kc_launched(ctx, "kc_gelu_exact");
 }
 KC_API int kc_silu(KcContext* ctx, float* out, const float* x, int64_t n) {
   if (n <= 0) return 0;

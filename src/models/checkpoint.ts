@@ -14,6 +14,7 @@ import { ditNameToDiffusers, ditNameToWan, isDiffusersDit, isHfT5, t5NameToHf, t
 import { type KinoConfig, parseKinoConfig } from "./kino-config.ts";
 import { CheckpointError, type TensorTable, openTensorTable } from "./safetensors.ts";
 import { isDiffusersVae, vaeKeyMap } from "./wan-vae-layout.ts";
+import { isWan22Vae } from "./wan-vae22-layout.ts";
 
 export interface Component<C> {
   config: C;
@@ -77,9 +78,16 @@ function t5Component(config: T5Config, table: TensorTable): Component<T5Config> 
   return { config, table, rename: t5Renamer(names), fileName: isHfT5(names) ? t5NameToHf : undefined };
 }
 
-/** The VAE's naming: AutoencoderKLWan or Wan, recognised from the tensors. */
+/** The VAE's naming: AutoencoderKLWan or Wan, recognised from the tensors; the structure the config
+ *  names (Wan2.1 or Wan2.2) must be the one the tensors have. */
 function vaeComponent(config: VaeConfig, table: TensorTable): Component<VaeConfig> {
-  if (!isDiffusersVae(table.tensors.keys())) return { config, table, rename: (n) => n };
+  const file = table.files[0]!, which = (v22: boolean) => (v22 ? "Wan2.2" : "Wan2.1");
+  if (!isDiffusersVae(table.tensors.keys())) {
+    const v22 = isWan22Vae(table.tensors.keys());
+    if (v22 !== !!config.wan22) throw new CheckpointError(`${file}: the config describes a ${which(!!config.wan22)} VAE but the tensors are a ${which(v22)} VAE's`);
+    return { config, table, rename: (n) => n };
+  }
+  if (config.wan22) throw new CheckpointError(`${file}: a Wan2.2 VAE under diffusers AutoencoderKLWan names is not supported; use Wan2.2_VAE.pth (Wan names) converted to safetensors`);
   const map = vaeKeyMap(config);
   return { config, table, rename: map.toWan, fileName: map.toDiffusers };
 }
@@ -132,7 +140,8 @@ async function resolveOriginal(root: string): Promise<WanCheckpoint> {
     throw new CheckpointError(pth ? `${join(root, pth)}: PyTorch pickles are not read; convert the ${what} to safetensors (same file stem)` : `${root}: no ${what} weights (${prefix}*.safetensors)`);
   };
   const t5Table = await openTensorTable(find("models_t5", "umT5 text encoder"));
-  const vaeTable = await openTensorTable(find("Wan2.1_VAE", "VAE"));
+  const vaeFile = readdirSync(root).some((n) => n.startsWith("Wan2.2_VAE")) ? "Wan2.2_VAE" : "Wan2.1_VAE";
+  const vaeTable = await openTensorTable(find(vaeFile, "VAE"));
   const tokenizerJson = [join(root, "google", "umt5-xxl", "tokenizer.json"), join(root, "tokenizer", "tokenizer.json")].find(existsSync);
   if (!tokenizerJson) throw new CheckpointError(`${root}: missing google/umt5-xxl/tokenizer.json`);
   return {
@@ -163,10 +172,21 @@ function inferT5Config(table: TensorTable): T5Config {
   return { ...UMT5_XXL, vocab: emb[0]!, dim: emb[1]!, dimAttn: q[0]!, dimFfn: fc1[0]!, numHeads: pos[1]!, numBuckets: pos[0]!, numLayers: layers, sharedPos: !shapes.has("blocks.1.pos_embedding.embedding.weight") && layers > 1 };
 }
 
-/** Base width and z_dim from shapes (either naming); the rest is Wan2.1's structure. */
-function inferVaeConfig(table: TensorTable): VaeConfig {
-  const shape = (...names: string[]) => names.map((n) => table.tensors.get(n)?.shape).find(Boolean);
+/**
+ * The VAE's structure from its tensors (either naming): Wan2.1's (conv1 over 3 pixel channels, flat
+ * stage lists) or Wan2.2's (conv1 over 12 patchified channels, nested levels); base width, decoder
+ * width and z_dim from shapes, the rest as both releases have it. Anything else is refused, saying why.
+ */
+export function inferVaeConfig(table: TensorTable): VaeConfig {
+  const file = table.files[0]!, shape = (...names: string[]) => names.map((n) => table.tensors.get(n)?.shape).find(Boolean);
   const conv1 = shape("encoder.conv1.weight", "encoder.conv_in.weight"), z = shape("conv2.weight", "post_quant_conv.weight");
-  if (!conv1 || !z) throw new CheckpointError(`${table.files[0]}: not a Wan VAE (encoder.conv1 / conv2 missing)`);
-  return parseVaeConfig({ dim: conv1[0], z_dim: z[0] }, table.files[0]!);
+  if (!conv1 || !z) throw new CheckpointError(`${file}: not a Wan VAE (encoder.conv1 / conv2 missing)`);
+  const wan22 = isWan22Vae(table.tensors.keys()), pixels = conv1[1];
+  if (pixels !== (wan22 ? 12 : 3)) {
+    throw new CheckpointError(`${file}: neither a Wan2.1 VAE (encoder.conv1 over 3 pixel channels, flat stages) nor a Wan2.2 VAE (over 12 patchified channels, nested levels): encoder.conv1 takes ${pixels} channels and the stages are ${wan22 ? "nested" : "flat"}`);
+  }
+  if (!wan22) return parseVaeConfig({ dim: conv1[0], z_dim: z[0] }, file);
+  const dec = shape("decoder.conv1.weight");
+  if (!dec || dec[0]! % 4) throw new CheckpointError(`${file}: Wan2.2 VAE without a decoder.conv1 of 4·dec_dim channels`);
+  return parseVaeConfig({ dim: conv1[0], z_dim: z[0], dec_dim: dec[0]! / 4 }, file, true);
 }

@@ -57,6 +57,9 @@ export interface VaeConfig {
   /** Per-channel latent statistics: the DiT works on (mu − mean) / std. */
   latentsMean: number[];
   latentsStd: number[];
+  /** Wan2.2's VAE (wan/modules/vae2_2.py: 2×2 patchified pixels, residual levels with averaging /
+   *  duplicating shortcuts, its own decoder width); absent for Wan2.1's. */
+  wan22?: { decoderDim: number };
 }
 
 /** A parsed config.json. */
@@ -161,21 +164,45 @@ export const UMT5_XXL: T5Config = {
 const WAN21_LATENTS_MEAN = [-0.7571, -0.7089, -0.9113, 0.1075, -0.1745, 0.9653, -0.1517, 1.5508, 0.4134, -0.0715, 0.5517, -0.3632, -0.1922, -0.9497, 0.2503, -0.2921];
 const WAN21_LATENTS_STD = [2.8184, 1.4541, 2.3275, 2.6558, 1.2196, 1.7708, 2.6052, 2.0743, 3.2687, 2.1526, 2.8652, 1.5579, 1.6382, 1.1253, 2.8251, 1.916];
 
+/** Wan2.2's latent statistics (wan/modules/vae2_2.py Wan2_2_VAE), used when a 48-channel Wan2.2 VAE config has none. */
+const WAN22_LATENTS_MEAN = [
+  -0.2289, -0.0052, -0.1323, -0.2339, -0.2799, 0.0174, 0.1838, 0.1557, -0.1382, 0.0542, 0.2813, 0.0891, 0.157, -0.0098, 0.0375, -0.1825,
+  -0.2246, -0.1207, -0.0698, 0.5109, 0.2665, -0.2108, -0.2158, 0.2502, -0.2055, -0.0322, 0.1109, 0.1567, -0.0729, 0.0899, -0.2799, -0.123,
+  -0.0313, -0.1649, 0.0117, 0.0723, -0.2839, -0.2083, -0.052, 0.3748, 0.0152, 0.1957, 0.1433, -0.2944, 0.3573, -0.0548, -0.1681, -0.0667,
+];
+const WAN22_LATENTS_STD = [
+  0.4765, 1.0364, 0.4514, 1.1677, 0.5313, 0.499, 0.4818, 0.5013, 0.8158, 1.0344, 0.5894, 1.0901, 0.6885, 0.6165, 0.8454, 0.4978,
+  0.5759, 0.3523, 0.7135, 0.6804, 0.5833, 1.4146, 0.8986, 0.5659, 0.7069, 0.5338, 0.4889, 0.4917, 0.4069, 0.4999, 0.6866, 0.4093,
+  0.5709, 0.6065, 0.6415, 0.4944, 0.5726, 1.2042, 0.5458, 1.6887, 0.3971, 1.06, 0.3943, 0.5537, 0.5444, 0.4089, 0.7468, 0.7744,
+];
+
 /**
  * AutoencoderKLWan (diffusers keys: base_dim, z_dim, dim_mult, num_res_blocks, attn_scales,
- * temperal_downsample, latents_mean, latents_std) or WanVAE_ (original argument names) config. The
- * keys later diffusers versions added for the Wan2.2 VAE must keep their Wan2.1 values.
+ * temperal_downsample, latents_mean, latents_std; Wan2.2: is_residual, patch_size 2,
+ * decoder_base_dim) or WanVAE_ (original argument names; Wan2.2's has dec_dim) config. A Wan2.2 VAE
+ * is recognised by those keys (`wan22: true` when the caller knows it from the weights); mixing the
+ * two structures is refused by name.
  */
-export function parseVaeConfig(cfg: Json, file: string): VaeConfig {
-  const wan22 = (key: string, ok: (v: unknown) => boolean) => {
-    if (cfg[key] !== undefined && !ok(cfg[key])) throw new CheckpointError(`${file}: '${key}' = ${JSON.stringify(cfg[key])}: only the Wan2.1 VAE is supported (Wan2.2's residual / patchified VAE is not)`);
+export function parseVaeConfig(cfg: Json, file: string, wan22Hint = false): VaeConfig {
+  const base = opt(cfg, 96, "base_dim", "dim");
+  const wan22 = wan22Hint || cfg.is_residual === true || cfg.patch_size === 2 || cfg.dec_dim !== undefined;
+  const expect = (key: string, ok: (v: unknown) => boolean, what: string) => {
+    if (cfg[key] !== undefined && !ok(cfg[key])) throw new CheckpointError(`${file}: '${key}' = ${JSON.stringify(cfg[key])}: ${what}`);
   };
-  wan22("is_residual", (v) => v === false || v === null);
-  wan22("patch_size", (v) => v === null || v === 1);
-  wan22("in_channels", (v) => v === 3);
-  wan22("out_channels", (v) => v === 3);
-  wan22("decoder_base_dim", (v) => v === null || v === opt(cfg, 96, "base_dim", "dim"));
-  const zDim = positiveInt(opt(cfg, 16, "z_dim"), file, "z_dim");
+  if (wan22) {
+    const why = "not a Wan2.2 VAE (residual levels, 2×2 patchified pixels), and no Wan2.1 VAE has the other Wan2.2 keys";
+    expect("is_residual", (v) => v === true || v === null, why);
+    expect("patch_size", (v) => v === 2 || v === null, why);
+    // diffusers counts the patchified channels its conv_in / conv_out see
+    expect("in_channels", (v) => v === 12, why);
+    expect("out_channels", (v) => v === 12, why);
+  } else {
+    const why = "only the Wan2.1 VAE (or Wan2.2's, with is_residual and patch_size 2) is supported";
+    expect("in_channels", (v) => v === 3, why);
+    expect("out_channels", (v) => v === 3, why);
+    expect("decoder_base_dim", (v) => v === null || v === base, why);
+  }
+  const zDim = positiveInt(opt(cfg, wan22 ? 48 : 16, "z_dim"), file, "z_dim");
   const dimMult = opt(cfg, [1, 2, 4, 4], "dim_mult");
   const temporalDownsample = opt(cfg, [false, true, true], "temperal_downsample", "temporal_downsample");
   if (temporalDownsample.length !== dimMult.length - 1) {
@@ -183,24 +210,27 @@ export function parseVaeConfig(cfg: Json, file: string): VaeConfig {
   }
   const attnScales = opt<number[]>(cfg, [], "attn_scales");
   if (attnScales.length) throw new CheckpointError(`${file}: 'attn_scales' ${JSON.stringify(attnScales)}: attention inside the resolution levels is not supported (Wan2.1 has none)`);
-  const wanStats = zDim === 16;
-  const latentsMean = opt(cfg, wanStats ? WAN21_LATENTS_MEAN : new Array(zDim).fill(0), "latents_mean");
-  const latentsStd = opt(cfg, wanStats ? WAN21_LATENTS_STD : new Array(zDim).fill(1), "latents_std");
+  const known = wan22 ? (zDim === 48 ? [WAN22_LATENTS_MEAN, WAN22_LATENTS_STD] : null) : zDim === 16 ? [WAN21_LATENTS_MEAN, WAN21_LATENTS_STD] : null;
+  const latentsMean = opt(cfg, known?.[0] ?? new Array(zDim).fill(0), "latents_mean");
+  const latentsStd = opt(cfg, known?.[1] ?? new Array(zDim).fill(1), "latents_std");
   if (latentsMean.length !== zDim || latentsStd.length !== zDim) {
     throw new CheckpointError(`${file}: 'latents_mean' / 'latents_std' need ${zDim} values (z_dim)`);
   }
+  const dim = positiveInt(base, file, "base_dim");
   return {
-    dim: positiveInt(opt(cfg, 96, "base_dim", "dim"), file, "base_dim"),
+    dim,
     zDim,
     dimMult,
     numResBlocks: positiveInt(opt(cfg, 2, "num_res_blocks"), file, "num_res_blocks"),
     temporalDownsample,
     latentsMean,
     latentsStd,
+    // the Wan2.2 WanVAE_ default decoder width is 256 whatever `dim` is (its loader never passes dec_dim)
+    ...(wan22 ? { wan22: { decoderDim: positiveInt(opt(cfg, 256, "decoder_base_dim", "dec_dim"), file, "decoder_base_dim") } } : {}),
   };
 }
 
-/** Frames → latent frames ratio and pixel → latent ratio of a VAE config. */
+/** Frames → latent frames ratio and pixel → latent ratio of a VAE config (Wan2.2's patchify adds 2×). */
 export function vaeStrides(cfg: VaeConfig): { temporal: number; spatial: number } {
-  return { temporal: 2 ** cfg.temporalDownsample.filter(Boolean).length, spatial: 2 ** (cfg.dimMult.length - 1) };
+  return { temporal: 2 ** cfg.temporalDownsample.filter(Boolean).length, spatial: 2 ** (cfg.dimMult.length - 1) * (cfg.wan22 ? 2 : 1) };
 }

@@ -1,5 +1,5 @@
 // The Wan-VAE's resolution changes, streaming like the rest of the VAE (wan-vae-blocks.ts):
-// - up: nearest ×2 in space, then a 3×3 conv that halves the channels; "3d" first doubles the frames
+// - up: nearest ×2 in space, then a 3×3 conv that halves the channels (Wan2.2's keeps them); "3d" first doubles the frames
 //   with a causal (3,1,1) conv to 2C channels split [2, C] and interleaved in time. The very first
 //   chunk skips that conv (Wan's 'Rep' cache), so latent frame 0 becomes one frame, and it is not
 //   part of the later chunks' causal context (their cache starts as zeros).
@@ -23,9 +23,9 @@ export class Resample {
     private readonly timeConv: CausalConv | null,
   ) {}
 
-  static async load(r: WeightReader, p: string, c: number, mode: ResampleMode): Promise<Resample> {
+  static async load(r: WeightReader, p: string, c: number, mode: ResampleMode, upsampleHalves = true): Promise<Resample> {
     const up = mode.startsWith("up");
-    const cout = up ? c / 2 : c;
+    const cout = up && upsampleHalves ? c / 2 : c;
     const w = (await r.matrix(`${p}.resample.1.weight`, [cout, c, 3, 3])).reshape([cout, c, 1, 3, 3]);
     const spatial = { w, b: await r.vector(`${p}.resample.1.bias`, [cout]) };
     let timeConv: CausalConv | null = null;
@@ -67,7 +67,7 @@ export class Resample {
     const b = this.b, [, c, T, H, W] = x.shape as [number, number, number, number, number];
     const up = b.alloc([1, c, T, 2 * H, 2 * W]);
     b.upsampleNearest(up, x);
-    const out = b.alloc([1, c / 2, T, 2 * H, 2 * W]);
+    const out = b.alloc([1, this.spatial.w.shape[0]!, T, 2 * H, 2 * W]);
     b.conv3d(out, up, this.spatial.w, this.spatial.b, { pad: [1, 1, 1, 1], timePad: 0 });
     b.free(up);
     return out;

@@ -4,6 +4,10 @@
 // decode would have. The encoder takes frames 1, 4, 4, ... likewise. Both halves are the same trunk
 // (conv1, stages, head norm + SiLU + conv) around different stages (wan-vae-layout.ts).
 //
+// Wan2.2's VAE (cfg.wan22, wan/modules/vae2_2.py) is the same trunk around other stages
+// (wan-vae22-layout.ts, wan-vae22-blocks.ts): it sees 2×2-patchified pixels (12 channels) and its
+// decoder's 12 output channels are unpatchified, so its latent is 16× smaller than the video in space.
+//
 // Latent normalisation is folded into the 1×1×1 convs at load: the DiT's latent z is (μ − mean)/std,
 // so decode's `conv2(z·std + mean)` becomes conv2' with W·diag(std) and b + W·mean, and encode's
 // `(conv1(h)[:z] − mean)/std` becomes conv1' with rows scaled by 1/std (log σ² rows dropped).
@@ -14,9 +18,31 @@ import type { Tap } from "./umt5.ts";
 import { CausalConv, ChannelNorm, FrameAttention, ResidualBlock } from "./wan-vae-blocks.ts";
 import { type VaeStage, vaeLayout } from "./wan-vae-layout.ts";
 import { Resample } from "./wan-vae-resample.ts";
+import { ResidualLevel, patchify, unpatchify } from "./wan-vae22-blocks.ts";
+import { VAE22_PIXEL_CHANNELS, type Vae22Level, vae22Layout } from "./wan-vae22-layout.ts";
 import type { WeightReader } from "./weights.ts";
 
-type Stage = ResidualBlock | FrameAttention | Resample;
+type Stage = ResidualBlock | FrameAttention | Resample | ResidualLevel;
+
+async function loadLevels(r: WeightReader, levels: Vae22Level[]): Promise<Stage[]> {
+  const stages: Stage[] = [];
+  for (const l of levels) stages.push(await ResidualLevel.load(r, l));
+  return stages;
+}
+
+/** The widths and stages of one half: Wan2.1's flat lists or Wan2.2's levels. */
+async function halfPlan(r: WeightReader, cfg: VaeConfig, side: "encoder" | "decoder") {
+  if (cfg.wan22) {
+    const l = vae22Layout(cfg);
+    return side === "encoder"
+      ? { pixels: VAE22_PIXEL_CHANNELS, width: l.encoderIn, top: l.encoderTop, stages: await loadLevels(r, l.encoderLevels) }
+      : { pixels: VAE22_PIXEL_CHANNELS, width: l.decoderTop, top: l.decoderOut, stages: await loadLevels(r, l.decoderLevels) };
+  }
+  const l = vaeLayout(cfg);
+  return side === "encoder"
+    ? { pixels: 3, width: l.encoderIn, top: l.encoderTop, stages: await loadStages(r, l.encoderStages) }
+    : { pixels: 3, width: l.decoderTop, top: l.decoderOut, stages: await loadStages(r, l.decoderStages) };
+}
 
 async function loadStages(r: WeightReader, plan: VaeStage[]): Promise<Stage[]> {
   const stages: Stage[] = [];
@@ -91,7 +117,7 @@ export class WanVaeDecoder {
   private constructor(private readonly b: Backend, readonly config: VaeConfig, private readonly conv2: CausalConv, private readonly trunk: Trunk) {}
 
   static async load(r: WeightReader, cfg: VaeConfig): Promise<WanVaeDecoder> {
-    const { zDim } = cfg, layout = vaeLayout(cfg), top = layout.decoderTop;
+    const { zDim } = cfg;
     const conv2 = await foldedPointwise(r, "conv2", zDim, zDim, (w, bias) => {
       const W = new Float32Array(w.length), B = Float32Array.from(bias);
       for (let o = 0; o < zDim; o++) for (let i = 0; i < zDim; i++) {
@@ -100,13 +126,15 @@ export class WanVaeDecoder {
       }
       return { w: W, b: B, cout: zDim };
     });
-    const stages = [...(await loadMiddle(r, "decoder", top)), ...(await loadStages(r, layout.decoderStages))];
-    return new WanVaeDecoder(r.backend, cfg, conv2, await Trunk.load(r, "decoder", zDim, top, stages, layout.decoderOut, 3));
+    const middle = await loadMiddle(r, "decoder", cfg.wan22 ? vae22Layout(cfg).decoderTop : vaeLayout(cfg).decoderTop);
+    const plan = await halfPlan(r, cfg, "decoder");
+    return new WanVaeDecoder(r.backend, cfg, conv2, await Trunk.load(r, "decoder", zDim, plan.width, [...middle, ...plan.stages], plan.top, plan.pixels));
   }
 
   /**
    * Decodes normalised latent frames z [zDim, T, h, w] that continue the stream so far (reset() starts
-   * a new one) into video [3, frames, 8h, 8w], unclamped (Wan clamps to [−1, 1] afterwards).
+   * a new one) into video [3, frames, s·h, s·w] (s = 8, Wan2.2: 16), unclamped (Wan clamps to [−1, 1]
+   * afterwards).
    */
   async decode(z: Tensor, tap?: Tap): Promise<Tensor> {
     const b = this.b, [, T, h, w] = z.shape as [number, number, number, number];
@@ -121,10 +149,13 @@ export class WanVaeDecoder {
         b.free(frame);
       }
       const frames = parts.reduce((n, p) => n + p.shape[2]!, 0);
-      const [, , , H, W] = parts[0]!.shape as number[];
-      const video = b.alloc([3, frames, H!, W!]);
-      b.concat(video.reshape([1, 3, frames, H!, W!]), parts, 2);
-      return video;
+      const [, C, , H, W] = parts[0]!.shape as number[];
+      const video = b.alloc([C!, frames, H!, W!]);
+      b.concat(video.reshape([1, C!, frames, H!, W!]), parts, 2);
+      if (!this.config.wan22) return video;
+      const pixels = unpatchify(b, video);
+      b.free(video);
+      return pixels;
     } finally {
       b.free(x, ...parts);
     }
@@ -145,9 +176,9 @@ export class WanVaeEncoder {
   private constructor(private readonly b: Backend, readonly config: VaeConfig, private readonly trunk: Trunk, private readonly toLatent: CausalConv) {}
 
   static async load(r: WeightReader, cfg: VaeConfig): Promise<WanVaeEncoder> {
-    const { zDim } = cfg, layout = vaeLayout(cfg), top = layout.encoderTop;
-    const stages = [...(await loadStages(r, layout.encoderStages)), ...(await loadMiddle(r, "encoder", top))];
-    const trunk = await Trunk.load(r, "encoder", 3, layout.encoderIn, stages, top, 2 * zDim);
+    const { zDim } = cfg, plan = await halfPlan(r, cfg, "encoder");
+    const stages = [...plan.stages, ...(await loadMiddle(r, "encoder", plan.top))];
+    const trunk = await Trunk.load(r, "encoder", plan.pixels, plan.width, stages, plan.top, 2 * zDim);
     const toLatent = await foldedPointwise(r, "conv1", 2 * zDim, 2 * zDim, (w, bias) => {
       const W = new Float32Array(zDim * 2 * zDim), B = new Float32Array(zDim);
       for (let o = 0; o < zDim; o++) {
@@ -160,16 +191,27 @@ export class WanVaeEncoder {
     return new WanVaeEncoder(r.backend, cfg, trunk, toLatent);
   }
 
-  /** Video [3, 1 + 4k, H, W] in [−1, 1] → normalised latent μ [zDim, 1 + k, H/8, W/8] (a new stream). */
+  /** Video [3, 1 + 4k, H, W] in [−1, 1] → normalised latent μ [zDim, 1 + k, H/s, W/s] (s = 8, Wan2.2:
+   *  16; a new stream). */
   async encode(video: Tensor): Promise<Tensor> {
-    const b = this.b, [, T, H, W] = video.shape as [number, number, number, number];
+    const b = this.b;
+    const patched = this.config.wan22 ? patchify(b, video) : null;
+    try {
+      return await this.#encode(patched ?? video);
+    } finally {
+      if (patched) b.free(patched);
+    }
+  }
+
+  async #encode(pixels: Tensor): Promise<Tensor> {
+    const b = this.b, [C, T, H, W] = pixels.shape as [number, number, number, number];
     this.reset();
-    const x = video.reshape([1, ...video.shape]);
+    const x = pixels.reshape([1, ...pixels.shape]);
     const parts: Tensor[] = [];
     try {
       for (let start = 0; start < T; start += start === 0 ? 1 : 4) {
         const n = Math.min(start === 0 ? 1 : 4, T - start);
-        const chunk = b.alloc([1, 3, n, H, W]);
+        const chunk = b.alloc([1, C, n, H, W]);
         b.slice(chunk, x, 2, start);
         const head = this.trunk.run(chunk);
         b.free(chunk);

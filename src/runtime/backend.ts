@@ -86,6 +86,15 @@ export interface Conv2dOptions {
   pad?: readonly [number, number, number, number];
 }
 
+export interface ResizeOptions {
+  /** "antialiased" (the default): Keys' cubic with a = −0.5 (PIL's BICUBIC), widened by the scale
+   *  when shrinking, weights normalized to sum 1 — what resizes decoded frames. "torch": PyTorch's
+   *  `F.interpolate(mode="bicubic", align_corners=False)` — a = −0.75, always the 4 taps around source
+   *  coordinate (o + 0.5)·n/m − 0.5 (not clamped), tap indices clamped to the border, no antialiasing
+   *  (a shrink aliases), values may overshoot — how Wan's pipelines resize an input image. */
+  filter?: "antialiased" | "torch";
+}
+
 export interface T5BiasOptions {
   numBuckets: number;
   maxDistance: number;
@@ -159,6 +168,9 @@ export interface Backend {
   // ---- elementwise -------------------------------------------------------------------------------
   /** GELU, tanh approximation. In place allowed. */
   gelu(out: Tensor, x: Tensor): void;
+  /** GELU in its exact form x·Φ(x) = x/2·(1 + erf(x/√2)) (PyTorch's `nn.GELU()`: CLIP's MLP, Wan's
+   *  image-embedding MLP). In place allowed. */
+  geluExact(out: Tensor, x: Tensor): void;
   /** x · sigmoid(x). In place allowed. */
   silu(out: Tensor, x: Tensor): void;
   /** out = a · b, same shapes. In place allowed (out = a or b). */
@@ -186,8 +198,9 @@ export interface Backend {
   conv2d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts?: Conv2dOptions): void;
   /** Nearest-neighbour upsampling by an integer factor per dim: every out dim is a multiple of x's. */
   upsampleNearest(out: Tensor, x: Tensor): void;
-  /** out[..., Ho, Wo] = x[..., H, W] resampled with a bicubic filter, antialiased when shrinking (≤ 16×). */
-  resize(out: Tensor, x: Tensor): void;
+  /** out[..., Ho, Wo] = x[..., H, W] resampled with a bicubic filter (ResizeOptions; by default
+   *  antialiased when shrinking, ≤ 16×). */
+  resize(out: Tensor, x: Tensor, opts?: ResizeOptions): void;
 
   // ---- data movement (any dtype; out.dtype = input dtype) ----------------------------------------
   /** Inputs joined along `dim`; all other dims equal. */

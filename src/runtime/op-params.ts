@@ -289,10 +289,12 @@ export function upsampleFactors(out: Shaped, x: Shaped): number[] {
   });
 }
 
-/** Resampling keeps every dim but the last two; shrinking is limited to 16× per axis (the kernels'
- *  64-tap bound for the widened cubic). */
-export function resizeDims(out: Shaped, x: Shaped) {
+/** Resampling keeps every dim but the last two; an antialiased shrink is limited to 16× per axis (the
+ *  kernels' 64-tap bound for the widened cubic; the "torch" filter always has 4 taps). `torch` is the
+ *  kernels' filter flag. */
+export function resizeDims(out: Shaped, x: Shaped, filter: "antialiased" | "torch" = "antialiased") {
   const op = "resize";
+  if (filter !== "antialiased" && filter !== "torch") fail(op, `unknown filter '${filter}' (antialiased or torch)`);
   expectDtype(op, "out", out, "f32");
   expectDtype(op, "x", x, "f32");
   const r = x.shape.length;
@@ -300,8 +302,8 @@ export function resizeDims(out: Shaped, x: Shaped) {
   if (x.shape.slice(0, -2).some((d, i) => d !== out.shape[i])) fail(op, `leading dims differ: [${out.shape}] vs [${x.shape}]`);
   const [H, W, Ho, Wo] = [x.shape[r - 2]!, x.shape[r - 1]!, out.shape[r - 2]!, out.shape[r - 1]!];
   if ([H, W, Ho, Wo].some((d) => d < 1)) fail(op, `every side must be ≥ 1, got ${W}x${H} → ${Wo}x${Ho}`);
-  if (H > 16 * Ho || W > 16 * Wo) fail(op, `${W}x${H} → ${Wo}x${Ho} shrinks by more than 16×`);
-  return { planes: x.shape.slice(0, -2).reduce((a, b) => a * b, 1), H, W, Ho, Wo };
+  if (filter === "antialiased" && (H > 16 * Ho || W > 16 * Wo)) fail(op, `${W}x${H} → ${Wo}x${Ho} shrinks by more than 16× (antialiased)`);
+  return { planes: x.shape.slice(0, -2).reduce((a, b) => a * b, 1), H, W, Ho, Wo, torch: filter === "torch" ? 1 : 0 };
 }
 
 /** For the YUV ops: rgb [3, T, H, W] f32, yuv [T, H·W·3/2] u8. */

@@ -4,7 +4,7 @@
 // tensor holds (round them through bf16/f16 with dtype.ts first when the backend gets half weights).
 // Semantics and shape rules are the ones documented in backend.ts, checked by op-params.ts.
 
-import type { AttentionOptions, Conv2dOptions, Conv3dOptions, FrameRange, RopeOptions, T5BiasOptions } from "./backend.ts";
+import type { AttentionOptions, Conv2dOptions, Conv3dOptions, FrameRange, ResizeOptions, RopeOptions, T5BiasOptions } from "./backend.ts";
 import * as P from "./op-params.ts";
 import { type DType, type Shape, numelOf, stridesOf } from "./tensor.ts";
 
@@ -140,6 +140,24 @@ const map = (x: Host, f: (v: number, i: number) => number) => new Host([...x.sha
 
 const geluOf = (v: number) => 0.5 * v * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (v + 0.044715 * v ** 3)));
 export const gelu = (x: Host) => map(x, geluOf);
+/** erfc(z) for z ≥ 0 in float64: the Maclaurin series of erf below 2.5 (≤ 1e-15 lost to cancellation
+ *  there), Laplace's continued fraction above (120 terms converge to double precision from 2.5 on). */
+export function erfc(z: number): number {
+  if (z < 2.5) {
+    let term = z, sum = z;
+    for (let n = 1; n < 100 && Math.abs(term) > 1e-17 * Math.abs(sum); n++) {
+      term *= (-z * z) / n;
+      sum += term / (2 * n + 1);
+    }
+    return 1 - (2 / Math.sqrt(Math.PI)) * sum;
+  }
+  let k = z;
+  for (let n = 120; n >= 1; n--) k = z + n / 2 / k;
+  return Math.exp(-z * z) / (Math.sqrt(Math.PI) * k);
+}
+/** x·Φ(x), with Φ from erfc so that the negative tail keeps its relative precision. */
+const geluExactOf = (v: number) => v * (v >= 0 ? 1 - 0.5 * erfc(v / Math.SQRT2) : 0.5 * erfc(-v / Math.SQRT2));
+export const geluExact = (x: Host) => map(x, geluExactOf);
 export const silu = (x: Host) => map(x, (v) => v / (1 + Math.exp(-v)));
 export const mul = (a: Host, b: Host) => map(a, (v, i) => v * b.f32[i]!);
 export const axpby = (a: Host, b: Host, alpha: number, beta: number) => map(a, (v, i) => alpha * v + beta * b.f32[i]!);
@@ -260,33 +278,47 @@ export function upsampleNearest(x: Host, outShape: number[]): Host {
   return out;
 }
 
-/** Keys' cubic (a = −0.5), the kernel of `resize`. */
-function keysCubic(t: number): number {
-  const a = -0.5, u = Math.abs(t);
+/** The cubic convolution kernel with parameter a (Keys: −0.5; PyTorch's bicubic: −0.75). */
+function cubic(t: number, a: number): number {
+  const u = Math.abs(t);
   if (u < 1) return ((a + 2) * u - (a + 3)) * u * u + 1;
   if (u < 2) return (((u - 5) * u + 8) * u - 4) * a;
   return 0;
 }
 
+/** PyTorch's bicubic taps (align_corners=False, no antialias): 4 around (o + 0.5)·n/m − 0.5, indices
+ *  clamped to [0, n), a clamped index's weight added to the border pixel's. */
+function torchTaps(n: number, m: number): { lo: number; w: number[] }[] {
+  const s = Math.fround(n / m);
+  return Array.from({ length: m }, (_, o) => {
+    const c = (o + 0.5) * s - 0.5, i0 = Math.floor(c), t = c - i0;
+    const lo = Math.max(0, i0 - 1), hi = Math.min(n - 1, i0 + 2);
+    const w = new Array<number>(hi - lo + 1).fill(0);
+    for (let k = 0; k < 4; k++) w[Math.min(n - 1, Math.max(0, i0 - 1 + k)) - lo]! += cubic(t + 1 - k, -0.75);
+    return { lo, w };
+  });
+}
+
 /** Normalized bicubic weights of each output pixel on an axis of n inputs resampled to m, widened by
  *  the scale when shrinking (antialiasing); taps outside [0, n) are left out. */
-function resampleTaps(n: number, m: number): { lo: number; w: number[] }[] {
+function resampleTaps(n: number, m: number, filter: ResizeOptions["filter"] = "antialiased"): { lo: number; w: number[] }[] {
+  if (filter === "torch") return torchTaps(n, m);
   const s = n / m, f = Math.max(s, 1);
   return Array.from({ length: m }, (_, o) => {
     const c = (o + 0.5) * s;
     const lo = Math.max(0, Math.trunc(c - 2 * f + 0.5));
     const hi = Math.min(n, Math.trunc(c + 2 * f + 0.5), lo + 64);
-    const w = Array.from({ length: hi - lo }, (_, i) => keysCubic((lo + i + 0.5 - c) / f));
+    const w = Array.from({ length: hi - lo }, (_, i) => cubic((lo + i + 0.5 - c) / f, -0.5));
     const sum = w.reduce((a, b) => a + b, 0);
     return { lo, w: w.map((v) => v / sum) };
   });
 }
 
 /** Bicubic resampling of the last two dims (Backend.resize; kernels/cpu/resize.c has the formula). */
-export function resize(x: Host, Ho: number, Wo: number): Host {
+export function resize(x: Host, Ho: number, Wo: number, opts: ResizeOptions = {}): Host {
   const out = like(x, [...x.shape.slice(0, -2), Ho, Wo]);
-  const { planes, H, W } = P.resizeDims(out, x);
-  const ty = resampleTaps(H, Ho), tx = resampleTaps(W, Wo);
+  const { planes, H, W } = P.resizeDims(out, x, opts.filter);
+  const ty = resampleTaps(H, Ho, opts.filter), tx = resampleTaps(W, Wo, opts.filter);
   for (let p = 0; p < planes; p++) {
     for (let y = 0; y < Ho; y++) {
       for (let xo = 0; xo < Wo; xo++) {

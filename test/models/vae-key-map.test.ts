@@ -158,11 +158,11 @@ describe("diffusers vae/config.json", () => {
     expect([real.dim, real.zDim, real.numResBlocks, real.latentsStd[15]]).toEqual([96, 16, 2, 1.916]);
   });
 
-  test("attention levels and the Wan2.2 VAE keys are refused by name", () => {
+  test("attention levels and Wan2.2 VAE keys mixed into a Wan2.1 config are refused by name", () => {
     expect(() => parseVaeConfig({ ...released, attn_scales: [0.5] }, "vae/config.json")).toThrow("vae/config.json: 'attn_scales' [0.5]");
-    expect(() => parseVaeConfig({ ...released, is_residual: true }, "vae/config.json")).toThrow("vae/config.json: 'is_residual' = true: only the Wan2.1 VAE is supported");
-    expect(() => parseVaeConfig({ ...released, patch_size: 2 }, "vae/config.json")).toThrow("'patch_size' = 2");
-    expect(() => parseVaeConfig({ ...released, decoder_base_dim: 256 }, "vae/config.json")).toThrow("'decoder_base_dim' = 256");
+    expect(() => parseVaeConfig({ ...released, is_residual: true, in_channels: 3 }, "vae/config.json")).toThrow("vae/config.json: 'in_channels' = 3: not a Wan2.2 VAE");
+    expect(() => parseVaeConfig({ ...released, patch_size: 2, is_residual: false }, "vae/config.json")).toThrow("'is_residual' = false: not a Wan2.2 VAE");
+    expect(() => parseVaeConfig({ ...released, decoder_base_dim: 256 }, "vae/config.json")).toThrow("'decoder_base_dim' = 256: only the Wan2.1 VAE");
     expect(parseVaeConfig({ ...released, is_residual: false, patch_size: null, decoder_base_dim: null, in_channels: 3, out_channels: 3 }, "f").dim).toBe(96);
   });
 });

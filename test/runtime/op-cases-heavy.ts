@@ -71,6 +71,7 @@ export function attentionCases(): OpCase[] {
     { B: 1, Lq: 130, Lk: 130, H: 2, D: 32, block: [40, 0] }, // full block-causal self-attention
     { B: 1, Lq: 9, Lk: 11, H: 2, D: 8, bias: true, scale: 1 }, // T5: additive bias, no scaling
     { B: 1, Lq: 20, Lk: 20, H: 1, D: 384 }, // the VAE's single-head attention
+    { B: 1, Lq: 257, Lk: 257, H: 2, D: 80 }, // CLIP ViT-H/14: 257 tokens, head size 80
     { B: 1, Lq: 3, Lk: 5, H: 1, D: 5, kvLen: 0 }, // nothing visible → zeros
     { B: 2, Lq: 1, Lk: 65, H: 3, D: 16 }, // one query (a decode step), one key past a 64-key tile
     { B: 1, Lq: 64, Lk: 64, H: 1, D: 128, kvLen: 1 }, // one visible key: softmax weight exactly 1

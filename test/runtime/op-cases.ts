@@ -15,7 +15,7 @@ function unaryCases(): OpCase[] {
   const cases: OpCase[] = [];
   for (const shape of [[1], [7], [3, 1001]]) {
     const x = host(shape, r(shape.reduce((a, b) => a * b), -10, 10));
-    for (const [op, f] of [["gelu", R.gelu], ["silu", R.silu]] as const) {
+    for (const [op, f] of [["gelu", R.gelu], ["geluExact", R.geluExact], ["silu", R.silu]] as const) {
       cases.push({ op, name: `[${shape}]`, atol: 1e-6, rtol: 1e-6, ref: () => f(x).f32,
         run: (be) => runOp(be, (up, alloc) => { const o = alloc(shape); be[op](o, up(x)); return o; }) });
     }
@@ -145,6 +145,14 @@ function layoutCases(): OpCase[] {
     const [Ho, Wo] = outShape!.slice(-2) as [number, number];
     cases.push({ op: "resize", name: `[${inShape}] → [${outShape}]`, atol: 1e-5, rtol: 0, ref: () => R.resize(xs, Ho, Wo).f32,
       run: (be) => runOp(be, (up, alloc) => { const o = alloc(outShape!); be.resize(o, up(xs)); return o; }) });
+  }
+  // PyTorch's bicubic (an input image to CLIP's 224² and to the VAE's size): up, down by more than 16×
+  // (it never widens), odd ratios, taps clamped at both borders, 1-pixel sides.
+  for (const [inShape, outShape] of [[[3, 27, 41], [3, 56, 56]], [[3, 75, 97], [3, 56, 56]], [[1, 400, 37], [1, 20, 5]], [[2, 7, 5], [2, 3, 11]], [[1, 1], [3, 2]], [[4, 1], [1, 1]]]) {
+    const xs = host(inShape!, r(inShape!.reduce((a, b) => a * b)));
+    const [Ho, Wo] = outShape!.slice(-2) as [number, number];
+    cases.push({ op: "resize", name: `torch [${inShape}] → [${outShape}]`, atol: 1e-5, rtol: 0, ref: () => R.resize(xs, Ho, Wo, { filter: "torch" }).f32,
+      run: (be) => runOp(be, (up, alloc) => { const o = alloc(outShape!); be.resize(o, up(xs), { filter: "torch" }); return o; }) });
   }
   for (const [from, to] of [["f32", "bf16"], ["f32", "f16"], ["bf16", "f32"], ["f16", "bf16"]] as const) {
     const xc = host([3, 33], r(99, -70000, 70000).map((v, i) => (i % 3 ? v / 1e4 : i % 2 ? v * 1e-9 : v)));

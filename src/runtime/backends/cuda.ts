@@ -14,7 +14,8 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import type {
-  AttentionOptions, Backend, Conv2dOptions, Conv3dOptions, FrameRange, GemmEpilogue, HostData, MemoryStats, RopeOptions, T5BiasOptions,
+  AttentionOptions, Backend, Conv2dOptions, Conv3dOptions, FrameRange, GemmEpilogue, HostData, MemoryStats, ResizeOptions, RopeOptions,
+  T5BiasOptions,
 } from "../backend.ts";
 import * as P from "../op-params.ts";
 import { type DType, type Shape, DTYPE_BYTES, Tensor, numelOf } from "../tensor.ts";
@@ -29,7 +30,7 @@ export const CUDA_SYMBOLS = {
   kc_create: { args: [i32, ptr, ptr, i32], returns: ptr },
   kc_destroy: { args: [ptr], returns: FFIType.void },
   kc_set_paths: { args: [ptr, i32, i32], returns: i32 },
-  kc_resize: { args: [ptr, dev, dev, i64, i32, i32, i32, i32], returns: i32 },
+  kc_resize: { args: [ptr, dev, dev, i64, i32, i32, i32, i32, i32], returns: i32 },
   kc_last_kernel: { args: [ptr, i32], returns: cstring },
   kc_last_error: { args: [ptr], returns: cstring },
   kc_error_string: { args: [i32], returns: cstring },
@@ -54,6 +55,7 @@ export const CUDA_SYMBOLS = {
   kc_softmax: { args: [ptr, dev, dev, i64, i32], returns: i32 },
   kc_l2_norm_channels: { args: [ptr, dev, dev, i32, i32, i64, f32, f32, dev], returns: i32 },
   kc_gelu: { args: [ptr, dev, dev, i64], returns: i32 },
+  kc_gelu_exact: { args: [ptr, dev, dev, i64], returns: i32 },
   kc_silu: { args: [ptr, dev, dev, i64], returns: i32 },
   kc_mul: { args: [ptr, dev, dev, dev, i64], returns: i32 },
   kc_axpby: { args: [ptr, dev, dev, dev, f32, f32, i64], returns: i32 },
@@ -355,6 +357,10 @@ export class CudaBackend implements Backend {
     this.check(this.k.kc_gelu(this.ctx, out.ptr, x.ptr, P.sameShapeF32("gelu", out, x)), "gelu");
   }
 
+  geluExact(out: Tensor, x: Tensor): void {
+    this.check(this.k.kc_gelu_exact(this.ctx, out.ptr, x.ptr, P.sameShapeF32("geluExact", out, x)), "geluExact");
+  }
+
   silu(out: Tensor, x: Tensor): void {
     this.check(this.k.kc_silu(this.ctx, out.ptr, x.ptr, P.sameShapeF32("silu", out, x)), "silu");
   }
@@ -411,9 +417,9 @@ export class CudaBackend implements Backend {
     this.conv3d(as5(out), as5(x), as5(w), bias, { stride: [1, sh, sw], pad: opts.pad, timePad: 0 });
   }
 
-  resize(out: Tensor, x: Tensor): void {
-    const { planes, H, W, Ho, Wo } = P.resizeDims(out, x);
-    this.check(this.k.kc_resize(this.ctx, out.ptr, x.ptr, planes, H, W, Ho, Wo), "resize");
+  resize(out: Tensor, x: Tensor, opts: ResizeOptions = {}): void {
+    const { planes, H, W, Ho, Wo, torch } = P.resizeDims(out, x, opts.filter);
+    this.check(this.k.kc_resize(this.ctx, out.ptr, x.ptr, planes, H, W, Ho, Wo, torch), "resize");
   }
 
   upsampleNearest(out: Tensor, x: Tensor): void {

@@ -30,7 +30,7 @@ export interface WasmBackendOptions {
 
 const KERNELS = [
   "kino_gemm", "kino_attention", "kino_layer_norm", "kino_layer_norm_modulate", "kino_rms_norm", "kino_rms_norm_rope",
-  "kino_softmax", "kino_l2norm_channels", "kino_gelu", "kino_silu", "kino_mul", "kino_axpby", "kino_fill", "kino_rope3d",
+  "kino_softmax", "kino_l2norm_channels", "kino_gelu", "kino_gelu_exact", "kino_silu", "kino_mul", "kino_axpby", "kino_fill", "kino_rope3d",
   "kino_embedding", "kino_t5_bias", "kino_conv3d", "kino_conv3d_pad", "kino_conv3d_direct", "kino_pack_w",
   "kino_gemm_packed", "kino_copy_rows", "kino_permute", "kino_upsample_nearest", "kino_resize", "kino_cast", "kino_rgb_to_yuv420",
   "kino_yuv420_to_rgb",
@@ -249,6 +249,10 @@ class WasmBackend implements B.Backend {
     this.#run("kino_gelu", [this.#dst(out), this.#ptr(x), P.sameShapeF32("gelu", out, x)], x.numel);
   }
 
+  geluExact(out: Tensor, x: Tensor): void {
+    this.#run("kino_gelu_exact", [this.#dst(out), this.#ptr(x), P.sameShapeF32("geluExact", out, x)], x.numel);
+  }
+
   silu(out: Tensor, x: Tensor): void {
     this.#run("kino_silu", [this.#dst(out), this.#ptr(x), P.sameShapeF32("silu", out, x)], x.numel);
   }
@@ -338,9 +342,9 @@ class WasmBackend implements B.Backend {
       this.#run("kino_upsample_nearest", [this.#dst(out), this.#ptr(x), r, p, p + 4 * r, p + 8 * r], out.numel));
   }
 
-  resize(out: Tensor, x: Tensor): void {
-    const { planes, H, W, Ho, Wo } = P.resizeDims(out, x);
-    this.#run("kino_resize", [this.#dst(out), this.#ptr(x), planes, H, W, Ho, Wo], out.numel * 16);
+  resize(out: Tensor, x: Tensor, opts: B.ResizeOptions = {}): void {
+    const { planes, H, W, Ho, Wo, torch } = P.resizeDims(out, x, opts.filter);
+    this.#run("kino_resize", [this.#dst(out), this.#ptr(x), planes, H, W, Ho, Wo, torch], out.numel * 16);
   }
 
   concat(out: Tensor, inputs: readonly Tensor[], dim: number): void {

@@ -4,7 +4,7 @@
 // backend is available, and it is the float64-accumulating yardstick the compiled backends are
 // compared with. Slow by design: only for the tiny golden configurations.
 import type {
-  AttentionOptions, Backend, Conv2dOptions, Conv3dOptions, FrameRange, GemmEpilogue, HostData, MemoryStats, RopeOptions, T5BiasOptions,
+  AttentionOptions, Backend, Conv2dOptions, Conv3dOptions, FrameRange, GemmEpilogue, HostData, MemoryStats, ResizeOptions, RopeOptions, T5BiasOptions,
 } from "../../../src/runtime/backend.ts";
 import { fromHalf, toHalf } from "../../../src/runtime/dtype.ts";
 import * as R from "../../../src/runtime/reference.ts";
@@ -129,6 +129,9 @@ export class HostBackend implements Backend {
   gelu(out: Tensor, x: Tensor): void {
     this.#store(out, R.gelu(this.#host(x)));
   }
+  geluExact(out: Tensor, x: Tensor): void {
+    this.#store(out, R.geluExact(this.#host(x)));
+  }
   silu(out: Tensor, x: Tensor): void {
     this.#store(out, R.silu(this.#host(x)));
   }
@@ -156,8 +159,8 @@ export class HostBackend implements Backend {
   conv2d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts: Conv2dOptions = {}): void {
     this.#store(out, R.conv2d(this.#host(x), this.#host(w), bias ? this.#host(bias) : null, opts));
   }
-  resize(out: Tensor, x: Tensor): void {
-    this.#store(out, R.resize(this.#host(x), out.shape[out.rank - 2]!, out.shape[out.rank - 1]!));
+  resize(out: Tensor, x: Tensor, opts: ResizeOptions = {}): void {
+    this.#store(out, R.resize(this.#host(x), out.shape[out.rank - 2]!, out.shape[out.rank - 1]!, opts));
   }
 
   upsampleNearest(out: Tensor, x: Tensor): void {
