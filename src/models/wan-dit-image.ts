@@ -4,10 +4,6 @@
 // affine), Linear, exact (erf) GELU, Linear, LayerNorm (eps 1e-5, affine), not the DiT's eps 1e-6 and
 // tanh GELU — and every layer projects those tokens to its own keys (k_img, then the RMSNorm
 // norm_k_img) and values (v_img). Like the text's keys/values they are computed once per conditioning.
-//
-// The exact GELU runs on the host: the backends' GELU is the tanh form (3e-4 away here, past the
-// goldens' tolerance), and this is a single elementwise pass over n × image_dim values once per
-// request, between two device GEMMs.
 import type { Backend } from "../runtime/backend.ts";
 import type { Tensor } from "../runtime/tensor.ts";
 import type { WanDitConfig } from "./configs.ts";
@@ -23,31 +19,6 @@ export interface ImageKV {
   v: Tensor[];
 }
 
-/** erf in float64: its Maclaurin series near 0, the continued fraction of erfc further out. */
-export function erf(x: number): number {
-  const z = Math.abs(x);
-  if (z < 2.5) {
-    let term = z, sum = z;
-    for (let n = 1; n < 60 && Math.abs(term) > 1e-17 * Math.abs(sum); n++) {
-      term *= (-z * z) / n;
-      sum += term / (2 * n + 1);
-    }
-    return Math.sign(x) * sum * (2 / Math.sqrt(Math.PI));
-  }
-  if (z > 6) return Math.sign(x); // erfc(6) ≈ 2e-17
-  let f = z; // erfc(z) = exp(−z²) / (√π · (z + ½/(z + 1/(z + 3⁄2/(z + …)))))
-  for (let k = 60; k >= 1; k--) f = z + k / 2 / f;
-  return Math.sign(x) * (1 - Math.exp(-z * z) / (Math.sqrt(Math.PI) * f));
-}
-
-/** x · Φ(x) = x/2 · (1 + erf(x/√2)), in place (torch's nn.GELU() default, approximate='none'). */
-export function geluExact(values: Float32Array): void {
-  for (let i = 0; i < values.length; i++) {
-    const x = values[i]!;
-    values[i] = 0.5 * x * (1 + erf(x * Math.SQRT1_2));
-  }
-}
-
 /** Image tokens [1, n, dim] from CLIP features [1, n, image_dim]. */
 async function embedImage(b: Backend, w: ImageEmbeddingWeights, features: Tensor, dim: number, tap?: Tap): Promise<Tensor> {
   const [, n, width] = features.shape as [number, number, number];
@@ -55,9 +26,7 @@ async function embedImage(b: Backend, w: ImageEmbeddingWeights, features: Tensor
   try {
     b.layerNorm(h, features, IMAGE_EMB_EPS, w.norm1.w, w.norm1.b);
     b.gemm(mid, h, w.fc1.w, w.fc1.b);
-    const host = await b.download(mid);
-    geluExact(host);
-    b.write(mid, host);
+    b.geluExact(mid, mid);
     b.gemm(emb, mid, w.fc2.w, w.fc2.b);
     b.layerNorm(emb, emb, IMAGE_EMB_EPS, w.norm2.w, w.norm2.b);
     await tap?.("img_emb_out", emb);
