@@ -2,7 +2,9 @@
 //  1. streaming: a realtime session of `--seconds` (default 4) at the model's native size and fps;
 //     time from session.start to the first media chunk, and generated video seconds per wall second
 //     (≥ 1.0 = faster than real time);
-//  2. one-shot: POST /v1/videos/sync for a clip of the same length, wall time to the MP4.
+//  2. one-shot: POST /v1/videos/sync for a clip of the same length, wall time to the MP4;
+//  3. where the model takes an image (its card lists i2v): the same one-shot from a first frame (one
+//     the model drew from text), wall time to the MP4.
 // Each measured `--runs` times (default 3), the median printed. The WASM backend uses min(2, cores)
 // threads.
 import { mkdtempSync, rmSync } from "node:fs";
@@ -55,12 +57,13 @@ async function stream(seed: number): Promise<[number, number, number]> {
   return [(first - started) / 1000, frames / fps / wall, frames];
 }
 
-async function oneShot(seed: number): Promise<number> {
+async function oneShot(seed: number, image?: string): Promise<number> {
   const started = performance.now();
+  const prompt = image ? "bouncing" : "a blue square bouncing on a yellow background";
   const res = await fetch(`${server.url}/v1/videos/sync`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ prompt: "a blue square bouncing on a yellow background", seconds: String(seconds), seed }),
+    body: JSON.stringify({ prompt, seconds: String(seconds), seed, ...(image ? { image_reference: { image_url: image } } : {}) }),
   });
   if (!res.ok) throw new Error(`sync generation failed: ${res.status} ${await res.text()}`);
   await res.arrayBuffer();
@@ -76,6 +79,19 @@ try {
   console.log(`model ${overrides["generator.model_path"]}, ${seconds} s clips, median of ${runs} runs`);
   console.log(`streaming: first chunk after ${median(streams.map((s) => s[0])).toFixed(3)} s; ${median(streams.map((s) => s[1])).toFixed(2)}× real time (${streams[0]![2]} frames)`);
   console.log(`one-shot /v1/videos/sync: ${median(shots).toFixed(2)} s for ${seconds} s of video`);
+  const models = await (await fetch(`${server.url}/v1/models`)).json();
+  const card = (await (await fetch(`${server.url}/v1/models/${models.data[0].id}`)).json()).card;
+  if (card.tasks.includes("i2v")) {
+    const res = await fetch(`${server.url}/v1/images`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ prompt: "a blue square on a yellow background", response_format: "b64_json", seed: 0 }),
+    });
+    const image = `data:image/png;base64,${(await res.json()).data[0].b64_json}`;
+    const fromImage: number[] = [];
+    for (let i = 0; i < runs; i++) fromImage.push(await oneShot(i + 1, image));
+    console.log(`one-shot from an image: ${median(fromImage).toFixed(2)} s for ${seconds} s of video (${(seconds / median(fromImage)).toFixed(2)}× real time)`);
+  }
 } finally {
   await server.stop();
   rmSync(outputDir, { recursive: true, force: true });
