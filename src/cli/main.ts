@@ -18,8 +18,22 @@ async function serve(args: ParsedArgs): Promise<void> {
   const server = await startServer(loaded);
   // The last line of defence: a failure nothing awaited is logged and the server goes on serving.
   process.on("unhandledRejection", (err) => console.error(`kino: unhandled error, still serving: ${(err as Error)?.stack ?? err}`));
-  const shutdown = async () => {
-    await server.stop();
+  // The first SIGTERM (or Ctrl-C) drains: running jobs finish (up to server.drain_timeout_s), sessions
+  // end with session.done, then the process exits 0. A second one exits at once.
+  let draining = false;
+  const shutdown = async (signal: NodeJS.Signals) => {
+    if (draining) {
+      console.error(`kino: ${signal} again: exiting now, without waiting for the drain`);
+      process.exit(128 + (signal === "SIGINT" ? 2 : 15));
+    }
+    draining = true;
+    try {
+      await server.drain();
+      await server.stop();
+    } catch (err) {
+      console.error(`kino: the shutdown failed: ${(err as Error)?.stack ?? err}`);
+      process.exit(1);
+    }
     process.exit(0);
   };
   process.on("SIGINT", shutdown);

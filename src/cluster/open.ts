@@ -6,6 +6,7 @@ import type { ServeConfig } from "../../schemas/config.ts";
 import type { ArtifactStore } from "../engine/artifact-store.ts";
 import type { Engine } from "../engine/engine.ts";
 import { LocalArtifactStore } from "../engine/local-artifacts.ts";
+import { NodeRegistry, type NodeState } from "./node-registry.ts";
 import { QueueDispatch } from "./queue-dispatch.ts";
 import { RedisJobStore } from "./redis-store.ts";
 import { describeS3, S3ArtifactStore, s3Reason } from "./s3-artifacts.ts";
@@ -19,8 +20,12 @@ export interface ClusterNode {
   /** The queue, consumed through this node's engine (made once the model has loaded). */
   dispatchWith(engine: Engine): QueueDispatch;
   presign: boolean;
-  /** Starts taking jobs from the queue once this node listens; returns its node id. */
-  consume(port: number): string;
+  /**
+   * Once this node listens: starts taking jobs from the queue and publishes the node in the registry
+   * (`state` is read at every heartbeat); returns the registry entry's owner.
+   */
+  join(listening: { host: string; port: number }, state: () => NodeState): NodeRegistry;
+  /** Leaves the registry and the queue (a job still running here is left to another node). */
   close(): Promise<void>;
 }
 
@@ -36,6 +41,7 @@ export async function openCluster(
     const artifacts = await openArtifacts(cluster.storage, opts.outputDir, opts.env);
     const store = new RedisJobStore(redis, `kino-jobs:${cluster.queue}`, opts.outputDir, opts.maxJobs);
     let dispatch: QueueDispatch | null = null;
+    let registry: NodeRegistry | null = null;
     return {
       store,
       artifacts,
@@ -44,12 +50,17 @@ export async function openCluster(
         const settings = { queue: cluster.queue, stallMs: cluster.stall_ms, maxAttempts: cluster.max_attempts, concurrency: engine.workerCount };
         return (dispatch = new QueueDispatch(redis, settings, engine, store, artifacts, opts.outputDir, opts.log));
       },
-      consume(port) {
+      join({ host, port }, state) {
         const nodeId = cluster.node_id ?? `${hostname()}:${port}`;
         dispatch!.consume(nodeId);
-        return nodeId;
+        const anyAddress = host === "0.0.0.0" || host === "::";
+        const url = cluster.node_url ?? `http://${anyAddress ? hostname() : host.includes(":") ? `[${host}]` : host}:${port}`;
+        registry = new NodeRegistry(redis, cluster.queue, nodeId, url, cluster.stall_ms, state, opts.log);
+        registry.start();
+        return registry;
       },
       async close() {
+        await registry?.remove();
         await dispatch?.close();
         redis.disconnect();
       },
