@@ -1,11 +1,13 @@
 #!/usr/bin/env bun
-// kino's command line: `kino serve | worker | --help | --version`.
+// kino's command line: `kino serve | generate | status | worker | --help | --version`.
 import pkg from "../../package.json" with { type: "json" };
 import { ConfigError, loadServeConfig } from "../config/load.ts";
 import { runWorker } from "../worker/main.ts";
 import { StartupError, startServer } from "../http/server.ts";
 import { parseArgs, UsageError, type ParsedArgs } from "./args.ts";
 import { generate } from "./generate.ts";
+import { status } from "./status.ts";
+import { ClusterUnavailable } from "../cluster/open.ts";
 import { HELP, SERVE_HELP } from "./help.ts";
 
 async function serve(args: ParsedArgs): Promise<void> {
@@ -48,6 +50,8 @@ async function main(argv: string[]): Promise<void> {
       return serve(args);
     case "worker":
       return runWorker();
+    case "status":
+      return status(args, process.env);
     case "generate": {
       const configFile = typeof args.flags.config === "string" ? args.flags.config : undefined;
       return generate(args, loadServeConfig({ configFile, overrides: args.overrides }));
@@ -65,7 +69,7 @@ main(process.argv.slice(2)).catch((err) => {
     console.error(`kino: ${err.message}`);
     process.exit(2);
   }
-  if (err instanceof StartupError) {
+  if (err instanceof StartupError || err instanceof ClusterUnavailable) {
     console.error(`kino: ${err.message}`);
     process.exit(1);
   }

@@ -8,7 +8,7 @@ import type { Engine } from "../engine/engine.ts";
 import { LocalArtifactStore } from "../engine/local-artifacts.ts";
 import { NodeRegistry, type NodeState } from "./node-registry.ts";
 import { QueueDispatch } from "./queue-dispatch.ts";
-import { RedisJobStore } from "./redis-store.ts";
+import { jobsNamespace, RedisJobStore } from "./redis-store.ts";
 import { describeS3, S3ArtifactStore, s3Reason } from "./s3-artifacts.ts";
 
 /** The cluster cannot be joined (Redis or the artifact store unreachable or refusing); the message says which and why. */
@@ -39,7 +39,7 @@ export async function openCluster(
   const redis = await connectRedis(cluster.redis_url, opts.env.KINO_REDIS_PASSWORD);
   try {
     const artifacts = await openArtifacts(cluster.storage, opts.outputDir, opts.env);
-    const store = new RedisJobStore(redis, `kino-jobs:${cluster.queue}`, opts.outputDir, opts.maxJobs);
+    const store = new RedisJobStore(redis, jobsNamespace(cluster.queue), opts.outputDir, opts.maxJobs);
     let dispatch: QueueDispatch | null = null;
     let registry: NodeRegistry | null = null;
     return {
@@ -82,16 +82,20 @@ export function redactedUrl(url: string): string {
   }
 }
 
-async function connectRedis(url: string, password: string | undefined): Promise<Redis> {
+/** A connection to Redis that answered a PING; `setting` names where the URL came from, for the error. */
+export async function connectRedis(url: string, password: string | undefined, setting = "cluster.redis_url"): Promise<Redis> {
   // BullMQ's workers block on Redis, so a command must wait for a reconnect rather than fail after N tries.
   const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: null, connectTimeout: CONNECT_TIMEOUT_MS, ...(password ? { password } : {}) });
-  redis.on("error", () => {}); // reported below at start; later blips are retried by ioredis
+  // Reported below at start (the socket's own error says more than ioredis' "Connection is closed");
+  // later blips are retried by ioredis.
+  let socketError: Error | undefined;
+  redis.on("error", (err: Error) => (socketError ??= err));
   try {
     await withTimeout(redis.connect().then(() => redis.ping()), CONNECT_TIMEOUT_MS);
     return redis;
   } catch (err) {
     redis.disconnect();
-    throw new ClusterUnavailable(`cannot reach Redis at ${redactedUrl(url)} (cluster.redis_url): ${(err as Error).message}`);
+    throw new ClusterUnavailable(`cannot reach Redis at ${redactedUrl(url)} (${setting}): ${(socketError ?? (err as Error)).message}`);
   }
 }
 

@@ -27,7 +27,7 @@ interface QueuedVideo {
 }
 
 /** BullMQ's key prefix; the queue's name follows it, as in `kino:<queue>:<job id>`. */
-const PREFIX = "kino";
+export const PREFIX = "kino";
 
 export class QueueDispatch implements JobDispatch {
   /** Another node takes over what this one could not finish before it stopped. */
