@@ -143,10 +143,18 @@ describe.skipIf(!!missingRedis)("SIGTERM on a cluster node", () => {
     const session = await RealtimeClient.connect(x.url);
     session.send(SLOW_SESSION);
     const start = await session.nextOfType("video.start");
+    const unstarted = await RealtimeClient.connect(x.url);
 
     const started = Date.now();
     x.proc.kill("SIGTERM");
     expect(await session.nextOfType("session.done")).toMatchObject({ request_id: start.request_id, stopped: true, reason: "draining" });
+    // A connection that had not started yet is pointed to a node with room.
+    expect(await unstarted.nextOfType("error")).toEqual({
+      type: "error",
+      code: "server_busy",
+      message: `This node is shutting down and takes no new realtime sessions; nodes with room: ${y.url} (node-y, 4 free)`,
+      nodes_with_room: [{ node_id: "node-y", url: y.url, free_sessions: 4 }],
+    });
     await until("node-x to show as draining", () => nodesOf(infra).find((n) => n.node_id === "node-x")?.draining);
     // While it drains: no sessions or syncs of its own, but a job still goes onto the queue (for node-y).
     const upgrade = await fetch(`${x.url}/v1/realtime/video`, { headers: upgradeHeaders });

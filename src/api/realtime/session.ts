@@ -268,9 +268,10 @@ export class RealtimeSession implements LiveSession {
   private async busy(): Promise<void> {
     if (this.refused) return;
     this.refused = true;
+    const who = this.ctx.node.clustered ? "This node" : "The server";
     const why = this.draining
-      ? "This node is shutting down and takes no new realtime sessions"
-      : `${this.ctx.node.clustered ? "This node" : "The server"} is at its limit of ${this.config.max_sessions} realtime sessions`;
+      ? `${who} is shutting down and takes no new realtime sessions`
+      : `${who} is at its limit of ${this.config.max_sessions} realtime sessions`;
     if (!this.ctx.node.clustered) {
       this.error("server_busy", `${why}; try again later`);
       return this.end();
