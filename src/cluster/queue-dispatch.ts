@@ -33,6 +33,8 @@ export class QueueDispatch implements JobDispatch {
   /** Another node takes over what this one could not finish before it stopped. */
   readonly handsBack = true;
   private draining = false;
+  /** Hand-backs under way: close() waits for them, so no job is left locked by a node that left. */
+  private readonly handingBack = new Set<Promise<number>>();
   private readonly queue: Queue<QueuedVideo>;
   private readonly events: QueueEvents;
   private readonly subscriber: Redis;
@@ -139,7 +141,9 @@ export class QueueDispatch implements JobDispatch {
    * counting as a node death against max_attempts); the WaitingError tells BullMQ the job did not end.
    */
   private async handBack(job: Job<QueuedVideo>, token: string | undefined): Promise<never> {
-    await job.moveToWait(token);
+    const moved = job.moveToWait(token);
+    this.handingBack.add(moved);
+    await moved.finally(() => this.handingBack.delete(moved));
     this.log(`cluster: job ${job.id} handed back to the queue by ${this.nodeId} (draining)`);
     throw new WaitingError();
   }
@@ -152,6 +156,7 @@ export class QueueDispatch implements JobDispatch {
   }
 
   async close(): Promise<void> {
+    await Promise.allSettled(this.handingBack);
     // force: a job still running here is left to the stalled-job check, which gives it to another node.
     await this.worker?.close(true);
     await this.events.close();

@@ -37,6 +37,8 @@ export class RealtimeSession implements LiveSession {
   private state: State = "awaiting_start";
   /** The node drains: the session ends (or never starts) for that reason. */
   private draining = false;
+  /** The drain stopped the stream (not the client's session.stop): session.done says reason "draining". */
+  private stoppedByDrain = false;
   /** server_busy is on its way (it may wait for the registry): said once. */
   private refused = false;
   private requestId: string | undefined;
@@ -256,7 +258,7 @@ export class RealtimeSession implements LiveSession {
       request_id: this.requestId!,
       chunks: this.transportIndex,
       stopped,
-      ...(this.draining ? { reason: "draining" as const } : {}),
+      ...(this.stoppedByDrain ? { reason: "draining" as const } : {}),
     });
     this.end();
   }
@@ -298,7 +300,7 @@ export class RealtimeSession implements LiveSession {
     // "starting" finds the flag once admission is done; a stream stops after its chunk in progress,
     // sends every chunk made and the trailer, then session.done.
     if (this.state === "streaming" && !this.stopRequested) {
-      this.stopRequested = true;
+      this.stopRequested = this.stoppedByDrain = true;
       this.ctx.engine.cancel(this.requestId!);
     }
   }
@@ -307,6 +309,7 @@ export class RealtimeSession implements LiveSession {
     if (this.state === "ended") return;
     this.draining = true;
     if (this.state !== "streaming") return this.end();
+    this.stoppedByDrain ||= !this.stopRequested;
     this.ctx.engine.cancel(this.requestId!);
     this.done(true);
   }
