@@ -86,6 +86,11 @@ const Server = Type.Object(
       closed,
     ),
     realtime: Realtime,
+    drain_timeout_s: Type.Number({
+      minimum: 0,
+      default: 30,
+      description: "on SIGTERM: how long running jobs may finish; then a cluster hands them to another node, one node fails them",
+    }),
   },
   closed,
 );
@@ -112,6 +117,12 @@ const Cluster = Type.Object(
     redis_url: Type.Optional(Type.String({ pattern: "^rediss?://", description: "redis://host:port: jobs and the queue live there; unset: one node" })),
     queue: Type.String({ minLength: 1, pattern: "^[A-Za-z0-9_-]+$", default: "kino", description: "name (and Redis key prefix) of the cluster's job queue" }),
     node_id: Type.Optional(NonEmpty("this node's name in the cluster; unset: hostname:port")),
+    node_url: Type.Optional(
+      Type.String({
+        pattern: "^https?://[^/?#\\s]+(/[^?#\\s]*)?$",
+        description: "where this node itself is reached (kino status, server_busy); unset: http://<server.host or hostname>:<port>",
+      }),
+    ),
     storage: ArtifactStorage,
     stall_ms: PositiveInt(30000, "a node silent this long has died: its job runs again elsewhere"),
     max_attempts: PositiveInt(3, "runs of a job (node deaths included) before it fails"),

@@ -90,6 +90,8 @@ export const RealtimeErrorSchema = Type.Object({
   request_id: Type.Optional(Type.String()),
   event_id: Type.Optional(Type.String()),
   param: Type.Optional(Type.String()),
+  /** kino extension, on server_busy in a cluster: the nodes that would take a session now, most room first. */
+  nodes_with_room: Type.Optional(Type.Array(Type.Object({ node_id: Type.String(), url: Type.String(), free_sessions: Type.Integer() }))),
 });
 export type RealtimeError = Static<typeof RealtimeErrorSchema>;
 
@@ -97,6 +99,7 @@ export type ServerMessage =
   | { type: "video.start"; request_id: string; format: "m4s"; config: Record<string, unknown> }
   | ChunkMetadata
   | { type: "session.interaction.queued"; request_id: string; event_id: string }
-  | { type: "session.done"; request_id: string; chunks: number; stopped: boolean }
+  /** `reason` (kino extension): "draining" when the server's shutdown ended the session. */
+  | { type: "session.done"; request_id: string; chunks: number; stopped: boolean; reason?: "draining" }
   | { type: "session.pong" }
   | RealtimeError;

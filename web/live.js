@@ -114,7 +114,7 @@ export function initLive(root, card) {
     socket.onclose = (e) => {
       if (socket !== ws) return;
       if (root.dataset.session !== "done") {
-        log.add({ kind: "closed", text: e.code === 1006 ? "connection lost (a wrong API key also ends here)" : `code ${e.code}`, level: "warn" });
+        log.add({ kind: "closed", text: e.code === 1006 ? "connection lost (a wrong API key or a full or stopping server also ends here)" : `code ${e.code}`, level: "warn" });
         player?.end();
         setState("closed");
       }
@@ -153,7 +153,7 @@ export function initLive(root, card) {
         log.add({ kind: "error", code: m.code, text: m.message, level: "error", eventId: m.event_id });
         break;
       case "session.done":
-        log.add({ kind: "session.done", text: `${m.chunks} chunks${m.stopped ? " · stopped" : ""}`, level: "ok" });
+        log.add({ kind: "session.done", text: `${m.chunks} chunks${m.stopped ? " · stopped" : ""}${m.reason ? ` · ${m.reason}` : ""}`, level: "ok" });
         player.end();
         root.dataset.stopped = String(m.stopped);
         setState("done");

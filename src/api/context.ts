@@ -4,6 +4,8 @@ import type { Engine } from "../engine/engine.ts";
 import type { ImageJobs } from "./images/jobs.ts";
 import type { VideoJobs } from "./videos/jobs.ts";
 import type { ReferencePolicy } from "../media/references.ts";
+import type { ServingNode } from "./node.ts";
+import type { RealtimeSessions } from "./realtime/sessions.ts";
 
 /** What the routes share; passed to each route plugin instead of living in globals. */
 export interface ServerContext {
@@ -13,6 +15,10 @@ export interface ServerContext {
   images: ImageJobs;
   admission: AdmissionContext;
   references: ReferencePolicy;
+  /** Draining, and the cluster's node registry. */
+  node: ServingNode;
+  /** Open realtime sessions and their slots. */
+  sessions: RealtimeSessions;
   /** Unix seconds when the model was loaded (the model object's `created`). */
   startedAt: number;
   log(line: string): void;

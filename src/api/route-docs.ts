@@ -21,7 +21,7 @@ const ERROR_TEXT: Record<number, string> = {
   416: "range not satisfiable",
   422: "the job failed; its content does not exist",
   500: "generation failed",
-  503: "the engine is not available",
+  503: "not available now: the engine is down, or the server is shutting down (Retry-After says when to retry)",
 };
 
 export const errorResponses = (...statuses: number[]) =>

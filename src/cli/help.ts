@@ -8,10 +8,18 @@ Usage:
   kino generate --prompt "..." -o out.mp4                 one generation, no server, with a progress bar
         [--size WxH] [--seconds S | --num-frames N] [--fps F] [--seed N] [--steps N]
         [--guidance-scale G] [--negative-prompt "..."] [--quiet] [--config FILE.yaml] [--generator.* ...]
+  kino status --redis URL [--queue NAME] [--json]         a cluster's nodes (workers up, free session
+                                                          slots, draining, last heartbeat), its queue
+                                                          depth and its jobs by status (KINO_REDIS_PASSWORD
+                                                          if the URL has none)
   kino worker                                             internal: a generation worker process
   kino --help | --version
 
-Run 'kino serve --help' for the config keys.`;
+Run 'kino serve --help' for the config keys.
+
+Stopping: SIGTERM (or Ctrl-C) drains the server — no new jobs or sessions (503), realtime sessions end
+with session.done (reason "draining"), running jobs get server.drain_timeout_s to finish (then a cluster
+hands them to another node, one node fails them) — and exits 0. A second signal exits at once.`;
 
 /** Every config leaf as a dotted override path, with its default ("unset" when it has none) and what it does. */
 function configKeys(schema: TSchema, prefix: string): string[] {
@@ -27,6 +35,8 @@ export const SERVE_HELP = `Usage: kino serve [--config FILE.yaml] [overrides]
 Overrides are dotted config paths under generator., server., default_request. and cluster.
 (e.g. --server.port 8123 --server.output_dir out/). Keys, defaults, meaning:
 ${configKeys(ServeConfigSchema, "").join("\n")}
+
+SIGTERM drains: see 'kino --help'.
 
 default_request: a request field left out takes the value written here, else the loaded model's own
 default from its card (GET /v1/models/{model} shows it). Nothing is filled in for you: the default

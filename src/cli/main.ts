@@ -1,11 +1,13 @@
 #!/usr/bin/env bun
-// kino's command line: `kino serve | worker | --help | --version`.
+// kino's command line: `kino serve | generate | status | worker | --help | --version`.
 import pkg from "../../package.json" with { type: "json" };
 import { ConfigError, loadServeConfig } from "../config/load.ts";
 import { runWorker } from "../worker/main.ts";
 import { StartupError, startServer } from "../http/server.ts";
 import { parseArgs, UsageError, type ParsedArgs } from "./args.ts";
 import { generate } from "./generate.ts";
+import { status } from "./status.ts";
+import { ClusterUnavailable } from "../cluster/open.ts";
 import { HELP, SERVE_HELP } from "./help.ts";
 
 async function serve(args: ParsedArgs): Promise<void> {
@@ -18,8 +20,22 @@ async function serve(args: ParsedArgs): Promise<void> {
   const server = await startServer(loaded);
   // The last line of defence: a failure nothing awaited is logged and the server goes on serving.
   process.on("unhandledRejection", (err) => console.error(`kino: unhandled error, still serving: ${(err as Error)?.stack ?? err}`));
-  const shutdown = async () => {
-    await server.stop();
+  // The first SIGTERM (or Ctrl-C) drains: running jobs finish (up to server.drain_timeout_s), sessions
+  // end with session.done, then the process exits 0. A second one exits at once.
+  let draining = false;
+  const shutdown = async (signal: NodeJS.Signals) => {
+    if (draining) {
+      console.error(`kino: ${signal} again: exiting now, without waiting for the drain`);
+      process.exit(128 + (signal === "SIGINT" ? 2 : 15));
+    }
+    draining = true;
+    try {
+      await server.drain();
+      await server.stop();
+    } catch (err) {
+      console.error(`kino: the shutdown failed: ${(err as Error)?.stack ?? err}`);
+      process.exit(1);
+    }
     process.exit(0);
   };
   process.on("SIGINT", shutdown);
@@ -34,6 +50,8 @@ async function main(argv: string[]): Promise<void> {
       return serve(args);
     case "worker":
       return runWorker();
+    case "status":
+      return status(args, process.env);
     case "generate": {
       const configFile = typeof args.flags.config === "string" ? args.flags.config : undefined;
       return generate(args, loadServeConfig({ configFile, overrides: args.overrides }));
@@ -51,7 +69,7 @@ main(process.argv.slice(2)).catch((err) => {
     console.error(`kino: ${err.message}`);
     process.exit(2);
   }
-  if (err instanceof StartupError) {
+  if (err instanceof StartupError || err instanceof ClusterUnavailable) {
     console.error(`kino: ${err.message}`);
     process.exit(1);
   }

@@ -6,8 +6,9 @@ import type { ServeConfig } from "../../schemas/config.ts";
 import type { ArtifactStore } from "../engine/artifact-store.ts";
 import type { Engine } from "../engine/engine.ts";
 import { LocalArtifactStore } from "../engine/local-artifacts.ts";
+import { NodeRegistry, type NodeState } from "./node-registry.ts";
 import { QueueDispatch } from "./queue-dispatch.ts";
-import { RedisJobStore } from "./redis-store.ts";
+import { jobsNamespace, RedisJobStore } from "./redis-store.ts";
 import { describeS3, S3ArtifactStore, s3Reason } from "./s3-artifacts.ts";
 
 /** The cluster cannot be joined (Redis or the artifact store unreachable or refusing); the message says which and why. */
@@ -19,8 +20,12 @@ export interface ClusterNode {
   /** The queue, consumed through this node's engine (made once the model has loaded). */
   dispatchWith(engine: Engine): QueueDispatch;
   presign: boolean;
-  /** Starts taking jobs from the queue once this node listens; returns its node id. */
-  consume(port: number): string;
+  /**
+   * Once this node listens: starts taking jobs from the queue and publishes the node in the registry
+   * (`state` is read at every heartbeat); returns the registry entry's owner.
+   */
+  join(listening: { host: string; port: number }, state: () => NodeState): NodeRegistry;
+  /** Leaves the registry and the queue (a job still running here is left to another node). */
   close(): Promise<void>;
 }
 
@@ -34,8 +39,9 @@ export async function openCluster(
   const redis = await connectRedis(cluster.redis_url, opts.env.KINO_REDIS_PASSWORD);
   try {
     const artifacts = await openArtifacts(cluster.storage, opts.outputDir, opts.env);
-    const store = new RedisJobStore(redis, `kino-jobs:${cluster.queue}`, opts.outputDir, opts.maxJobs);
+    const store = new RedisJobStore(redis, jobsNamespace(cluster.queue), opts.outputDir, opts.maxJobs);
     let dispatch: QueueDispatch | null = null;
+    let registry: NodeRegistry | null = null;
     return {
       store,
       artifacts,
@@ -44,12 +50,17 @@ export async function openCluster(
         const settings = { queue: cluster.queue, stallMs: cluster.stall_ms, maxAttempts: cluster.max_attempts, concurrency: engine.workerCount };
         return (dispatch = new QueueDispatch(redis, settings, engine, store, artifacts, opts.outputDir, opts.log));
       },
-      consume(port) {
+      join({ host, port }, state) {
         const nodeId = cluster.node_id ?? `${hostname()}:${port}`;
         dispatch!.consume(nodeId);
-        return nodeId;
+        const anyAddress = host === "0.0.0.0" || host === "::";
+        const url = cluster.node_url ?? `http://${anyAddress ? hostname() : host.includes(":") ? `[${host}]` : host}:${port}`;
+        registry = new NodeRegistry(redis, cluster.queue, nodeId, url, cluster.stall_ms, state, opts.log);
+        registry.start();
+        return registry;
       },
       async close() {
+        await registry?.remove();
         await dispatch?.close();
         redis.disconnect();
       },
@@ -71,16 +82,20 @@ export function redactedUrl(url: string): string {
   }
 }
 
-async function connectRedis(url: string, password: string | undefined): Promise<Redis> {
+/** A connection to Redis that answered a PING; `setting` names where the URL came from, for the error. */
+export async function connectRedis(url: string, password: string | undefined, setting = "cluster.redis_url"): Promise<Redis> {
   // BullMQ's workers block on Redis, so a command must wait for a reconnect rather than fail after N tries.
   const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: null, connectTimeout: CONNECT_TIMEOUT_MS, ...(password ? { password } : {}) });
-  redis.on("error", () => {}); // reported below at start; later blips are retried by ioredis
+  // Reported below at start (the socket's own error says more than ioredis' "Connection is closed");
+  // later blips are retried by ioredis.
+  let socketError: Error | undefined;
+  redis.on("error", (err: Error) => (socketError ??= err));
   try {
     await withTimeout(redis.connect().then(() => redis.ping()), CONNECT_TIMEOUT_MS);
     return redis;
   } catch (err) {
     redis.disconnect();
-    throw new ClusterUnavailable(`cannot reach Redis at ${redactedUrl(url)} (cluster.redis_url): ${(err as Error).message}`);
+    throw new ClusterUnavailable(`cannot reach Redis at ${redactedUrl(url)} (${setting}): ${(socketError ?? (err as Error)).message}`);
   }
 }
 

@@ -3,7 +3,7 @@
 // has workers, and runs each through the serving layer's own RunJob. A node that dies mid-job stops
 // renewing its lock; after cluster.stall_ms another node's stalled-job check puts the job back and it
 // runs again elsewhere, up to cluster.max_attempts runs in all.
-import { Queue, QueueEvents, Worker, type Job } from "bullmq";
+import { Queue, QueueEvents, WaitingError, Worker, type Job } from "bullmq";
 import type Redis from "ioredis";
 import { basename, join } from "node:path";
 import type { ArtifactStore } from "../engine/artifact-store.ts";
@@ -27,9 +27,14 @@ interface QueuedVideo {
 }
 
 /** BullMQ's key prefix; the queue's name follows it, as in `kino:<queue>:<job id>`. */
-const PREFIX = "kino";
+export const PREFIX = "kino";
 
 export class QueueDispatch implements JobDispatch {
+  /** Another node takes over what this one could not finish before it stopped. */
+  readonly handsBack = true;
+  private draining = false;
+  /** Hand-backs under way: close() waits for them, so no job is left locked by a node that left. */
+  private readonly handingBack = new Set<Promise<number>>();
   private readonly queue: Queue<QueuedVideo>;
   private readonly events: QueueEvents;
   private readonly subscriber: Redis;
@@ -98,9 +103,20 @@ export class QueueDispatch implements JobDispatch {
     await this.queue.remove(id).catch(() => 0);
   }
 
-  private async process(job: Job<QueuedVideo>): Promise<void> {
+  /**
+   * Pauses this node's consumer: BullMQ fetches no more jobs for it, so other nodes take the queued
+   * ones; the jobs it holds go on, their locks renewed.
+   */
+  async stopTaking(): Promise<void> {
+    this.draining = true;
+    await this.worker?.pause(true);
+  }
+
+  private async process(job: Job<QueuedVideo>, token?: string): Promise<void> {
     const id = job.id!;
     const { request } = job.data;
+    // A consumer blocked waiting for a job when it was paused may still take one: it goes straight back.
+    if (this.draining) return this.handBack(job, token);
     // Which node ran which job, and whether it is a rerun after a node died: the operator's trail.
     this.log(`cluster: job ${id} runs on ${this.nodeId}${job.stalledCounter ? ` (again: its node stopped ${job.stalledCounter}×)` : ""}`);
     const keys = request.references.map((reference) => reference.path);
@@ -111,11 +127,25 @@ export class QueueDispatch implements JobDispatch {
       references.push({ ...reference, path });
     }
     // RunJob records the outcome (completed or failed) itself; BullMQ only sees a job that ended.
-    await this.run!(id, { ...request, references });
+    const end = await this.run!(id, { ...request, references });
+    // Its references stay in the store for the node that takes it over.
+    if (end === "handed_back") return this.handBack(job, token);
     for (const key of keys) {
       const failed = await this.artifacts.remove(key);
       if (failed) this.log(`job ${id}: ${failed.message}`);
     }
+  }
+
+  /**
+   * Puts a job this node holds back in the waiting list at once (not after stall_ms, and without
+   * counting as a node death against max_attempts); the WaitingError tells BullMQ the job did not end.
+   */
+  private async handBack(job: Job<QueuedVideo>, token: string | undefined): Promise<never> {
+    const moved = job.moveToWait(token);
+    this.handingBack.add(moved);
+    await moved.finally(() => this.handingBack.delete(moved));
+    this.log(`cluster: job ${job.id} handed back to the queue by ${this.nodeId} (draining)`);
+    throw new WaitingError();
   }
 
   private async gaveUp(id: string, reason: string): Promise<void> {
@@ -126,6 +156,7 @@ export class QueueDispatch implements JobDispatch {
   }
 
   async close(): Promise<void> {
+    await Promise.allSettled(this.handingBack);
     // force: a job still running here is left to the stalled-job check, which gives it to another node.
     await this.worker?.close(true);
     await this.events.close();

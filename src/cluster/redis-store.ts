@@ -25,6 +25,9 @@ if not status or status == '"completed"' or status == '"failed"' then return 0 e
 redis.call('HSET', KEYS[1], unpack(ARGV))
 return 1`;
 
+/** Every key of the job records of the cluster on `queue` starts with this. */
+export const jobsNamespace = (queue: string) => `kino-jobs:${queue}`;
+
 export class RedisJobStore implements JobStore {
   /** `ns` prefixes every key (the cluster's queue name), so clusters can share one Redis. */
   constructor(
@@ -131,6 +134,19 @@ export class RedisJobStore implements JobStore {
   }
 
   close(): void {}
+}
+
+/** How many kept jobs are in each status, across the cluster (at most server.max_jobs are kept). */
+export async function countJobs(redis: Redis, ns: string): Promise<Record<VideoJob["status"], number>> {
+  const counts = { queued: 0, in_progress: 0, completed: 0, failed: 0 };
+  const ids = await redis.zrange(`${ns}:videos`, 0, -1);
+  const pipeline = redis.pipeline();
+  for (const id of ids) pipeline.hget(`${ns}:video:${id}`, "status");
+  for (const [, status] of (await pipeline.exec()) ?? []) {
+    // A job deleted between the range and the read has no status.
+    if (typeof status === "string") counts[JSON.parse(status) as VideoJob["status"]]++;
+  }
+  return counts;
 }
 
 /** HSET arguments: each property's JSON, so null, numbers and objects come back as they went in. */

@@ -105,6 +105,21 @@ export class Engine {
     return this.workers.length;
   }
 
+  /** Each worker process and whether it is up (alive with its model loaded): the node registry's view. */
+  workerStates(): { index: number; up: boolean }[] {
+    return this.workers.map((w) => ({ index: w.index, up: w.alive && this.ready.has(w) }));
+  }
+
+  /** Tasks queued or running. */
+  get busy(): number {
+    return this.queue.length + this.running.size;
+  }
+
+  /** Resolves once nothing is queued or running, or at `deadline` (ms since the epoch), whichever comes first. */
+  async idle(deadline: number): Promise<void> {
+    while (this.busy > 0 && Date.now() < deadline) await Bun.sleep(Math.min(100, Math.max(1, deadline - Date.now())));
+  }
+
   workerPids(): number[] {
     return this.workers.map((w) => w.pid).filter((pid): pid is number => pid !== null);
   }

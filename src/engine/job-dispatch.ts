@@ -5,8 +5,12 @@
 import type { GenerationRequest } from "../pipelines/pipeline.ts";
 import type { Engine } from "./engine.ts";
 
-/** Runs one job on this node to its end (completed or failed, recorded in the job store); never throws. */
-export type RunJob = (id: string, request: GenerationRequest) => Promise<void>;
+/**
+ * Runs one job on this node to its end (completed or failed, recorded in the job store); never throws.
+ * "handed_back": the node drained before the job finished and the job is queued again for another node.
+ */
+export type RunJob = (id: string, request: GenerationRequest) => Promise<RunEnd>;
+export type RunEnd = "ended" | "handed_back";
 
 export interface JobDispatch {
   /** Registers how this node runs a job; called once, before the first dispatch. */
@@ -15,9 +19,17 @@ export interface JobDispatch {
   dispatch(id: string, request: GenerationRequest): Promise<void>;
   /** Stops a job wherever it is: a queued one never starts, a running one aborts at its next step. */
   cancel(id: string): Promise<void>;
+  /**
+   * Whether a job this node cannot finish (it drains) can go back to the queue for another node; when
+   * not, the job fails.
+   */
+  readonly handsBack: boolean;
+  /** This node takes no more jobs (it drains); jobs already taken go on. */
+  stopTaking(): Promise<void>;
 }
 
 export class LocalDispatch implements JobDispatch {
+  readonly handsBack = false;
   private run: RunJob = async () => {
     throw new Error("LocalDispatch: serve() was not called");
   };
@@ -35,4 +47,7 @@ export class LocalDispatch implements JobDispatch {
   async cancel(id: string): Promise<void> {
     this.engine.cancel(id);
   }
+
+  /** Nothing to stop: on one node a job is dispatched only by a request, and a draining node refuses those. */
+  async stopTaking(): Promise<void> {}
 }

@@ -50,7 +50,8 @@ export class WorkerProcess {
   async kill(): Promise<void> {
     this.closing = true;
     if (!this.proc || !this.alive) return;
-    this.proc.kill();
+    // SIGKILL: a worker ignores SIGTERM and SIGINT (they are the server's to act on, see src/worker/main.ts).
+    this.proc.kill("SIGKILL");
     await this.proc.exited;
   }
 }

@@ -14,6 +14,9 @@ import { VideoJobs } from "../api/videos/jobs.ts";
 import { loadOptionsFrom } from "../worker/runner.ts";
 import { createApp } from "./app.ts";
 import type { ServerContext } from "../api/context.ts";
+import { ServingNode } from "../api/node.ts";
+import { RealtimeSessions } from "../api/realtime/sessions.ts";
+import { drainNode } from "../api/drain.ts";
 
 /** The server cannot start for a reason the operator must fix (a port in use); printed without a stack. */
 export class StartupError extends Error {}
@@ -22,6 +25,11 @@ export interface RunningServer {
   url: string;
   port: number;
   ctx: ServerContext;
+  /**
+   * SIGTERM's first half: stop taking work, let running jobs finish for server.drain_timeout_s, end
+   * sessions (session.done, reason "draining"); stop() then closes everything.
+   */
+  drain(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -50,8 +58,11 @@ export async function startServer(loaded: LoadedConfig, log: (line: string) => v
   const videos = cluster
     ? new VideoJobs(engine, store, artifacts, cluster.dispatchWith(engine), outputDir, log, cluster.presign)
     : new VideoJobs(engine, store, artifacts, new LocalDispatch(engine), outputDir, log);
+  const node = new ServingNode(cluster !== null);
   const ctx: ServerContext = {
     config: loaded,
+    node,
+    sessions: new RealtimeSessions(server.realtime.max_sessions, () => node.changed()),
     engine,
     videos,
     images: new ImageJobs(engine, store, artifacts, outputDir, log),
@@ -86,12 +97,29 @@ export async function startServer(loaded: LoadedConfig, log: (line: string) => v
   const anyAddress = server.host === "0.0.0.0" || server.host === "::";
   const host = anyAddress ? "127.0.0.1" : server.host;
   const where = anyAddress ? `listening on ${server.host}:${port} (http://${host}:${port} from this machine)` : `at http://${host}:${port}`;
-  if (cluster) log(`kino: node '${cluster.consume(port)}' takes jobs from cluster queue '${loaded.config.cluster.queue}'`);
+  if (cluster) {
+    const registry = cluster.join({ host: server.host, port }, () => ({
+      workers: engine.workerStates(),
+      sessions: { total: ctx.sessions.total, free: ctx.sessions.free },
+      draining: node.draining,
+    }));
+    node.directory = registry;
+    log(`kino: node '${registry.nodeId}' takes jobs from cluster queue '${loaded.config.cluster.queue}'`);
+  }
   log(`kino: serving '${ctx.admission.servedModelId}' (${engine.card.name} on ${engine.backend}) ${where}`);
   return {
     url: `http://${host}:${port}`,
     port,
     ctx,
+    async drain() {
+      const timeout = server.drain_timeout_s;
+      log(`kino: draining: no new jobs or sessions; running jobs have ${timeout} s to finish`);
+      const { sessions, jobs } = await drainNode(ctx, timeout * 1000);
+      const cut = jobs.cutShort
+        ? `; ${jobs.cutShort} still running at the deadline were ${cluster ? `handed back to the queue (${jobs.handedBack})` : "failed"}`
+        : "";
+      log(`kino: drained: ${sessions} realtime session(s) ended, ${jobs.running} job(s) were running${cut}`);
+    },
     async stop() {
       await app.stop(true);
       await cluster?.close();

@@ -12,6 +12,9 @@ export function runWorker(): void {
   const send = (message: FromWorker) => process.send!(message);
   // The worker has no reason to outlive the server: if the IPC channel closes, exit.
   process.on("disconnect", () => process.exit(0));
+  // A terminal's Ctrl-C and systemd's stop signal the whole process group: the server then drains,
+  // which needs its workers to finish the running jobs, so only the server decides when they end.
+  for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => {});
 
   process.on("message", async (message: ToWorker) => {
     switch (message.type) {

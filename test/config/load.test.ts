@@ -65,6 +65,7 @@ describe("defaults", () => {
         max_control_bytes: 131072,
         pace_lead_chunks: 1,
       },
+      drain_timeout_s: 30,
     });
     expect(loaded.config.default_request).toEqual({ sampling: {} });
     expect([...loaded.explicit]).toEqual([]);
@@ -308,5 +309,20 @@ cluster:
     expect(loadError({ overrides: { "cluster.redis_url": "redis://x", "cluster.storage.kind": "gcs" } }).message).toStartWith("cluster.storage.kind: expected one of \"local\", \"s3\"");
     expect(loadError({ overrides: { "cluster.redis_url": "redis://x", "cluster.storage.kind": "s3" } }).message).toBe("cluster.storage.bucket: missing (cluster.storage.kind is s3)");
     expect(loadError({ overrides: { "cluster.stall_ms": "1000" } }).message).toBe("cluster.stall_ms: needs cluster.redis_url (without it kino runs as one node)");
+  });
+});
+
+describe("server.drain_timeout_s", () => {
+  test("from YAML and as a dotted override; negative or not a number fails with its path", () => {
+    expect(loadServeConfig({ configFile: configFile("server: {drain_timeout_s: 120}\n") }).config.server.drain_timeout_s).toBe(120);
+    expect(loadServeConfig({ overrides: { "server.drain_timeout_s": "2.5" } }).config.server.drain_timeout_s).toBe(2.5);
+    expect(loadError({ overrides: { "server.drain_timeout_s": "-1" } }).path).toBe("server.drain_timeout_s");
+    expect(loadError({ configFile: configFile("server: {drain_timeout_s: soon}\n") }).path).toBe("server.drain_timeout_s");
+  });
+
+  test("cluster.node_url must be an http(s) URL", () => {
+    const { cluster } = loadServeConfig({ overrides: { "cluster.redis_url": "redis://x", "cluster.node_url": "http://10.0.0.7:8000" } }).config;
+    expect(cluster.node_url).toBe("http://10.0.0.7:8000");
+    expect(loadError({ overrides: { "cluster.redis_url": "redis://x", "cluster.node_url": "10.0.0.7:8000" } }).path).toBe("cluster.node_url");
   });
 });

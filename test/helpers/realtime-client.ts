@@ -1,6 +1,14 @@
 // A WebSocket client for /v1/realtime/video tests: keeps every server message in arrival order (JSON
 // text parsed, binary as Uint8Array) and lets a test wait for the next message matching a predicate.
 
+/** A WebSocket upgrade request's headers, for fetch: a server that refuses answers it like any request. */
+export const upgradeHeaders = {
+  connection: "Upgrade",
+  upgrade: "websocket",
+  "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
+  "sec-websocket-version": "13",
+};
+
 export type Received = { kind: "json"; message: any } | { kind: "binary"; bytes: Uint8Array };
 
 export class RealtimeClient {

@@ -2,7 +2,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { keyFrameIndices, probeMp4 } from "../helpers/ffprobe.ts";
 import { RealtimeClient, type Received } from "../helpers/realtime-client.ts";
-import { startTestServer, waitForJob, type TestServer } from "../helpers/server.ts";
+import { expectEnvelope, startTestServer, waitForJob, type TestServer } from "../helpers/server.ts";
+import { upgradeHeaders } from "../helpers/realtime-client.ts";
 
 let server: TestServer;
 beforeAll(async () => {
@@ -143,19 +144,29 @@ describe("start failures", () => {
     }
   });
 
-  test("beyond max_sessions a start gets server_busy", async () => {
-    const a = await RealtimeClient.connect(server.url);
-    const b = await RealtimeClient.connect(server.url);
+  test("beyond max_sessions the upgrade is refused with 503 and Retry-After; a start that lost the race for the last slot gets server_busy", async () => {
     const slow = { ...START, num_frames: 41, extra_params: { chunk_delay_ms: 200 } };
+    const a = await RealtimeClient.connect(server.url);
     a.send(slow);
-    b.send(slow);
     await a.nextOfType("video.start");
-    await b.nextOfType("video.start");
+    // One slot left: both upgrades pass, the first start takes it.
+    const b = await RealtimeClient.connect(server.url);
     const c = await RealtimeClient.connect(server.url);
+    b.send(slow);
+    await b.nextOfType("video.start");
     c.send(START);
-    expect((await c.nextOfType("error")).code).toBe("server_busy");
+    const busy = await c.nextOfType("error");
+    expect(busy).toEqual({ type: "error", code: "server_busy", message: "The server is at its limit of 2 realtime sessions; try again later" });
+    await c.closed;
+    const refused = await fetch(`${server.url}/v1/realtime/video`, { headers: upgradeHeaders });
+    expect(refused.headers.get("retry-after")).toBe("5");
+    expect((await expectEnvelope(refused, 503)).message).toBe("The server is at its limit of 2 realtime sessions; try again later");
     a.close();
     b.close();
+    await Promise.all([a.closed, b.closed]);
+    // Free again: the next upgrade succeeds.
+    const d = await RealtimeClient.connect(server.url);
+    d.close();
   });
 });
 

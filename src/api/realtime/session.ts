@@ -22,6 +22,8 @@ import { InvalidMediaError } from "../../media/errors.ts";
 import { materializeReferences, removeReferences } from "../../media/references.ts";
 import { EventRegistry } from "./event-registry.ts";
 import { admitStart } from "./admission.ts";
+import type { LiveSession, RealtimeSessions } from "./sessions.ts";
+import { describeNodes } from "../node.ts";
 
 /** The two things a session does with its socket; Bun's ServerWebSocket in production. */
 export interface SessionSocket {
@@ -31,8 +33,14 @@ export interface SessionSocket {
 
 type State = "awaiting_start" | "starting" | "streaming" | "ended";
 
-export class RealtimeSession {
+export class RealtimeSession implements LiveSession {
   private state: State = "awaiting_start";
+  /** The node drains: the session ends (or never starts) for that reason. */
+  private draining = false;
+  /** The drain stopped the stream (not the client's session.stop): session.done says reason "draining". */
+  private stoppedByDrain = false;
+  /** server_busy is on its way (it may wait for the registry): said once. */
+  private refused = false;
   private requestId: string | undefined;
   private transportIndex = 0;
   private stopRequested = false;
@@ -43,8 +51,8 @@ export class RealtimeSession {
   constructor(
     private readonly socket: SessionSocket,
     private readonly ctx: ServerContext,
-    /** Sessions holding a slot (started or starting), shared by the route for the capacity limit. */
-    private readonly sessions: Set<RealtimeSession>,
+    /** This node's sessions and their slots (server.realtime.max_sessions). */
+    private readonly sessions: RealtimeSessions,
   ) {}
 
   private get config() {
@@ -52,6 +60,7 @@ export class RealtimeSession {
   }
 
   opened(): void {
+    this.sessions.opened(this);
     this.startTimer = setTimeout(() => {
       if (this.state !== "awaiting_start") return;
       this.error("start_timeout", "Timeout waiting for session.start");
@@ -114,11 +123,7 @@ export class RealtimeSession {
   private async start(message: Record<string, unknown>): Promise<void> {
     clearTimeout(this.startTimer);
     this.state = "starting";
-    if (this.sessions.size >= this.config.max_sessions) {
-      this.error("server_busy", `The server is at its limit of ${this.config.max_sessions} realtime sessions; try again later`);
-      return this.end();
-    }
-    this.sessions.add(this);
+    if (this.draining || !this.sessions.take(this)) return this.busy();
     const requestId = newStreamRequestId();
     let started;
     try {
@@ -134,6 +139,10 @@ export class RealtimeSession {
       return this.end();
     }
     if ((this.state as State) === "ended") return void removeReferences(this.ctx.references.outputDir, requestId); // the client left during admission
+    if (this.draining) {
+      void removeReferences(this.ctx.references.outputDir, requestId);
+      return this.busy();
+    }
     const { admitted, pacing } = started;
     const { request } = admitted;
     const card = this.ctx.engine.card;
@@ -181,6 +190,8 @@ export class RealtimeSession {
         (result) => this.finish(result.stream!.trailer, result.stream!.stopped),
         (err: GenerationError) => {
           if (this.state !== "streaming") return;
+          // Drained while still queued behind other work: it ends as drained, with nothing generated.
+          if (this.draining && err.aborted) return this.done(true);
           this.error("generation_failed", `Generation failed: ${err.message}`);
           this.end();
         },
@@ -237,8 +248,70 @@ export class RealtimeSession {
   private finish(trailer: Uint8Array, stopped: boolean): void {
     if (this.state !== "streaming") return;
     this.sendPair("trailer", null, trailer);
-    this.send({ type: "session.done", request_id: this.requestId!, chunks: this.transportIndex, stopped: stopped || this.stopRequested });
+    this.done(stopped || this.stopRequested);
+  }
+
+  /** session.done, with reason "draining" when the node's shutdown ended the stream; then close. */
+  private done(stopped: boolean): void {
+    this.send({
+      type: "session.done",
+      request_id: this.requestId!,
+      chunks: this.transportIndex,
+      stopped,
+      ...(this.stoppedByDrain ? { reason: "draining" as const } : {}),
+    });
     this.end();
+  }
+
+  /**
+   * No slot here (all held, or the node drains): server_busy, naming the cluster's nodes with room
+   * (also as `nodes_with_room`) so the client can reconnect there.
+   */
+  private async busy(): Promise<void> {
+    if (this.refused) return;
+    this.refused = true;
+    const who = this.ctx.node.clustered ? "This node" : "The server";
+    const why = this.draining
+      ? `${who} is shutting down and takes no new realtime sessions`
+      : `${who} is at its limit of ${this.config.max_sessions} realtime sessions`;
+    if (!this.ctx.node.clustered) {
+      this.error("server_busy", `${why}; try again later`);
+      return this.end();
+    }
+    const nodes = await this.ctx.node.nodesWithRoom();
+    if ((this.state as State) === "ended") return;
+    const where = nodes.length ? `; nodes with room: ${describeNodes(nodes)}` : "; no other node has room now, try again later";
+    this.send({
+      type: "error",
+      code: "server_busy",
+      message: why + where,
+      nodes_with_room: nodes.map((node) => ({ node_id: node.node_id, url: node.url, free_sessions: node.sessions.free })),
+    });
+    this.end();
+  }
+
+  drain(): void {
+    if (this.state === "ended" || this.draining) return;
+    this.draining = true;
+    if (this.state === "awaiting_start") {
+      clearTimeout(this.startTimer);
+      return void this.busy();
+    }
+    // "starting" finds the flag once admission is done; a stream stops after its chunk in progress,
+    // sends every chunk made and the trailer, then session.done.
+    if (this.state === "streaming" && !this.stopRequested) {
+      this.stopRequested = this.stoppedByDrain = true;
+      this.ctx.engine.cancel(this.requestId!);
+    }
+  }
+
+  endNow(): void {
+    if (this.state === "ended") return;
+    this.draining = true;
+    if (this.state !== "streaming") return this.end();
+    this.stoppedByDrain ||= !this.stopRequested;
+    this.ctx.engine.cancel(this.requestId!);
+    this.done(true);
   }
 
   /** A metadata message and its binary payload, sent back to back so nothing can come between them. */
@@ -294,7 +367,7 @@ export class RealtimeSession {
     this.state = "ended";
     clearTimeout(this.startTimer);
     clearTimeout(this.stallTimer);
-    this.sessions.delete(this);
+    this.sessions.closed(this);
   }
 
   /** Ends the session from our side: close the socket (closed() then finds nothing left to abort). */

@@ -6,8 +6,8 @@
 import { join } from "node:path";
 import type { VideoJob } from "../../../schemas/videos.ts";
 import { videoKey, type ArtifactStore } from "../../engine/artifact-store.ts";
-import type { Engine } from "../../engine/engine.ts";
-import type { JobDispatch } from "../../engine/job-dispatch.ts";
+import type { Engine, GenerationError } from "../../engine/engine.ts";
+import type { JobDispatch, RunEnd } from "../../engine/job-dispatch.ts";
 import { isFinished, type JobRecord, type JobStore } from "../../engine/job-store.ts";
 import type { GenerationRequest } from "../../pipelines/pipeline.ts";
 import type { TaskResult } from "../../worker/ipc.ts";
@@ -27,7 +27,29 @@ const PRESIGNED_URL_SECONDS = 3600;
 
 const now = () => Math.floor(Date.now() / 1000);
 
+/** After a drain cancels the jobs left running, how long their workers get to stop at a step boundary. */
+const ABORT_GRACE_MS = 10000;
+
+/** The message of a job a drain could not let finish on a node with no one to hand it to. */
+export const SHUT_DOWN_MESSAGE = "The server shut down before this job finished";
+
+export interface JobsDrained {
+  /** Jobs running (or queued on this node's engine) when the drain began. */
+  running: number;
+  /** Jobs still running at the deadline, stopped there. */
+  cutShort: number;
+  /** Of those, the ones queued again for another node (cluster). */
+  handedBack: number;
+}
+
 export class VideoJobs {
+  /** Jobs this node runs (from dispatch to their end). */
+  private readonly running = new Map<string, Promise<RunEnd>>();
+  /** Jobs a drain cancelled: why they stopped, so they are not recorded as failed generations. */
+  private readonly stopping = new Map<string, "hand_back" | "shut_down">();
+  /** The drain's deadline passed: a job that reaches this node now does not start. */
+  private drained = false;
+
   constructor(
     private readonly engine: Engine,
     readonly store: JobStore,
@@ -38,7 +60,14 @@ export class VideoJobs {
     /** /content redirects to a presigned URL of the store instead of streaming through kino. */
     private readonly presign = false,
   ) {
-    dispatch.serve((id, request) => this.execute(id, request));
+    dispatch.serve((id, request) => {
+      const run = this.execute(id, request).finally(() => {
+        this.running.delete(id);
+        this.stopping.delete(id);
+      });
+      this.running.set(id, run);
+      return run;
+    });
   }
 
   /** Queues a job and returns its queued object; the engine advances it in the background. */
@@ -61,9 +90,19 @@ export class VideoJobs {
    * Runs a dispatched job on this node to its end. A job deleted while queued is skipped, and so is one
    * already finished (another node ran it after this one was thought dead): a job completes once.
    */
-  private async execute(id: string, request: GenerationRequest): Promise<void> {
+  private async execute(id: string, request: GenerationRequest): Promise<RunEnd> {
     const record = await this.store.get(id);
-    if (!record || isFinished(record.job)) return this.removeReferences(id);
+    if (!record || isFinished(record.job)) {
+      await this.removeReferences(id);
+      return "ended";
+    }
+    if (this.drained) {
+      // It reached this node after the drain's deadline (taken just before the consumer paused).
+      await this.removeReferences(id);
+      if (this.dispatch.handsBack) return "handed_back";
+      await this.failed(record, SHUT_DOWN_MESSAGE);
+      return "ended";
+    }
     // A job run again after its node died resumes its progress, which never moves backwards.
     let progress = record.job.progress;
     try {
@@ -81,9 +120,37 @@ export class VideoJobs {
       await this.artifacts.put(videoKey(id), record.outputPath);
       await this.completed(record, result);
     } catch (err) {
-      await this.failed(record, (err as Error).message);
+      const stopped = this.stopping.get(id);
+      if (stopped === "hand_back" && (err as GenerationError).aborted) {
+        // Queued again before the dispatch puts it back in the queue, so the next node's in_progress wins.
+        await this.store.update(id, { status: "queued" });
+        await this.remove(record.outputPath);
+        await this.removeReferences(request.request_id);
+        return "handed_back";
+      }
+      await this.failed(record, stopped === "shut_down" ? SHUT_DOWN_MESSAGE : (err as Error).message);
     }
     await this.afterRun(record, request);
+    return "ended";
+  }
+
+  /**
+   * SIGTERM: takes no more jobs, lets the ones on this node finish until `deadline` (ms since the
+   * epoch), then stops the rest at their next step — handed back to the queue for another node in a
+   * cluster, failed with SHUT_DOWN_MESSAGE on one node.
+   */
+  async drain(deadline: number): Promise<JobsDrained> {
+    await this.dispatch.stopTaking();
+    const running = this.running.size;
+    await settledBy([...this.running.values()], deadline);
+    this.drained = true;
+    const left = [...this.running.keys()];
+    for (const id of left) {
+      this.stopping.set(id, this.dispatch.handsBack ? "hand_back" : "shut_down");
+      this.engine.cancel(id);
+    }
+    const ends = await settledBy([...this.running.values()], Date.now() + ABORT_GRACE_MS);
+    return { running, cutShort: left.length, handedBack: ends.filter((end) => end === "handed_back").length };
   }
 
   /** Runs one generation to a temporary MP4 for POST /v1/videos/sync; the caller removes the file. */
@@ -161,4 +228,14 @@ export class VideoJobs {
   private removeReferences(requestId: string): Promise<void> {
     return cleanUpReferences(this.log, this.outputDir, requestId);
   }
+}
+
+/** The values of those promises that settle by `deadline` (ms since the epoch). */
+async function settledBy<T>(promises: Promise<T>[], deadline: number): Promise<T[]> {
+  const values: T[] = [];
+  let timer: Timer | undefined;
+  const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now()))));
+  await Promise.race([Promise.allSettled(promises.map((p) => p.then((value) => void values.push(value)))), late]);
+  clearTimeout(timer);
+  return values;
 }

@@ -33,6 +33,7 @@ async function admit(request: Request, ctx: ServerContext, requestId: string) {
 
 export function videoRoutes(ctx: ServerContext) {
   const create = async ({ request }: { request: Request }) => {
+    ctx.node.refuseWhileDraining("job");
     const admitted = await admit(request, ctx, newVideoJobId());
     return await ctx.videos.submit({ ...admitted, model: ctx.admission.servedModelId });
   };
@@ -47,7 +48,7 @@ export function videoRoutes(ctx: ServerContext) {
     tags,
     summary: "Submit an asynchronous video job",
     requestBody: createBody(VideoCreateSchema),
-    responses: { ...jsonResponse("the job, queued", VideoJobSchema), ...errorResponses(400, 401, 413) },
+    responses: { ...jsonResponse("the job, queued", VideoJobSchema), ...errorResponses(400, 401, 413, 503) },
   };
   const mp4 = { content: { "video/mp4": { schema: { type: "string", format: "binary" } } } };
   return new Elysia({ name: "videos" })
@@ -59,7 +60,7 @@ export function videoRoutes(ctx: ServerContext) {
         tags,
         summary: "Generate and return the MP4 directly (X-Request-Id, X-Model, X-Inference-Time-S, X-Stage-Durations, X-Peak-Memory-MB)",
         requestBody: createBody(VideoCreateSchema),
-        responses: { 200: { description: "the MP4", ...mp4 }, ...errorResponses(400, 401, 413, 500) },
+        responses: { 200: { description: "the MP4", ...mp4 }, ...errorResponses(400, 401, 413, 500, 503) },
       },
     })
     .get("/v1/videos", async ({ request }) => {
@@ -99,6 +100,7 @@ export function videoRoutes(ctx: ServerContext) {
 
 /** POST /v1/videos/sync: generate, stream the MP4 with timing headers, then remove the temporary file. */
 async function sync(request: Request, ctx: ServerContext): Promise<Response> {
+  ctx.node.refuseWhileDraining("generation");
   const admitted = await admit(request, ctx, newSyncRequestId());
   let run;
   try {
