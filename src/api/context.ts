@@ -4,6 +4,7 @@ import type { Engine } from "../engine/engine.ts";
 import type { ImageJobs } from "./images/jobs.ts";
 import type { VideoJobs } from "./videos/jobs.ts";
 import type { ReferencePolicy } from "../media/references.ts";
+import type { NodeMetrics } from "./metrics/node-metrics.ts";
 
 /** What the routes share; passed to each route plugin instead of living in globals. */
 export interface ServerContext {
@@ -12,6 +13,8 @@ export interface ServerContext {
   videos: VideoJobs;
   images: ImageJobs;
   admission: AdmissionContext;
+  /** What GET /metrics shows; the serving layer counts into it. */
+  metrics: NodeMetrics;
   references: ReferencePolicy;
   /** Unix seconds when the model was loaded (the model object's `created`). */
   startedAt: number;

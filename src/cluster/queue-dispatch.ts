@@ -8,7 +8,7 @@ import type Redis from "ioredis";
 import { basename, join } from "node:path";
 import type { ArtifactStore } from "../engine/artifact-store.ts";
 import type { Engine } from "../engine/engine.ts";
-import type { JobDispatch, RunJob } from "../engine/job-dispatch.ts";
+import type { JobDispatch, QueueDepth, RunJob } from "../engine/job-dispatch.ts";
 import type { JobStore } from "../engine/job-store.ts";
 import { removeReferences } from "../media/references.ts";
 import type { GenerationRequest } from "../pipelines/pipeline.ts";
@@ -98,6 +98,12 @@ export class QueueDispatch implements JobDispatch {
     await this.queue.remove(id).catch(() => 0);
   }
 
+  /** The whole cluster's queue, as BullMQ counts it (one Redis round trip). */
+  async depth(): Promise<QueueDepth> {
+    const counts = await this.queue.getJobCounts("waiting", "active", "delayed");
+    return { waiting: counts.waiting ?? 0, active: counts.active ?? 0, delayed: counts.delayed ?? 0 };
+  }
+
   private async process(job: Job<QueuedVideo>): Promise<void> {
     const id = job.id!;
     const { request } = job.data;
@@ -111,7 +117,8 @@ export class QueueDispatch implements JobDispatch {
       references.push({ ...reference, path });
     }
     // RunJob records the outcome (completed or failed) itself; BullMQ only sees a job that ended.
-    await this.run!(id, { ...request, references });
+    // job.timestamp is when the job was added (kept across a rerun), so its latency is the user's wait.
+    await this.run!(id, { ...request, references }, job.timestamp);
     for (const key of keys) {
       const failed = await this.artifacts.remove(key);
       if (failed) this.log(`job ${id}: ${failed.message}`);

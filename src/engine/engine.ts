@@ -105,6 +105,16 @@ export class Engine {
     return this.workers.length;
   }
 
+  /** Each worker process: up while it is alive with its model loaded (down while dead or restarting). */
+  workerStates(): { index: number; up: boolean }[] {
+    return this.workers.map((w) => ({ index: w.index, up: this.open && w.alive && this.ready.has(w) }));
+  }
+
+  /** Tasks waiting in the FIFO and tasks a worker is running. */
+  taskCounts(): { waiting: number; running: number } {
+    return { waiting: this.queue.length, running: this.running.size };
+  }
+
   workerPids(): number[] {
     return this.workers.map((w) => w.pid).filter((pid): pid is number => pid !== null);
   }

@@ -5,8 +5,14 @@
 import type { GenerationRequest } from "../pipelines/pipeline.ts";
 import type { Engine } from "./engine.ts";
 
-/** Runs one job on this node to its end (completed or failed, recorded in the job store); never throws. */
-export type RunJob = (id: string, request: GenerationRequest) => Promise<void>;
+/**
+ * Runs one job on this node to its end (completed or failed, recorded in the job store); never throws.
+ * `queuedAt` is when the job was queued (epoch ms), for its latency.
+ */
+export type RunJob = (id: string, request: GenerationRequest, queuedAt: number) => Promise<void>;
+
+/** Jobs in the queue by state: waiting, active (being run) and, for a queue that retries later, delayed. */
+export type QueueDepth = Record<string, number>;
 
 export interface JobDispatch {
   /** Registers how this node runs a job; called once, before the first dispatch. */
@@ -15,6 +21,8 @@ export interface JobDispatch {
   dispatch(id: string, request: GenerationRequest): Promise<void>;
   /** Stops a job wherever it is: a queued one never starts, a running one aborts at its next step. */
   cancel(id: string): Promise<void>;
+  /** How many jobs wait in the queue and how many run, for /metrics. */
+  depth(): Promise<QueueDepth>;
 }
 
 export class LocalDispatch implements JobDispatch {
@@ -29,10 +37,16 @@ export class LocalDispatch implements JobDispatch {
   }
 
   async dispatch(id: string, request: GenerationRequest): Promise<void> {
-    void this.run(id, request);
+    void this.run(id, request, Date.now());
   }
 
   async cancel(id: string): Promise<void> {
     this.engine.cancel(id);
+  }
+
+  /** The engine's own FIFO is this node's queue (realtime streams and images wait in it too). */
+  async depth(): Promise<QueueDepth> {
+    const { waiting, running } = this.engine.taskCounts();
+    return { waiting, active: running };
   }
 }

@@ -11,6 +11,7 @@ import { ClusterUnavailable, openCluster, type ClusterNode } from "../cluster/op
 import { storageError } from "../media/storage.ts";
 import { ImageJobs } from "../api/images/jobs.ts";
 import { VideoJobs } from "../api/videos/jobs.ts";
+import { NodeMetrics } from "../api/metrics/node-metrics.ts";
 import { loadOptionsFrom } from "../worker/runner.ts";
 import { createApp } from "./app.ts";
 import type { ServerContext } from "../api/context.ts";
@@ -46,14 +47,23 @@ export async function startServer(loaded: LoadedConfig, log: (line: string) => v
     await cluster?.close();
     throw err;
   });
+  const dispatch = cluster ? cluster.dispatchWith(engine) : new LocalDispatch(engine);
+  const metrics = new NodeMetrics({
+    jobCounts: () => store.countByStatus(),
+    queueDepth: () => dispatch.depth(),
+    workers: () => engine.workerStates(),
+    engineTasks: () => engine.taskCounts(),
+    cluster: cluster !== null,
+  });
   const videos = cluster
-    ? new VideoJobs(engine, store, cluster.artifacts, cluster.dispatchWith(engine), outputDir, log, cluster.presign)
-    : new VideoJobs(engine, store, new LocalArtifactStore(outputDir), new LocalDispatch(engine), outputDir, log);
+    ? new VideoJobs(engine, store, cluster.artifacts, dispatch, metrics, outputDir, log, cluster.presign)
+    : new VideoJobs(engine, store, new LocalArtifactStore(outputDir), dispatch, metrics, outputDir, log);
   const ctx: ServerContext = {
     config: loaded,
     engine,
     videos,
-    images: new ImageJobs(engine, store, outputDir, log),
+    images: new ImageJobs(engine, store, metrics, outputDir, log),
+    metrics,
     admission: admissionContext(loaded, engine.card),
     references: {
       outputDir,
@@ -85,7 +95,11 @@ export async function startServer(loaded: LoadedConfig, log: (line: string) => v
   const anyAddress = server.host === "0.0.0.0" || server.host === "::";
   const host = anyAddress ? "127.0.0.1" : server.host;
   const where = anyAddress ? `listening on ${server.host}:${port} (http://${host}:${port} from this machine)` : `at http://${host}:${port}`;
-  if (cluster) log(`kino: node '${cluster.consume(port)}' takes jobs from cluster queue '${loaded.config.cluster.queue}'`);
+  if (cluster) {
+    const nodeId = cluster.consume(port);
+    metrics.setNode(nodeId);
+    log(`kino: node '${nodeId}' takes jobs from cluster queue '${loaded.config.cluster.queue}'`);
+  }
   log(`kino: serving '${ctx.admission.servedModelId}' (${engine.card.name} on ${engine.backend}) ${where}`);
   return {
     url: `http://${host}:${port}`,

@@ -7,11 +7,13 @@ import { IMAGE_MIME, type ImageFormat } from "../../media/images.ts";
 import type { GenerationRequest } from "../../pipelines/pipeline.ts";
 import type { TaskResult } from "../../worker/ipc.ts";
 import { cleanUp, cleanUpReferences } from "../cleanup.ts";
+import type { NodeMetrics } from "../metrics/node-metrics.ts";
 
 export class ImageJobs {
   constructor(
     private readonly engine: Engine,
     private readonly store: JobStore,
+    private readonly metrics: NodeMetrics,
     private readonly outputDir: string,
     private readonly log: (line: string) => void,
   ) {}
@@ -31,6 +33,7 @@ export class ImageJobs {
       for (const image of images) {
         for (const evicted of await this.store.addImage(image)) void cleanUp(this.log, evicted.path);
       }
+      this.metrics.imagesKept(result.files.reduce((sum, file) => sum + file.bytes, 0));
       return { images, result };
     } catch (err) {
       void cleanUp(this.log, ...images.map((i) => i.path));

@@ -22,6 +22,7 @@ export function realtimeSocketSettings(ctx: ServerContext) {
 export function realtimeRoutes(ctx: ServerContext) {
   const sessions = new Set<RealtimeSession>();
   const byConnection = new Map<string, RealtimeSession>();
+  ctx.metrics.activeSessions = () => sessions.size;
   return new Elysia({ name: "realtime" }).ws("/v1/realtime/video", {
     open(ws) {
       const session = new RealtimeSession(
