@@ -34,12 +34,13 @@ export function createApp(ctx: ServerContext) {
       }
     })
     .onError(({ code, error, request, route }) => answered(request, route, errorFor(ctx, code, error, request)))
-    // Every answer but the errors above (counted where they are made): a handler's own Response, or
-    // a value Elysia serializes with set.status.
+    // Every answer but the errors above (counted where they are made): a handler's own Response, a
+    // value Elysia serializes with set.status, or a WebSocket upgrade (101; Elysia reports it as 200).
     .onAfterResponse((c) => {
       if ("error" in c) return;
       const { responseValue, set, request, route } = c as typeof c & { responseValue?: unknown };
-      const status = responseValue instanceof Response ? responseValue.status : typeof set.status === "number" ? set.status : 200;
+      const upgraded = request.headers.get("upgrade")?.toLowerCase() === "websocket" && !(responseValue instanceof Response);
+      const status = upgraded ? 101 : responseValue instanceof Response ? responseValue.status : typeof set.status === "number" ? set.status : 200;
       ctx.metrics.requestAnswered(request.method, route || UNROUTED, status);
     })
     .use(openapiPlugin())

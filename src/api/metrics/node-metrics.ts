@@ -63,7 +63,7 @@ export class NodeMetrics {
     new Counter("kino_artifact_bytes_written_total", "Bytes of finished artifacts this node stored: MP4s of video jobs, kept images", ["kind"]),
   );
   private readonly requests = this.registry.add(
-    new Counter("kino_http_requests_total", "HTTP requests answered by this node, by method, route pattern ('unmatched' for unknown paths) and status", ["method", "route", "status"]),
+    new Counter("kino_http_requests_total", "HTTP requests answered by this node, by method, route pattern ('unrouted' for unknown paths and requests refused before routing) and status", ["method", "route", "status"]),
   );
   /** Realtime sessions holding a slot; the realtime route provides it. */
   activeSessions: () => number = () => 0;
