@@ -5,9 +5,10 @@
 //  1. throughput: `--jobs` jobs (default 60) submitted at once, round-robin over the nodes, to one
 //     plain node (the in-process engine), then to a cluster of 1, 2 and 3 nodes (one worker each);
 //     jobs per minute from the first request to the last completion (read from /metrics' kino_jobs);
-//  2. added latency: `--latency-jobs` jobs (default 40) one at a time, on the plain node and on one
-//     cluster node; from the client sending POST /v1/videos to the job seen in_progress and seen
-//     completed (GET polled every millisecond), p50 and p99.
+//  2. added latency: `--latency-jobs` jobs (default 100) one at a time, each 4 steps of
+//     `--latency-step-ms` (default 25), on the plain node and on one cluster node; from the client
+//     sending POST /v1/videos to the job seen in_progress and seen completed (GET polled every
+//     millisecond), p50 and p99.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -21,18 +22,19 @@ const arg = (name: string, fallback: number) => {
   return i >= 0 ? Number(args[i + 1]) : fallback;
 };
 const JOBS = arg("jobs", 60);
-const LATENCY_JOBS = arg("latency-jobs", 40);
+const LATENCY_JOBS = arg("latency-jobs", 100);
 const STEP_MS = arg("step-ms", 100);
+const LATENCY_STEP_MS = arg("latency-step-ms", 25);
 const STEPS = arg("steps", 4);
 if (missingRedis) {
   console.error(`bench:cluster needs ${missingRedis}`);
   process.exit(1);
 }
 
-const JOB = { prompt: "a red circle", size: "64x64", num_frames: 5, num_inference_steps: STEPS, extra_params: { step_delay_ms: STEP_MS } };
+const job = (stepMs: number, seed: number) => ({ prompt: "a red circle", size: "64x64", num_frames: 5, num_inference_steps: STEPS, seed, extra_params: { step_delay_ms: stepMs } });
 
-async function post(url: string, seed: number): Promise<string> {
-  const res = await fetch(`${url}/v1/videos`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ ...JOB, seed }) });
+async function post(url: string, seed: number, stepMs = STEP_MS): Promise<string> {
+  const res = await fetch(`${url}/v1/videos`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(job(stepMs, seed)) });
   if (res.status !== 200) throw new Error(`POST /v1/videos answered ${res.status}: ${await res.text()}`);
   return ((await res.json()) as { id: string }).id;
 }
@@ -61,11 +63,11 @@ async function throughput(nodes: ServerProcess[]): Promise<number> {
 }
 
 /** One job at a time: ms from sending POST to the answer, to in_progress seen, to completed seen. */
-async function latency(url: string): Promise<{ answered: number[]; started: number[]; completed: number[] }> {
+async function latency(url: string, count = LATENCY_JOBS): Promise<{ answered: number[]; started: number[]; completed: number[] }> {
   const out = { answered: [] as number[], started: [] as number[], completed: [] as number[] };
-  for (let i = 0; i < LATENCY_JOBS; i++) {
+  for (let i = 0; i < count; i++) {
     const sent = performance.now();
-    const id = await post(url, i);
+    const id = await post(url, i, LATENCY_STEP_MS);
     out.answered.push(performance.now() - sent);
     let seenStarted = 0;
     for (;;) {
@@ -97,7 +99,7 @@ try {
   const wall = performance.now();
   const plain = await spawnServer(plainDir);
   started.push(plain);
-  await latency(plain.url); // warm-up: the worker's first job and the server's first requests
+  await latency(plain.url, 10); // warm-up: the worker's first jobs and the server's first requests
   const plainRate = await throughput([plain]);
   const plainLatency = await latency(plain.url);
   await plain.kill();
@@ -110,14 +112,13 @@ try {
     nodes.push(node);
     started.push(node);
     if (n === 1) {
-      await latency(node.url);
+      await latency(node.url, 10);
       clusterLatency = await latency(node.url);
     }
     rates.push(await throughput(nodes));
   }
 
-  const step = `${STEPS} steps × ${STEP_MS} ms sleep, 64x64, 5 frames`;
-  console.log(`\nbench:cluster — ${JOBS} jobs per throughput run, ${LATENCY_JOBS} one-at-a-time jobs per latency run; fixed-cost job: ${step}`);
+  console.log(`\nbench:cluster — 64x64, 5 frames, ${STEPS} steps; ${JOBS} jobs of ${STEP_MS} ms sleep per step per throughput run, ${LATENCY_JOBS} one-at-a-time jobs of ${LATENCY_STEP_MS} ms per step per latency run`);
   console.log(`machine: ${cpus().length} cores (${cpus()[0]?.model ?? "?"}), Bun ${Bun.version}; whole run ${((performance.now() - wall) / 1000).toFixed(0)} s\n`);
   console.log("| setup | jobs / min | vs 1 cluster node | POST answered (ms, p50 / p99) | created → started (ms, p50 / p99) | created → completed (ms, p50 / p99) |");
   console.log("|---|---|---|---|---|---|");
