@@ -6,6 +6,7 @@ import type { VideoJobs } from "./videos/jobs.ts";
 import type { ReferencePolicy } from "../media/references.ts";
 import type { ServingNode } from "./node.ts";
 import type { RealtimeSessions } from "./realtime/sessions.ts";
+import type { NodeMetrics } from "./metrics/node-metrics.ts";
 
 /** What the routes share; passed to each route plugin instead of living in globals. */
 export interface ServerContext {
@@ -14,6 +15,8 @@ export interface ServerContext {
   videos: VideoJobs;
   images: ImageJobs;
   admission: AdmissionContext;
+  /** What GET /metrics shows; the serving layer counts into it. */
+  metrics: NodeMetrics;
   references: ReferencePolicy;
   /** Draining, and the cluster's node registry. */
   node: ServingNode;

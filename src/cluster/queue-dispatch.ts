@@ -8,7 +8,7 @@ import type Redis from "ioredis";
 import { basename, join } from "node:path";
 import type { ArtifactStore } from "../engine/artifact-store.ts";
 import type { Engine } from "../engine/engine.ts";
-import type { JobDispatch, RunJob } from "../engine/job-dispatch.ts";
+import type { JobDispatch, QueueDepth, RunJob } from "../engine/job-dispatch.ts";
 import type { JobStore } from "../engine/job-store.ts";
 import { removeReferences } from "../media/references.ts";
 import type { GenerationRequest } from "../pipelines/pipeline.ts";
@@ -112,6 +112,12 @@ export class QueueDispatch implements JobDispatch {
     await this.worker?.pause(true);
   }
 
+  /** The whole cluster's queue, as BullMQ counts it (one Redis round trip). */
+  async depth(): Promise<QueueDepth> {
+    const counts = await this.queue.getJobCounts("waiting", "active", "delayed");
+    return { waiting: counts.waiting ?? 0, active: counts.active ?? 0, delayed: counts.delayed ?? 0 };
+  }
+
   private async process(job: Job<QueuedVideo>, token?: string): Promise<void> {
     const id = job.id!;
     const { request } = job.data;
@@ -127,7 +133,8 @@ export class QueueDispatch implements JobDispatch {
       references.push({ ...reference, path });
     }
     // RunJob records the outcome (completed or failed) itself; BullMQ only sees a job that ended.
-    const end = await this.run!(id, { ...request, references });
+    // job.timestamp is when the job was added (kept across a rerun), so its latency is the user's wait.
+    const end = await this.run!(id, { ...request, references }, job.timestamp);
     // Its references stay in the store for the node that takes it over.
     if (end === "handed_back") return this.handBack(job, token);
     for (const key of keys) {

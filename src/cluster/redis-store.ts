@@ -5,14 +5,18 @@
 // are a hash each and a sorted set in the order they were kept, so any node serves their urls.
 import type Redis from "ioredis";
 import { join } from "node:path";
-import type { VideoJob } from "../../schemas/videos.ts";
+import type { JobStatus, VideoJob } from "../../schemas/videos.ts";
 import { isFinished, type JobRecord, type JobStore, type ListOptions, type Page, type StoredImage } from "../engine/job-store.ts";
 
-/** Adds the job's fields and its place in the creation order in one step. */
+// Every script keeps KEYS[…] `counts` — a hash of jobs per status (keyed by the stored, JSON-encoded
+// status) — in step with the jobs, so /metrics reads the cluster's jobs by status in one HGETALL.
+
+/** Adds the job's fields, its place in the creation order and its status count in one step. */
 const ADD = `
 local seq = redis.call('INCR', KEYS[2])
-redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+redis.call('HSET', KEYS[1], unpack(ARGV, 3))
 redis.call('ZADD', KEYS[3], seq, ARGV[1])
+redis.call('HINCRBY', KEYS[4], ARGV[2], 1)
 return seq`;
 
 /**
@@ -22,11 +26,38 @@ return seq`;
 const UPDATE = `
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status or status == '"completed"' or status == '"failed"' then return 0 end
+for i = 1, #ARGV, 2 do
+  if ARGV[i] == 'status' and ARGV[i + 1] ~= status then
+    redis.call('HINCRBY', KEYS[2], status, -1)
+    redis.call('HINCRBY', KEYS[2], ARGV[i + 1], 1)
+  end
+end
 redis.call('HSET', KEYS[1], unpack(ARGV))
 return 1`;
 
 /** Every key of the job records of the cluster on `queue` starts with this. */
 export const jobsNamespace = (queue: string) => `kino-jobs:${queue}`;
+
+/** Removes a job; only the caller that took it out of the order gets 1 (two nodes may race). */
+const DELETE = `
+if redis.call('ZREM', KEYS[2], ARGV[1]) == 0 then return 0 end
+local status = redis.call('HGET', KEYS[1], 'status')
+if status then redis.call('HINCRBY', KEYS[3], status, -1) end
+redis.call('DEL', KEYS[1])
+return 1`;
+
+/**
+ * The counts; a store whose jobs predate them (no counts hash yet) counts its jobs once, in the same
+ * atomic step, so the figures start right.
+ */
+const COUNTS = `
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
+    local status = redis.call('HGET', ARGV[1] .. id, 'status')
+    if status then redis.call('HINCRBY', KEYS[1], status, 1) end
+  end
+end
+return redis.call('HGETALL', KEYS[1])`;
 
 export class RedisJobStore implements JobStore {
   /** `ns` prefixes every key (the cluster's queue name), so clusters can share one Redis. */
@@ -51,6 +82,11 @@ export class RedisJobStore implements JobStore {
 
   private get imageOrderKey(): string {
     return `${this.ns}:images`;
+
+  }
+
+  private get countsKey(): string {
+    return `${this.ns}:counts`;
   }
 
   /** The MP4's path while this node writes it; where it is kept is the artifact store's business. */
@@ -60,7 +96,7 @@ export class RedisJobStore implements JobStore {
 
   async add(record: JobRecord): Promise<JobRecord[]> {
     const { job } = record;
-    await this.redis.eval(ADD, 3, this.jobKey(job.id), `${this.ns}:seq`, this.orderKey, job.id, ...fields(job));
+    await this.redis.eval(ADD, 4, this.jobKey(job.id), `${this.ns}:seq`, this.orderKey, this.countsKey, job.id, JSON.stringify(job.status), ...fields(job));
     return this.evict();
   }
 
@@ -83,15 +119,19 @@ export class RedisJobStore implements JobStore {
   }
 
   async update(id: string, patch: Partial<VideoJob>): Promise<void> {
-    await this.redis.eval(UPDATE, 1, this.jobKey(id), ...fields(patch));
+    await this.redis.eval(UPDATE, 2, this.jobKey(id), this.countsKey, ...fields(patch));
   }
 
   async delete(id: string): Promise<JobRecord | undefined> {
     const record = await this.get(id);
     if (!record) return undefined;
-    // Only the caller whose removal took the job out of the order returns it (two nodes may race).
-    const [[, removed]] = (await this.redis.multi().zrem(this.orderKey, id).del(this.jobKey(id)).exec()) as [[unknown, number]];
+    const removed = await this.redis.eval(DELETE, 3, this.jobKey(id), this.orderKey, this.countsKey, id);
     return removed ? record : undefined;
+  }
+
+  /** The whole cluster's jobs by status, kept by the scripts above: one Redis round trip. */
+  countByStatus(): Promise<Record<JobStatus, number>> {
+    return countJobs(this.redis, this.ns);
   }
 
   async list({ after, limit, order }: ListOptions): Promise<Page | undefined> {
@@ -136,15 +176,13 @@ export class RedisJobStore implements JobStore {
   close(): void {}
 }
 
-/** How many kept jobs are in each status, across the cluster (at most server.max_jobs are kept). */
-export async function countJobs(redis: Redis, ns: string): Promise<Record<VideoJob["status"], number>> {
-  const counts = { queued: 0, in_progress: 0, completed: 0, failed: 0 };
-  const ids = await redis.zrange(`${ns}:videos`, 0, -1);
-  const pipeline = redis.pipeline();
-  for (const id of ids) pipeline.hget(`${ns}:video:${id}`, "status");
-  for (const [, status] of (await pipeline.exec()) ?? []) {
-    // A job deleted between the range and the read has no status.
-    if (typeof status === "string") counts[JSON.parse(status) as VideoJob["status"]]++;
+/** How many kept jobs are in each status, across the cluster (the counts the job scripts keep). */
+export async function countJobs(redis: Redis, ns: string): Promise<Record<JobStatus, number>> {
+  const flat = (await redis.eval(COUNTS, 2, `${ns}:counts`, `${ns}:videos`, `${ns}:video:`)) as string[];
+  const counts: Record<JobStatus, number> = { queued: 0, in_progress: 0, completed: 0, failed: 0 };
+  for (let i = 0; i < flat.length; i += 2) {
+    const status = JSON.parse(flat[i]!) as JobStatus;
+    if (status in counts) counts[status] = Number(flat[i + 1]);
   }
   return counts;
 }

@@ -105,9 +105,14 @@ export class Engine {
     return this.workers.length;
   }
 
-  /** Each worker process and whether it is up (alive with its model loaded): the node registry's view. */
+  /** Each worker process: up while it is alive with its model loaded (down while dead or restarting). */
   workerStates(): { index: number; up: boolean }[] {
-    return this.workers.map((w) => ({ index: w.index, up: w.alive && this.ready.has(w) }));
+    return this.workers.map((w) => ({ index: w.index, up: this.open && w.alive && this.ready.has(w) }));
+  }
+
+  /** Tasks waiting in the FIFO and tasks a worker is running. */
+  taskCounts(): { waiting: number; running: number } {
+    return { waiting: this.queue.length, running: this.running.size };
   }
 
   /** Tasks queued or running. */

@@ -8,9 +8,13 @@ import type { Engine } from "./engine.ts";
 /**
  * Runs one job on this node to its end (completed or failed, recorded in the job store); never throws.
  * "handed_back": the node drained before the job finished and the job is queued again for another node.
+ * `queuedAt` is when the job was queued (epoch ms), for its latency.
  */
-export type RunJob = (id: string, request: GenerationRequest) => Promise<RunEnd>;
+export type RunJob = (id: string, request: GenerationRequest, queuedAt: number) => Promise<RunEnd>;
 export type RunEnd = "ended" | "handed_back";
+
+/** Jobs in the queue by state: waiting, active (being run) and, for a queue that retries later, delayed. */
+export type QueueDepth = Record<string, number>;
 
 export interface JobDispatch {
   /** Registers how this node runs a job; called once, before the first dispatch. */
@@ -26,6 +30,8 @@ export interface JobDispatch {
   readonly handsBack: boolean;
   /** This node takes no more jobs (it drains); jobs already taken go on. */
   stopTaking(): Promise<void>;
+  /** How many jobs wait in the queue and how many run, for /metrics. */
+  depth(): Promise<QueueDepth>;
 }
 
 export class LocalDispatch implements JobDispatch {
@@ -41,7 +47,7 @@ export class LocalDispatch implements JobDispatch {
   }
 
   async dispatch(id: string, request: GenerationRequest): Promise<void> {
-    void this.run(id, request);
+    void this.run(id, request, Date.now());
   }
 
   async cancel(id: string): Promise<void> {
@@ -50,4 +56,10 @@ export class LocalDispatch implements JobDispatch {
 
   /** Nothing to stop: on one node a job is dispatched only by a request, and a draining node refuses those. */
   async stopTaking(): Promise<void> {}
+
+  /** The engine's own FIFO is this node's queue (realtime streams and images wait in it too). */
+  async depth(): Promise<QueueDepth> {
+    const { waiting, running } = this.engine.taskCounts();
+    return { waiting, active: running };
+  }
 }

@@ -1,7 +1,7 @@
 // Where video jobs and kept images live between requests — and across restarts. One interface for the
 // single node (sqlite under output_dir, sqlite-store.ts) and, in a cluster, a shared store; the
 // serving layer (src/api) only ever sees these methods.
-import type { VideoJob } from "../../schemas/videos.ts";
+import type { JobStatus, VideoJob } from "../../schemas/videos.ts";
 
 export interface JobRecord {
   job: VideoJob;
@@ -34,6 +34,8 @@ export interface JobStore {
   /** Changes fields of a job's object (status, progress, timings); a deleted job is left alone. */
   update(id: string, patch: Partial<VideoJob>): Promise<void>;
   delete(id: string): Promise<JobRecord | undefined>;
+  /** Jobs by status, for /metrics (in a cluster: the whole cluster's). */
+  countByStatus(): Promise<Record<JobStatus, number>>;
   /** One page in creation order (or its reverse); undefined when `after` names no job. */
   list(options: ListOptions): Promise<Page | undefined>;
   /** Keeps an image for url responses; returns the images dropped to stay under the cap. */
@@ -52,6 +54,13 @@ export function pageOf(all: VideoJob[], { after, limit, order }: ListOptions): P
     start = index + 1;
   }
   return { data: ordered.slice(start, start + limit), has_more: start + limit < ordered.length };
+}
+
+/** Jobs by status over a list of jobs (every status present, zero when none). */
+export function countStatuses(jobs: Iterable<VideoJob>): Record<JobStatus, number> {
+  const counts: Record<JobStatus, number> = { queued: 0, in_progress: 0, completed: 0, failed: 0 };
+  for (const job of jobs) counts[job.status] += 1;
+  return counts;
 }
 
 export const isFinished = (job: VideoJob) => job.status === "completed" || job.status === "failed";

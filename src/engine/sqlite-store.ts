@@ -7,7 +7,7 @@ import { readdir } from "node:fs/promises";
 import { join, relative, resolve } from "node:path";
 import type { VideoJob } from "../../schemas/videos.ts";
 import { removeStored, storageError } from "../media/storage.ts";
-import { isFinished, pageOf, type JobRecord, type JobStore, type ListOptions, type Page, type StoredImage } from "./job-store.ts";
+import { countStatuses, isFinished, pageOf, type JobRecord, type JobStore, type ListOptions, type Page, type StoredImage } from "./job-store.ts";
 
 export const STORE_FILE = "kino.sqlite";
 /** Folders under output_dir whose files belong to a job or an image, or to no one after a restart. */
@@ -126,6 +126,10 @@ export class SqliteJobStore implements JobStore {
     this.jobs.delete(id);
     this.write(`delete job ${id}`, () => this.db.query("DELETE FROM videos WHERE id = ?").run(id));
     return record;
+  }
+
+  async countByStatus() {
+    return countStatuses([...this.jobs.values()].map((r) => r.job));
   }
 
   async list(options: ListOptions): Promise<Page | undefined> {

@@ -11,6 +11,7 @@ import { ClusterUnavailable, openCluster, type ClusterNode } from "../cluster/op
 import { storageError } from "../media/storage.ts";
 import { ImageJobs } from "../api/images/jobs.ts";
 import { VideoJobs } from "../api/videos/jobs.ts";
+import { NodeMetrics } from "../api/metrics/node-metrics.ts";
 import { loadOptionsFrom } from "../worker/runner.ts";
 import { createApp } from "./app.ts";
 import type { ServerContext } from "../api/context.ts";
@@ -54,10 +55,18 @@ export async function startServer(loaded: LoadedConfig, log: (line: string) => v
     await cluster?.close();
     throw err;
   });
+  const dispatch = cluster ? cluster.dispatchWith(engine) : new LocalDispatch(engine);
+  const metrics = new NodeMetrics({
+    jobCounts: () => store.countByStatus(),
+    queueDepth: () => dispatch.depth(),
+    workers: () => engine.workerStates(),
+    engineTasks: () => engine.taskCounts(),
+    cluster: cluster !== null,
+  });
   const artifacts = cluster?.artifacts ?? new LocalArtifactStore(outputDir);
   const videos = cluster
-    ? new VideoJobs(engine, store, artifacts, cluster.dispatchWith(engine), outputDir, log, cluster.presign)
-    : new VideoJobs(engine, store, artifacts, new LocalDispatch(engine), outputDir, log);
+    ? new VideoJobs(engine, store, artifacts, dispatch, metrics, outputDir, log, cluster.presign)
+    : new VideoJobs(engine, store, artifacts, dispatch, metrics, outputDir, log);
   const node = new ServingNode(cluster !== null);
   const ctx: ServerContext = {
     config: loaded,
@@ -65,7 +74,8 @@ export async function startServer(loaded: LoadedConfig, log: (line: string) => v
     sessions: new RealtimeSessions(server.realtime.max_sessions, () => node.changed()),
     engine,
     videos,
-    images: new ImageJobs(engine, store, artifacts, outputDir, log),
+    images: new ImageJobs(engine, store, artifacts, metrics, outputDir, log),
+    metrics,
     admission: admissionContext(loaded, engine.card),
     references: {
       outputDir,
@@ -104,6 +114,7 @@ export async function startServer(loaded: LoadedConfig, log: (line: string) => v
       draining: node.draining,
     }));
     node.directory = registry;
+    metrics.setNode(registry.nodeId);
     log(`kino: node '${registry.nodeId}' takes jobs from cluster queue '${loaded.config.cluster.queue}'`);
   }
   log(`kino: serving '${ctx.admission.servedModelId}' (${engine.card.name} on ${engine.backend}) ${where}`);

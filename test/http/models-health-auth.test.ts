@@ -83,7 +83,7 @@ describe("OpenAPI", () => {
       ["/v1/models", "get"], ["/v1/videos", "post"], ["/v1/videos", "get"], ["/v1/videos/sync", "post"],
       ["/v1/videos/generations", "post"], ["/v1/videos/{id}", "get"], ["/v1/videos/{id}", "delete"],
       ["/v1/videos/{id}/content", "get"], ["/v1/images", "post"], ["/v1/images/edits", "post"],
-      ["/v1/images/{id}/content", "get"], ["/health", "get"],
+      ["/v1/images/{id}/content", "get"], ["/health", "get"], ["/metrics", "get"],
     ]) {
       expect(doc.paths[path]?.[method]).toBeDefined();
     }

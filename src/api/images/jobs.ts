@@ -9,6 +9,7 @@ import { IMAGE_MIME, type ImageFormat } from "../../media/images.ts";
 import type { GenerationRequest } from "../../pipelines/pipeline.ts";
 import type { TaskResult } from "../../worker/ipc.ts";
 import { cleanUp, cleanUpReferences } from "../cleanup.ts";
+import type { NodeMetrics } from "../metrics/node-metrics.ts";
 
 /** A kept image and, when the response carries it inline, its bytes. */
 export interface GeneratedImage extends StoredImage {
@@ -20,6 +21,7 @@ export class ImageJobs {
     private readonly engine: Engine,
     private readonly store: JobStore,
     private readonly artifacts: ArtifactStore,
+    private readonly metrics: NodeMetrics,
     private readonly outputDir: string,
     private readonly log: (line: string) => void,
   ) {}
@@ -52,6 +54,7 @@ export class ImageJobs {
       for (const { bytes: _, ...image } of kept) {
         for (const evicted of await this.store.addImage(image)) void this.remove(evicted.key);
       }
+      this.metrics.imagesKept(result.files.reduce((sum, file) => sum + file.bytes, 0));
       return { images: kept, result };
     } catch (err) {
       void cleanUp(this.log, ...images.map((i) => i.path));

@@ -42,6 +42,7 @@ async function elsewhere(ctx: ServerContext): Promise<string> {
 
 export function realtimeRoutes(ctx: ServerContext) {
   const byConnection = new Map<string, RealtimeSession>();
+  ctx.metrics.activeSessions = () => ctx.sessions.active;
   return new Elysia({ name: "realtime" }).ws("/v1/realtime/video", {
     beforeHandle: () => admitUpgrade(ctx),
     open(ws) {

@@ -44,6 +44,8 @@ export class RealtimeSession implements LiveSession {
   private requestId: string | undefined;
   private transportIndex = 0;
   private stopRequested = false;
+  /** When video.start or the last media chunk went out (performance.now ms), for the chunk timings. */
+  private lastChunkAt = 0;
   private startTimer: Timer | undefined;
   private stallTimer: Timer | undefined;
   private readonly events = new EventRegistry();
@@ -176,6 +178,7 @@ export class RealtimeSession implements LiveSession {
         pace_lead_chunks: pacing?.leadChunks ?? null,
       },
     });
+    this.lastChunkAt = performance.now();
     this.refreshStall();
     this.ctx.engine
       .run({
@@ -240,7 +243,12 @@ export class RealtimeSession implements LiveSession {
   private streamEvent(event: StreamEvent): void {
     if (this.state !== "streaming") return;
     this.refreshStall();
-    if (event.type === "chunk") return this.sendPair("media", event.chunk);
+    if (event.type === "chunk") {
+      const now = performance.now();
+      this.ctx.metrics.chunkSent(this.transportIndex === 0, now - this.lastChunkAt);
+      this.lastChunkAt = now;
+      return this.sendPair("media", event.chunk);
+    }
     this.events.release(event.eventId);
     this.error("interaction_failed", event.message, { event_id: event.eventId });
   }

@@ -21,6 +21,11 @@ export class RealtimeSessions {
     private readonly changed: () => void,
   ) {}
 
+  /** Sessions holding a slot (started, not yet ended). */
+  get active(): number {
+    return this.holding.size;
+  }
+
   get free(): number {
     return Math.max(0, this.total - this.holding.size);
   }

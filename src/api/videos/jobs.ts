@@ -6,12 +6,13 @@
 import { join } from "node:path";
 import type { VideoJob } from "../../../schemas/videos.ts";
 import { videoKey, type ArtifactStore } from "../../engine/artifact-store.ts";
-import type { Engine, GenerationError } from "../../engine/engine.ts";
+import { GenerationError, type Engine } from "../../engine/engine.ts";
 import type { JobDispatch, RunEnd } from "../../engine/job-dispatch.ts";
 import { isFinished, type JobRecord, type JobStore } from "../../engine/job-store.ts";
 import type { GenerationRequest } from "../../pipelines/pipeline.ts";
 import type { TaskResult } from "../../worker/ipc.ts";
 import { cleanUp, cleanUpReferences } from "../cleanup.ts";
+import type { NodeMetrics } from "../metrics/node-metrics.ts";
 import { ApiError } from "../errors.ts";
 import { reportedTimings } from "../timings.ts";
 
@@ -55,13 +56,14 @@ export class VideoJobs {
     readonly store: JobStore,
     readonly artifacts: ArtifactStore,
     private readonly dispatch: JobDispatch,
+    private readonly metrics: NodeMetrics,
     private readonly outputDir: string,
     private readonly log: (line: string) => void,
     /** /content redirects to a presigned URL of the store instead of streaming through kino. */
     private readonly presign = false,
   ) {
-    dispatch.serve((id, request) => {
-      const run = this.execute(id, request).finally(() => {
+    dispatch.serve((id, request, queuedAt) => {
+      const run = this.execute(id, request, queuedAt).finally(() => {
         this.running.delete(id);
         this.stopping.delete(id);
       });
@@ -90,7 +92,7 @@ export class VideoJobs {
    * Runs a dispatched job on this node to its end. A job deleted while queued is skipped, and so is one
    * already finished (another node ran it after this one was thought dead): a job completes once.
    */
-  private async execute(id: string, request: GenerationRequest): Promise<RunEnd> {
+  private async execute(id: string, request: GenerationRequest, queuedAt: number): Promise<RunEnd> {
     const record = await this.store.get(id);
     if (!record || isFinished(record.job)) {
       await this.removeReferences(id);
@@ -105,12 +107,16 @@ export class VideoJobs {
     }
     // A job run again after its node died resumes its progress, which never moves backwards.
     let progress = record.job.progress;
+    let startedAt = Date.now();
     try {
       const result = await this.engine.run({
         id,
         request,
         output: { kind: "mp4", path: record.outputPath },
-        onStart: () => void this.store.update(id, { status: "in_progress" }),
+        onStart: () => {
+          this.metrics.jobStarted(queuedAt, (startedAt = Date.now()));
+          void this.store.update(id, { status: "in_progress" });
+        },
         // Integer percent that only moves forward; 100 only once the file is stored.
         onProgress: (fraction) => {
           const percent = Math.min(99, Math.floor(fraction * 100));
@@ -119,9 +125,11 @@ export class VideoJobs {
       });
       await this.artifacts.put(videoKey(id), record.outputPath);
       await this.completed(record, result);
+      const bytes = result.files.reduce((sum, file) => sum + file.bytes, 0);
+      this.metrics.jobCompleted(queuedAt, startedAt, Date.now(), bytes);
     } catch (err) {
       const stopped = this.stopping.get(id);
-      if (stopped === "hand_back" && (err as GenerationError).aborted) {
+      if (stopped === "hand_back" && err instanceof GenerationError && err.aborted) {
         // Queued again before the dispatch puts it back in the queue, so the next node's in_progress wins.
         await this.store.update(id, { status: "queued" });
         await this.remove(record.outputPath);
@@ -129,6 +137,7 @@ export class VideoJobs {
         return "handed_back";
       }
       await this.failed(record, stopped === "shut_down" ? SHUT_DOWN_MESSAGE : (err as Error).message);
+      this.metrics.jobEnded(err instanceof GenerationError && err.aborted ? "cancelled" : "failed");
     }
     await this.afterRun(record, request);
     return "ended";
