@@ -16,11 +16,8 @@ const read = (name: string) => readFileSync(join(DEPLOY, name), "utf8");
 const compose = YAML.parse(read("compose.yaml"), { merge: true });
 const kinoNodes = Object.entries(compose.services as Record<string, any>).filter(([, s]) => s.entrypoint?.[0] === "/usr/local/bin/kino");
 
-/**
- * How long SIGTERM lets running jobs finish: server.drain_timeout_s comes with SIGTERM draining (the
- * cluster-sessions work); until that key is in the schema, its documented default of 30 s.
- */
-const drainTimeout = (loaded: LoadedConfig) => Number((loaded.config.server as { drain_timeout_s?: number }).drain_timeout_s ?? 30);
+/** How long SIGTERM lets running jobs finish. */
+const drainTimeout = (loaded: LoadedConfig) => loaded.config.server.drain_timeout_s;
 
 /** A node's command line as kino reads it: `serve --config FILE --a.b value ...` → the file on this side and the overrides. */
 function nodeConfig(service: any): { loaded: LoadedConfig; overrides: Record<string, string> } {
