@@ -142,3 +142,10 @@ test.skipIf(gpusHere() >= 2)("num_gpus 2 on the real model needs CUDA in every w
     rmSync(dir, { recursive: true, force: true });
   }
 }, 60_000);
+
+test("serve --help says how num_gpus and num_workers go together", () => {
+  const help = Bun.spawnSync([process.execPath, MAIN, "serve", "--help"]).stdout.toString();
+  expect(help).toMatch(/--generator\.engine\.num_gpus +1 +GPUs to use: one worker each, pinned by CUDA_VISIBLE_DEVICES/);
+  expect(help).toContain("GPUs: --generator.engine.num_gpus N starts one worker process per GPU, worker i pinned to GPU i mod N");
+  expect(help).toContain("num_gpus > 1 is refused with device cpu");
+});
