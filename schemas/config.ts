@@ -25,12 +25,12 @@ const Generator = Type.Object(
     model_path: Type.String({ minLength: 1, default: "builtin:kino-tiny", description: "diffusers-layout model dir, or builtin:<name>" }),
     engine: Type.Object(
       {
-        num_gpus: PositiveInt(1, "GPUs to use (one worker per GPU)"),
+        num_gpus: PositiveInt(1, "GPUs to use: one worker each, pinned by CUDA_VISIBLE_DEVICES (not with device cpu)"),
         device: Type.Union([Type.Literal("auto"), Type.Literal("cuda"), Type.Literal("cpu")], {
           default: "auto",
           description: "auto takes CUDA when a device answers, else the WASM CPU backend",
         }),
-        num_workers: PositiveInt(1, "worker processes, one loaded pipeline each"),
+        num_workers: PositiveInt(1, "worker processes, one loaded pipeline each; at least num_gpus, a multiple of it"),
       },
       closed,
     ),

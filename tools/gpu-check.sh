@@ -14,7 +14,12 @@
 #   then the same checks and benchmarks for the Hopper attention kernel (attention path 2, wgmma; not
 #   yet chosen by auto), last and under a watchdog: a hang there prints what was measured and fails
 #   the step instead of eating the time of the rest;
-#   4. runs the op sweep (test/runtime/ops.test.ts + cuda.test.ts) when bun is available.
+#   4. runs the op sweep (test/runtime/ops.test.ts + cuda.test.ts) when bun is available;
+#   5. multi-GPU (≤ 20 s): with ≥ 2 GPUs in `nvidia-smi -L`, starts `kino serve` with num_gpus = that
+#      count on kino-tiny and checks that every worker reports CUDA on a distinct GPU (its PCI bus id,
+#      against nvidia-smi's) and that nvidia-smi shows each worker process on the GPU it reported; with
+#      one GPU it checks instead that num_gpus 2 is refused naming worker 1's CUDA_VISIBLE_DEVICES=1
+#      (each worker really sees only its own GPU). Needs bun and node_modules, or dist/kino.
 # GPU machines of the lab image have python3 + torch but no bun: carry one compressed
 # (`gzip -9 -c node_modules/bun/bin/bun.exe > .gpu/bun.gz`, ~50 MB) or set KINO_BUN.
 # Results are also written to $OUT/gpu-check.log when OUT is set.
@@ -336,6 +341,20 @@ if [ -n "$BUN" ]; then
   timeout 180 "$BUN" test --timeout 120000 "${sweep[@]}" || status=1
 else
   echo "skipped: no bun on this machine (carry .gpu/bun.gz or set KINO_BUN)"
+fi
+
+step "multi-GPU (one worker per GPU)"
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+kino=()
+if [ -n "$BUN" ] && [ -d node_modules/elysia ]; then kino=("$BUN" src/cli/main.ts)
+elif [ -x dist/kino ]; then kino=(dist/kino); fi
+if [ "$gpus" -lt 2 ]; then echo "multi-GPU: $gpus GPU on this machine, skipped"; fi
+if [ "$gpus" -lt 1 ]; then :
+elif [ ${#kino[@]} -eq 0 ]; then
+  echo "multi-GPU: no way to run kino serve here (needs bun with node_modules, or dist/kino), skipped"
+else
+  # The worker pins come from the server's own environment when it has CUDA_VISIBLE_DEVICES: start clean.
+  env -u CUDA_VISIBLE_DEVICES timeout 40 python3 tools/gpu-check-multi.py "$gpus" builtin:kino-tiny cuda "${kino[@]}" || status=1
 fi
 
 step "done (status $status)"

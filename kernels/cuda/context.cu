@@ -241,6 +241,13 @@ KC_API int kc_device_info(KcContext* ctx, char* name, int name_len, int64_t* out
   return 0;
 }
 
+// The device's PCI bus id ("0000:19:00.0"): which physical GPU this context drives, whatever index
+// CUDA_VISIBLE_DEVICES gave it in this process, so a server can show that its workers hold distinct GPUs.
+KC_API int kc_device_pci_bus_id(KcContext* ctx, char* out, int len) {
+  KC_TRY(kc_check(ctx, cudaDeviceGetPCIBusId(out, len, ctx->device), "cudaDeviceGetPCIBusId"));
+  return 0;
+}
+
 // out[0..3]: bytes in use, bytes cached in free lists, peak bytes in use, cudaMalloc calls.
 KC_API void kc_memory_stats(KcContext* ctx, int64_t* out) {
   KcAllocator* a = ctx->alloc;

@@ -46,7 +46,8 @@ export async function generate(args: ParsedArgs, loaded: LoadedConfig): Promise<
   } catch (err) {
     throw asUsage(err);
   }
-  const runner = await Runner.load(loadOptionsFrom(loaded));
+  // One process on the first GPU it sees: num_gpus is for the server's workers.
+  const runner = await Runner.load({ ...loadOptionsFrom(loaded), numGpus: 1 });
   const request = await admitVideo(fields, new Map(), newVideoJobId(), admissionContext(loaded, runner.pipeline.card)).then(
     (admitted) => admitted.request,
     (err) => Promise.reject(asUsage(err)),

@@ -36,6 +36,12 @@ Overrides are dotted config paths under generator., server., default_request. an
 (e.g. --server.port 8123 --server.output_dir out/). Keys, defaults, meaning:
 ${configKeys(ServeConfigSchema, "").join("\n")}
 
+GPUs: --generator.engine.num_gpus N starts one worker process per GPU, worker i pinned to GPU i mod N
+by its CUDA_VISIBLE_DEVICES (entry i mod N of your own CUDA_VISIBLE_DEVICES when you set one, else i mod N).
+num_workers may stay 1 (it is raised to N) or be a multiple of N (the same number of workers on each GPU).
+A job or realtime session goes to a free worker on the least busy GPU; with every worker busy it waits in
+one FIFO queue. num_gpus > 1 is refused with device cpu, and with device auto every worker must find its
+GPU (no quiet CPU fallback). GET /health lists each worker: its GPU, the device it runs on, busy or not.
 SIGTERM drains: see 'kino --help'.
 
 default_request: a request field left out takes the value written here, else the loaded model's own

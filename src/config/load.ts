@@ -60,6 +60,7 @@ export function loadServeConfig(opts: { configFile?: string; overrides?: Record<
     }
   }
   checkCluster(config.cluster, explicit);
+  checkEngine(config.generator.engine);
   const warnings = explicit.has("default_request.prompt")
     ? ["default_request.prompt: ignored; every request carries its own prompt"]
     : [];
@@ -96,6 +97,28 @@ function checkCluster(cluster: ServeConfig["cluster"], explicit: Set<string>): v
   if (cluster.redis_url !== undefined) return;
   const stray = [...explicit].find((path) => path.startsWith("cluster."));
   if (stray) throw new ConfigError(stray, "needs cluster.redis_url (without it kino runs as one node)");
+}
+
+/**
+ * What num_gpus and num_workers can mean together. num_gpus N runs one worker per GPU (num_workers
+ * may stay 1: it is raised to N); num_workers above N puts the same number of workers on every GPU, so
+ * it must be a multiple of N — 3 workers on 2 GPUs would load a GPU twice while the other idles. GPUs
+ * mean nothing to the CPU backend: several CPU workers are num_workers alone.
+ */
+function checkEngine(engine: ServeConfig["generator"]["engine"]): void {
+  const { device, num_gpus: gpus, num_workers: workers } = engine;
+  if (device === "cpu" && gpus > 1) {
+    throw new ConfigError(
+      "generator.engine.num_gpus",
+      `is ${gpus}, but generator.engine.device is cpu: the CPU backend uses no GPU (for more CPU worker processes set generator.engine.num_workers; for GPUs set device to cuda or auto)`,
+    );
+  }
+  if (workers > gpus && workers % gpus !== 0) {
+    throw new ConfigError(
+      "generator.engine.num_workers",
+      `is ${workers}, not a multiple of generator.engine.num_gpus (${gpus}): every GPU runs the same number of workers (try ${Math.floor(workers / gpus) * gpus} or ${Math.ceil(workers / gpus) * gpus})`,
+    );
+  }
 }
 
 function readConfigFile(file: string): Record<string, unknown> {

@@ -1,5 +1,6 @@
 import type { GenerationRequest, ModelCard } from "../pipelines/pipeline.ts";
-import type { FromWorker, InteractionMessage, OutputSpec, StreamEvent, TaskResult, WorkerInit } from "../worker/ipc.ts";
+import type { FromWorker, InteractionMessage, OutputSpec, StreamEvent, TaskResult, WorkerDevice, WorkerInit } from "../worker/ipc.ts";
+import { describeSlot, type WorkerSlot } from "./worker-devices.ts";
 import { WorkerProcess } from "./worker-process.ts";
 
 /** A generation failure (the job fails with code generation_failed); `aborted` when we cancelled it. */
@@ -32,11 +33,23 @@ interface PendingTask {
 }
 
 export interface EngineOptions {
-  /** Sent to every worker; `gpu` is set per worker (worker i uses GPU i mod `gpus`). */
-  init: Omit<WorkerInit, "gpu">;
-  workers: number;
-  gpus: number;
+  /** Sent to every worker. */
+  init: WorkerInit;
+  /** One per worker process: its GPU (src/engine/worker-devices.ts). */
+  slots: WorkerSlot[];
   log(line: string): void;
+}
+
+/** One worker as GET /health shows it. */
+export interface WorkerStatus {
+  index: number;
+  pid: number | null;
+  /** loading: starting or restarting; busy: running a job or a realtime session; down: not running. */
+  state: "loading" | "ready" | "busy" | "down";
+  /** The GPU slot the server pinned it to, null on the CPU backend. */
+  gpu: number | null;
+  /** What the worker found itself on, once it has loaded the model. */
+  device: WorkerDevice | null;
 }
 
 /** Delay before restarting a worker that died; grows while restarts keep failing, so a broken model cannot spin. */
@@ -45,7 +58,8 @@ const RESTART_DELAYS_MS = [0, 500, 2000, 10000];
 /**
  * The serialized engine: a FIFO queue in front of worker processes. Each worker runs one task at a
  * time, so one loaded pipeline is never entered twice at once; with several workers (one per GPU)
- * each stays serialized. A worker that dies fails only its running task and is restarted.
+ * each stays serialized, and the head of the queue goes to an idle worker on the least busy GPU.
+ * A worker that dies fails only its running task and is restarted on the same GPU.
  */
 export class Engine {
   private readonly queue: PendingTask[] = [];
@@ -70,7 +84,7 @@ export class Engine {
 
   private start(): Promise<void> {
     return new Promise((resolve, reject) => {
-      let pending = this.options.workers;
+      let pending = this.options.slots.length;
       this.startupWaiter = {
         ready: () => {
           if (--pending > 0) return;
@@ -84,8 +98,8 @@ export class Engine {
           reject(new Error(message));
         },
       };
-      for (let i = 0; i < this.options.workers; i++) {
-        const worker = new WorkerProcess(i, { ...this.options.init, gpu: i % this.options.gpus }, {
+      for (const slot of this.options.slots) {
+        const worker = new WorkerProcess(slot, this.options.init, {
           onMessage: (w, m) => this.onMessage(w, m),
           onExit: (w, description, expected) => this.onExit(w, description, expected),
         });
@@ -129,6 +143,17 @@ export class Engine {
     return this.workers.map((w) => w.pid).filter((pid): pid is number => pid !== null);
   }
 
+  /** Every worker: where it is pinned, where it says it runs, and whether it is free. */
+  workerStatus(): WorkerStatus[] {
+    return this.workers.map((w) => ({
+      index: w.index,
+      pid: w.pid,
+      state: !w.alive ? "down" : !this.ready.has(w) ? "loading" : this.running.has(w) ? "busy" : "ready",
+      gpu: w.slot.gpu,
+      device: w.device,
+    }));
+  }
+
   /** Queues a task; resolves with what the worker wrote, rejects with GenerationError. */
   run(task: EngineTask): Promise<TaskResult> {
     if (!this.open) return Promise.reject(new GenerationError("The engine is closed"));
@@ -170,9 +195,7 @@ export class Engine {
   }
 
   private dispatch(): void {
-    for (const worker of this.workers) {
-      if (!this.queue.length) return;
-      if (!worker.alive || !this.ready.has(worker) || this.running.has(worker)) continue;
+    for (let worker = this.idleWorker(); worker && this.queue.length; worker = this.idleWorker()) {
       const pending = this.queue.shift()!;
       this.running.set(worker, pending);
       pending.task.onStart?.();
@@ -181,19 +204,45 @@ export class Engine {
     }
   }
 
+  /**
+   * A loaded worker with nothing to run, on the GPU running the fewest tasks (with two workers per GPU,
+   * the second task goes to the other GPU, not beside the first); the lowest index among equals.
+   */
+  private idleWorker(): WorkerProcess | undefined {
+    const busyOnGpu = (gpu: number | null) => [...this.running.keys()].filter((w) => w.slot.gpu === gpu).length;
+    let best: WorkerProcess | undefined;
+    let bestBusy = Infinity;
+    for (const worker of this.workers) {
+      if (!worker.alive || !this.ready.has(worker) || this.running.has(worker)) continue;
+      const busy = busyOnGpu(worker.slot.gpu);
+      if (busy < bestBusy) [best, bestBusy] = [worker, busy];
+    }
+    return best;
+  }
+
   private onMessage(worker: WorkerProcess, message: FromWorker): void {
     switch (message.type) {
-      case "ready":
+      case "ready": {
         this.card = message.card;
-        this.backend = message.backend;
+        this.backend = message.device.backend;
+        worker.device = message.device;
+        const { cuda_visible_devices: visible, pci_bus_id: bus } = message.device;
+        this.options.log(
+          `kino: worker ${worker.index} (pid ${worker.pid}${visible === null ? "" : `, CUDA_VISIBLE_DEVICES=${visible}`}) runs on ${message.device.backend}${bus ? ` at PCI ${bus}` : ""}`,
+        );
         this.ready.add(worker);
         this.restartFailures.delete(worker);
         this.startupWaiter?.ready();
         this.dispatch();
         return;
+      }
       case "init_failed":
-        this.options.log(`worker ${worker.index}: model failed to load: ${message.message}`);
-        if (this.startupWaiter && !this.open) return this.startupWaiter.failed(message.message);
+        if (this.startupWaiter && !this.open) {
+          // With one worker the message says it all; with several, say which worker (and GPU) failed.
+          const which = this.workers.length > 1 ? `worker ${worker.index} of ${this.workers.length} (${describeSlot(worker.slot)}) could not load the model: ` : "";
+          return this.startupWaiter.failed(which + message.message);
+        }
+        this.options.log(`worker ${worker.index} (${describeSlot(worker.slot)}): model failed to load: ${message.message}`);
         void worker.kill().then(() => this.scheduleRestart(worker));
         return;
       case "progress":

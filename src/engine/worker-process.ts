@@ -1,6 +1,7 @@
 import type { Subprocess } from "bun";
 import { selfCommand } from "./self-command.ts";
-import type { FromWorker, ToWorker, WorkerInit } from "../worker/ipc.ts";
+import type { FromWorker, ToWorker, WorkerDevice, WorkerInit } from "../worker/ipc.ts";
+import type { WorkerSlot } from "./worker-devices.ts";
 
 export interface WorkerEvents {
   onMessage(worker: WorkerProcess, message: FromWorker): void;
@@ -8,17 +9,26 @@ export interface WorkerEvents {
   onExit(worker: WorkerProcess, description: string, expected: boolean): void;
 }
 
-/** One `kino worker` child process: owns a backend and a loaded pipeline, runs one task at a time. */
+/**
+ * One `kino worker` child process: owns a backend and a loaded pipeline, runs one task at a time. It is
+ * spawned (and respawned after a crash) with its slot's CUDA_VISIBLE_DEVICES, so it stays on its GPU.
+ */
 export class WorkerProcess {
   private proc: Subprocess | null = null;
   private closing = false;
   alive = false;
+  /** Where the worker says it runs (its last ready message); null until it has loaded once. */
+  device: WorkerDevice | null = null;
 
   constructor(
-    readonly index: number,
+    readonly slot: WorkerSlot,
     private readonly init: WorkerInit,
     private readonly events: WorkerEvents,
   ) {}
+
+  get index(): number {
+    return this.slot.index;
+  }
 
   get pid(): number | null {
     return this.alive ? (this.proc?.pid ?? null) : null;
@@ -30,7 +40,11 @@ export class WorkerProcess {
       ipc: (message) => this.events.onMessage(this, message as FromWorker),
       serialization: "advanced",
       stdio: ["ignore", "inherit", "inherit"],
-      env: { ...process.env, KINO_WORKER_INDEX: String(this.index) },
+      env: {
+        ...process.env,
+        KINO_WORKER_INDEX: String(this.index),
+        ...(this.slot.cudaVisibleDevices === undefined ? {} : { CUDA_VISIBLE_DEVICES: this.slot.cudaVisibleDevices }),
+      },
     });
     this.proc = proc;
     this.alive = true;

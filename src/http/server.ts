@@ -7,6 +7,7 @@ import { Engine } from "../engine/engine.ts";
 import { SqliteJobStore } from "../engine/sqlite-store.ts";
 import { LocalArtifactStore } from "../engine/local-artifacts.ts";
 import { LocalDispatch } from "../engine/job-dispatch.ts";
+import { assignWorkerDevices, DeviceAssignmentError, type WorkerSlot } from "../engine/worker-devices.ts";
 import { ClusterUnavailable, openCluster, type ClusterNode } from "../cluster/open.ts";
 import { storageError } from "../media/storage.ts";
 import { ImageJobs } from "../api/images/jobs.ts";
@@ -38,22 +39,23 @@ export async function startServer(loaded: LoadedConfig, log: (line: string) => v
   const { generator, server } = loaded.config;
   // Before the model loads (minutes for a large one): is the port free?
   if (server.port !== 0) listenOn(server.host, server.port, () => new Response()).stop(true);
+  // One worker per GPU, each pinned to it: a server environment that cannot give them is said at once.
+  let slots: WorkerSlot[];
+  try {
+    slots = assignWorkerDevices(generator.engine, process.env.CUDA_VISIBLE_DEVICES);
+  } catch (err) {
+    throw err instanceof DeviceAssignmentError ? new StartupError(err.message) : err;
+  }
   const outputDir = resolve(server.output_dir);
   // In a cluster the jobs live in Redis and the artifacts in the shared store: both are checked before
   // the model loads, so a node that cannot join says so at once.
   const cluster = await joinCluster(loaded, outputDir, log);
   const store = cluster?.store ?? (await openStore(outputDir, server.max_jobs, log));
-  const { gpu: _gpu, ...load } = loadOptionsFrom(loaded);
-  const engine = await Engine.open({
-    init: { type: "init", ...load },
-    // One worker (and one loaded pipeline) per GPU; num_workers can add more.
-    workers: Math.max(generator.engine.num_workers, generator.engine.num_gpus),
-    gpus: generator.engine.num_gpus,
-    log,
-  }).catch(async (err) => {
+  const engine = await Engine.open({ init: { type: "init", ...loadOptionsFrom(loaded) }, slots, log }).catch(async (err) => {
     store.close();
     await cluster?.close();
-    throw err;
+    // The worker's own words (which worker, why): nothing in the server's stack would help more.
+    throw new StartupError((err as Error).message);
   });
   const dispatch = cluster ? cluster.dispatchWith(engine) : new LocalDispatch(engine);
   const metrics = new NodeMetrics({

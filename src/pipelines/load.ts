@@ -14,8 +14,11 @@ const KINO_TINY_DIR = resolve(import.meta.dir, "../../models/kino-tiny");
 export interface PipelineLoadOptions {
   modelPath: string;
   device: "auto" | "cuda" | "cpu";
-  /** The CUDA device to use (one worker per GPU). */
-  gpu: number;
+  /**
+   * generator.engine.num_gpus. The process runs on CUDA device 0 of what it sees: the server pins each
+   * worker to its GPU with CUDA_VISIBLE_DEVICES. Above 1, `auto` must find CUDA (no quiet CPU fallback).
+   */
+  numGpus: number;
   lora: { path: string; strength: number } | null;
 }
 
@@ -23,6 +26,8 @@ export interface LoadedPipeline {
   pipeline: Pipeline;
   /** Which compute backend runs it, for the startup log line. */
   backend: string;
+  /** The GPU's PCI bus id when it runs on CUDA, else null. */
+  pciBusId: string | null;
 }
 
 /**
@@ -46,7 +51,7 @@ export async function loadPipeline(init: PipelineLoadOptions): Promise<LoadedPip
     const file = modelPath.slice("pipeline:".length);
     const module = await import(Bun.pathToFileURL(file).href);
     if (typeof module.createPipeline !== "function") throw new Error(`${file} does not export createPipeline()`);
-    return { pipeline: await module.createPipeline(init), backend: "custom pipeline module" };
+    return { pipeline: await module.createPipeline(init), backend: "custom pipeline module", pciBusId: null };
   }
   if (modelPath.startsWith("builtin:")) throw new Error(`Unknown builtin model '${modelPath}' (known: builtin:kino-tiny)`);
   return loadCheckpoint(modelPath, init);
@@ -56,10 +61,11 @@ export async function loadPipeline(init: PipelineLoadOptions): Promise<LoadedPip
 async function loadCheckpoint(dir: string, init: PipelineLoadOptions, name?: string): Promise<LoadedPipeline> {
   const checkpoint = await resolveCheckpoint(dir);
   if (name) checkpoint.name = name;
-  const backend = await openBackend(init.device, { gpu: init.gpu });
+  const requireCuda = init.numGpus > 1 ? `generator.engine.num_gpus is ${init.numGpus}` : undefined;
+  const backend = await openBackend(init.device, { requireCuda });
   try {
     const model = await loadWanModel(backend, checkpoint, { lora: init.lora });
-    return { pipeline: createWanPipeline(model), backend: backend.description };
+    return { pipeline: createWanPipeline(model), backend: backend.description, pciBusId: backend.pciBusId ?? null };
   } catch (err) {
     backend.dispose();
     throw err;

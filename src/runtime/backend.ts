@@ -116,6 +116,8 @@ export interface Backend {
   readonly device: DeviceKind;
   /** One human line: "WebAssembly SIMD128, 2 threads" / "CUDA NVIDIA H200 (sm_90, 139 GiB)". */
   readonly description: string;
+  /** A GPU's PCI bus id ("0000:19:00.0"), which names the physical device; absent on the CPU. */
+  readonly pciBusId?: string;
 
   // ---- memory ------------------------------------------------------------------------------------
   /** New tensor, contents undefined. */

@@ -18,6 +18,11 @@ export interface OpenBackendOptions {
   log?: (line: string) => void;
   /** Which CUDA device (default 0). */
   gpu?: number;
+  /**
+   * Why this process must run on CUDA even under `auto`, as the start of the error when it cannot
+   * ("generator.engine.num_gpus is 4"): a multi-GPU config that quietly ran on the CPU would mislead.
+   */
+  requireCuda?: string;
 }
 
 /** Opens the CUDA backend or throws an Error whose message says why it is unavailable. */
@@ -39,7 +44,12 @@ const NVIDIA_DRIVER_VERSION = "/proc/driver/nvidia/version";
  * error 35 ("driver version is insufficient") both when no driver is installed — a CPU machine with a
  * CUDA toolkit — and when the driver is older than the runtime; the kernel module tells them apart.
  */
-export function cudaUnavailableReason(message: string, versionFile = NVIDIA_DRIVER_VERSION): string {
+export function cudaUnavailableReason(message: string, versionFile = NVIDIA_DRIVER_VERSION, visible = process.env.CUDA_VISIBLE_DEVICES): string {
+  // Error 100 (no device) under CUDA_VISIBLE_DEVICES: the server pins each worker to one GPU this way,
+  // so the likely cause is a GPU index this machine does not have.
+  if (/\(error 100\)/.test(message) && visible !== undefined) {
+    return `no GPU answers as CUDA_VISIBLE_DEVICES=${visible} (does this machine have that GPU? nvidia-smi -L lists them)`;
+  }
   if (!/\(error 35\)/.test(message)) return `CUDA unavailable (${message})`;
   let version: string;
   try {
@@ -75,6 +85,15 @@ export async function openBackend(setting: DeviceSetting, opts: OpenBackendOptio
       return be;
     }
     case "auto": {
+      if (opts.requireCuda) {
+        try {
+          const be = await openCuda(opts.gpu);
+          log(`runtime: using ${be.description} (device: auto, a CUDA device answered)`);
+          return be;
+        } catch (e) {
+          throw new Error(`${opts.requireCuda}, so this worker needs a CUDA GPU, but ${cudaUnavailableReason((e as Error).message)}`);
+        }
+      }
       try {
         const be = await openCuda(opts.gpu);
         log(`runtime: using ${be.description} (device: auto, a CUDA device answered)`);

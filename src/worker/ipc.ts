@@ -33,9 +33,20 @@ export interface StreamChunk {
   transition: { event_id: string; k: number; n: number } | null;
 }
 
-/** The first message a worker gets: what to load (worker i uses GPU i mod num_gpus). */
+/** The first message a worker gets: what to load (the same for every worker; its GPU comes from the
+ *  CUDA_VISIBLE_DEVICES the server spawned it with). */
 export interface WorkerInit extends PipelineLoadOptions {
   type: "init";
+}
+
+/** Where a worker ended up, as it found it itself: its ready message, the log line, GET /health. */
+export interface WorkerDevice {
+  /** The backend's description: "CUDA NVIDIA H200 (sm_90, 139 GiB)", "WebAssembly SIMD128, 2 threads". */
+  backend: string;
+  /** CUDA_VISIBLE_DEVICES in the worker's own environment, or null when it has none. */
+  cuda_visible_devices: string | null;
+  /** The GPU's PCI bus id on CUDA (which physical device, whatever its index in the process), else null. */
+  pci_bus_id: string | null;
 }
 
 export type ToWorker =
@@ -54,7 +65,7 @@ export interface TaskResult {
 }
 
 export type FromWorker =
-  | { type: "ready"; card: ModelCard; backend: string }
+  | { type: "ready"; card: ModelCard; device: WorkerDevice }
   | { type: "init_failed"; message: string }
   | { type: "progress"; taskId: string; fraction: number; stage: string }
   | { type: "done"; taskId: string; result: TaskResult }

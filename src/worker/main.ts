@@ -21,7 +21,8 @@ export function runWorker(): void {
       case "init":
         try {
           runner = await Runner.load(message);
-          send({ type: "ready", card: runner.pipeline.card, backend: runner.backend });
+          const device = { backend: runner.backend, cuda_visible_devices: process.env.CUDA_VISIBLE_DEVICES ?? null, pci_bus_id: runner.pciBusId };
+          send({ type: "ready", card: runner.pipeline.card, device });
         } catch (err) {
           send({ type: "init_failed", message: (err as Error).message });
         }

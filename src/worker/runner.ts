@@ -11,11 +11,17 @@ import { type FileOutput, writeOutputs } from "./write-outputs.ts";
 /** Share of the progress bar given to encoding and writing after the pipeline finishes. */
 const ENCODE_SHARE = 0.1;
 
-/** The serve config's generator section as a load request (worker i gets GPU i mod num_gpus). */
-export function loadOptionsFrom(loaded: LoadedConfig, gpu = 0): PipelineLoadOptions {
+/** The serve config's generator section as a load request (the same for every worker: the server
+ *  pins each one to its GPU through its environment, see src/engine/worker-devices.ts). */
+export function loadOptionsFrom(loaded: LoadedConfig): PipelineLoadOptions {
   const { generator } = loaded.config;
   const lora = loaded.startupLora();
-  return { modelPath: generator.model_path, device: generator.engine.device, gpu, lora: lora && { path: lora.path, strength: lora.strength } };
+  return {
+    modelPath: generator.model_path,
+    device: generator.engine.device,
+    numGpus: generator.engine.num_gpus,
+    lora: lora && { path: lora.path, strength: lora.strength },
+  };
 }
 
 export class Runner {
@@ -23,11 +29,13 @@ export class Runner {
     readonly pipeline: Pipeline,
     /** Which compute backend runs it, for the startup log line. */
     readonly backend: string,
+    /** The GPU's PCI bus id on CUDA, else null. */
+    readonly pciBusId: string | null,
   ) {}
 
   static async load(options: PipelineLoadOptions): Promise<Runner> {
-    const { pipeline, backend } = await loadPipeline(options);
-    return new Runner(pipeline, backend);
+    const { pipeline, backend, pciBusId } = await loadPipeline(options);
+    return new Runner(pipeline, backend, pciBusId);
   }
 
   /** Generates, encodes and writes the files `output` names; progress runs 0 → 1 over all of it. */

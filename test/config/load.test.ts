@@ -128,12 +128,12 @@ describe("overrides", () => {
   test("applied on top of the file; untouched file values stay", () => {
     const loaded = loadServeConfig({
       configFile: configFile(FULL),
-      overrides: { "server.port": "8123", "server.output_dir": "out/", "generator.engine.device": "cpu" },
+      overrides: { "server.port": "8123", "server.output_dir": "out/", "generator.engine.device": "auto" },
     });
     expect(loaded.config.server.port).toBe(8123);
     expect(loaded.config.server.output_dir).toBe("out/");
     expect(loaded.config.server.host).toBe("127.0.0.1");
-    expect(loaded.config.generator.engine).toEqual({ num_gpus: 2, device: "cpu", num_workers: 1 });
+    expect(loaded.config.generator.engine).toEqual({ num_gpus: 2, device: "auto", num_workers: 1 });
   });
 
   test("values parse as YAML scalars and flow collections; string fields take the text verbatim", () => {
@@ -219,6 +219,22 @@ describe("validation errors", () => {
       ["server: 5", "server: expected a mapping, got number 5"],
     ];
     for (const [yaml, message] of cases) expect(loadError({ configFile: configFile(yaml) }).message).toBe(message);
+  });
+
+  test("num_gpus and num_workers: GPUs need a GPU backend, workers split evenly over them", () => {
+    const engine = (yaml: string) => loadServeConfig({ configFile: configFile(`generator: {engine: ${yaml}}`) }).config.generator.engine;
+    // num_workers may stay at its default under num_gpus (it is raised to one per GPU), or be a multiple.
+    expect(engine("{num_gpus: 4}")).toEqual({ num_gpus: 4, device: "auto", num_workers: 1 });
+    expect(engine("{num_gpus: 2, num_workers: 4, device: cuda}")).toEqual({ num_gpus: 2, device: "cuda", num_workers: 4 });
+    expect(engine("{num_workers: 3, device: cpu}")).toEqual({ num_gpus: 1, device: "cpu", num_workers: 3 });
+    const cpu = loadError({ configFile: configFile("generator: {engine: {num_gpus: 2, device: cpu}}") });
+    expect(cpu.path).toBe("generator.engine.num_gpus");
+    expect(cpu.message).toBe(
+      "generator.engine.num_gpus: is 2, but generator.engine.device is cpu: the CPU backend uses no GPU (for more CPU worker processes set generator.engine.num_workers; for GPUs set device to cuda or auto)",
+    );
+    const uneven = loadError({ overrides: { "generator.engine.num_gpus": "2", "generator.engine.num_workers": "3" } });
+    expect(uneven.path).toBe("generator.engine.num_workers");
+    expect(uneven.message).toBe("generator.engine.num_workers: is 3, not a multiple of generator.engine.num_gpus (2): every GPU runs the same number of workers (try 2 or 4)");
   });
 
   test("several problems: one line per path, the error's path is the first line's", () => {

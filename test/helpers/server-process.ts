@@ -28,6 +28,8 @@ export interface SpawnOptions {
   args?: string[];
   /** Added to the server's environment (secrets such as KINO_S3_*). */
   env?: Record<string, string>;
+  /** Taken out of the server's environment (CUDA_VISIBLE_DEVICES, for a server that must choose its GPUs). */
+  unsetEnv?: string[];
 }
 
 export async function spawnServer(outputDir: string, opts: SpawnOptions = {}): Promise<ServerProcess> {
@@ -37,7 +39,9 @@ export async function spawnServer(outputDir: string, opts: SpawnOptions = {}): P
   const command = opts.namespace
     ? ["unshare", "--user", ...(opts.namespace === "root" ? ["--map-root-user", "--mount"] : []), "sh", "-ec", `${opts.setup ?? ""}\nexec "$@"`, "sh", ...serve]
     : serve;
-  const proc = Bun.spawn(command, { stdout: "pipe", stderr: "pipe", env: { ...process.env, ...opts.env } });
+  const env: Record<string, string | undefined> = { ...process.env, ...opts.env };
+  for (const name of opts.unsetEnv ?? []) delete env[name];
+  const proc = Bun.spawn(command, { stdout: "pipe", stderr: "pipe", env });
   let text = "";
   const collect = async (stream: ReadableStream<Uint8Array>) => {
     for await (const chunk of stream) text += new TextDecoder().decode(chunk);

@@ -24,10 +24,14 @@ describe("models and health", () => {
     expect((await expectEnvelope(await fetch(`${server.url}/v1/models/sora-2`), 404)).type).toBe("not_found_error");
   });
 
-  test("GET /health is 200 while the worker is alive", async () => {
+  test("GET /health is 200 while the worker is alive, and lists it", async () => {
     const res = await fetch(`${server.url}/health`);
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ status: "ok" });
+    const [pid] = server.ctx.engine.workerPids();
+    expect(await res.json()).toEqual({
+      status: "ok",
+      workers: [{ index: 0, pid, state: "ready", gpu: 0, device: { backend: "custom pipeline module", cuda_visible_devices: expect.any(String), pci_bus_id: null } }],
+    });
   });
 });
 

@@ -19,7 +19,7 @@ test("a packed checkpoint unpacks to the same files and loads", async () => {
     }
     // Unpacking again reuses the folder keyed by content.
     expect(await unpackBundle(Bun.file(out))).toBe(unpacked);
-    const { pipeline } = await loadPipeline({ type: "init", modelPath: unpacked, device: "cpu", gpu: 0, lora: null });
+    const { pipeline } = await loadPipeline({ type: "init", modelPath: unpacked, device: "cpu", numGpus: 1, lora: null });
     expect(pipeline.card.supports_streaming).toBe(true);
     rmSync(unpacked, { recursive: true, force: true });
     expect(existsSync(unpacked)).toBe(false);

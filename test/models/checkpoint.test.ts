@@ -19,7 +19,7 @@ import { goldenJson, goldenPath } from "./helpers/goldens.ts";
 
 const root = mkdtempSync(join(tmpdir(), "kino-ckpt-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
-const init = (modelPath: string) => ({ type: "init" as const, modelPath, device: "cpu" as const, gpu: 0, lora: null });
+const init = (modelPath: string) => ({ type: "init" as const, modelPath, device: "cpu" as const, numGpus: 1, lora: null });
 
 describe("original Wan layout", () => {
   test("the goldens' DiT, umT5 and VAE as a Wan2.1 release folder generate frames", async () => {

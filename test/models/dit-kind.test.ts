@@ -109,6 +109,6 @@ describe("through a checkpoint folder", () => {
 
   test("the server's loader refuses an i2v checkpoint until the i2v pipeline is served", async () => {
     const dir = await i2vFolder("served", "weights.safetensors");
-    await expect(loadPipeline({ modelPath: dir, device: "cpu", gpu: 0, lora: null })).rejects.toThrow(`${dir}: an image-to-video (i2v) checkpoint; only the text-to-video pipeline is served so far`);
+    await expect(loadPipeline({ modelPath: dir, device: "cpu", numGpus: 1, lora: null })).rejects.toThrow(`${dir}: an image-to-video (i2v) checkpoint; only the text-to-video pipeline is served so far`);
   });
 });

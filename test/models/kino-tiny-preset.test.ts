@@ -19,7 +19,7 @@ let pipeline: Pipeline;
 
 beforeAll(async () => {
   await makeTinyCheckpoint(dir, { preset: "kino-tiny" });
-  pipeline = (await loadPipeline({ type: "init", modelPath: dir, device: "cpu", gpu: 0, lora: null })).pipeline;
+  pipeline = (await loadPipeline({ type: "init", modelPath: dir, device: "cpu", numGpus: 1, lora: null })).pipeline;
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -90,14 +90,14 @@ describe("LoRA merge at load", () => {
       fps: 16, num_inference_steps: 2, guidance_scale: 1, seed: 3, references: [], extra_params: {},
     };
     const ctx = { signal: new AbortController().signal, onProgress: () => {} };
-    const plain = await (await loadPipeline({ type: "init", modelPath: f32Dir, device: "cpu", gpu: 0, lora: null })).pipeline.generate(req, ctx);
-    const adapted = await (await loadPipeline({ type: "init", modelPath: f32Dir, device: "cpu", gpu: 0, lora: { path: join(root, "good.safetensors"), strength: 1 } })).pipeline.generate(req, ctx);
+    const plain = await (await loadPipeline({ type: "init", modelPath: f32Dir, device: "cpu", numGpus: 1, lora: null })).pipeline.generate(req, ctx);
+    const adapted = await (await loadPipeline({ type: "init", modelPath: f32Dir, device: "cpu", numGpus: 1, lora: { path: join(root, "good.safetensors"), strength: 1 } })).pipeline.generate(req, ctx);
     expect(adapted.frames.length).toBe(5);
     expect(adapted.frames).not.toEqual(plain.frames);
   });
 
   test("a wrong adapter fails at start with the tensor's name", async () => {
-    const load = (file: string) => loadPipeline({ type: "init", modelPath: f32Dir, device: "cpu", gpu: 0, lora: { path: join(root, file), strength: 1 } });
+    const load = (file: string) => loadPipeline({ type: "init", modelPath: f32Dir, device: "cpu", numGpus: 1, lora: { path: join(root, file), strength: 1 } });
     await expect(load("unknown.safetensors")).rejects.toThrow("adapter tensor 'transformer.blocks.9.attn1.to_q.lora_A.weight' matches no tensor of the model");
     await expect(load("shape.safetensors")).rejects.toThrow("LoRA 'blocks.0.attn1.to_k.lora_B.weight' [32,2] × 'blocks.0.attn1.to_k.lora_A.weight' [2,16] does not fit 'blocks.0.self_attn.k.weight' [32,32]");
     await expect(load("half.safetensors")).rejects.toThrow("LoRA for 'blocks.0.self_attn.k.weight' has no up (lora_B) matrix");

@@ -21,9 +21,9 @@ beforeAll(async () => {
   await makeTinyCheckpoint(causalDir, { causal: true, bf16: true });
   await makeTinyCheckpoint(bidiDir, { causal: false });
   await makeTinyCheckpoint(continuingDir, { causal: true, bf16: true, continuationStrength: 0.5 }); // causal's weights
-  causal = (await loadPipeline({ type: "init", modelPath: causalDir, device: "cpu", gpu: 0, lora: null })).pipeline;
-  bidi = (await loadPipeline({ type: "init", modelPath: bidiDir, device: "cpu", gpu: 0, lora: null })).pipeline;
-  continuing = (await loadPipeline({ type: "init", modelPath: continuingDir, device: "cpu", gpu: 0, lora: null })).pipeline;
+  causal = (await loadPipeline({ type: "init", modelPath: causalDir, device: "cpu", numGpus: 1, lora: null })).pipeline;
+  bidi = (await loadPipeline({ type: "init", modelPath: bidiDir, device: "cpu", numGpus: 1, lora: null })).pipeline;
+  continuing = (await loadPipeline({ type: "init", modelPath: continuingDir, device: "cpu", numGpus: 1, lora: null })).pipeline;
 });
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 

@@ -45,6 +45,7 @@ describe.skipIf(!hasNvcc)("libkino_cuda.so", () => {
     if (r.backend) {
       // A GPU answered: the backend describes it instead.
       expect(r.backend.description).toMatch(/^CUDA .+ \(sm_\d+, \d+ GiB\)$/);
+      expect(r.backend.pciBusId).toMatch(/^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]$/i); // which physical GPU, for /health
       r.backend.dispose();
       return;
     }

@@ -48,6 +48,22 @@ describe("openBackend", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+  test("auto under a multi-GPU config takes CUDA or fails with the config's reason, never WebAssembly", async () => {
+    const lines: string[] = [];
+    try {
+      const be = await openBackend("auto", { requireCuda: "generator.engine.num_gpus is 2", log: (l) => lines.push(l) });
+      expect(be.name).toBe("cuda");
+      be.dispose();
+    } catch (e) {
+      expect((e as Error).message).toMatch(/^generator\.engine\.num_gpus is 2, so this worker needs a CUDA GPU, but .+/);
+      expect(lines).toEqual([]);
+    }
+  });
+  test("no device under CUDA_VISIBLE_DEVICES names the index it was pinned to", () => {
+    const error100 = "no device: cudaGetDeviceCount: no CUDA-capable device is detected (error 100)";
+    expect(cudaUnavailableReason(error100, undefined, "3")).toBe("no GPU answers as CUDA_VISIBLE_DEVICES=3 (does this machine have that GPU? nvidia-smi -L lists them)");
+    expect(cudaUnavailableReason(error100, undefined, undefined)).toBe(`CUDA unavailable (${error100})`);
+  });
   test("an unknown setting is an error", async () => {
     await expect(openBackend("tpu" as never)).rejects.toThrow('unknown device setting "tpu"');
   });

@@ -35,6 +35,7 @@ export const CUDA_SYMBOLS = {
   kc_last_error: { args: [ptr], returns: cstring },
   kc_error_string: { args: [i32], returns: cstring },
   kc_device_info: { args: [ptr, ptr, i32, ptr], returns: i32 },
+  kc_device_pci_bus_id: { args: [ptr, ptr, i32], returns: i32 },
   kc_memory_stats: { args: [ptr, ptr], returns: FFIType.void },
   kc_alloc: { args: [ptr, u64], returns: ptr },
   kc_free: { args: [ptr, dev], returns: i32 },
@@ -155,6 +156,8 @@ export class CudaBackend implements Backend {
   readonly device = "cuda" as const;
   readonly description: string;
   readonly smVersion: number;
+  /** The GPU's PCI bus id ("0000:19:00.0"): the same physical device under any CUDA_VISIBLE_DEVICES index. */
+  readonly pciBusId: string;
   #disposed = false;
   #paths: Record<KernelOp, number> = { ...AUTO_PATHS };
   #ran: Record<KernelOp, string | null> = { gemm: null, attention: null };
@@ -167,6 +170,9 @@ export class CudaBackend implements Backend {
     this.smVersion = Number(info[0]) * 10 + Number(info[1]);
     const gib = Math.round(Number(info[3]) / 2 ** 30);
     this.description = `CUDA ${new TextDecoder().decode(name.subarray(0, name.indexOf(0)))} (sm_${this.smVersion}, ${gib} GiB)`;
+    const bus = new Uint8Array(32);
+    this.check(lib.symbols.kc_device_pci_bus_id(ctx, bus, bus.length), "PCI bus id");
+    this.pciBusId = new TextDecoder().decode(bus.subarray(0, bus.indexOf(0)));
   }
 
   private get k() {
