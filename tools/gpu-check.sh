@@ -7,17 +7,18 @@
 #      every GEMM path (wgmma, mma.sync, SIMT; bf16 and f32 activations; the GELU and gated-residual
 #      epilogues, in place) and the attention kernels
 #      (D 16…128, Lq ≠ Lk, kvLen < Lk, block-causal, T5 bias, SIMT head sizes), each tensor-core
-#      attention result also against its precision promise (attention.cu: |err| ≤ 2^-7 · max|v|),
-#      and conv3d on both paths (tensor cores, SIMT) at awkward shapes and the Wan-VAE decoder's,
-#      each against its promise (conv.cuh);
-#   3. benchmarks bf16 GEMM (4096³ and the Wan-1.3B shapes at M = 4680), attention (12 heads × 128,
-#      Lq 4680, Lk 4680/18720/32760, one block-causal case) and conv3d (the Wan-VAE decoder's 3³ convs
-#      at its 832x480 levels) in TFLOP/s, side by side with PyTorch (cuBLAS, SDPA, cuDNN) in the same
-#      run, as one table;
+#      attention result also against its precision promise (attention.cu: |err| ≤ 2^-7 · max|v|);
+#   3. benchmarks bf16 GEMM (4096³ and the Wan-1.3B shapes at M = 4680) and attention (12 heads × 128,
+#      Lq 4680, Lk 4680/18720/32760, one block-causal case) in TFLOP/s, side by side with PyTorch
+#      (cuBLAS, SDPA) in the same run, as one table;
 #   then the same checks and benchmarks for the Hopper attention kernel (attention path 2, wgmma; not
 #   yet chosen by auto), last and under a watchdog: a hang there prints what was measured and fails
 #   the step instead of eating the time of the rest;
-#   4. times the Wan2.1 VAE decoder (random weights, real geometry) at 832x480, ms per 3-latent-frame
+#   4. conv3d in a process of its own (tools/gpu-check-conv.py, so that a fault there cannot take the
+#      checks above with it): both paths (tensor cores, SIMT) against PyTorch at awkward shapes and the
+#      Wan-VAE decoder's, each against its promise (conv.cuh), and TFLOP/s beside cuDNN at the
+#      decoder's 832x480 levels;
+#   5. times the Wan2.1 VAE decoder (random weights, real geometry) at 832x480, ms per 3-latent-frame
 #      chunk (tools/bench/vae-decode.ts), and runs the op sweep (test/runtime/ops.test.ts +
 #      cuda.test.ts), when bun is available.
 # GPU machines of the lab image have python3 + torch but no bun: carry one compressed
@@ -88,9 +89,6 @@ lib.kc_timer_stop.restype = C.c_double
 lib.kc_gemm.argtypes = [vp, vp, vp, i32, vp, i32, vp, i32, i32, i32, i32, vp, vp, i32, i32]
 lib.kc_attention.argtypes = [vp, vp, vp, vp, vp, i32, vp, i32, i32, i32, i32, i32, i32, f32, i32, i32]
 lib.kc_set_paths.argtypes = [vp, i32, i32, i32]
-lib.kc_conv3d.argtypes = [vp, vp, vp, vp, vp, i32, vp, i32, C.POINTER(C.c_int32)]
-lib.kc_last_kernel.restype = C.c_char_p
-lib.kc_last_kernel.argtypes = [vp, i32]
 F32, BF16 = 0, 1
 failures = []
 
@@ -206,87 +204,6 @@ q, k, v = rnd(1, 100, 2, 128), rnd(1, 230, 2, 128), rnd(1, 230, 2, 128)
 report("f32 simt (exact mode) D=128 Lq=100 Lk=230 block=50/100",
        rel(kino_attention(exact, q, k, v, 230, 128 ** -0.5, None, 50, 100), ref_attention(q, k, v, 230, 128 ** -0.5, None, 50, 100)), 1e-5)
 
-# ---- conv3d (kernels/cuda/conv.cuh): the tensor-core path (conv_path 2) and SIMT (1) against
-# PyTorch's conv3d in float64, each held to its stated promise per element:
-#   mma.sync |out − ref| ≤ (u_x + u_w + u_x·u_w + K·2^-23)·S, SIMT ≤ K·2^-24·S (+ 2^-24·|ref| for the
-#   bias), S = conv(|x̂|, |w|), u_x = 2^-8, u_w = 2^-8 for f32/f16 weights and 0 for bf16 ones;
-# and the tensor-core result also against the reference on bf16-rounded operands (rel err).
-def conv_geom(x, w, pad, stride, time_pad):
-    B, Cin, T, H, W = x.shape; Cout, _, kt, kh, kw = w.shape
-    top, bottom, left, right = pad; st, sh, sw = stride
-    span = lambda n, k, s: 0 if n < k else (n - k) // s + 1
-    To, Ho, Wo = span(time_pad + T, kt, st), span(H + top + bottom, kh, sh), span(W + left + right, kw, sw)
-    return (C.c_int32 * 17)(Cin, Cout, T, H, W, kt, kh, kw, st, sh, sw, time_pad, top, left, To, Ho, Wo), (B, Cout, To, Ho, Wo)
-
-W_DT = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
-
-def conv_rc(ctx, out, x, w, bias, prev, pad, stride, time_pad):
-    geom, _ = conv_geom(x, w, pad, stride, time_pad)
-    return lib.kc_conv3d(ctx, p(out), p(x), p(prev), p(w), W_DT[w.dtype], p(bias), x.shape[0], geom)
-
-def kino_conv(ctx, x, w, bias, prev, pad, stride, time_pad):
-    out = torch.empty(conv_geom(x, w, pad, stride, time_pad)[1], device="cuda")
-    torch.cuda.synchronize()
-    call(ctx, conv_rc(ctx, out, x, w, bias, prev, pad, stride, time_pad), f"conv3d x {tuple(x.shape)} w {tuple(w.shape)}")
-    return out, lib.kc_last_kernel(ctx, 2).decode()
-
-def causal_input(x, prev, pad, time_pad):
-    # cat(prev or zeros, x) along time, then the spatial zero padding: what every conv3d call sees
-    B, Cin, T, H, W = x.shape
-    front = [] if not time_pad else [prev.to(x.dtype) if prev is not None else torch.zeros(B, Cin, time_pad, H, W, dtype=x.dtype, device="cuda")]
-    top, bottom, left, right = pad
-    return torch.nn.functional.pad(torch.cat(front + [x], 2), (left, right, top, bottom))
-
-def ref_conv(x, w, bias, prev, pad, stride, time_pad):
-    xx = causal_input(x.double(), None if prev is None else prev.double(), pad, time_pad)
-    return torch.nn.functional.conv3d(xx, w.double(), None if bias is None else bias.double(), stride=stride)
-
-conv_ctx = {"mma.sync": context(None), "simt": context(None), "auto": context(None)}
-lib.kc_set_paths(conv_ctx["mma.sync"], 0, 0, 2)
-lib.kc_set_paths(conv_ctx["simt"], 0, 0, 1)
-# (label, B, Cin, Cout, T, H, W, kernel, pad (top, bottom, left, right), stride, timePad, prev, w dtype)
-conv_cases = [
-    ("causal 3³, batch 2, Cin 3, Cout 5", 2, 3, 5, 4, 7, 9, (3, 3, 3), (1, 1, 1, 1), (1, 1, 1), 2, True, torch.float32),
-    ("Cin 40, Cout 130, cache", 1, 40, 130, 2, 9, 17, (3, 3, 3), (1, 1, 1, 1), (1, 1, 1), 2, True, torch.float32),
-    ("Cout 256 (1,3,3), batch 2", 2, 32, 256, 1, 6, 7, (1, 3, 3), (1, 1, 1, 1), (1, 1, 1), 0, False, torch.bfloat16),
-    ("downsample: pad (0,1,0,1), stride 2", 1, 20, 3, 1, 9, 9, (1, 3, 3), (0, 1, 0, 1), (1, 2, 2), 0, False, torch.bfloat16),
-    ("1×1×1, f16 weights", 1, 64, 24, 1, 5, 7, (1, 1, 1), (0, 0, 0, 0), (1, 1, 1), 0, False, torch.float16),
-    ("time stride 2, no cache", 1, 16, 100, 3, 13, 11, (3, 3, 3), (1, 1, 1, 1), (2, 1, 1), 2, False, torch.float32),
-    # the Wan2.1 VAE decoder's convs, real channels (levels 2-3 cropped to 120x208 to keep fp64 fast)
-    ("Wan conv1 16→384 3³ 60x104", 1, 16, 384, 1, 60, 104, (3, 3, 3), (1, 1, 1, 1), (1, 1, 1), 2, True, torch.float32),
-    ("Wan middle 384→384 3³ 60x104", 1, 384, 384, 1, 60, 104, (3, 3, 3), (1, 1, 1, 1), (1, 1, 1), 2, True, torch.float32),
-    ("Wan time_conv 384→768 (3,1,1) 60x104", 1, 384, 768, 1, 60, 104, (3, 1, 1), (0, 0, 0, 0), (1, 1, 1), 2, True, torch.float32),
-    ("Wan shortcut 192→384 1³ 120x208", 1, 192, 384, 2, 120, 208, (1, 1, 1), (0, 0, 0, 0), (1, 1, 1), 0, False, torch.float32),
-    ("Wan level 1 384→384 3³ 120x208", 1, 384, 384, 2, 120, 208, (3, 3, 3), (1, 1, 1, 1), (1, 1, 1), 2, True, torch.bfloat16),
-    ("Wan up conv 384→192 (1,3,3) 240x416", 1, 384, 192, 2, 240, 416, (1, 3, 3), (1, 1, 1, 1), (1, 1, 1), 0, False, torch.float32),
-    ("Wan level 3 96→96 3³ (120x208 crop)", 1, 96, 96, 4, 120, 208, (3, 3, 3), (1, 1, 1, 1), (1, 1, 1), 2, True, torch.float32),
-    ("Wan head 96→3 3³ (120x208 crop)", 1, 96, 3, 4, 120, 208, (3, 3, 3), (1, 1, 1, 1), (1, 1, 1), 2, True, torch.float32),
-]
-print("conv3d correctness (promise: |err| / bound ≤ 1):", flush=True)
-try:
-    for (label, B, Cin, Cout, T, H, W, k, pad, stride, tp, with_prev, wdt) in conv_cases:
-        x, w, bias = rnd(B, Cin, T, H, W), rnd(Cout, Cin, *k).to(wdt), rnd(Cout)
-        prev = rnd(B, Cin, tp, H, W) if with_prev and tp else None
-        K = Cin * k[0] * k[1] * k[2]
-        want = ref_conv(x, w, bias, prev, pad, stride, tp)
-        S = ref_conv(x.abs(), w.abs(), None, None if prev is None else prev.abs(), pad, stride, tp)
-        u_w = 0 if wdt == torch.bfloat16 else 2 ** -8
-        for path in ("mma.sync", "simt"):
-            got, ran = kino_conv(conv_ctx[path], x, w, bias, prev, pad, stride, tp)
-            rate = (2 ** -8 + u_w + 2 ** -8 * u_w + K * 2 ** -23) if path == "mma.sync" else K * 2 ** -24
-            bound = rate * S + 2 ** -24 * want.abs() + 1e-30
-            name = f"conv {path}: {label}"
-            if ran != path: report(f"{name} ran {ran}", 1.0, 0.5); continue
-            report(name + " promise", ((got.double() - want).abs() / bound).max().item(), 1)
-            if path == "mma.sync":
-                rounded = ref_conv(bf(x), bf(w.float()), bias, None if prev is None else bf(prev), pad, stride, tp)
-                report(name + " vs bf16-rounded ref", rel(got, rounded), 1e-4)
-        _, ran = kino_conv(conv_ctx["auto"], x, w, bias, prev, pad, stride, tp)
-        print(f"       auto picks {ran} for {label}", flush=True)
-except Exception as e:  # a fault leaves the contexts unusable: report it and go on to the benchmarks
-    print(f"  FAIL conv3d: {e}")
-    failures.append(f"conv3d: {e}")
-
 def bench(ctx, fn, flops, iters=20):
     for _ in range(3): fn()
     torch.cuda.synchronize()
@@ -342,31 +259,6 @@ for label, Lq, Lk, block, qoff in attention_shapes:
     kt, tt = attention_bench(ctx, label, Lq, Lk, block, qoff)
     rows.append((f"attention 12x128 {label} [mma.sync]", kt, tt))
 
-# conv3d at the Wan2.1 VAE decoder's 832x480 levels, one decode call each (a chunk's frames at that
-# level, the causal cache of 2 frames): kino (f32 activations and weights, as the VAE keeps them; its
-# bf16 repack included) against cuDNN's bf16 conv3d on the already padded bf16 input, the better of
-# NCDHW and channels-last.
-conv_bench_shapes = [("384→384 3³ 104x60 T1", 384, 384, 1, 60, 104), ("384→384 3³ 208x120 T2", 384, 384, 2, 120, 208),
-                     ("192→192 3³ 416x240 T4", 192, 192, 4, 240, 416), ("96→96 3³ 832x480 T4", 96, 96, 4, 480, 832),
-                     ("96→3 3³ 832x480 T4 (head)", 96, 3, 4, 480, 832)]
-torch.backends.cudnn.benchmark = True  # let cuDNN pick its fastest algorithm in the warm-up
-try:
-    for label, Cin, Cout, T, H, W in conv_bench_shapes:
-        x, prev, w, bias = rnd(1, Cin, T, H, W), rnd(1, Cin, 2, H, W), rnd(Cout, Cin, 3, 3, 3) * 0.05, rnd(Cout)
-        out = torch.empty(1, Cout, T, H, W, device="cuda")
-        flops = 2 * T * H * W * Cout * Cin * 27
-        c = conv_ctx["auto"]
-        kt = bench(c, lambda: conv_rc(c, out, x, w, bias, prev, (1, 1, 1, 1), (1, 1, 1), 2), flops, 10)
-        ran = lib.kc_last_kernel(c, 2).decode()
-        xx, wb, bb = causal_input(x, prev, (1, 1, 1, 1), 2).to(torch.bfloat16), w.to(torch.bfloat16), bias.to(torch.bfloat16)
-        tt = torch_bench(lambda: torch.nn.functional.conv3d(xx, wb, bb), flops, 10)
-        xl, wl = xx.to(memory_format=torch.channels_last_3d), wb.to(memory_format=torch.channels_last_3d)
-        tt = max(tt, torch_bench(lambda: torch.nn.functional.conv3d(xl, wl, bb), flops, 10))
-        rows.append((f"conv3d {label} [{ran}]", kt, tt))
-        del x, prev, out, xx, xl
-except Exception as e:
-    print(f"  FAIL conv3d benchmark: {e}")
-    failures.append(f"conv3d benchmark: {e}")
 
 def print_table():
     print(f"\n| {'op':60s} | kino TFLOP/s | torch TFLOP/s | kino/torch |")
@@ -443,6 +335,9 @@ if failures:
     sys.exit(1)
 print("\nall correctness checks passed")
 PY
+
+step "conv3d vs PyTorch, then benchmarks"
+timeout 150 python3 tools/gpu-check-conv.py || status=1
 
 step "Wan2.1 VAE decode at 832x480 (bun)"
 if [ -n "$BUN" ]; then
