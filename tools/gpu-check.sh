@@ -14,8 +14,14 @@
 #   then the same checks and benchmarks for the Hopper attention kernel (attention path 2, wgmma; not
 #   yet chosen by auto), last and under a watchdog: a hang there prints what was measured and fails
 #   the step instead of eating the time of the rest;
-#   4. runs the op sweep (test/runtime/ops.test.ts + cuda.test.ts) when bun is available;
-#   5. multi-GPU (≤ 20 s): with ≥ 2 GPUs in `nvidia-smi -L`, starts `kino serve` with num_gpus = that
+#   4. conv3d in a process of its own (tools/gpu-check-conv.py, so that a fault there cannot take the
+#      checks above with it): both paths (tensor cores, SIMT) against PyTorch at awkward shapes and the
+#      Wan-VAE decoder's, each against its promise (conv.cuh), and TFLOP/s beside cuDNN at the
+#      decoder's 832x480 levels;
+#   5. times the Wan2.1 VAE decoder (random weights, real geometry) at 832x480, ms per 3-latent-frame
+#      chunk (tools/bench/vae-decode.ts), and runs the op sweep (test/runtime/ops.test.ts +
+#      cuda.test.ts), when bun is available;
+#   6. multi-GPU (≤ 20 s): with ≥ 2 GPUs in `nvidia-smi -L`, starts `kino serve` with num_gpus = that
 #      count on kino-tiny and checks that every worker reports CUDA on a distinct GPU (its PCI bus id,
 #      against nvidia-smi's) and that nvidia-smi shows each worker process on the GPU it reported; with
 #      one GPU it checks instead that num_gpus 2 is refused naming worker 1's CUDA_VISIBLE_DEVICES=1
@@ -87,7 +93,7 @@ lib.kc_timer_stop.argtypes = [vp]
 lib.kc_timer_stop.restype = C.c_double
 lib.kc_gemm.argtypes = [vp, vp, vp, i32, vp, i32, vp, i32, i32, i32, i32, vp, vp, i32, i32]
 lib.kc_attention.argtypes = [vp, vp, vp, vp, vp, i32, vp, i32, i32, i32, i32, i32, i32, f32, i32, i32]
-lib.kc_set_paths.argtypes = [vp, i32, i32]
+lib.kc_set_paths.argtypes = [vp, i32, i32, i32]
 F32, BF16 = 0, 1
 failures = []
 
@@ -198,7 +204,7 @@ for D in (16, 32, 64, 128, 80):
         report(("bf16 mma " if tc else "f32 simt ") + name, rel(got, want), 2e-2 if tc else 1e-5)
         if tc: report_promise("bf16 mma " + name, got, want, v, kv)
 exact = context("simt")
-lib.kc_set_paths(exact, 2, 1)  # what openCudaBackend({ exact: true }) does
+lib.kc_set_paths(exact, 2, 1, 1)  # what openCudaBackend({ exact: true }) does
 q, k, v = rnd(1, 100, 2, 128), rnd(1, 230, 2, 128), rnd(1, 230, 2, 128)
 report("f32 simt (exact mode) D=128 Lq=100 Lk=230 block=50/100",
        rel(kino_attention(exact, q, k, v, 230, 128 ** -0.5, None, 50, 100), ref_attention(q, k, v, 230, 128 ** -0.5, None, 50, 100)), 1e-5)
@@ -257,6 +263,7 @@ def attention_bench(ctx, label, Lq, Lk, block, qoff):
 for label, Lq, Lk, block, qoff in attention_shapes:
     kt, tt = attention_bench(ctx, label, Lq, Lk, block, qoff)
     rows.append((f"attention 12x128 {label} [mma.sync]", kt, tt))
+
 
 def print_table():
     print(f"\n| {'op':60s} | kino TFLOP/s | torch TFLOP/s | kino/torch |")
@@ -333,6 +340,16 @@ if failures:
     sys.exit(1)
 print("\nall correctness checks passed")
 PY
+
+step "conv3d vs PyTorch, then benchmarks"
+timeout 150 python3 tools/gpu-check-conv.py || status=1
+
+step "Wan2.1 VAE decode at 832x480 (bun)"
+if [ -n "$BUN" ]; then
+  timeout 120 "$BUN" tools/bench/vae-decode.ts --width 832 --height 480 --chunk 3 --chunks 4 || status=1
+else
+  echo "skipped: no bun on this machine (carry .gpu/bun.gz or set KINO_BUN)"
+fi
 
 step "op sweep (bun test)"
 if [ -n "$BUN" ]; then

@@ -31,10 +31,12 @@ struct KcContext {
   int gemm_path;               // 0 auto, 1 force mma.sync, 2 force SIMT, 3 force wgmma (KINO_CUDA_GEMM=mma|simt)
   int attention_path;          // 0 auto, 1 force the f32 SIMT kernel, 2 force wgmma, 3 force mma.sync
                                // (KINO_CUDA_ATTENTION=f32|wgmma)
-  // The kernel the last kc_gemm / kc_attention call ran ("wgmma", "mma.sync", "simt"; "" when it
-  // launched none), so that callers (the op sweep) know which precision the result carries.
+  int conv_path;               // 0 auto, 1 force the f32 SIMT kernel, 2 force mma.sync (KINO_CUDA_CONV=simt|mma)
+  // The kernel the last kc_gemm / kc_attention / kc_conv3d call ran ("wgmma", "mma.sync", "simt"; ""
+  // when it launched none), so that callers (the op sweep) know which precision the result carries.
   const char* last_gemm;
   const char* last_attention;
+  const char* last_conv;
   cudaEvent_t timer[2];        // kc_timer_start / kc_timer_stop, created on first use
   char error[512];
 };
@@ -68,6 +70,14 @@ int kc_convert_launch(KcContext* ctx, const void* src, int src_dt, void* dst, in
 
 static inline unsigned kc_blocks(int64_t n, int threads) { return (unsigned)((n + threads - 1) / threads); }
 
+// A kernel launch, `KC_LAUNCH(kernel, grid, block, smem, stream)(args...)`. The CPU emulator of the
+// tensor-core kernels (test/runtime/cuda-emulator) compiles kernel files with KC_EMULATE defined and
+// supplies its own KC_LAUNCH, thread indices, barriers and the primitives marked below, so that
+// their indexing is tested on machines without a GPU.
+#ifndef KC_EMULATE
+#define KC_LAUNCH(kernel, grid, block, smem, stream) kernel<<<(grid), (block), (smem), (stream)>>>
+#endif
+
 // ---- device helpers ------------------------------------------------------------------------------
 
 // Loads one element of any supported dtype as f32.
@@ -87,6 +97,7 @@ __device__ __forceinline__ float kc_gelu_tanh(float v) {
   return 0.5f * v * (1.f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
 }
 
+#ifndef KC_EMULATE  // from here to the mma wrapper: the emulator's own versions replace these
 __device__ __forceinline__ float kc_warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -128,6 +139,11 @@ __device__ __forceinline__ float kc_block_max(float v) {
 __device__ __forceinline__ uint32_t kc_smem_addr(const void* p) {
   return (uint32_t)__cvta_generic_to_shared(p);
 }
+// The block's dynamic shared memory (the launch's smem bytes), 128-byte aligned.
+__device__ __forceinline__ uint8_t* kc_dynamic_smem() {
+  extern __shared__ __align__(128) uint8_t kc_smem[];
+  return kc_smem;
+}
 
 // 16-byte global→shared copy that bypasses L1; src_bytes < 16 zero-fills the rest (0 = all zeros),
 // which is how every tiled kernel here handles rows and columns past the end of a matrix.
@@ -168,6 +184,8 @@ __device__ __forceinline__ void kc_mma_16816(float* d, const uint32_t* a, const 
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
   }
 }
+
+#endif  // KC_EMULATE
 
 // Two f32 → one packed pair of bf16 (low half = first element), the A-operand register format.
 __device__ __forceinline__ uint32_t kc_pack_bf16(float lo, float hi) {

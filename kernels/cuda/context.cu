@@ -140,7 +140,7 @@ KC_API KcContext* kc_create(int device, int32_t* code, char* err, int err_len) {
   ctx->alloc = new KcAllocator();
   ctx->encode_tensor_map = nullptr;
   ctx->gemm_path = 0;
-  ctx->last_gemm = ctx->last_attention = "";
+  ctx->last_gemm = ctx->last_attention = ctx->last_conv = "";
   ctx->timer[0] = ctx->timer[1] = nullptr;
   const char* path = getenv("KINO_CUDA_GEMM");
   if (path && strcmp(path, "mma") == 0) ctx->gemm_path = 1;
@@ -149,6 +149,10 @@ KC_API KcContext* kc_create(int device, int32_t* code, char* err, int err_len) {
   ctx->attention_path = 0;
   if (attention && strcmp(attention, "f32") == 0) ctx->attention_path = 1;
   if (attention && strcmp(attention, "wgmma") == 0) ctx->attention_path = 2;
+  const char* conv = getenv("KINO_CUDA_CONV");
+  ctx->conv_path = 0;
+  if (conv && strcmp(conv, "simt") == 0) ctx->conv_path = 1;
+  if (conv && strcmp(conv, "mma") == 0 && ctx->sm_major >= 8) ctx->conv_path = 2;
   if ((e = cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking)) != cudaSuccess) {
     snprintf(msg, sizeof msg, "cudaStreamCreate: %s (error %d)", cudaGetErrorString(e), (int)e);
     if (code) *code = (int32_t)e;
@@ -187,16 +191,17 @@ KC_API void kc_destroy(KcContext* ctx) {
 }
 
 // Kernel choice: gemm_path 0 auto / 1 mma.sync / 2 SIMT / 3 wgmma; attention_path 0 auto / 1 f32 SIMT /
-// 2 wgmma / 3 mma.sync. gemm_path 2 and attention_path 1 are the exact ones (f32 products, no bf16
-// rounding of activations), for tests and comparisons; attention_path 2 runs the Hopper kernel that
+// 2 wgmma / 3 mma.sync; conv_path 0 auto / 1 SIMT / 2 mma.sync. gemm_path 2, attention_path 1 and
+// conv_path 1 are the exact ones (f32 products, no bf16 rounding of activations), for tests and
+// comparisons; forced mma.sync conv runs every call (any shape) on the tensor cores; attention_path 2 runs the Hopper kernel that
 // auto does not pick yet (attention.cu). A forced tensor-core path still falls back where a call's
 // shape or dtypes rule the kernel out (kc_last_kernel names what ran), except forced wgmma attention,
 // which fails instead; a path this device cannot run at all is refused here.
-KC_API int kc_set_paths(KcContext* ctx, int gemm_path, int attention_path) {
-  if (gemm_path < 0 || gemm_path > 3 || attention_path < 0 || attention_path > 3)
-    return kc_fail(ctx, KC_E_ARG, "kc_set_paths", "gemm_path and attention_path must be 0..3");
+KC_API int kc_set_paths(KcContext* ctx, int gemm_path, int attention_path, int conv_path) {
+  if (gemm_path < 0 || gemm_path > 3 || attention_path < 0 || attention_path > 3 || conv_path < 0 || conv_path > 2)
+    return kc_fail(ctx, KC_E_ARG, "kc_set_paths", "gemm_path and attention_path must be 0..3, conv_path 0..2");
   char why[160];
-  if ((gemm_path == 1 || attention_path == 3) && ctx->sm_major < 8) {
+  if ((gemm_path == 1 || attention_path == 3 || conv_path == 2) && ctx->sm_major < 8) {
     snprintf(why, sizeof why, "mma.sync needs sm_80 or newer, this device is sm_%d%d", ctx->sm_major, ctx->sm_minor);
     return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_set_paths", why);
   }
@@ -207,11 +212,15 @@ KC_API int kc_set_paths(KcContext* ctx, int gemm_path, int attention_path) {
   }
   ctx->gemm_path = gemm_path;
   ctx->attention_path = attention_path;
+  ctx->conv_path = conv_path;
   return 0;
 }
 
-// op 0: the kernel the last kc_gemm ran, op 1: the last kc_attention's (names: KcContext).
-KC_API const char* kc_last_kernel(KcContext* ctx, int op) { return op == 0 ? ctx->last_gemm : ctx->last_attention; }
+// op 0: the kernel the last kc_gemm ran, op 1: the last kc_attention's, op 2: the last kc_conv3d's
+// (names: KcContext).
+KC_API const char* kc_last_kernel(KcContext* ctx, int op) {
+  return op == 0 ? ctx->last_gemm : op == 1 ? ctx->last_attention : op == 2 ? ctx->last_conv : "";
+}
 
 KC_API const char* kc_last_error(KcContext* ctx) { return ctx ? ctx->error : "no context"; }
 

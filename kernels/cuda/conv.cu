@@ -1,124 +1,38 @@
-// Causal Conv3d (and Conv2d, which is Conv3d with one frame, kt = 1 and no time padding) as an
-// implicit GEMM: per batch item, out[co, pos] = bias[co] + Σ_k w[co, k] · x̂[k, pos], where
-// k = (ci, a, r, q) runs over the kernel window and pos = (to, yo, xo) over the output; x̂ is never
-// materialised, each tile of it is gathered from x (or from `prev`, the cached frames before x).
+// kc_conv3d: picks the convolution kernel for a call (semantics, kernels and precision: conv.cuh).
 //
-// CPU reference (src/runtime/reference.ts `conv3d`): x [B, Cin, T, H, W], w [Cout, Cin, kt, kh, kw]
-// (f32/bf16/f16), out [B, Cout, To, Ho, Wo];
-//   x̂[k, pos] = X(ci, to·st + a − timePad, yo·sh + r − top, xo·sw + q − left)
-//   X(c, t, y, x) = 0 outside [0,H)×[0,W); for t < 0: prev[c, timePad + t, y, x], or 0 without prev.
-//
-// This version is SIMT f32 (exact products): 64 output channels × 64 positions per 256-thread block,
-// 16 k per step, each thread 4×4 outputs, like gemm_simt.cu. Each thread gathers a fixed output
-// position (decomposed once) for 4 different k per step, so the gather's divisions stay out of the
-// inner loop. A tensor-core variant (bf16 x̂ tiles through ldmatrix.trans) is the next step for the VAE.
-#include "common.cuh"
+//   sm_80+, and the tiles are worth it → tensor cores (conv_mma.cu: x and w rounded to bf16)
+//   otherwise                          → SIMT (exact f32 products)
+// "Worth it": Cout ≥ 64 with K = Cin·kt·kh·kw ≥ 256 (every Wan-VAE conv but the output one), or
+// K ≥ 2048 for narrow outputs (the Wan-VAE's 96 → 3 output conv). Small convs (the test models'
+// VAEs, patch embeddings) stay exact: they cost little either way, and their outputs are compared
+// with the CPU's to tight tolerances.
+// kc_set_paths (conv_path 1 SIMT, 2 tensor cores) forces a kernel for every call (the op sweep runs
+// each case on both); ctx->last_conv names the kernel each call ran.
+#include "conv.cuh"
 #include <string.h>
 
-namespace {
-constexpr int TILE = 64, TK = 16, THREADS = 256;
-
-struct ConvGeom {
-  int Cin, Cout, T, H, W, kt, kh, kw, st, sh, sw, time_pad, top, left, To, Ho, Wo;
-};
-
-__device__ __forceinline__ float widen(float v) { return v; }
-__device__ __forceinline__ float widen(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float widen(__half v) { return __half2float(v); }
-
-template <typename TW>
-__global__ void __launch_bounds__(THREADS) conv3d_kernel(float* __restrict__ out, const float* __restrict__ x,
-                                                       const float* __restrict__ prev, const TW* __restrict__ w,
-                                                       const float* __restrict__ bias, ConvGeom g) {
-  __shared__ float Ws[TK][TILE + 1];
-  __shared__ float Xs[TK][TILE + 1];
-  const int b = blockIdx.z;
-  const int co0 = blockIdx.y * TILE;
-  const int64_t P = (int64_t)g.To * g.Ho * g.Wo;
-  const int64_t p0 = (int64_t)blockIdx.x * TILE;
-  const int K = g.Cin * g.kt * g.kh * g.kw, kwin = g.kt * g.kh * g.kw, khw = g.kh * g.kw;
-  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-
-  // This thread's gather position (fixed for the whole kernel) and its first input coordinates.
-  const int gp = threadIdx.x % TILE, gk = threadIdx.x / TILE;  // gk: 0..3, +4 per repeat
-  const int64_t pos = p0 + gp;
-  const bool pos_ok = pos < P;
-  const int xo = pos_ok ? (int)(pos % g.Wo) : 0;
-  const int yo = pos_ok ? (int)((pos / g.Wo) % g.Ho) : 0;
-  const int to = pos_ok ? (int)(pos / ((int64_t)g.Wo * g.Ho)) : 0;
-  const int t0 = to * g.st - g.time_pad, y0 = yo * g.sh - g.top, x0 = xo * g.sw - g.left;
-  const int64_t plane = (int64_t)g.H * g.W;
-  const float* xb = x + (int64_t)b * g.Cin * g.T * plane;
-  const float* pb = prev ? prev + (int64_t)b * g.Cin * g.time_pad * plane : nullptr;
-
-  float acc[4][4] = {};
-  for (int k0 = 0; k0 < K; k0 += TK) {
-#pragma unroll
-    for (int i = 0; i < TILE * TK / THREADS; i++) {
-      // Weights: row co, column k (K-major, contiguous).
-      int idx = threadIdx.x + i * THREADS, r = idx / TK, c = idx % TK;
-      int co = co0 + r, k = k0 + c;
-      Ws[c][r] = (co < g.Cout && k < K) ? widen(w[(int64_t)co * K + k]) : 0.f;
-      // Input patch element (k = k0 + gk + 4i, this thread's position).
-      int kk = gk + 4 * i, kx = k0 + kk;
-      float v = 0.f;
-      if (pos_ok && kx < K) {
-        int ci = kx / kwin, rem = kx % kwin, a = rem / khw, rq = rem % khw;
-        int t = t0 + a, y = y0 + rq / g.kw, xx = x0 + rq % g.kw;
-        if (y >= 0 && y < g.H && xx >= 0 && xx < g.W) {
-          if (t >= 0) v = xb[((int64_t)ci * g.T + t) * plane + (int64_t)y * g.W + xx];
-          else if (pb && t + g.time_pad >= 0) v = pb[((int64_t)ci * g.time_pad + g.time_pad + t) * plane + (int64_t)y * g.W + xx];
-        }
-      }
-      Xs[kk][gp] = v;
-    }
-    __syncthreads();
-#pragma unroll
-    for (int k = 0; k < TK; k++) {
-      float wv[4], xv[4];
-#pragma unroll
-      for (int i = 0; i < 4; i++) wv[i] = Ws[k][ty + 16 * i];
-#pragma unroll
-      for (int j = 0; j < 4; j++) xv[j] = Xs[k][tx + 16 * j];
-#pragma unroll
-      for (int i = 0; i < 4; i++)
-#pragma unroll
-        for (int j = 0; j < 4; j++) acc[i][j] = fmaf(wv[i], xv[j], acc[i][j]);
-    }
-    __syncthreads();
-  }
-#pragma unroll
-  for (int i = 0; i < 4; i++) {
-    int co = co0 + ty + 16 * i;
-    if (co >= g.Cout) continue;
-    float* o = out + ((int64_t)b * g.Cout + co) * P;
-#pragma unroll
-    for (int j = 0; j < 4; j++) {
-      int64_t p = p0 + tx + 16 * j;
-      if (p < P) o[p] = acc[i][j] + (bias ? bias[co] : 0.f);
-    }
-  }
+static bool tensor_cores_pay(const ConvGeom& g) {
+  const int64_t K = (int64_t)g.Cin * g.kt * g.kh * g.kw;
+  return (g.Cout >= 64 && K >= 256) || K >= 2048;
 }
-}  // namespace
 
 // geom: 17 ints in ConvGeom order (Cin, Cout, T, H, W, kt, kh, kw, st, sh, sw, timePad, top, left,
 // To, Ho, Wo). prev [B, Cin, timePad, H, W] or null; bias [Cout] or null.
 KC_API int kc_conv3d(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt,
                      const float* bias, int B, const int32_t* geom) {
+  ctx->last_conv = "";
   ConvGeom g;
   memcpy(&g, geom, sizeof g);
   const int64_t P = (int64_t)g.To * g.Ho * g.Wo;
   if (B <= 0 || P <= 0 || g.Cout <= 0) return 0;
-  if ((P + TILE - 1) / TILE > 0x7fffffff || B > 65535 || (g.Cout + TILE - 1) / TILE > 65535)
-    return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_conv3d", "output too large for one launch");
-  dim3 grid((unsigned)((P + TILE - 1) / TILE), (g.Cout + TILE - 1) / TILE, B);
-  switch (w_dt) {
-    case KC_F32: conv3d_kernel<float><<<grid, THREADS, 0, ctx->stream>>>(out, x, prev, (const float*)w, bias, g); break;
-    case KC_BF16:
-      conv3d_kernel<__nv_bfloat16><<<grid, THREADS, 0, ctx->stream>>>(out, x, prev, (const __nv_bfloat16*)w, bias, g);
-      break;
-    case KC_F16: conv3d_kernel<__half><<<grid, THREADS, 0, ctx->stream>>>(out, x, prev, (const __half*)w, bias, g); break;
-    default: return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_conv3d", "weights must be f32, bf16 or f16");
+  if (w_dt != KC_F32 && w_dt != KC_BF16 && w_dt != KC_F16)
+    return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_conv3d", "weights must be f32, bf16 or f16");
+  const bool tensor_cores =
+      ctx->sm_major >= 8 && ctx->conv_path != 1 && (ctx->conv_path == 2 || tensor_cores_pay(g));
+  if (tensor_cores) {
+    ctx->last_conv = "mma.sync";
+    return kc_conv3d_mma_launch(ctx, out, x, prev, w, w_dt, bias, B, g);
   }
-  return kc_launched(ctx, "kc_conv3d");
+  ctx->last_conv = "simt";
+  return kc_conv3d_simt_launch(ctx, out, x, prev, w, w_dt, bias, B, g);
 }

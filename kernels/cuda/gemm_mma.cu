@@ -6,35 +6,16 @@
 // flight while one is multiplied. Rows past M/N and the K tail are zero-filled by cp.async (src size 0),
 // which is why any M and N work; K must be a multiple of 8 (16-byte rows), gemm.cu checks it.
 //
-// Shared-memory rows are 64 bytes (32 bf16). ldmatrix reads one 16-byte chunk from 8 consecutive rows;
-// unswizzled, rows r and r+2 would share banks. Storing chunk c of row r at c ^ ((r >> 1) & 3) puts the
-// 8 rows of every ldmatrix phase on 8 distinct 16-byte bank groups (and keeps cp.async writes whole).
+// The stage layout (swizzled 64-byte rows), the cp.async ring and the warp's ldmatrix + mma step are
+// mma_tile.cuh's, shared with the tensor-core convolution (conv_mma.cu).
 #include "gemm.cuh"
+#include "mma_tile.cuh"
 
 namespace {
-constexpr int BM = 128, BN = 128, BK = 32, STAGES = 4, THREADS = 256;
-constexpr int ROW_BYTES = BK * 2;                                  // 64
-constexpr int TILE_A_BYTES = BM * ROW_BYTES, TILE_B_BYTES = BN * ROW_BYTES;
+constexpr int BM = 128, BN = 128, BK = KC_MMA_BK, STAGES = 4, THREADS = 256;
+constexpr int TILE_A_BYTES = BM * KC_MMA_ROW_BYTES, TILE_B_BYTES = BN * KC_MMA_ROW_BYTES;
 constexpr int STAGE_BYTES = TILE_A_BYTES + TILE_B_BYTES;           // 16 KiB
 constexpr int SMEM_BYTES = STAGES * STAGE_BYTES;                   // 64 KiB
-
-__device__ __forceinline__ uint32_t swizzle(int row, int chunk) {
-  return (uint32_t)(row * ROW_BYTES + ((chunk ^ ((row >> 1) & 3)) << 4));
-}
-
-// Stages rows [r0, r0+rows) × K columns [k0, k0+BK) of a K-major matrix into a swizzled tile.
-template <int ROWS>
-__device__ __forceinline__ void load_tile(uint32_t dst, const uint16_t* src, int r0, int nrows, int k0, int K) {
-  constexpr int CHUNKS = ROWS * (BK / 8);
-#pragma unroll
-  for (int i = 0; i < CHUNKS / THREADS; i++) {
-    int idx = threadIdx.x + i * THREADS, row = idx / (BK / 8), chunk = idx % (BK / 8);
-    int r = r0 + row, k = k0 + chunk * 8;
-    bool ok = r < nrows && k < K;
-    const uint16_t* p = ok ? src + (int64_t)r * K + k : src;
-    kc_cp_async16(dst + swizzle(row, chunk), p, ok ? 16 : 0);
-  }
-}
 
 template <bool F16>
 __global__ void __launch_bounds__(THREADS) gemm_mma_kernel(float* __restrict__ out, const uint16_t* __restrict__ a,
@@ -49,44 +30,18 @@ __global__ void __launch_bounds__(THREADS) gemm_mma_kernel(float* __restrict__ o
 
   auto stage_a = [&](int s) { return base + s * STAGE_BYTES; };
   auto stage_b = [&](int s) { return base + s * STAGE_BYTES + TILE_A_BYTES; };
-  auto load_stage = [&](int kt) {
-    if (kt < ktiles) {
-      int s = kt % STAGES;
-      load_tile<BM>(stage_a(s), a, m0, M, kt * BK, K);
-      load_tile<BN>(stage_b(s), w, n0, N, kt * BK, K);
-    }
-    kc_cp_async_commit();  // an empty group past the end keeps the wait counts uniform
-  };
-
   float acc[4][4][4] = {};
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; s++) load_stage(s);
-
-  for (int kt = 0; kt < ktiles; kt++) {
-    kc_cp_async_wait<STAGES - 2>();
-    __syncthreads();               // tile kt landed for all threads; slot (kt-1)%STAGES is free again
-    load_stage(kt + STAGES - 1);   // refill the slot consumed in the previous iteration
-    const uint32_t sa = stage_a(kt % STAGES), sb = stage_b(kt % STAGES);
-#pragma unroll
-    for (int kk = 0; kk < BK / 16; kk++) {
-      uint32_t af[4][4], bf[4][2];
-#pragma unroll
-      for (int mi = 0; mi < 4; mi++) {
-        int row = wm * 64 + mi * 16 + (lane % 16), chunk = kk * 2 + lane / 16;
-        kc_ldmatrix_x4(sa + swizzle(row, chunk), af[mi][0], af[mi][1], af[mi][2], af[mi][3]);
-      }
-#pragma unroll
-      for (int p = 0; p < 2; p++) {
-        int row = wn * 32 + p * 16 + (lane % 8) + (lane / 16) * 8, chunk = kk * 2 + (lane / 8) % 2;
-        kc_ldmatrix_x4(sb + swizzle(row, chunk), bf[2 * p][0], bf[2 * p][1], bf[2 * p + 1][0], bf[2 * p + 1][1]);
-      }
-#pragma unroll
-      for (int mi = 0; mi < 4; mi++)
-#pragma unroll
-        for (int nj = 0; nj < 4; nj++) kc_mma_16816<F16>(acc[mi][nj], af[mi], bf[nj]);
-    }
-  }
-  kc_cp_async_wait<0>();
+  kc_mma_pipeline<STAGES>(
+      ktiles,
+      [&](int kt) {
+        if (kt < ktiles) {
+          int s = kt % STAGES;
+          kc_mma_load_rows<BM, THREADS>(stage_a(s), a, m0, M, kt * BK, K);
+          kc_mma_load_rows<BN, THREADS>(stage_b(s), w, n0, N, kt * BK, K);
+        }
+        kc_cp_async_commit();
+      },
+      [&](int s) { kc_mma_warp_stage<4, 4, F16>(stage_a(s), stage_b(s), wm * 64, wn * 32, lane, acc); });
 
   // Fragment layout of m16n8: c0,c1 at (row lane/4, cols 2·(lane%4), +1), c2,c3 eight rows below.
 #pragma unroll

@@ -1,8 +1,11 @@
-// The Hopper kernels (kernels/cuda/attention_wgmma.cu, and gemm_wgmma.cu with its epilogue) as the
-// compiler sees them, without a GPU: each sm_90a build must really use the Hopper instructions (wgmma,
-// TMA bulk-tensor copies, register reallocation) and must fit its registers without spilling or
-// serializing the wgmma pipeline — the failure modes that cost speed silently rather than breaking
-// results. Correctness on a GPU is tools/gpu-check.sh's job.
+// The tensor-core kernels as the compiler sees them, without a GPU: the Hopper kernels
+// (kernels/cuda/attention_wgmma.cu, and gemm_wgmma.cu with its epilogue) must really use the Hopper
+// instructions in their sm_90a build (wgmma, TMA bulk-tensor copies, register reallocation), and the
+// tensor-core convolution (conv_mma.cu) mma.sync on bf16 with ldmatrix and cp.async in both its sm_90a
+// and sm_80 builds; every kernel of each file must fit its registers without spilling, and the wgmma
+// pipeline must not be serialized — the failure modes that cost speed silently rather than breaking
+// results. Correctness on a GPU is tools/gpu-check.sh's job (and, for conv_mma.cu, also the CPU
+// emulator's: cuda-emulated.test.ts).
 import { describe, expect, test } from "bun:test";
 import { $ } from "bun";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -12,34 +15,52 @@ import { findNvcc } from "../../tools/build/cuda.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const nvcc = findNvcc();
-/** Each file, its kernel, and how many instances it compiles (attention: D 64 and 128; GEMM: bf16, f16). */
+const HOPPER_PTX = ["wgmma.mma_async", "cp.async.bulk.tensor", "setmaxnreg.dec", "setmaxnreg.inc"];
+const MMA_SYNC_BF16_PTX = ["mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "ldmatrix.sync.aligned.m8n8.x4.shared.b16", "cp.async.cg.shared.global"];
+/** Each file, its main kernel, how many instances of it the file compiles (attention: D 64 and 128;
+ *  GEMM: bf16, f16; conv: three tile shapes), the target, and the instructions its PTX must contain. */
 const KERNELS = [
-  { file: "attention_wgmma", kernel: "attention_wgmma_kernel", instances: 2 },
-  { file: "gemm_wgmma", kernel: "gemm_wgmma_kernel", instances: 2 },
+  { file: "attention_wgmma", kernel: "attention_wgmma_kernel", instances: 2, arch: "sm_90a", ptx: HOPPER_PTX, uses: "wgmma, TMA and setmaxnreg" },
+  { file: "gemm_wgmma", kernel: "gemm_wgmma_kernel", instances: 2, arch: "sm_90a", ptx: HOPPER_PTX, uses: "wgmma, TMA and setmaxnreg" },
+  ...["sm_90a", "sm_80"].map((arch) => (
+    { file: "conv_mma", kernel: "conv_mma_kernel", instances: 3, arch, ptx: MMA_SYNC_BF16_PTX, uses: "mma.sync on bf16, ldmatrix and cp.async" })),
 ];
 
-/** ptxas -v figures per entry function whose (mangled) name contains `kernel`. */
-function ptxasReport(log: string, kernel: string) {
+/** "conv_mma_kernel<2,4,4,4>" for a mangled entry name (the kernel and its integer template arguments). */
+const shortName = (mangled: string) => {
+  const m = /\d+([A-Za-z_]*kernel)(I.*?EE)?/.exec(mangled);
+  if (!m) return mangled;
+  const args = [...(m[2] ?? "").matchAll(/L[ib](\d+)E/g)].map((a) => a[1]);
+  return args.length ? `${m[1]}<${args.join(",")}>` : m[1]!;
+};
+
+/** ptxas -v figures per entry function (mangled name): stack, spills, registers, static shared memory. */
+function ptxasReport(log: string) {
   const lines = log.split("\n");
-  const out: { name: string; spillStores: number; spillLoads: number; stack: number }[] = [];
+  const out: { name: string; spillStores: number; spillLoads: number; stack: number; registers: number; smem: number }[] = [];
   lines.forEach((line, i) => {
     const m = /Function properties for (\S+)/.exec(line);
-    if (!m || !m[1]!.includes(kernel)) return;
+    if (!m) return;
     const props = /(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads/.exec(lines[i + 1] ?? "");
-    if (!props) throw new Error(`no ptxas figures after: ${line}`);
-    out.push({ name: m[1]!, stack: Number(props[1]), spillStores: Number(props[2]), spillLoads: Number(props[3]) });
+    const used = /Used (\d+) registers(?:.*?(\d+) bytes smem)?/.exec(lines[i + 2] ?? "");
+    if (!props || !used) throw new Error(`no ptxas figures after: ${line}`);
+    out.push({
+      name: m[1]!, stack: Number(props[1]), spillStores: Number(props[2]), spillLoads: Number(props[3]),
+      registers: Number(used[1]), smem: Number(used[2] ?? 0),
+    });
   });
   return out;
 }
 
 if (!nvcc) console.log("cuda-ptx.test.ts: skipped, nvcc not found (CI has it)");
 
-for (const { file, kernel: KERNEL, instances } of KERNELS) describe.skipIf(!nvcc)(`${file}.cu for sm_90a`, () => {
-  test("uses wgmma, TMA and setmaxnreg; no spills and no serialized wgmma", async () => {
+for (const { file, kernel: KERNEL, instances, arch, ptx: instructions, uses } of KERNELS) describe.skipIf(!nvcc)(`${file}.cu for ${arch}`, () => {
+  test(`uses ${uses}; no spills and no serialized wgmma`, async () => {
     const dir = mkdtempSync(join(tmpdir(), "kino-ptx-"));
     try {
       const src = join(root, `kernels/cuda/${file}.cu`);
-      const r = await $`${nvcc} -O3 -std=c++17 --expt-relaxed-constexpr -gencode arch=compute_90a,code=sm_90a -Xptxas -v --keep --keep-dir ${dir} -c ${src} -o ${join(dir, `${file}.o`)}`
+      const compute = arch.replace("sm_", "compute_");
+      const r = await $`${nvcc} -O3 -std=c++17 --expt-relaxed-constexpr -gencode arch=${compute},code=${arch} -Xptxas -v --keep --keep-dir ${dir} -c ${src} -o ${join(dir, `${file}.o`)}`
         .nothrow()
         .quiet();
       const log = r.stdout.toString() + r.stderr.toString();
@@ -48,14 +69,12 @@ for (const { file, kernel: KERNEL, instances } of KERNELS) describe.skipIf(!nvcc
       const ptxFile = readdirSync(dir).find((f) => f.endsWith(".ptx"));
       expect(ptxFile, `no .ptx kept in ${dir}`).toBeDefined();
       const ptx = readFileSync(join(dir, ptxFile!), "utf8");
-      expect(ptx).toContain("wgmma.mma_async");
-      expect(ptx).toContain("cp.async.bulk.tensor");
-      expect(ptx).toContain("setmaxnreg.dec");
-      expect(ptx).toContain("setmaxnreg.inc");
+      for (const instruction of instructions) expect(ptx).toContain(instruction);
 
-      // Every instance is compiled, and none spills.
-      const report = ptxasReport(log, KERNEL);
-      expect(report.length, log).toBe(instances);
+      // Every instance of the main kernel is compiled, and no kernel of the file spills.
+      const report = ptxasReport(log);
+      expect(report.filter((k) => k.name.includes(KERNEL)).length, log).toBe(instances);
+      console.log(`${file}.cu ${arch}: ${report.map((k) => `${shortName(k.name)} ${k.registers} registers, ${k.smem} B static smem, ${k.spillStores}/${k.spillLoads} B spilled`).join("; ")}`);
       for (const k of report) {
         expect({ kernel: k.name, spillStores: k.spillStores, spillLoads: k.spillLoads }).toEqual({
           kernel: k.name,

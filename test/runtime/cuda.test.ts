@@ -145,6 +145,29 @@ describe("on a GPU", () => {
     b.dispose();
   });
 
+  test.skipIf(!backend)("a Wan-VAE conv runs on the tensor cores, the test models' small ones and exact mode on SIMT", async () => {
+    const run = async (b: typeof backend, cin: number, cout: number) => {
+      const [x, w] = [b!.upload(seeded(cin * 2 * 6 * 8, 9), [1, cin, 2, 6, 8]), b!.upload(seeded(cout * cin * 27, 10), [cout, cin, 3, 3, 3], "bf16")];
+      const prev = b!.upload(seeded(cin * 2 * 6 * 8, 11), [1, cin, 2, 6, 8]);
+      const out = b!.alloc([1, cout, 2, 6, 8]);
+      b!.conv3d(out, x, w, null, { pad: [1, 1, 1, 1], prev });
+      const got = await b!.download(out);
+      const host = async (t: typeof x) => new ref.Host([...t.shape], await b!.download(t));
+      const want = ref.conv3d(await host(x), await host(w), null, { pad: [1, 1, 1, 1], prev: await host(prev) });
+      b!.free(x, w, prev, out);
+      return { kernel: b!.ranKernel("conv3d"), err: maxRelErr(got, want.f32) };
+    };
+    const wan = await run(backend, 96, 96);
+    expect(wan.kernel).toBe("mma.sync");
+    expect(wan.err).toBeLessThan(1e-2); // x rounded to bf16 (the promise itself: ops.test.ts)
+    expect((await run(backend, 12, 12)).kernel).toBe("simt");
+    const exact = await openCudaBackend({ exact: true });
+    const e = await run(exact, 96, 96);
+    expect(e).toEqual({ kernel: "simt", err: expect.any(Number) });
+    expect(e.err).toBeLessThan(1e-5);
+    exact.dispose();
+  });
+
   test.skipIf(!backend)("dispose releases the device", () => {
     backend!.dispose();
     expect(() => backend!.alloc([1])).toThrow("used after dispose");

@@ -3,14 +3,16 @@
 // NC 512; attention.c: 128-query chunks, 64-key blocks), the CUDA tensor-core tiles (wgmma 128×256,
 // mma.sync 128×128, attention 64 queries × 64 keys) and the thread split thresholds. Tolerances scale
 // with the reduction length (op-precision.ts); GEMM and attention cases also carry what a tensor-core
-// kernel, which rounds its inputs, must produce.
+// kernel, which rounds its inputs, must produce. The conv cases also cross the tiles of the CUDA
+// tensor-core conv (conv_mma.cu: 128 voxels × 128 or 96 channels, 256 × 16 for Cout ≤ 16, 32 channels
+// of one tap per K step).
 import type { Conv3dOptions } from "../../src/runtime/backend.ts";
 import type { HalfKind } from "../../src/runtime/dtype.ts";
 import { conv3dOutputShape } from "../../src/runtime/op-params.ts";
 import * as R from "../../src/runtime/reference.ts";
 import type { DType } from "../../src/runtime/tensor.ts";
 import { type OpCase, asStored, host, rng, runOp } from "./op-helpers.ts";
-import { reductionTol, tensorCoreAttention, tensorCoreGemm } from "./op-precision.ts";
+import { reductionTol, tensorCoreAttention, tensorCoreConv, tensorCoreConv2d, tensorCoreGemm } from "./op-precision.ts";
 
 export function gemmCases(): OpCase[] {
   const r = rng(11);
@@ -123,6 +125,10 @@ export function convCases(): OpCase[] {
     { x: [1, 4, 1, 6, 21], w: [100, 4, 1, 3, 3], opts: { pad: [1, 1, 1, 1], timePad: 0 }, bias: true, label: "Cout in two blocks" },
     { x: [1, 3, 2, 5, 7], w: [2, 3, 1, 2, 2], opts: { pad: [0, 1, 2, 0], timePad: 0 }, label: "asymmetric pad, stride 1" },
     { x: [2, 5, 2, 4, 4], w: [3, 5, 3, 1, 1], prev: true, dt: "bf16", label: "time conv, batch 2 with a cache" },
+    // the CUDA tensor-core conv: Cin past one 32-channel K step, voxels over three 128-row tiles, Cout
+    // over two 96-channel tiles; then two 128-channel tiles, batch folded into the voxel rows
+    { x: [1, 40, 2, 9, 17], w: [130, 40, 3, 3, 3], opts: { pad: [1, 1, 1, 1] }, prev: true, bias: true, label: "Cin 40, Cout 130, 306 voxels" },
+    { x: [2, 32, 1, 6, 7], w: [256, 32, 1, 3, 3], opts: { pad: [1, 1, 1, 1], timePad: 0 }, bias: true, dt: "bf16", label: "Cout 256, batch 2" },
   ];
   const cases: OpCase[] = configs.map((c) => {
     const n = (s: number[]) => s.reduce((a, b) => a * b);
@@ -136,6 +142,7 @@ export function convCases(): OpCase[] {
     return {
       op: "conv3d", name: `x [${c.x}] w [${c.w}] ${dt}${c.label ? ` (${c.label})` : ""}`, ...reductionTol(K),
       ref: () => R.conv3d(x, asStored(w, dt), c.bias ? bias : null, { ...c.opts, prev }).f32,
+      tensorCores: () => tensorCoreConv(x, asStored(w, dt), c.bias ? bias : null, { ...c.opts, prev }),
       run: (be) => runOp(be, (up, alloc) => {
         const o = alloc(outShape);
         be.conv3d(o, up(x), up(w, dt), c.bias ? up(bias) : null, { ...c.opts, prev: prev && up(prev) });
@@ -154,6 +161,7 @@ export function convCases(): OpCase[] {
     cases.push({
       op: "conv2d", name: `x [${xs}] w [${ws}] stride ${stride} pad ${pad}`, ...reductionTol(ws[1]! * ws[2]! * ws[3]!),
       ref: () => R.conv2d(x, w, null, { stride, pad }).f32,
+      tensorCores: () => tensorCoreConv2d(x, w, null, { stride, pad }),
       run: (be) => runOp(be, (up, alloc) => { const o = alloc(outShape); be.conv2d(o, up(x), up(w), null, { stride, pad }); return o; }),
     });
   }

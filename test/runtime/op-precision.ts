@@ -1,6 +1,7 @@
 // The comparison of the op sweep, and the references and tolerances of the kernels that round their
 // inputs (the promise of every op and kernel is listed in ops.test.ts's header). A CUDA tensor-core
-// kernel rounds f32 operands to 16 bits before it multiplies (kernels/cuda/gemm.cu, attention.cu), so
+// kernel rounds f32 operands to 16 bits before it multiplies (kernels/cuda/gemm.cu, attention.cu,
+// conv_mma.cu), so
 // it is compared with the reference run on operands rounded the same way, and held to a bound for
 // what is left: f32 accumulation, and for attention the bf16 rounding of the softmax weights P, which
 // a reference cannot replay (the kernel rounds P relative to a running maximum that depends on its
@@ -29,6 +30,23 @@ export const roundedTo = (h: R.Host, kind: HalfKind) => new R.Host(h.shape, roun
  *  accumulation — the same bound as the exact kernels, against the rounded activations. */
 export function tensorCoreGemm(a: R.Host, storedW: R.Host, kind: HalfKind, bias: R.Host | null): Expected {
   return { want: R.gemm(roundedTo(a, kind), storedW, bias).f32, ...reductionTol(a.shape[a.shape.length - 1]!) };
+}
+
+type HostConvOptions = Parameters<typeof R.conv3d>[3];
+
+/** Conv3d on the tensor cores (kernels/cuda/conv.cuh): x (and the cached frames `prev`) rounded to
+ *  bf16, the weights too (exact when stored as bf16), products exact, f32 accumulation — the exact
+ *  kernels' bound, against the reference on the rounded operands. */
+export function tensorCoreConv(x: R.Host, storedW: R.Host, bias: R.Host | null, opts: HostConvOptions = {}): Expected {
+  const prev = opts.prev && roundedTo(opts.prev, "bf16");
+  const K = storedW.shape.slice(1).reduce((a, b) => a * b, 1);
+  return { want: R.conv3d(roundedTo(x, "bf16"), roundedTo(storedW, "bf16"), bias, { ...opts, prev }).f32, ...reductionTol(K) };
+}
+
+/** Conv2d on the tensor cores (conv3d with one frame): the same promise. */
+export function tensorCoreConv2d(x: R.Host, storedW: R.Host, bias: R.Host | null, opts: Parameters<typeof R.conv2d>[3] = {}): Expected {
+  const K = storedW.shape.slice(1).reduce((a, b) => a * b, 1);
+  return { want: R.conv2d(roundedTo(x, "bf16"), roundedTo(storedW, "bf16"), bias, opts).f32, ...reductionTol(K) };
 }
 
 const maxAbs = (xs: Float32Array) => xs.reduce((m, v) => Math.max(m, Math.abs(v)), 0);

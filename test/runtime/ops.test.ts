@@ -3,9 +3,10 @@
 // reference. The WebAssembly backend runs three ways: one thread; a two-thread pool that splits every
 // op however small (each kernel divides its own work by thread count); and the single-threaded build
 // made for hosts without shared memory (with GEMM weights packed per call; the other two keep packed
-// copies, wasm-packed.ts). CUDA runs every case once on the library's own kernel choice, and the GEMM
-// and attention cases once more on each kernel path it can force (CUDA_KERNEL_PATHS in
-// src/runtime/backends/cuda.ts: GEMM wgmma, mma.sync, SIMT; attention mma.sync, SIMT); a path this
+// copies, wasm-packed.ts). CUDA runs every case once on the library's own kernel choice, and the GEMM,
+// attention and convolution cases once more on each kernel path it can force (CUDA_KERNEL_PATHS in
+// src/runtime/backends/cuda.ts: GEMM wgmma, mma.sync, SIMT; attention wgmma, mma.sync, SIMT; conv3d
+// and conv2d mma.sync, SIMT); a path this
 // device cannot run, and everything CUDA where no device answers, is declared skipped with the reason.
 // Every tensor an op writes lies between guard bytes that must come back untouched (op-guards.ts).
 // Prints max abs / rel error per op, shape, backend and kernel; rel = max|got − ref| / max|ref|.
@@ -17,6 +18,10 @@
 //     tensor cores       CUDA wgmma / mma.sync (bf16/f16 weights, K % 8 = 0): the activations rounded
 //                        to the weight's type, products exact, f32 accumulation: the same bound,
 //                        against the reference on the rounded activations
+//     conv tensor cores  CUDA mma.sync (kernels/cuda/conv.cuh): x, prev and the weights rounded to bf16,
+//                        products exact, f32 accumulation: the same bound, against the reference on
+//                        the rounded operands (test/runtime/cuda-emulated.test.ts holds the kernel to
+//                        it on a CPU emulator where no GPU answers)
 //     epilogues          GELU, residual + gate·y: the bound on y times the epilogue's slope (GELU
 //                        1.13, max|gate|), + 2e-6·max|out| (the epilogue's f32 arithmetic)
 //   attention            exact kernels: ≤ 1e-5 on unit-scale inputs
@@ -93,21 +98,24 @@ const cudaOrWhy = await openCuda();
 const cuda = typeof cudaOrWhy === "string" ? null : cudaOrWhy;
 const noCuda = typeof cudaOrWhy === "string" ? cudaOrWhy : undefined;
 const pathOps = Object.keys(CUDA_KERNEL_PATHS) as KernelOp[];
+/** The op whose kernel path a case runs on (conv2d is conv3d with one frame), if it has paths. */
+const pathOpOf = (op: string): KernelOp | undefined => pathOps.find((p) => p === (op === "conv2d" ? "conv3d" : op));
 
 const passes: Pass[] = [
   ...wasm.map(([label, be]) => ({ label, be, cases })),
   { label: "cuda", be: cuda, cases, skip: noCuda },
   ...pathOps.flatMap((op) =>
     Object.keys(CUDA_KERNEL_PATHS[op]).map((kernel) => ({
-      label: `cuda, ${op} on ${kernel}`, be: cuda, cases: cases.filter((c) => c.op === op), path: { op, kernel },
+      label: `cuda, ${op} on ${kernel}`, be: cuda, cases: cases.filter((c) => pathOpOf(c.op) === op), path: { op, kernel },
       skip: noCuda ?? (cuda ? unsupported(cuda, op, kernel) : undefined),
     }))),
 ];
 
 /** What the kernel that ran must produce for this case, and the kernel's name for the table. */
 function expectation(c: OpCase, be: Backend, refs: Map<OpCase, Float32Array>): { e: Expected; kernel: string } {
-  const ran = be === cuda && pathOps.includes(c.op as KernelOp) ? cuda.ranKernel(c.op as KernelOp) : null;
-  if (ran && CUDA_KERNEL_PATHS[c.op as KernelOp][ran]?.rounds) {
+  const op = pathOpOf(c.op);
+  const ran = be === cuda && op ? cuda.ranKernel(op) : null;
+  if (ran && op && CUDA_KERNEL_PATHS[op][ran]?.rounds) {
     if (!c.tensorCores) throw new Error(`${c.op} ${c.name} ran ${ran}, a tensor-core kernel, but the case has no tensor-core reference`);
     return { e: c.tensorCores(), kernel: ran };
   }

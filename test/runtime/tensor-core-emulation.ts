@@ -1,8 +1,9 @@
 // The arithmetic of the CUDA tensor-core kernels, replayed in TypeScript so that the op sweep's
 // tensor-core tolerances (op-precision.ts) can be tested on a machine without a GPU: not references
-// (src/runtime/reference.ts is the one reference), but imitations of what kernels/cuda/gemm.cu and
-// attention.cu do to the numbers, with the rounding of each step as a parameter so that a test can
-// also produce a kernel that rounds more coarsely than the real one.
+// (src/runtime/reference.ts is the one reference), but imitations of what kernels/cuda/gemm.cu,
+// attention.cu and conv_mma.cu do to the numbers, with the rounding of each step as a parameter so that
+// a test can also produce a kernel that rounds more coarsely than the real one. (The conv kernel's own
+// source also runs without a GPU, on the emulator of test/runtime/cuda-emulator.)
 import type { HalfKind } from "../../src/runtime/dtype.ts";
 import * as P from "../../src/runtime/op-params.ts";
 import type * as R from "../../src/runtime/reference.ts";
@@ -66,6 +67,43 @@ export function emulateAttention(q: R.Host, k: R.Host, v: R.Host, opts: Paramete
       max = next;
     }
     for (let d = 0; d < D; d++) out[qo + d] = l > 0 ? o[d]! / l : 0;
+  }
+  return out;
+}
+
+/** Conv3d as kernels/cuda/conv_mma.cu computes it: x, prev and w rounded to bf16 (or, to imitate a
+ *  coarser kernel, to `bits` significant bits), K ordered tap by tap with the channels padded to 32,
+ *  exact products summed per 16-deep k step, each step added to an f32 accumulator, then the bias. */
+export function emulateConv(x: R.Host, storedW: R.Host, bias: R.Host | null, opts: Parameters<typeof R.conv3d>[3] = {}, bits = 8): Float32Array {
+  const round = (h: R.Host) => (bits === 8 ? roundedTo(h, "bf16").f32 : h.f32.map((v) => roundSignificand(v, bits)));
+  const X = round(x), Wt = round(storedW), prev = opts.prev && round(opts.prev);
+  const [B, Cin, T, H, W] = x.shape as [number, number, number, number, number];
+  const [Cout, , kt, kh, kw] = storedW.shape as [number, number, number, number, number];
+  const [st, sh, sw] = opts.stride ?? [1, 1, 1];
+  const [top, , left] = opts.pad ?? [0, 0, 0, 0];
+  const timePad = opts.timePad ?? kt - 1;
+  const [, , To, Ho, Wo] = P.conv3dOutputShape(x.shape, storedW.shape, opts) as [number, number, number, number, number];
+  const CP = Math.ceil(Cin / 32) * 32;
+  /** Input (c, t, y, x) of the causal window (t counted from its first cached frame), 0 in the padding. */
+  const input = (b: number, c: number, t: number, y: number, xx: number) => {
+    if (c >= Cin || y < 0 || y >= H || xx < 0 || xx >= W) return 0;
+    if (t >= timePad) return X[(((b * Cin + c) * T + t - timePad) * H + y) * W + xx]!;
+    return prev ? prev[(((b * Cin + c) * timePad + t) * H + y) * W + xx]! : 0;
+  };
+  const out = new Float32Array(B * Cout * To * Ho * Wo);
+  let o = 0;
+  for (let b = 0; b < B; b++) for (let co = 0; co < Cout; co++) for (let to = 0; to < To; to++) for (let yo = 0; yo < Ho; yo++) for (let xo = 0; xo < Wo; xo++) {
+    let acc = 0;
+    for (let a = 0; a < kt; a++) for (let r = 0; r < kh; r++) for (let q = 0; q < kw; q++) {
+      for (let c0 = 0; c0 < CP; c0 += 16) {
+        let step = 0;
+        for (let c = c0; c < Math.min(c0 + 16, Cin); c++) {
+          step += input(b, c, to * st + a, yo * sh + r - top, xo * sw + q - left) * Wt[(((co * Cin + c) * kt + a) * kh + r) * kw + q]!;
+        }
+        acc = f32(acc + f32(step));
+      }
+    }
+    out[o++] = f32(acc + (bias ? bias.f32[co]! : 0));
   }
   return out;
 }

@@ -8,8 +8,9 @@
 // 2. GPU, when the CUDA backend opens: Wan2.1-T2V-1.3B's DiT at its real size (the released
 //    transformer config, random bf16 weights made on the device — no file), streaming 832x480 in
 //    3-latent-frame chunks (4680 tokens each): seconds per chunk (4 denoising steps + the context
-//    pass) once the KV window is full, and the video frames per second that DiT throughput allows.
-//    Without a GPU it prints one line saying it was skipped and why.
+//    pass) once the KV window is full, and the video frames per second that DiT throughput allows;
+//    then the Wan2.1 VAE decoder at its real size on the same chunks (tools/bench/vae-decode.ts: ms
+//    per chunk). Without a GPU it prints one line saying it was skipped and why.
 //
 //   bun tools/bench/model.ts [--model DIR | --preset kino-tiny|tiny [--patch T,H,W]] [--width 64] [--height 64] [--chunks 6]
 //                            [--warmup N] [--steps 4] [--guidance G] [--threads 1,2]
@@ -34,6 +35,7 @@ import { buildCpuWasm } from "../build/cpu.ts";
 import { H264Encoder } from "../../src/media/h264/encoder.ts";
 import { type PresetName, makeTinyCheckpoint } from "../make-tiny-checkpoint.ts";
 import { StageTimer } from "./stage-timer.ts";
+import { benchVaeDecode, formatVaeDecode } from "./vae-decode.ts";
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 
@@ -303,6 +305,7 @@ async function gpuHalf(arg: (name: string, fallback: string) => string): Promise
     console.log(`parameters ${(r.parameters / 1e9).toFixed(3)} B | first chunk ${r.firstChunk.toFixed(3)} s | steady chunk ${r.perChunk.toFixed(3)} s ` +
       `(${r.forwards} forwards) | ${r.fps.toFixed(1)} video fps of DiT throughput (${r.geometry.videoFramesPerChunk} frames / chunk) | ` +
       `≈${r.tflopPerChunk.toFixed(0)} TFLOP / chunk → ${r.tflops.toFixed(0)} TFLOP/s | outputs finite: ${r.finite}`);
+    console.log(formatVaeDecode(await benchVaeDecode(backend, spec.width, spec.height, spec.chunkFrames, 4), spec.width, spec.height, spec.chunkFrames));
   } finally {
     backend.dispose();
   }

@@ -29,7 +29,7 @@ const dev = u64;
 export const CUDA_SYMBOLS = {
   kc_create: { args: [i32, ptr, ptr, i32], returns: ptr },
   kc_destroy: { args: [ptr], returns: FFIType.void },
-  kc_set_paths: { args: [ptr, i32, i32], returns: i32 },
+  kc_set_paths: { args: [ptr, i32, i32, i32], returns: i32 },
   kc_resize: { args: [ptr, dev, dev, i64, i32, i32, i32, i32, i32], returns: i32 },
   kc_last_kernel: { args: [ptr, i32], returns: cstring },
   kc_last_error: { args: [ptr], returns: cstring },
@@ -73,24 +73,25 @@ export const CUDA_SYMBOLS = {
 
 export type CudaLibrary = ReturnType<typeof dlopen<typeof CUDA_SYMBOLS>>;
 
-/** The ops whose kernel can be chosen, and their code in kc_last_kernel. */
-export type KernelOp = "gemm" | "attention";
-const KERNEL_OP: Record<KernelOp, number> = { gemm: 0, attention: 1 };
+/** The ops whose kernel can be chosen, and their code in kc_last_kernel (conv2d runs conv3d's). */
+export type KernelOp = "gemm" | "attention" | "conv3d";
+const KERNEL_OP: Record<KernelOp, number> = { gemm: 0, attention: 1, conv3d: 2 };
 
 /**
  * The kernels kc_set_paths can force, per op, by the name kc_last_kernel reports: the C code of each
  * path (kernels/cuda/context.cu) and whether the kernel rounds f32 operands to 16 bits for the tensor
- * cores (GEMM: the activations to the weight's bf16/f16; attention: q, k, v and P to bf16) or
- * multiplies them as f32. A forced tensor-core path still falls back where a call's shape or dtypes
+ * cores (GEMM: the activations to the weight's bf16/f16; attention: q, k, v and P to bf16; conv3d:
+ * x, prev and the weights to bf16) or multiplies them as f32. A forced tensor-core path still falls back where a call's shape or dtypes
  * rule its kernel out (`ranKernel` says what ran). The op sweep runs every case of an op on every
  * path here, so a new kernel is one entry.
  */
 export const CUDA_KERNEL_PATHS: Readonly<Record<KernelOp, Readonly<Record<string, { code: number; rounds: boolean }>>>> = {
   gemm: { wgmma: { code: 3, rounds: true }, "mma.sync": { code: 1, rounds: true }, simt: { code: 2, rounds: false } },
   attention: { wgmma: { code: 2, rounds: true }, "mma.sync": { code: 3, rounds: true }, simt: { code: 1, rounds: false } },
+  conv3d: { "mma.sync": { code: 2, rounds: true }, simt: { code: 1, rounds: false } },
 };
 /** The path codes that let the library choose per call (kc_create's default). */
-const AUTO_PATHS: Record<KernelOp, number> = { gemm: 0, attention: 0 };
+const AUTO_PATHS: Record<KernelOp, number> = { gemm: 0, attention: 0, conv3d: 0 };
 
 /** Dtype codes of the C ABI (kernels/cuda/common.cuh KcDtype; u8 only as a conversion source). */
 const DT: Record<DType, number> = { f32: 0, bf16: 1, f16: 2, u8: 3 };
@@ -116,16 +117,18 @@ export async function locateCudaLibrary(): Promise<{ path: string; cleanup: () =
 export interface CudaOptions {
   /** GPU index (default 0). */
   device?: number;
-  /** Exact f32 arithmetic: GEMMs with half weights multiply f32 activations on the SIMT kernel and
-   *  attention runs the f32 kernel, instead of rounding activations (and attention's P) to bf16 for
-   *  the tensor cores. Several times slower; for tests that hold every backend to f32 tolerances. */
+  /** Exact f32 arithmetic: GEMMs with half weights multiply f32 activations on the SIMT kernel, and
+   *  attention and convolutions run their f32 kernels, instead of rounding activations (attention's P,
+   *  convolution weights) to bf16 for the tensor cores. Several times slower; for tests that hold every
+   *  backend to f32 tolerances. */
   exact?: boolean;
 }
 
 /** Opens a GPU. Rejects with "CUDA library unavailable: …" when the library cannot be found or
  *  loaded, and "no device: …" when it loads but no GPU answers (no driver: CUDA error 35).
- *  By default GEMMs with bf16/f16 weights round the f32 activations to that type for the tensor cores
- *  and attention rounds q, k, v and P to bf16 (f32 accumulation throughout); see `exact`. */
+ *  By default GEMMs with bf16/f16 weights round the f32 activations to that type for the tensor cores,
+ *  attention rounds q, k, v and P to bf16, and the large convolutions (kernels/cuda/conv.cu: the
+ *  Wan-VAE's) round x and w to bf16 (f32 accumulation throughout); see `exact`. */
 export async function openCudaBackend(options: CudaOptions = {}): Promise<CudaBackend> {
   const device = options.device ?? 0;
   const where = await locateCudaLibrary();
@@ -147,7 +150,7 @@ export async function openCudaBackend(options: CudaOptions = {}): Promise<CudaBa
     throw new Error(`no device: ${text}`);
   }
   const backend = new CudaBackend(lib, ctx as Pointer);
-  if (options.exact) backend.setKernelPaths({ gemm: "simt", attention: "simt" });
+  if (options.exact) backend.setKernelPaths({ gemm: "simt", attention: "simt", conv3d: "simt" });
   return backend;
 }
 
@@ -160,7 +163,7 @@ export class CudaBackend implements Backend {
   readonly pciBusId: string;
   #disposed = false;
   #paths: Record<KernelOp, number> = { ...AUTO_PATHS };
-  #ran: Record<KernelOp, string | null> = { gemm: null, attention: null };
+  #ran: Record<KernelOp, string | null> = { gemm: null, attention: null, conv3d: null };
 
   /** lib and ctx are public for benchmarks (tools/gpu-check) that call the C ABI with bf16 buffers. */
   constructor(readonly lib: CudaLibrary, readonly ctx: Pointer) {
@@ -189,7 +192,7 @@ export class CudaBackend implements Backend {
   /**
    * Forces the named kernel (a key of CUDA_KERNEL_PATHS[op]) for the ops given, or "auto" to let the
    * library choose again; ops left out keep the path this method last gave them (auto at open:
-   * KINO_CUDA_GEMM / KINO_CUDA_ATTENTION are not seen here). Throws the device's reason when it cannot run
+   * KINO_CUDA_GEMM / KINO_CUDA_ATTENTION / KINO_CUDA_CONV are not seen here). Throws the device's reason when it cannot run
    * a kernel at all (wgmma on anything but sm_90).
    */
   setKernelPaths(paths: Partial<Record<KernelOp, string>>): void {
@@ -199,12 +202,12 @@ export class CudaBackend implements Backend {
       if (code === undefined) throw new Error(`cuda: no ${op} kernel "${kernel}" (${Object.keys(CUDA_KERNEL_PATHS[op]).join(", ")}, auto)`);
       next[op] = code;
     }
-    this.check(this.k.kc_set_paths(this.ctx, next.gemm, next.attention), "setKernelPaths");
+    this.check(this.k.kc_set_paths(this.ctx, next.gemm, next.attention, next.conv3d), "setKernelPaths");
     this.#paths = next;
   }
 
-  /** The kernel the last `gemm` / `attention` call ran (a key of CUDA_KERNEL_PATHS[op]), or null when
-   *  it ran none (an empty output, nothing visible). */
+  /** The kernel the last `gemm` / `attention` / `conv3d` (or `conv2d`) call ran (a key of
+   *  CUDA_KERNEL_PATHS[op]), or null when it ran none (an empty output, nothing visible). */
   ranKernel(op: KernelOp): string | null {
     return this.#ran[op];
   }
@@ -413,6 +416,7 @@ export class CudaBackend implements Backend {
     const g = P.conv3dGeometry(out, x, w, bias, opts);
     const geom = new Int32Array([g.Cin, g.Cout, g.T, g.H, g.W, g.kt, g.kh, g.kw, g.st, g.sh, g.sw, g.timePad, g.top, g.left, g.To, g.Ho, g.Wo]);
     this.check(this.k.kc_conv3d(this.ctx, out.ptr, x.ptr, opts.prev?.ptr ?? 0, w.ptr, DT[w.dtype], bias?.ptr ?? 0, g.B, geom), "conv3d");
+    this.#record("conv3d");
   }
 
   conv2d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts: Conv2dOptions = {}): void {

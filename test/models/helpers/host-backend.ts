@@ -43,6 +43,11 @@ export class HostBackend implements Backend {
     return owner.subarray(t.ptr - t.owner.ptr, t.ptr - t.owner.ptr + t.bytes);
   }
 
+  /** The tensor's bytes as stored (a live view; half types as their 16-bit patterns). */
+  bytesOf(t: Tensor): Uint8Array {
+    return this.#bytes(t);
+  }
+
   /** The tensor's values as f32 (a live view for f32 tensors). */
   #f32(t: Tensor): Float32Array {
     const b = this.#bytes(t);

@@ -1,0 +1,36 @@
+// The convolution family: causal Conv3d (and Conv2d, which is Conv3d with one frame, kt = 1 and no
+// time padding) as an implicit GEMM: per batch item, out[co, pos] = bias[co] + Σ_k w[co, k] · x̂[k, pos],
+// where k = (ci, a, r, q) runs over the kernel window and pos = (to, yo, xo) over the output; x̂ is
+// never materialised, each tile of it is gathered from x (or from `prev`, the cached frames before x).
+//
+// CPU reference (src/runtime/reference.ts `conv3d`): x [B, Cin, T, H, W] f32, w [Cout, Cin, kt, kh, kw]
+// (f32/bf16/f16), out [B, Cout, To, Ho, Wo] f32;
+//   x̂[k, pos] = X(ci, to·st + a − timePad, yo·sh + r − top, xo·sw + q − left)
+//   X(c, t, y, x) = 0 outside [0,H)×[0,W); for t < 0: prev[c, timePad + t, y, x], or 0 without prev.
+//
+// Kernels (conv.cu picks one per call):
+//   conv_mma.cu   sm_80+: x and w repacked to channels-last bf16, then cp.async + ldmatrix + mma.sync
+//                 m16n8k16 with f32 accumulation, the im2col gather done by the A-tile loads.
+//   conv_simt.cu  any device: f32 FMA tiles (exact products); the exact path.
+//
+// Precision promises, per element, against the exact (f64) result on the inputs as given (w as stored),
+// with S = Σ_k |x̂[k, pos] · w[co, k]| and K = Cin·kt·kh·kw:
+//   tensor cores (mma.sync):  |out − ref| ≤ (u_x + u_w + u_x·u_w + K · 2^-23) · S
+//     x is f32, rounded to bf16 (round-to-nearest-even): u_x = 2^-8; w is rounded to bf16 too:
+//     u_w = 2^-8 for f32 and f16 weights, 0 for bf16 weights (stored exactly). Products of bf16
+//     values are exact in f32 and the sum is f32, so against the reference on the rounded x and w
+//     what is left is the f32 sum: K · 2^-23 · S (test/runtime/op-precision.ts holds the kernel to that).
+//   SIMT:  |out − ref| ≤ K · 2^-24 · S (f32 FMA chains; bf16/f16 weights widen to f32 exactly).
+// The bias is added in f32 (one more rounding, 2^-24 · |out|).
+#pragma once
+#include "common.cuh"
+
+// The call's geometry, in the order of kc_conv3d's `geom` argument.
+struct ConvGeom {
+  int Cin, Cout, T, H, W, kt, kh, kw, st, sh, sw, time_pad, top, left, To, Ho, Wo;
+};
+
+int kc_conv3d_simt_launch(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt,
+                          const float* bias, int B, const ConvGeom& g);
+int kc_conv3d_mma_launch(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt,
+                         const float* bias, int B, const ConvGeom& g);

@@ -1,0 +1,233 @@
+// Causal Conv3d on tensor cores (sm_80+): an implicit GEMM with M = output voxels (the batch folded
+// in), N = Cout, K = the kt·kh·kw taps × Cin channels. Reference and precision promise: conv.cuh.
+//
+// Two repacking passes run first, into scratch memory:
+//   x (and prev) f32 [B, Cin, ·, H, W] → xc bf16 [B, F, H, W, CP]: channels-last, the frames of the
+//     causal window in order (prev's timePad frames, then x's; without prev only x's, and the taps
+//     that fall on the missing frames read zeros), channels zero-padded to CP, a multiple of 32;
+//   w [Cout, Cin, kt, kh, kw] (f32/bf16/f16) → wp bf16 [Cout, taps, CP]: K ordered tap-major.
+// With K in that order a 32-deep K tile is 32 channels of one tap, and a row of the A tile (one output
+// voxel) is 64 contiguous bytes of xc at the voxel's input position moved by the tap: four 16-byte
+// cp.async copies, zero-filled where the tap lands in the padding. That is the whole im2col gather —
+// one bounds test per copy; each thread copies the same rows for the whole K loop, so it decomposes
+// its voxels once, and the tap advances by counters, without divisions. The B tile is rows of wp,
+// loaded as the GEMM loads its weights, and the multiply is the GEMM's (mma_tile.cuh).
+//
+// Tile shapes, chosen per Cout: 128 voxels × 128 channels (8 warps of 64×32), 128 × 96 (8 warps of
+// 32×48) where 96 wastes less of the last column tile (Cout 96, 192), and 256 × 16 (8 warps of 32×16)
+// for the Wan-VAE's 3-channel output conv.
+#include "conv.cuh"
+#include "mma_tile.cuh"
+
+namespace {
+constexpr int STAGES = 4, BK = KC_MMA_BK;
+
+struct ConvMmaArgs {
+  float* out;
+  const uint16_t* xc;
+  const uint16_t* wp;
+  const float* bias;
+  int M, P;             // output voxels in all (B·P), per batch item (To·Ho·Wo)
+  int Cout, CP, ktiles, n_tiles;
+  int F, H, W, kh, kw, st, sh, sw, top, left, Ho, Wo;
+  int first_frame;      // the causal window's frame that is xc's frame 0 (0 with prev, else timePad)
+};
+
+template <int WARPS_M, int WARPS_N, int MI, int NJ>
+struct ConvTile {
+  static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
+  static constexpr int BM = WARPS_M * MI * 16, BN = WARPS_N * NJ * 8;
+  static constexpr int A_BYTES = BM * KC_MMA_ROW_BYTES, STAGE_BYTES = (BM + BN) * KC_MMA_ROW_BYTES;
+  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES;
+  static constexpr int A_ROWS = BM * KC_MMA_CHUNKS / THREADS;  // A-tile rows each thread copies
+  static_assert(BM * KC_MMA_CHUNKS % THREADS == 0, "whole A rows per thread");
+};
+
+template <int WARPS_M, int WARPS_N, int MI, int NJ>
+__global__ void __launch_bounds__(32 * WARPS_M * WARPS_N) conv_mma_kernel(const ConvMmaArgs p) {
+  using T = ConvTile<WARPS_M, WARPS_N, MI, NJ>;
+  const uint32_t base = kc_smem_addr(kc_dynamic_smem());
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+  // Column tiles vary fastest, so the blocks that share an A tile run together and it stays in L2.
+  const int m0 = (int)(blockIdx.x / p.n_tiles) * T::BM, n0 = (int)(blockIdx.x % p.n_tiles) * T::BN;
+  const int K = p.ktiles * BK;
+
+  // The A rows this thread copies (row threadIdx.x / 4 + i · THREADS / 4, chunk threadIdx.x % 4): the
+  // xc offset of the voxel's first tap, and its first input frame, row and column for the bounds test.
+  const int chunk = threadIdx.x % KC_MMA_CHUNKS;
+  int64_t row_off[T::A_ROWS];
+  int row_t[T::A_ROWS], row_y[T::A_ROWS], row_x[T::A_ROWS];
+#pragma unroll
+  for (int i = 0; i < T::A_ROWS; i++) {
+    const int m = m0 + threadIdx.x / KC_MMA_CHUNKS + i * (T::THREADS / KC_MMA_CHUNKS);
+    row_t[i] = -(1 << 30), row_y[i] = row_x[i] = 0, row_off[i] = 0;  // past M: every tap out of bounds
+    if (m < p.M) {
+      const int b = m / p.P, pos = m - b * p.P;
+      const int xo = pos % p.Wo, yo = (pos / p.Wo) % p.Ho, to = pos / (p.Wo * p.Ho);
+      row_t[i] = to * p.st - p.first_frame, row_y[i] = yo * p.sh - p.top, row_x[i] = xo * p.sw - p.left;
+      row_off[i] = ((((int64_t)b * p.F + row_t[i]) * p.H + row_y[i]) * p.W + row_x[i]) * p.CP + chunk * 8;
+    }
+  }
+
+  auto stage_a = [&](int s) { return base + s * T::STAGE_BYTES; };
+  auto stage_b = [&](int s) { return base + s * T::STAGE_BYTES + T::A_BYTES; };
+  // The next K tile to load as (tap a, r, q; channel c0): load_stage runs for kt = 0, 1, 2, ... in turn.
+  int ld_a = 0, ld_r = 0, ld_q = 0, ld_c0 = 0;
+  auto load_stage = [&](int kt) {
+    if (kt < p.ktiles) {
+      const int s = kt % STAGES;
+      const int64_t tap_off = (((int64_t)ld_a * p.H + ld_r) * p.W + ld_q) * p.CP + ld_c0;
+#pragma unroll
+      for (int i = 0; i < T::A_ROWS; i++) {
+        const bool ok = (unsigned)(row_t[i] + ld_a) < (unsigned)p.F && (unsigned)(row_y[i] + ld_r) < (unsigned)p.H &&
+                        (unsigned)(row_x[i] + ld_q) < (unsigned)p.W;
+        const int row = threadIdx.x / KC_MMA_CHUNKS + i * (T::THREADS / KC_MMA_CHUNKS);
+        kc_cp_async16(stage_a(s) + kc_mma_swizzle(row, chunk), ok ? p.xc + row_off[i] + tap_off : p.xc, ok ? 16 : 0);
+      }
+      kc_mma_load_rows<T::BN, T::THREADS>(stage_b(s), p.wp, n0, p.Cout, kt * BK, K);
+      if ((ld_c0 += BK) == p.CP) {
+        ld_c0 = 0;
+        if (++ld_q == p.kw) {
+          ld_q = 0;
+          if (++ld_r == p.kh) ld_r = 0, ld_a++;
+        }
+      }
+    }
+    kc_cp_async_commit();
+  };
+
+  float acc[MI][NJ][4] = {};
+  kc_mma_pipeline<STAGES>(p.ktiles, load_stage, [&](int s) {
+    kc_mma_warp_stage<MI, NJ, false>(stage_a(s), stage_b(s), wm * MI * 16, wn * NJ * 8, lane, acc);
+  });
+
+  // Fragment layout of m16n8: c0,c1 at (row lane/4, cols 2·(lane%4), +1), c2,c3 eight rows below.
+  // Rows are voxels, columns channels: out[b, n, pos]; the 8 lanes that share lane%4 store 8
+  // consecutive voxels of one channel, 32 contiguous bytes.
+#pragma unroll
+  for (int mi = 0; mi < MI; mi++) {
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+      const int m = m0 + wm * MI * 16 + mi * 16 + lane / 4 + half * 8;
+      if (m >= p.M) continue;
+      const int b = m / p.P;
+      float* o = p.out + (int64_t)b * p.Cout * p.P + (m - b * p.P);
+#pragma unroll
+      for (int nj = 0; nj < NJ; nj++) {
+        const int n = n0 + wn * NJ * 8 + nj * 8 + (lane % 4) * 2;
+        if (n < p.Cout) o[(int64_t)n * p.P] = acc[mi][nj][half * 2] + (p.bias ? p.bias[n] : 0.f);
+        if (n + 1 < p.Cout) o[(int64_t)(n + 1) * p.P] = acc[mi][nj][half * 2 + 1] + (p.bias ? p.bias[n + 1] : 0.f);
+      }
+    }
+  }
+}
+
+// x (frames [first, timePad)) from prev, the rest from x) → xc [B, F, H·W, CP] bf16, channels padded
+// with zeros. A block transposes 32 channels × 64 positions of one frame through shared memory, so
+// both the f32 reads (along positions) and the 16-byte bf16 writes (along channels) are coalesced.
+__global__ void __launch_bounds__(256) pack_input_kernel(uint16_t* __restrict__ xc, const float* __restrict__ x,
+                                                         const float* __restrict__ prev, int Cin, int CP, int T,
+                                                         int64_t HW, int time_pad, int first, int F) {
+  __shared__ float tile[32][65];
+  const int b = blockIdx.z / F, f = blockIdx.z % F, s = f + first;  // s: frame of the causal window
+  const int c0 = blockIdx.y * 32;
+  const int64_t p0 = (int64_t)blockIdx.x * 64;
+  const int tx = threadIdx.x % 64, ty = threadIdx.x / 64;
+#pragma unroll
+  for (int i = 0; i < 8; i++) {
+    const int cl = ty + 4 * i, c = c0 + cl;
+    const int64_t pos = p0 + tx;
+    float v = 0.f;
+    if (c < Cin && pos < HW)
+      v = s < time_pad ? prev[(((int64_t)b * Cin + c) * time_pad + s) * HW + pos]
+                       : x[(((int64_t)b * Cin + c) * T + (s - time_pad)) * HW + pos];
+    tile[cl][tx] = v;
+  }
+  __syncthreads();
+  const int pl = threadIdx.x / 4, part = threadIdx.x % 4;  // 8 channels each
+  const int64_t pos = p0 + pl;
+  if (pos >= HW) return;
+  uint32_t v[4];
+#pragma unroll
+  for (int j = 0; j < 4; j++) v[j] = kc_pack_bf16(tile[part * 8 + 2 * j][pl], tile[part * 8 + 2 * j + 1][pl]);
+  *reinterpret_cast<uint4*>(xc + ((int64_t)blockIdx.z * HW + pos) * CP + c0 + part * 8) = make_uint4(v[0], v[1], v[2], v[3]);
+}
+
+// w [Cout, Cin, taps] → wp [Cout, taps, CP] bf16 (round-to-nearest-even), channels padded with zeros.
+__global__ void pack_weights_kernel(uint16_t* __restrict__ wp, const void* __restrict__ w, int w_dt, int Cin, int CP,
+                                    int taps, int64_t n) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    const int c = (int)(i % CP);
+    const int64_t rest = i / CP;
+    const int tap = (int)(rest % taps);
+    const int64_t co = rest / taps;
+    const float v = c < Cin ? kc_ld(w, w_dt, (co * Cin + c) * taps + tap) : 0.f;
+    wp[i] = __bfloat16_as_ushort(__float2bfloat16(v));
+  }
+}
+
+template <int WARPS_M, int WARPS_N, int MI, int NJ>
+int launch_tile(KcContext* ctx, ConvMmaArgs args) {
+  using T = ConvTile<WARPS_M, WARPS_N, MI, NJ>;
+  auto kernel = conv_mma_kernel<WARPS_M, WARPS_N, MI, NJ>;
+  static bool configured = false;
+  if (!configured) {
+    KC_TRY(kc_check(ctx, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::SMEM_BYTES),
+                    "cudaFuncSetAttribute(conv_mma_kernel)"));
+    configured = true;
+  }
+  args.n_tiles = (args.Cout + T::BN - 1) / T::BN;
+  const int64_t blocks = (int64_t)args.n_tiles * ((args.M + T::BM - 1) / T::BM);
+  if (blocks > 0x7fffffff) return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_conv3d", "output too large for one launch");
+  KC_LAUNCH(kernel, (unsigned)blocks, T::THREADS, T::SMEM_BYTES, ctx->stream)(args);
+  return kc_launched(ctx, "conv_mma_kernel");
+}
+
+// Cout ≤ 16: the narrow tile; otherwise 128 or 96 channels a tile, whichever pads Cout less.
+int launch_for_cout(KcContext* ctx, const ConvMmaArgs& args) {
+  const int c = args.Cout;
+  if (c <= 16) return launch_tile<8, 1, 2, 2>(ctx, args);
+  const int pad128 = (c + 127) / 128 * 128 - c, pad96 = (c + 95) / 96 * 96 - c;
+  if (pad96 < pad128) return launch_tile<4, 2, 2, 6>(ctx, args);
+  return launch_tile<2, 4, 4, 4>(ctx, args);
+}
+}  // namespace
+
+int kc_conv3d_mma_launch(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt,
+                         const float* bias, int B, const ConvGeom& g) {
+  const int CP = (g.Cin + 31) / 32 * 32, taps = g.kt * g.kh * g.kw;
+  const int first = prev ? 0 : g.time_pad;
+  const int F = g.time_pad + g.T - first;  // frames xc holds (0: every tap reads padding)
+  const int64_t HW = (int64_t)g.H * g.W, P = (int64_t)g.To * g.Ho * g.Wo;
+  if ((int64_t)B * P > 0x7fffffff - 256 || (int64_t)taps * CP / BK > 0x7fffffff || (int64_t)B * F > 65535)
+    return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_conv3d", "too large for the tensor-core kernel");
+  const size_t xc_bytes = (size_t)B * F * HW * CP * 2, wp_bytes = (size_t)g.Cout * taps * CP * 2;
+  uint16_t* xc = (uint16_t*)kc_scratch(ctx, xc_bytes > 256 ? xc_bytes : 256);
+  if (!xc) return KC_E_OOM;
+  uint16_t* wp = (uint16_t*)kc_scratch(ctx, wp_bytes);
+  if (!wp) {
+    kc_scratch_release(ctx, xc);
+    return KC_E_OOM;
+  }
+  int rc = 0;
+  if (F > 0 && HW > 0) {
+    dim3 grid((unsigned)((HW + 63) / 64), CP / 32, B * F);
+    KC_LAUNCH(pack_input_kernel, grid, 256, 0, ctx->stream)(xc, x, prev, g.Cin, CP, g.T, HW, g.time_pad, first, F);
+    rc = kc_launched(ctx, "pack_input_kernel");
+  }
+  const int64_t wn = (int64_t)g.Cout * taps * CP;
+  if (!rc) {
+    KC_LAUNCH(pack_weights_kernel, kc_grid_for(ctx, wn), 256, 0, ctx->stream)(wp, w, w_dt, g.Cin, CP, taps, wn);
+    rc = kc_launched(ctx, "pack_weights_kernel");
+  }
+  if (!rc) {
+    ConvMmaArgs args{out, xc, wp, bias, (int)(B * P), (int)P, g.Cout, CP, (int)(taps * CP / BK), 0,
+                     F, g.H, g.W, g.kh, g.kw, g.st, g.sh, g.sw, g.top, g.left, g.Ho, g.Wo, first};
+    rc = launch_for_cout(ctx, args);
+  }
+  // Stream-ordered: the next user of these blocks runs after this convolution.
+  kc_scratch_release(ctx, wp);
+  kc_scratch_release(ctx, xc);
+  return rc;
+}

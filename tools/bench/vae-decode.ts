@@ -1,0 +1,118 @@
+// The Wan2.1 VAE decoder at its real size (the released geometry, random f32 weights made on the
+// device — no file), decoding a stream chunk by chunk as the streaming pipeline does: milliseconds per
+// chunk once the first (cold) chunk is out, the convolution work of a chunk, and which conv kernels
+// ran. tools/bench/model.ts (GPU half) and tools/gpu-check.sh report it; it runs on any backend, but at
+// 832x480 only a GPU finishes in reasonable time.
+//
+//   bun tools/bench/vae-decode.ts [--width 832] [--height 480] [--chunk 3] [--chunks 4] [--device cuda|cpu]
+import { parseVaeConfig } from "../../src/models/configs.ts";
+import { RandomWeights } from "../../src/models/random-weights.ts";
+import { SeededRandom } from "../../src/models/random.ts";
+import { WanVaeDecoder } from "../../src/models/wan-vae.ts";
+import type { WeightReader } from "../../src/models/weights.ts";
+import type { Backend, Conv3dOptions } from "../../src/runtime/backend.ts";
+import { openBackend } from "../../src/runtime/device.ts";
+import type { Tensor } from "../../src/runtime/tensor.ts";
+
+/** Random weights with the host reads the VAE loader makes (it folds the latent statistics into the
+ *  1×1×1 conv2 on the host). */
+class RandomVaeWeights extends RandomWeights {
+  async host(name: string, shape: readonly number[]): Promise<Float32Array> {
+    const t = name.endsWith(".bias") ? await this.vector(name, shape) : await this.matrix(name, shape);
+    try {
+      return await this.backend.download(t);
+    } finally {
+      this.backend.free(t);
+    }
+  }
+}
+
+export interface VaeDecodeResult {
+  /** Seconds of the first chunk (every kernel's first use, 1 + 4·(chunk − 1) frames). */
+  firstChunk: number;
+  /** Median milliseconds of the later chunks (4·chunk frames each). */
+  msPerChunk: number;
+  framesPerChunk: number;
+  /** Multiply-adds ×2 of the convolutions of one later chunk, and the rate the whole decode reaches. */
+  convTflopPerChunk: number;
+  tflops: number;
+  /** Conv calls per kernel (a CUDA backend's ranKernel), e.g. { "mma.sync": 40 }. */
+  kernels: Record<string, number>;
+  finite: boolean;
+}
+
+/** Streams `chunks` chunks of `chunkFrames` latent frames through a random Wan2.1 decoder. */
+export async function benchVaeDecode(backend: Backend, width: number, height: number, chunkFrames: number, chunks: number): Promise<VaeDecodeResult> {
+  const cfg = parseVaeConfig({}, "Wan2.1 VAE (released geometry)");
+  // The decoder's loader takes a checkpoint reader; random weights answer the same three calls.
+  const decoder = await WanVaeDecoder.load(new RandomVaeWeights(backend, { dtype: "f32" }) as unknown as WeightReader, cfg);
+  const h = height / 8, w = width / 8;
+  const rng = new SeededRandom(2);
+  const latent = backend.upload(rng.normal(cfg.zDim * chunkFrames * h * w), [cfg.zDim, chunkFrames, h, w]);
+  // Count the conv work and the kernels that ran it, without changing what runs.
+  let flop = 0;
+  const kernels: Record<string, number> = {};
+  const conv3d = backend.conv3d.bind(backend);
+  const ran = (backend as Backend & { ranKernel?: (op: string) => string | null }).ranKernel?.bind(backend);
+  backend.conv3d = (out: Tensor, x: Tensor, wt: Tensor, bias: Tensor | null, opts?: Conv3dOptions) => {
+    conv3d(out, x, wt, bias, opts);
+    flop += 2 * out.numel * wt.shape.slice(1).reduce((a, b) => a * b, 1);
+    const k = ran?.("conv3d") ?? backend.name;
+    kernels[k] = (kernels[k] ?? 0) + 1;
+  };
+  const times: number[] = [];
+  const flops: number[] = [];
+  let finite = true, frames = 0;
+  try {
+    for (let c = 0; c < chunks; c++) {
+      flop = 0;
+      if (c === 1) for (const k of Object.keys(kernels)) delete kernels[k];
+      const started = performance.now();
+      const video = await decoder.decode(latent);
+      await backend.sync();
+      times.push((performance.now() - started) / 1000);
+      flops.push(flop);
+      frames = video.shape[1]!;
+      if (c === chunks - 1) finite = (await backend.download(video)).every(Number.isFinite); // not timed
+      backend.free(video);
+    }
+  } finally {
+    backend.conv3d = conv3d;
+    backend.free(latent);
+    decoder.free();
+  }
+  const steady = times.slice(1).sort((a, b) => a - b);
+  const perChunk = steady[Math.floor(steady.length / 2)] ?? NaN;
+  const convTflop = (flops[flops.length - 1] ?? 0) / 1e12;
+  return { firstChunk: times[0]!, msPerChunk: perChunk * 1000, framesPerChunk: frames, convTflopPerChunk: convTflop, tflops: convTflop / perChunk, kernels, finite };
+}
+
+export function formatVaeDecode(r: VaeDecodeResult, width: number, height: number, chunkFrames: number): string {
+  const kernels = Object.entries(r.kernels).map(([k, n]) => `${n} on ${k}`).join(", ");
+  return `Wan2.1 VAE decode ${width}x${height}, ${chunkFrames} latent frames a chunk: first chunk ${r.firstChunk.toFixed(3)} s | ` +
+    `steady chunk ${r.msPerChunk.toFixed(1)} ms (${r.framesPerChunk} frames, ${(r.framesPerChunk / (r.msPerChunk / 1000)).toFixed(1)} fps of VAE alone) | ` +
+    `conv ${r.convTflopPerChunk.toFixed(2)} TFLOP / chunk → ${r.tflops.toFixed(r.tflops < 10 ? 2 : 0)} TFLOP/s over the decode | convs: ${kernels} | outputs finite: ${r.finite}`;
+}
+
+if (import.meta.main) {
+  const args = process.argv.slice(2);
+  const arg = (name: string, fallback: string) => {
+    const i = args.indexOf(`--${name}`);
+    return i >= 0 ? args[i + 1]! : fallback;
+  };
+  const width = Number(arg("width", "832")), height = Number(arg("height", "480")), chunk = Number(arg("chunk", "3"));
+  if (width % 8 || height % 8) throw new Error("--width and --height must be multiples of 8 (the VAE's spatial stride)");
+  let backend: Backend;
+  try {
+    backend = await openBackend(arg("device", "cuda") as "cuda" | "cpu", { log: () => {} });
+  } catch (e) {
+    console.log(`VAE decode — skipped: the backend did not open (${(e as Error).message})`);
+    process.exit(0);
+  }
+  try {
+    console.log(`${backend.description}:`);
+    console.log(formatVaeDecode(await benchVaeDecode(backend, width, height, chunk, Number(arg("chunks", "4"))), width, height, chunk));
+  } finally {
+    backend.dispose();
+  }
+}

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+# conv3d on the GPU (tools/gpu-check.sh runs this as its own step, in its own process): kc_conv3d's
+# tensor-core path (conv_path 2, conv_mma.cu) and SIMT path (1) against PyTorch's conv3d in float64
+# at awkward shapes and at the Wan2.1 VAE decoder's, each result held to its stated promise
+# (kernels/cuda/conv.cuh), which kernel auto picks; then conv3d TFLOP/s beside cuDNN at the decoder's
+# 832x480 levels, as a table. Exits 1 when a check fails.
+import ctypes as C, math, os, sys
+import torch
+
+torch.backends.cudnn.allow_tf32 = False
+lib = C.CDLL(os.path.abspath("build/libkino_cuda.so"))
+vp, i32 = C.c_void_p, C.c_int
+lib.kc_create.restype = vp
+lib.kc_create.argtypes = [i32, C.POINTER(C.c_int32), C.c_char_p, i32]
+lib.kc_last_error.restype = C.c_char_p
+lib.kc_last_error.argtypes = [vp]
+lib.kc_synchronize.argtypes = [vp]
+lib.kc_timer_start.argtypes = [vp]
+lib.kc_timer_stop.argtypes = [vp]
+lib.kc_timer_stop.restype = C.c_double
+lib.kc_set_paths.argtypes = [vp, i32, i32, i32]
+lib.kc_conv3d.argtypes = [vp, vp, vp, vp, vp, i32, vp, i32, C.POINTER(C.c_int32)]
+lib.kc_last_kernel.restype = C.c_char_p
+lib.kc_last_kernel.argtypes = [vp, i32]
+failures, rows = [], []
+
+def context(conv_path):
+    code, msg = C.c_int32(0), C.create_string_buffer(512)
+    ctx = lib.kc_create(0, C.byref(code), msg, 512)
+    if not ctx: sys.exit(f"kc_create failed: {msg.value.decode()}")
+    if lib.kc_set_paths(ctx, 0, 0, conv_path): sys.exit(f"kc_set_paths: {lib.kc_last_error(ctx).decode()}")
+    return ctx
+
+def call(ctx, rc, what):
+    if rc != 0: raise RuntimeError(f"{what}: {lib.kc_last_error(ctx).decode()}")
+    rc = lib.kc_synchronize(ctx)
+    if rc != 0: raise RuntimeError(f"{what} (sync): {lib.kc_last_error(ctx).decode()}")
+
+def p(t): return C.c_void_p(t.data_ptr()) if t is not None else None
+
+def report(name, err, tol):
+    ok = err <= tol and math.isfinite(err)
+    if not ok: failures.append(name)
+    print(f"  {'ok  ' if ok else 'FAIL'} {name:70s} {err:.2e} (tol {tol:.0e})", flush=True)
+
+def rel(got, want):
+    return ((got.double() - want.double()).abs().max() / want.double().abs().max().clamp_min(1e-30)).item()
+
+gen = torch.Generator(device="cuda").manual_seed(0)
+def rnd(*shape): return torch.rand(*shape, device="cuda", generator=gen) * 2 - 1
+bf = lambda t: t.to(torch.bfloat16).float()
+
+def bench(ctx, fn, flops, iters=10):
+    for _ in range(3): fn()
+    torch.cuda.synchronize()
+    lib.kc_timer_start(ctx)
+    for _ in range(iters): fn()
+    return flops / (lib.kc_timer_stop(ctx) / iters * 1e-3) / 1e12
+
+def torch_bench(fn, flops, iters=10):
+    for _ in range(3): fn()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    for _ in range(iters): fn()
+    e.record(); e.synchronize()
+    return flops / (s.elapsed_time(e) / iters * 1e-3) / 1e12
+
+# ---- conv3d (kernels/cuda/conv.cuh): the tensor-core path (conv_path 2) and SIMT (1) against
+# PyTorch's conv3d in float64, each held to its stated promise per element:
+#   mma.sync |out − ref| ≤ (u_x + u_w + u_x·u_w + K·2^-23)·S, SIMT ≤ K·2^-24·S (+ 2^-24·|ref| for the
+#   bias), S = conv(|x̂|, |w|), u_x = 2^-8, u_w = 2^-8 for f32/f16 weights and 0 for bf16 ones;
+# and the tensor-core result also against the reference on bf16-rounded operands (rel err).
+def conv_geom(x, w, pad, stride, time_pad):
+    B, Cin, T, H, W = x.shape; Cout, _, kt, kh, kw = w.shape
+    top, bottom, left, right = pad; st, sh, sw = stride
+    span = lambda n, k, s: 0 if n < k else (n - k) // s + 1
+    To, Ho, Wo = span(time_pad + T, kt, st), span(H + top + bottom, kh, sh), span(W + left + right, kw, sw)
+    return (C.c_int32 * 17)(Cin, Cout, T, H, W, kt, kh, kw, st, sh, sw, time_pad, top, left, To, Ho, Wo), (B, Cout, To, Ho, Wo)
+
+W_DT = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
+
+def conv_rc(ctx, out, x, w, bias, prev, pad, stride, time_pad):
+    geom, _ = conv_geom(x, w, pad, stride, time_pad)
+    return lib.kc_conv3d(ctx, p(out), p(x), p(prev), p(w), W_DT[w.dtype], p(bias), x.shape[0], geom)
+
+def kino_conv(ctx, x, w, bias, prev, pad, stride, time_pad):
+    out = torch.empty(conv_geom(x, w, pad, stride, time_pad)[1], device="cuda")
+    torch.cuda.synchronize()
+    call(ctx, conv_rc(ctx, out, x, w, bias, prev, pad, stride, time_pad), f"conv3d x {tuple(x.shape)} w {tuple(w.shape)}")
+    return out, lib.kc_last_kernel(ctx, 2).decode()
+
+def causal_input(x, prev, pad, time_pad):
+    # cat(prev or zeros, x) along time, then the spatial zero padding: what every conv3d call sees
+    B, Cin, T, H, W = x.shape
+    front = [] if not time_pad else [prev.to(x.dtype) if prev is not None else torch.zeros(B, Cin, time_pad, H, W, dtype=x.dtype, device="cuda")]
+    top, bottom, left, right = pad
+    return torch.nn.functional.pad(torch.cat(front + [x], 2), (left, right, top, bottom))
+
+def ref_conv(x, w, bias, prev, pad, stride, time_pad):
+    xx = causal_input(x.double(), None if prev is None else prev.double(), pad, time_pad)
+    return torch.nn.functional.conv3d(xx, w.double(), None if bias is None else bias.double(), stride=stride)
+
+conv_ctx = {"mma.sync": context(2), "simt": context(1), "auto": context(0)}
+# (label, B, Cin, Cout, T, H, W, kernel, pad (top, bottom, left, right), stride, timePad, prev, w dtype)
+conv_cases = [
+    ("causal 3³, batch 2, Cin 3, Cout 5", 2, 3, 5, 4, 7, 9, (3, 3, 3), (1, 1, 1, 1), (1, 1, 1), 2, True, torch.float32),
+    ("Cin 40, Cout 130, cache", 1, 40, 130, 2, 9, 17, (3, 3, 3), (1, 1, 1, 1), (1, 1, 1), 2, True, torch.float32),
+    ("Cout 256 (1,3,3), batch 2", 2, 32, 256, 1, 6, 7, (1, 3, 3), (1, 1, 1, 1), (1, 1, 1), 0, False, torch.bfloat16),
+    ("downsample: pad (0,1,0,1), stride 2", 1, 20, 3, 1, 9, 9, (1, 3, 3), (0, 1, 0, 1), (1, 2, 2), 0, False, torch.bfloat16),
+    ("1×1×1, f16 weights", 1, 64, 24, 1, 5, 7, (1, 1, 1), (0, 0, 0, 0), (1, 1, 1), 0, False, torch.float16),
+    ("time stride 2, no cache", 1, 16, 100, 3, 13, 11, (3, 3, 3), (1, 1, 1, 1), (2, 1, 1), 2, False, torch.float32),
+    # the Wan2.1 VAE decoder's convs, real channels (levels 2-3 cropped to 120x208 to keep fp64 fast)
+    ("Wan conv1 16→384 3³ 60x104", 1, 16, 384, 1, 60, 104, (3, 3, 3), (1, 1, 1, 1), (1, 1, 1), 2, True, torch.float32),
+    ("Wan middle 384→384 3³ 60x104", 1, 384, 384, 1, 60, 104, (3, 3, 3), (1, 1, 1, 1), (1, 1, 1), 2, True, torch.float32),
+    ("Wan time_conv 384→768 (3,1,1) 60x104", 1, 384, 768, 1, 60, 104, (3, 1, 1), (0, 0, 0, 0), (1, 1, 1), 2, True, torch.float32),
+    ("Wan shortcut 192→384 1³ 120x208", 1, 192, 384, 2, 120, 208, (1, 1, 1), (0, 0, 0, 0), (1, 1, 1), 0, False, torch.float32),
+    ("Wan level 1 384→384 3³ 120x208", 1, 384, 384, 2, 120, 208, (3, 3, 3), (1, 1, 1, 1), (1, 1, 1), 2, True, torch.bfloat16),
+    ("Wan up conv 384→192 (1,3,3) 240x416", 1, 384, 192, 2, 240, 416, (1, 3, 3), (1, 1, 1, 1), (1, 1, 1), 0, False, torch.float32),
+    ("Wan level 3 96→96 3³ (120x208 crop)", 1, 96, 96, 4, 120, 208, (3, 3, 3), (1, 1, 1, 1), (1, 1, 1), 2, True, torch.float32),
+    ("Wan head 96→3 3³ (120x208 crop)", 1, 96, 3, 4, 120, 208, (3, 3, 3), (1, 1, 1, 1), (1, 1, 1), 2, True, torch.float32),
+]
+print("conv3d correctness (promise: |err| / bound ≤ 1):", flush=True)
+try:
+    for (label, B, Cin, Cout, T, H, W, k, pad, stride, tp, with_prev, wdt) in conv_cases:
+        x, w, bias = rnd(B, Cin, T, H, W), rnd(Cout, Cin, *k).to(wdt), rnd(Cout)
+        prev = rnd(B, Cin, tp, H, W) if with_prev and tp else None
+        K = Cin * k[0] * k[1] * k[2]
+        want = ref_conv(x, w, bias, prev, pad, stride, tp)
+        S = ref_conv(x.abs(), w.abs(), None, None if prev is None else prev.abs(), pad, stride, tp)
+        u_w = 0 if wdt == torch.bfloat16 else 2 ** -8
+        for path in ("mma.sync", "simt"):
+            got, ran = kino_conv(conv_ctx[path], x, w, bias, prev, pad, stride, tp)
+            rate = (2 ** -8 + u_w + 2 ** -8 * u_w + K * 2 ** -23) if path == "mma.sync" else K * 2 ** -24
+            bound = rate * S + 2 ** -24 * want.abs() + 1e-30
+            name = f"conv {path}: {label}"
+            if ran != path: report(f"{name} ran {ran}", 1.0, 0.5); continue
+            report(name + " promise", ((got.double() - want).abs() / bound).max().item(), 1)
+            if path == "mma.sync":
+                rounded = ref_conv(bf(x), bf(w.float()), bias, None if prev is None else bf(prev), pad, stride, tp)
+                report(name + " vs bf16-rounded ref", rel(got, rounded), 1e-4)
+        _, ran = kino_conv(conv_ctx["auto"], x, w, bias, prev, pad, stride, tp)
+        print(f"       auto picks {ran} for {label}", flush=True)
+except Exception as e:  # a fault leaves the contexts unusable: report it and go on to the benchmarks
+    print(f"  FAIL conv3d: {e}")
+    failures.append(f"conv3d: {e}")
+
+# conv3d at the Wan2.1 VAE decoder's 832x480 levels, one decode call each (a chunk's frames at that
+# level, the causal cache of 2 frames): kino (f32 activations and weights, as the VAE keeps them; its
+# bf16 repack included) against cuDNN's bf16 conv3d on the already padded bf16 input, the better of
+# NCDHW and channels-last.
+conv_bench_shapes = [("384→384 3³ 104x60 T1", 384, 384, 1, 60, 104), ("384→384 3³ 208x120 T2", 384, 384, 2, 120, 208),
+                     ("192→192 3³ 416x240 T4", 192, 192, 4, 240, 416), ("96→96 3³ 832x480 T4", 96, 96, 4, 480, 832),
+                     ("96→3 3³ 832x480 T4 (head)", 96, 3, 4, 480, 832)]
+torch.backends.cudnn.benchmark = True  # let cuDNN pick its fastest algorithm in the warm-up
+try:
+    for label, Cin, Cout, T, H, W in conv_bench_shapes:
+        x, prev, w, bias = rnd(1, Cin, T, H, W), rnd(1, Cin, 2, H, W), rnd(Cout, Cin, 3, 3, 3) * 0.05, rnd(Cout)
+        out = torch.empty(1, Cout, T, H, W, device="cuda")
+        flops = 2 * T * H * W * Cout * Cin * 27
+        c = conv_ctx["auto"]
+        kt = bench(c, lambda: conv_rc(c, out, x, w, bias, prev, (1, 1, 1, 1), (1, 1, 1), 2), flops, 10)
+        ran = lib.kc_last_kernel(c, 2).decode()
+        xx, wb, bb = causal_input(x, prev, (1, 1, 1, 1), 2).to(torch.bfloat16), w.to(torch.bfloat16), bias.to(torch.bfloat16)
+        tt = torch_bench(lambda: torch.nn.functional.conv3d(xx, wb, bb), flops, 10)
+        xl, wl = xx.to(memory_format=torch.channels_last_3d), wb.to(memory_format=torch.channels_last_3d)
+        tt = max(tt, torch_bench(lambda: torch.nn.functional.conv3d(xl, wl, bb), flops, 10))
+        rows.append((f"conv3d {label} [{ran}]", kt, tt))
+        del x, prev, out, xx, xl
+except Exception as e:
+    print(f"  FAIL conv3d benchmark: {e}")
+    failures.append(f"conv3d benchmark: {e}")
+
+print(f"\n| {'op':50s} | kino TFLOP/s | torch TFLOP/s | kino/torch |")
+print(f"|{'-' * 52}|--------------|---------------|------------|")
+for name, k_, t_ in rows:
+    print(f"| {name:50s} | {k_:12.1f} | {t_:13.1f} | {k_ / t_:10.2f} |")
+if failures:
+    print(f"\n{len(failures)} conv3d check(s) FAILED: {failures}")
+    sys.exit(1)
+print("\nall conv3d checks passed")
