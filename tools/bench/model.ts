@@ -26,7 +26,7 @@ import { CausalWanDiT } from "../../src/models/wan-dit-causal.ts";
 import { WanDiT } from "../../src/models/wan-dit.ts";
 import { loadWanModel } from "../../src/models/wan-model.ts";
 import type { GenerationRequest } from "../../src/pipelines/pipeline.ts";
-import { createWanPipeline } from "../../src/pipelines/wan-t2v.ts";
+import { createWanPipeline } from "../../src/pipelines/wan-pipelines.ts";
 import type { Backend } from "../../src/runtime/backend.ts";
 import type { Tensor } from "../../src/runtime/tensor.ts";
 import { openBackend } from "../../src/runtime/device.ts";
