@@ -5,7 +5,11 @@
 // zero=True)`: 0 on frame 0, 1 elsewhere, so (1 − mask)·z + mask·x is exactly a copy of z into frame 0.
 import type { Backend } from "../runtime/backend.ts";
 import type { Tensor } from "../runtime/tensor.ts";
+import { type RgbPixels, rgb24ToUnitRange } from "./frames.ts";
+import { coverResizeCrop } from "./pil-lanczos.ts";
+import type { Tap } from "./umt5.ts";
 import type { Grid } from "./wan-dit.ts";
+import type { WanVaeEncoder } from "./wan-vae.ts";
 
 /**
  * Per-token timesteps of a step at t with the first latent frame given: the mask sampled at the patch
@@ -23,4 +27,21 @@ export function injectFirstFrame(b: Backend, latent: Tensor, z: Tensor): void {
     throw new Error(`first-frame latent [${z.shape}] does not fit latent [${latent.shape}]`);
   }
   b.writeSlice(latent, z, 1, 0);
+}
+
+/**
+ * The image's latent z [48, 1, height/16, width/16]: scaled to cover width × height with PIL's Lanczos
+ * (host, exact), centre-cropped, to [−1, 1], encoded as a one-frame clip. Taps: image ([3, 1, H, W]), z.
+ */
+export async function firstFrameLatent(b: Backend, encoder: WanVaeEncoder, image: RgbPixels, width: number, height: number, tap?: Tap): Promise<Tensor> {
+  const { cropped } = coverResizeCrop(image, width, height);
+  const pixels = b.upload(rgb24ToUnitRange(cropped), [3, 1, height, width]);
+  try {
+    await tap?.("image", pixels);
+    const z = await encoder.encode(pixels);
+    await tap?.("z", z);
+    return z;
+  } finally {
+    b.free(pixels);
+  }
 }

@@ -9,15 +9,13 @@
 // - One frame out from an image (an image edit) has no frame left to generate under that scheme, so
 //   it is an image-to-image: z noised to the middle of the schedule, then the remaining steps over
 //   the whole latent with the prompt (as kino-tiny edits).
-import { rgb24ToUnitRange } from "../models/frames.ts";
-import { coverResizeCrop } from "../models/pil-lanczos.ts";
 import { seededNoise } from "../models/samplers.ts";
-import { firstFrameTimesteps, injectFirstFrame } from "../models/ti2v-condition.ts";
+import { firstFrameLatent, firstFrameTimesteps, injectFirstFrame } from "../models/ti2v-condition.ts";
 import type { CrossAttnKV, WanDiT } from "../models/wan-dit.ts";
 import type { WanModel } from "../models/wan-model.ts";
 import type { Tensor } from "../runtime/tensor.ts";
 import { type Size, renderSize } from "./native-size.ts";
-import type { GenerationRequest, GenerationResult, ModelCard, Pipeline, RgbImage, RunContext } from "./pipeline.ts";
+import type { GenerationRequest, GenerationResult, ModelCard, Pipeline, RunContext } from "./pipeline.ts";
 import { type GuidedRun, generateClips, requestSampler, sampleGuided } from "./wan-clips.ts";
 import { wanCard } from "./wan-card.ts";
 
@@ -39,7 +37,7 @@ export class WanTI2VPipeline implements Pipeline {
     let z: Tensor | null = null, cond: CrossAttnKV | null = null, uncond: CrossAttnKV | null = null;
     try {
       if (image) {
-        z = await this.encodeImage(image, render);
+        z = await firstFrameLatent(b, this.model.vaeEncoder!, image, render.width, render.height);
         durations.image_encode = (performance.now() - started) / 1000;
         started = performance.now();
       }
@@ -52,18 +50,6 @@ export class WanTI2VPipeline implements Pipeline {
       if (z) b.free(z);
       if (cond) dit.freeCross(cond);
       if (uncond) dit.freeCross(uncond);
-    }
-  }
-
-  /** The image's latent z [48, 1, h, w] at the render size (cover resize, centre crop, encode). */
-  async encodeImage(image: RgbImage, size: Size): Promise<Tensor> {
-    const b = this.model.backend;
-    const { cropped } = coverResizeCrop(image, size.width, size.height);
-    const pixels = b.upload(rgb24ToUnitRange(cropped), [3, 1, size.height, size.width]);
-    try {
-      return await this.model.vaeEncoder!.encode(pixels);
-    } finally {
-      b.free(pixels);
     }
   }
 
