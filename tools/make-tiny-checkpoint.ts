@@ -305,7 +305,10 @@ export async function makeTinyCheckpoint(dir: string, opts: TinyOptions = {}): P
     clipTensors(clip);
     await writeSafetensors(join(dir, "image_encoder/model.safetensors"), clip.list);
   }
-  await json("scheduler/scheduler_config.json", { _class_name: "FlowMatchEulerDiscreteScheduler", num_train_timesteps: 1000, shift: causal && preset === "tiny" ? 5 : 3 });
+  // the image releases ship UniPC with their flow shift (I2V-480P 3, TI2V-5B 5)
+  await json("scheduler/scheduler_config.json", kind === "t2v"
+    ? { _class_name: "FlowMatchEulerDiscreteScheduler", num_train_timesteps: 1000, shift: causal && preset === "tiny" ? 5 : 3 }
+    : { _class_name: "UniPCMultistepScheduler", num_train_timesteps: 1000, prediction_type: "flow_prediction", use_flow_sigmas: true, flow_shift: kind === "ti2v" ? 5 : 3 });
 }
 
 if (import.meta.main) {
