@@ -21,8 +21,9 @@ export type Predict = (x: Tensor, t: number, cross: CrossAttnKV) => Promise<Tens
 export interface GuidedRun {
   /** The latent, denoised in place. */
   x: Tensor;
-  /** The step the run starts at (0: from pure noise). */
+  /** The step the run starts at (0: from pure noise), and the one it stops before (default: the end). */
   start?: number;
+  stop?: number;
   cond: CrossAttnKV;
   /** null: no guidance (scale ≤ 1). */
   uncond: CrossAttnKV | null;
@@ -42,7 +43,7 @@ export function requestSampler(model: WanModel, req: GenerationRequest, noise: N
 
 /** The steps of `sampler`'s schedule from run.start on, guided as Wan guides: uncond + g·(cond − uncond). */
 export async function sampleGuided(b: Backend, sampler: Sampler, run: GuidedRun): Promise<void> {
-  const start = run.start ?? 0, { timesteps } = sampler.schedule, steps = timesteps.length;
+  const start = run.start ?? 0, { timesteps } = sampler.schedule, steps = Math.min(run.stop ?? Infinity, timesteps.length);
   for (let i = start; i < steps; i++) {
     const t = timesteps[i]!;
     const v = await run.predict(run.x, t, run.cond);

@@ -9,11 +9,15 @@
 //    transformer config, random bf16 weights made on the device — no file), streaming 832x480 in
 //    3-latent-frame chunks (4680 tokens each): seconds per chunk (4 denoising steps + the context
 //    pass) once the KV window is full, and the video frames per second that DiT throughput allows.
+//    Then the image models at their real geometry (tools/bench/image-models.ts): Wan2.2 TI2V-5B at
+//    1280x704, 121 frames — seconds per denoising step and VAE decode seconds — and Wan2.1 I2V-14B at
+//    832x480 — seconds per step; `--gpu-steps` steps each (default 2: the first is the kernels' first
+//    use), `--gpu-vae-latents` latent frames decoded of the 31 (default 3; the rest extrapolated).
 //    Without a GPU it prints one line saying it was skipped and why.
 //
 //   bun tools/bench/model.ts [--model DIR | --preset kino-tiny|tiny [--patch T,H,W]] [--width 64] [--height 64] [--chunks 6]
 //                            [--warmup N] [--steps 4] [--guidance G] [--threads 1,2]
-//                            [--gpu-window 21] [--gpu-chunks 3] [--gpu-only]
+//                            [--gpu-window 21] [--gpu-chunks 3] [--gpu-steps 2] [--gpu-vae-latents 3] [--gpu-only]
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -33,6 +37,7 @@ import { openBackend } from "../../src/runtime/device.ts";
 import { buildCpuWasm } from "../build/cpu.ts";
 import { H264Encoder } from "../../src/media/h264/encoder.ts";
 import { type PresetName, makeTinyCheckpoint } from "../make-tiny-checkpoint.ts";
+import { benchImageModels } from "./image-models.ts";
 import { StageTimer } from "./stage-timer.ts";
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
@@ -303,6 +308,7 @@ async function gpuHalf(arg: (name: string, fallback: string) => string): Promise
     console.log(`parameters ${(r.parameters / 1e9).toFixed(3)} B | first chunk ${r.firstChunk.toFixed(3)} s | steady chunk ${r.perChunk.toFixed(3)} s ` +
       `(${r.forwards} forwards) | ${r.fps.toFixed(1)} video fps of DiT throughput (${r.geometry.videoFramesPerChunk} frames / chunk) | ` +
       `≈${r.tflopPerChunk.toFixed(0)} TFLOP / chunk → ${r.tflops.toFixed(0)} TFLOP/s | outputs finite: ${r.finite}`);
+    await benchImageModels(backend, Number(arg("gpu-steps", "2")), Number(arg("gpu-vae-latents", "3")));
   } finally {
     backend.dispose();
   }
