@@ -7,7 +7,8 @@ Usage:
   kino serve [--config FILE.yaml] [--server.port N ...]   start the server (default model on :8000)
   kino generate --prompt "..." -o out.mp4                 one generation, no server, with a progress bar
         [--size WxH] [--seconds S | --num-frames N] [--fps F] [--seed N] [--steps N]
-        [--guidance-scale G] [--negative-prompt "..."] [--quiet] [--config FILE.yaml] [--generator.* ...]
+        [--guidance-scale G] [--negative-prompt "..."] [--image FILE (image-to-video)] [--quiet]
+        [--config FILE.yaml] [--generator.* ...]
   kino worker                                             internal: a generation worker process
   kino --help | --version
 
