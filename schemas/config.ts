@@ -22,7 +22,7 @@ const LoraComponents = Type.Object(
 
 const Generator = Type.Object(
   {
-    model_path: Type.String({ minLength: 1, default: "builtin:kino-tiny", description: "diffusers-layout model dir, or builtin:<name>" }),
+    model_path: Type.String({ minLength: 1, default: "builtin:kino-tiny", description: "a Wan checkpoint directory (diffusers or original layout; text-to-video, Wan2.1 I2V with its CLIP encoder, Wan2.2 TI2V-5B), or builtin:<name>" }),
     engine: Type.Object(
       {
         num_gpus: PositiveInt(1, "GPUs to use: one worker each, pinned by CUDA_VISIBLE_DEVICES (not with device cpu)"),

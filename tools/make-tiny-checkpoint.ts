@@ -5,17 +5,22 @@
 // through loadPipeline to prove the whole path produces frames; it is also a quick way to try the
 // server on a real (if meaningless) checkpoint. `--preset kino-tiny` writes kino-tiny's exact geometry
 // and the "kino" block tools/train/export.py writes, so `npm run bench:model -- --model DIR` measures
-// the real per-chunk cost before the trained weights exist.
+// the real per-chunk cost before the trained weights exist. `--kind i2v` writes a bidirectional Wan2.1
+// image-to-video checkpoint (in = 2·z + 4 channels, the CLIP image embedding and image keys/values,
+// text_len 512, a tiny transformers CLIPVisionModel under image_encoder/), `--kind ti2v` a Wan2.2
+// text-image-to-video one (48 channels on a tiny Wan2.2 VAE under Wan names).
 //
-//   bun tools/make-tiny-checkpoint.ts OUT_DIR [--preset tiny|kino-tiny] [--patch T,H,W] [--bidirectional] [--bf16]
-//                                     [--seed N] [--vae-layout wan|diffusers]
+//   bun tools/make-tiny-checkpoint.ts OUT_DIR [--preset tiny|kino-tiny] [--kind t2v|i2v|ti2v] [--patch T,H,W] [--bidirectional]
+//                                     [--bf16] [--seed N] [--vae-layout wan|diffusers] [--no-kino]
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { VaeConfig } from "../src/models/configs.ts";
 import { ditNameToDiffusers } from "../src/models/key-maps.ts";
 import { SeededRandom } from "../src/models/random.ts";
 import { type TensorToWrite, writeSafetensors } from "../src/models/safetensors-write.ts";
+import type { DitKind } from "../src/models/dit-kind.ts";
 import { vaeParameters } from "../src/models/wan-vae-layout.ts";
+import { vae22Parameters } from "../src/models/wan-vae22-layout.ts";
 
 export interface TinyOptions {
   /** A chunked causal (streaming) DiT, as kino-tiny; false: a bidirectional one. Default true. */
@@ -32,6 +37,10 @@ export interface TinyOptions {
   patch?: [number, number, number];
   /** kino.continuation_strength of a causal checkpoint (default: kino-tiny's 0.5 for that preset, else unset). */
   continuationStrength?: number;
+  /** The pipeline (default t2v); i2v and ti2v are bidirectional and only exist for the "tiny" preset. */
+  kind?: DitKind;
+  /** Write no "kino" object (the release's own defaults apply, as for Wan's checkpoints). */
+  noKino?: boolean;
 }
 
 const WORDS = ["a", "an", "the", "on", "background", "moving", "red", "orange", "yellow", "green", "cyan", "blue", "purple",
@@ -44,6 +53,8 @@ interface Geometry {
 }
 
 const TINY_DIT = { heads: 2, headDim: 16, ffn: 64, freq: 16, layers: 2, patch: [1, 2, 2], channels: 4, textLen: 16 };
+/** The tiny image tower of an i2v checkpoint: 28×28 input in 14-pixel patches (5 tokens), 2 blocks. */
+const TINY_CLIP = { dim: 32, heads: 2, layers: 2, ffn: 64, image: 28, patch: 14, projection: 16 };
 const TINY: Geometry = {
   dit: TINY_DIT,
   t5: { dim: 16, heads: 2, dKv: 8, ff: 32, layers: 2, buckets: 32 },
@@ -61,6 +72,18 @@ const KINO_TINY: Geometry = {
   vae: {
     dim: 12, zDim: 16, dimMult: [1, 2, 4], numResBlocks: 1, temporalDownsample: [true, true],
     latentsMean: new Array(16).fill(0), latentsStd: new Array(16).fill(1),
+  },
+};
+
+/** Wan2.1 I2V, tiny: the t2v tiny shapes with text_len 512 (the i2v cross-attention's fixed split). */
+const TINY_I2V: Geometry = { ...TINY, dit: { ...TINY_DIT, textLen: 512 } };
+/** Wan2.2 TI2V, tiny: 48 latent channels on a tiny Wan2.2 VAE (widths 4 and 6, as goldens/vae22). */
+const TINY_TI2V: Geometry = {
+  ...TINY,
+  dit: { ...TINY_DIT, channels: 48 },
+  vae: {
+    dim: 4, zDim: 48, dimMult: [1, 2, 4, 4], numResBlocks: 2, temporalDownsample: [false, true, true],
+    latentsMean: new Array(48).fill(0), latentsStd: new Array(48).fill(1), wan22: { decoderDim: 6 },
   },
 };
 
@@ -100,10 +123,11 @@ class Tensors {
   }
 }
 
-function ditTensors(t: Tensors, g: Geometry): void {
+function ditTensors(t: Tensors, g: Geometry, kind: DitKind): void {
   const { dit: DIT, t5: T5 } = g;
   const dim = DIT.heads * DIT.headDim, [pt, ph, pw] = DIT.patch as [number, number, number];
-  t.add("patch_embedding.weight", [dim, DIT.channels, pt, ph, pw], "weight");
+  const inChannels = kind === "i2v" ? 2 * DIT.channels + 4 : DIT.channels;
+  t.add("patch_embedding.weight", [dim, inChannels, pt, ph, pw], "weight");
   t.add("patch_embedding.bias", [dim], "bias");
   t.linear("text_embedding.0", dim, T5.dim);
   t.linear("text_embedding.2", dim, dim);
@@ -118,6 +142,11 @@ function ditTensors(t: Tensors, g: Geometry): void {
       t.add(`${p}.${a}.norm_q.weight`, [dim], "norm");
       t.add(`${p}.${a}.norm_k.weight`, [dim], "norm");
     }
+    if (kind === "i2v") {
+      t.linear(`${p}.cross_attn.k_img`, dim, dim);
+      t.linear(`${p}.cross_attn.v_img`, dim, dim);
+      t.add(`${p}.cross_attn.norm_k_img.weight`, [dim], "norm");
+    }
     t.add(`${p}.norm3.weight`, [dim], "norm");
     t.add(`${p}.norm3.bias`, [dim], "bias");
     t.linear(`${p}.ffn.0`, DIT.ffn, dim);
@@ -125,6 +154,38 @@ function ditTensors(t: Tensors, g: Geometry): void {
   }
   t.add("head.modulation", [1, 2, dim], "table");
   t.linear("head.head", DIT.channels * pt * ph * pw, dim);
+  if (kind === "i2v") {
+    const c = TINY_CLIP.dim;
+    t.add("img_emb.proj.0.weight", [c], "norm");
+    t.add("img_emb.proj.0.bias", [c], "bias");
+    t.linear("img_emb.proj.1", c, c);
+    t.linear("img_emb.proj.3", dim, c);
+    t.add("img_emb.proj.4.weight", [dim], "norm");
+    t.add("img_emb.proj.4.bias", [dim], "bias");
+  }
+}
+
+/** A transformers CLIPVisionModelWithProjection's tensors (the *-Diffusers image_encoder/). */
+function clipTensors(t: Tensors): void {
+  const { dim: d, layers, ffn, image, patch, projection } = TINY_CLIP, tokens = (image / patch) ** 2 + 1;
+  t.add("vision_model.embeddings.class_embedding", [d], "bias");
+  t.add("vision_model.embeddings.patch_embedding.weight", [d, 3, patch, patch], "weight");
+  t.add("vision_model.embeddings.position_embedding.weight", [tokens, d], "bias");
+  t.add("vision_model.pre_layrnorm.weight", [d], "norm");
+  t.add("vision_model.pre_layrnorm.bias", [d], "bias");
+  for (let i = 0; i < layers; i++) {
+    const p = `vision_model.encoder.layers.${i}`;
+    for (const m of ["k_proj", "v_proj", "q_proj", "out_proj"]) t.linear(`${p}.self_attn.${m}`, d, d);
+    t.add(`${p}.layer_norm1.weight`, [d], "norm");
+    t.add(`${p}.layer_norm1.bias`, [d], "bias");
+    t.linear(`${p}.mlp.fc1`, ffn, d);
+    t.linear(`${p}.mlp.fc2`, d, ffn);
+    t.add(`${p}.layer_norm2.weight`, [d], "norm");
+    t.add(`${p}.layer_norm2.bias`, [d], "bias");
+  }
+  t.add("vision_model.post_layernorm.weight", [d], "norm");
+  t.add("vision_model.post_layernorm.bias", [d], "bias");
+  t.linear("visual_projection", projection, d, false);
 }
 
 function t5Tensors(t: Tensors, vocab: number, T5: Geometry["t5"]): void {
@@ -174,16 +235,19 @@ function tokenizerJson(): object {
 }
 
 export async function makeTinyCheckpoint(dir: string, opts: TinyOptions = {}): Promise<void> {
-  const causal = opts.causal ?? true;
-  const preset = opts.preset ?? "tiny", base = PRESETS[preset];
+  const kind = opts.kind ?? "t2v";
+  if (kind !== "t2v" && (opts.causal || (opts.preset ?? "tiny") !== "tiny")) throw new Error(`a ${kind} checkpoint is bidirectional and tiny`);
+  const causal = kind === "t2v" && (opts.causal ?? true);
+  const preset = opts.preset ?? "tiny", base = kind === "ti2v" ? TINY_TI2V : kind === "i2v" ? TINY_I2V : PRESETS[preset];
   const g: Geometry = opts.patch ? { ...base, dit: { ...base.dit, patch: opts.patch } } : base, { dit: DIT, t5: T5, vae: VAE } = g;
   const rng = new SeededRandom(opts.seed ?? 1);
-  for (const sub of ["transformer", "text_encoder", "tokenizer", "vae", "scheduler"]) mkdirSync(join(dir, sub), { recursive: true });
+  for (const sub of ["transformer", "text_encoder", "tokenizer", "vae", "scheduler", ...(kind === "i2v" ? ["image_encoder"] : [])]) mkdirSync(join(dir, sub), { recursive: true });
   const json = (path: string, value: object) => Bun.write(join(dir, path), JSON.stringify(value, null, 1));
   const vocab = 3 + WORDS.length;
 
   await json("model_index.json", {
-    _class_name: "WanPipeline", _diffusers_version: "0.33.0", _name_or_path: `kino-tiny-random${preset === "tiny" ? "" : "-full-size"}${causal ? "" : "-bidirectional"}`,
+    _class_name: kind === "i2v" ? "WanImageToVideoPipeline" : "WanPipeline", _diffusers_version: "0.33.0",
+    _name_or_path: `kino-tiny-random${preset === "tiny" ? "" : "-full-size"}${kind === "t2v" ? (causal ? "" : "-bidirectional") : `-${kind}`}`,
     transformer: ["diffusers", "WanTransformer3DModel"], text_encoder: ["transformers", "UMT5EncoderModel"],
     tokenizer: ["transformers", "T5TokenizerFast"], vae: ["diffusers", "AutoencoderKLWan"], scheduler: ["diffusers", "FlowMatchEulerDiscreteScheduler"],
   });
@@ -194,13 +258,19 @@ export async function makeTinyCheckpoint(dir: string, opts: TinyOptions = {}): P
         num_frames: 21, frames_per_chunk: 8, first_chunk_frames: 5, default_transition_chunks: 2, window_frames: 6, sink_frames: 2 }
     : { text_len: DIT.textLen, sampler: "euler", num_inference_steps: 4, shift: 3, guidance_scale: 3, width: 64, height: 64, fps: 16, num_frames: 9 };
   if (causal && opts.continuationStrength !== undefined) Object.assign(kino, { continuation_strength: opts.continuationStrength });
+  // ti2v: 16× VAE and 2×2 patches make 32-pixel tokens; its natives follow TI2V-5B's two aspects
+  if (kind === "ti2v") Object.assign(kino, { width: 64, height: 32, native_sizes: ["64x32", "32x64"], fps: 24 });
+  if (kind !== "t2v") Object.assign(kino, { sampler: "unipc", num_inference_steps: 3 });
+  const dim = DIT.heads * DIT.headDim;
   await json("transformer/config.json", {
     _class_name: "WanTransformer3DModel", patch_size: DIT.patch, num_attention_heads: DIT.heads, attention_head_dim: DIT.headDim,
-    in_channels: DIT.channels, out_channels: DIT.channels, text_dim: T5.dim, freq_dim: DIT.freq, ffn_dim: DIT.ffn, num_layers: DIT.layers,
-    cross_attn_norm: true, qk_norm: "rms_norm_across_heads", eps: 1e-6, image_dim: null, added_kv_proj_dim: null, rope_max_seq_len: 1024, kino,
+    in_channels: kind === "i2v" ? 2 * DIT.channels + 4 : DIT.channels, out_channels: DIT.channels, text_dim: T5.dim, freq_dim: DIT.freq,
+    ffn_dim: DIT.ffn, num_layers: DIT.layers, cross_attn_norm: true, qk_norm: "rms_norm_across_heads", eps: 1e-6,
+    image_dim: kind === "i2v" ? TINY_CLIP.dim : null, added_kv_proj_dim: kind === "i2v" ? dim : null, rope_max_seq_len: 1024,
+    ...(opts.noKino ? {} : { kino }),
   });
   const dit = new Tensors(rng, opts.bf16 ?? preset === "kino-tiny");
-  ditTensors(dit, g);
+  ditTensors(dit, g, kind);
   await writeSafetensors(join(dir, "transformer/diffusion_pytorch_model.safetensors"), dit.list.map((t) => ({ ...t, name: ditNameToDiffusers(t.name) })));
 
   await json("text_encoder/config.json", {
@@ -217,18 +287,35 @@ export async function makeTinyCheckpoint(dir: string, opts: TinyOptions = {}): P
     _class_name: "AutoencoderKLWan", _diffusers_version: "0.33.0", base_dim: VAE.dim, z_dim: VAE.zDim, dim_mult: VAE.dimMult,
     num_res_blocks: VAE.numResBlocks, attn_scales: [], temperal_downsample: VAE.temporalDownsample, dropout: 0,
     latents_mean: VAE.latentsMean, latents_std: VAE.latentsStd,
+    ...(VAE.wan22 ? { decoder_base_dim: VAE.wan22.decoderDim, is_residual: true, patch_size: 2, in_channels: 12, out_channels: 12 } : {}),
   });
   const vae = new Tensors(rng, false);
-  vaeTensors(vae, opts.vaeLayout ?? "wan", VAE);
+  if (VAE.wan22) {
+    for (const p of vae22Parameters(VAE)) vae.add(p.name, p.shape, p.name.endsWith(".gamma") ? "norm" : p.name.endsWith(".bias") ? "bias" : "weight");
+  } else vaeTensors(vae, opts.vaeLayout ?? "wan", VAE);
   await writeSafetensors(join(dir, "vae/diffusion_pytorch_model.safetensors"), vae.list);
-  await json("scheduler/scheduler_config.json", { _class_name: "FlowMatchEulerDiscreteScheduler", num_train_timesteps: 1000, shift: causal && preset === "tiny" ? 5 : 3 });
+  if (kind === "i2v") {
+    const { dim: d, heads, layers, ffn, image, patch, projection } = TINY_CLIP;
+    await json("image_encoder/config.json", {
+      architectures: ["CLIPVisionModelWithProjection"], model_type: "clip_vision_model", hidden_size: d, num_attention_heads: heads,
+      num_hidden_layers: layers, intermediate_size: ffn, image_size: image, patch_size: patch, hidden_act: "gelu", layer_norm_eps: 1e-5,
+      projection_dim: projection, num_channels: 3,
+    });
+    const clip = new Tensors(rng, false);
+    clipTensors(clip);
+    await writeSafetensors(join(dir, "image_encoder/model.safetensors"), clip.list);
+  }
+  // the image releases ship UniPC with their flow shift (I2V-480P 3, TI2V-5B 5)
+  await json("scheduler/scheduler_config.json", kind === "t2v"
+    ? { _class_name: "FlowMatchEulerDiscreteScheduler", num_train_timesteps: 1000, shift: causal && preset === "tiny" ? 5 : 3 }
+    : { _class_name: "UniPCMultistepScheduler", num_train_timesteps: 1000, prediction_type: "flow_prediction", use_flow_sigmas: true, flow_shift: kind === "ti2v" ? 5 : 3 });
 }
 
 if (import.meta.main) {
   const args = process.argv.slice(2);
   const out = args.find((a) => !a.startsWith("--"));
   if (!out) {
-    console.error("usage: bun tools/make-tiny-checkpoint.ts OUT_DIR [--preset tiny|kino-tiny] [--patch T,H,W] [--bidirectional] [--bf16] [--seed N] [--vae-layout wan|diffusers]");
+    console.error("usage: bun tools/make-tiny-checkpoint.ts OUT_DIR [--preset tiny|kino-tiny] [--kind t2v|i2v|ti2v] [--patch T,H,W] [--bidirectional] [--bf16] [--seed N] [--vae-layout wan|diffusers] [--no-kino]");
     process.exit(2);
   }
   const value = (flag: string) => (args.includes(flag) ? args[args.indexOf(flag) + 1] : undefined);
@@ -243,6 +330,14 @@ if (import.meta.main) {
     process.exit(2);
   }
   const patch = value("--patch")?.split(",").map(Number) as [number, number, number] | undefined;
-  await makeTinyCheckpoint(out, { causal: !args.includes("--bidirectional"), bf16: args.includes("--bf16") || undefined, seed: Number(value("--seed") ?? 1), vaeLayout, preset: preset as PresetName, patch });
+  const kind = value("--kind") ?? "t2v";
+  if (!["t2v", "i2v", "ti2v"].includes(kind)) {
+    console.error(`--kind must be t2v, i2v or ti2v, got ${kind}`);
+    process.exit(2);
+  }
+  await makeTinyCheckpoint(out, {
+    causal: kind === "t2v" && !args.includes("--bidirectional"), bf16: args.includes("--bf16") || undefined, seed: Number(value("--seed") ?? 1),
+    vaeLayout, preset: preset as PresetName, patch, kind: kind as DitKind, noKino: args.includes("--no-kino"),
+  });
   console.log(`wrote a random ${preset} Wan checkpoint to ${out}`);
 }

@@ -1,6 +1,8 @@
 // `kino generate --prompt "..." -o out.mp4`: one generation without a server. The request goes
 // through the same admission as POST /v1/videos (defaults, model card checks), the worker's runner runs
-// it in this process, and a progress bar is drawn on stderr when it is a terminal.
+// it in this process, and a progress bar is drawn on stderr when it is a terminal. `--image FILE` is the
+// request's image reference (image-to-video), read from the local file as the user's own input.
+import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import type { LoadedConfig } from "../config/load.ts";
 import { admissionContext } from "../api/admission/context.ts";
@@ -24,6 +26,7 @@ const FLAGS: Record<string, [field: string, numeric: boolean]> = {
   seed: ["seed", true],
   steps: ["num_inference_steps", true],
   "guidance-scale": ["guidance_scale", true],
+  image: ["input_reference", false],
 };
 
 export async function generate(args: ParsedArgs, loaded: LoadedConfig): Promise<void> {
@@ -38,6 +41,8 @@ export async function generate(args: ParsedArgs, loaded: LoadedConfig): Promise<
     body[known[0]] = known[1] ? Number(value) : value;
   }
   if (typeof body.prompt !== "string") throw new UsageError('kino generate needs --prompt "..."');
+  const image = typeof body.input_reference === "string" ? resolve(body.input_reference) : null;
+  if (image && !existsSync(image)) throw new UsageError(`--image ${body.input_reference}: no such file`);
 
   const asUsage = (err: unknown) => (err instanceof ApiError ? new UsageError(err.message) : err);
   let fields;
@@ -52,6 +57,7 @@ export async function generate(args: ParsedArgs, loaded: LoadedConfig): Promise<
     (admitted) => admitted.request,
     (err) => Promise.reject(asUsage(err)),
   );
+  if (image) request.references = [{ kind: "image", path: image }];
   const bar = progressBar(Boolean(process.stderr.isTTY) && !args.flags.quiet);
   const path = resolve(output);
   const result = await runner.runToFiles(request, { kind: "mp4", path }, new AbortController().signal, bar);

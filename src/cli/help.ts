@@ -7,7 +7,8 @@ Usage:
   kino serve [--config FILE.yaml] [--server.port N ...]   start the server (default model on :8000)
   kino generate --prompt "..." -o out.mp4                 one generation, no server, with a progress bar
         [--size WxH] [--seconds S | --num-frames N] [--fps F] [--seed N] [--steps N]
-        [--guidance-scale G] [--negative-prompt "..."] [--quiet] [--config FILE.yaml] [--generator.* ...]
+        [--guidance-scale G] [--negative-prompt "..."] [--image FILE (image-to-video)] [--quiet]
+        [--config FILE.yaml] [--generator.* ...]
   kino status --redis URL [--queue NAME] [--json]         a cluster's nodes (workers up, free session
                                                           slots, draining, last heartbeat), its queue
                                                           depth and its jobs by status (KINO_REDIS_PASSWORD

@@ -4,6 +4,9 @@
 // - original Wan (Wan-AI/Wan2.1-T2V-*): config.json (WanModel), diffusion_pytorch_model*.safetensors,
 //   the umT5 and VAE weights beside it (as safetensors: the .pth pickles are not read), and the
 //   tokenizer under google/umt5-xxl/.
+// An image-to-video (i2v) checkpoint also needs the CLIP image encoder: `image_encoder/` (transformers
+// CLIPVisionModel, its config.json) in the diffusers layout, `models_clip_*.safetensors` (the
+// open-clip .pth converted, config inferred from shapes) in the original one.
 // Tensor key names are recognised per component from the names themselves (key-maps.ts,
 // wan-vae-layout.ts), so a diffusers folder may hold a Wan-named DiT or VAE and vice versa. Configs
 // missing from the original layout are inferred from shapes.
@@ -11,7 +14,8 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { type Json, type T5Config, type VaeConfig, type WanDitConfig, UMT5_XXL, parseDitConfig, parseT5Config, parseVaeConfig } from "./configs.ts";
 import { ditNameToDiffusers, ditNameToWan, isDiffusersDit, isHfT5, t5NameToHf, t5Renamer } from "./key-maps.ts";
-import { type KinoConfig, parseKinoConfig } from "./kino-config.ts";
+import { type ClipVisionConfig, clipNameToWan, inferClipVisionConfig, isTransformersClip, parseClipVisionConfig } from "./clip-vision-config.ts";
+import { type KinoConfig, kinoTextLen, parseKinoConfig } from "./kino-config.ts";
 import { CheckpointError, type TensorTable, openTensorTable } from "./safetensors.ts";
 import { isDiffusersVae, vaeKeyMap } from "./wan-vae-layout.ts";
 import { isWan22Vae } from "./wan-vae22-layout.ts";
@@ -34,6 +38,8 @@ export interface WanCheckpoint {
   textEncoder: Component<T5Config>;
   tokenizerJson: string;
   vae: Component<VaeConfig>;
+  /** The CLIP visual tower of an image-to-video (i2v) checkpoint; null for the other kinds. */
+  imageEncoder: Component<ClipVisionConfig> | null;
   /** The serving/sampling settings (transformer config "kino" object, scheduler config, defaults). */
   kino: KinoConfig;
 }
@@ -102,13 +108,23 @@ export async function resolveCheckpoint(root: string): Promise<WanCheckpoint> {
   throw new CheckpointError(`${root}: not a checkpoint (no model_index.json for diffusers, no config.json for the Wan layout)`);
 }
 
+/** The CLIP tower's naming: transformers CLIPVisionModel or Wan's open-clip, recognised from the tensors. */
+function clipComponent(config: ClipVisionConfig, table: TensorTable): Component<ClipVisionConfig> {
+  return isTransformersClip(table.tensors.keys()) ? { config, table, rename: clipNameToWan } : { config, table, rename: (n) => n };
+}
+
+const missingClip = (root: string) =>
+  new CheckpointError(`${root}: an image-to-video (i2v) checkpoint needs the CLIP image encoder: no models_clip_*.safetensors or image_encoder/ found`);
+
 async function resolveDiffusers(root: string): Promise<WanCheckpoint> {
   const index = await readJson(join(root, "model_index.json"));
   const ditCfgPath = join(root, "transformer", "config.json");
   const ditJson = await readJson(ditCfgPath);
   const sched = existsSync(join(root, "scheduler", "scheduler_config.json")) ? await readJson(join(root, "scheduler", "scheduler_config.json")) : {};
-  const kino = parseKinoConfig((ditJson.kino ?? null) as Json | null, sched, ditCfgPath);
+  const kinoJson = (ditJson.kino ?? null) as Json | null;
   const ditTable = await openTensorTable(weightsIn(join(root, "transformer"), ["diffusion_pytorch_model", "model"], "transformer"));
+  const dit = ditComponent(ditJson, ditCfgPath, kinoTextLen(kinoJson), ditTable);
+  const kino = parseKinoConfig(kinoJson, sched, ditCfgPath, dit.config.kind);
   const t5Path = join(root, "text_encoder", "config.json");
   const t5Table = await openTensorTable(weightsIn(join(root, "text_encoder"), ["model", "pytorch_model"], "text_encoder"));
   const vaeCfgPath = join(root, "vae", "config.json");
@@ -119,20 +135,33 @@ async function resolveDiffusers(root: string): Promise<WanCheckpoint> {
     layout: "diffusers",
     root,
     name: String(index._name_or_path ?? folderName(root)),
-    dit: ditComponent(ditJson, ditCfgPath, kino.textLen, ditTable),
+    dit,
     textEncoder: t5Component(parseT5Config(await readJson(t5Path), t5Path), t5Table),
     tokenizerJson,
     vae: vaeComponent(parseVaeConfig(await readJson(vaeCfgPath), vaeCfgPath), vaeTable),
+    imageEncoder: dit.config.kind === "i2v" ? await diffusersClip(root) : null,
     kino,
   };
+}
+
+/** image_encoder/: a transformers CLIPVisionModel(WithProjection), config and safetensors. */
+async function diffusersClip(root: string): Promise<Component<ClipVisionConfig>> {
+  const dir = join(root, "image_encoder");
+  if (!existsSync(dir)) throw missingClip(root);
+  const cfgPath = join(dir, "config.json");
+  const table = await openTensorTable(weightsIn(dir, ["model", "pytorch_model"], "image_encoder"));
+  const config = existsSync(cfgPath) ? parseClipVisionConfig(await readJson(cfgPath), cfgPath) : inferClipVisionConfig(table);
+  return clipComponent(config, table);
 }
 
 /** Wan-AI/Wan2.1-T2V-* as released, with the .pth files converted to safetensors of the same stem. */
 async function resolveOriginal(root: string): Promise<WanCheckpoint> {
   const cfgPath = join(root, "config.json");
   const cfg = await readJson(cfgPath);
-  const kino = parseKinoConfig((cfg.kino ?? null) as Json | null, {}, cfgPath);
+  const kinoJson = (cfg.kino ?? null) as Json | null;
   const ditTable = await openTensorTable(weightsIn(root, ["diffusion_pytorch_model"], "DiT"));
+  const dit = ditComponent(cfg, cfgPath, kinoTextLen(kinoJson), ditTable);
+  const kino = parseKinoConfig(kinoJson, {}, cfgPath, dit.config.kind);
   const find = (prefix: string, what: string) => {
     const f = readdirSync(root).filter((n) => n.startsWith(prefix) && (n.endsWith(".safetensors") || n.endsWith(".safetensors.index.json")));
     if (f.length) return join(root, f.find((n) => n.endsWith(".index.json")) ?? f[0]!);
@@ -144,14 +173,22 @@ async function resolveOriginal(root: string): Promise<WanCheckpoint> {
   const vaeTable = await openTensorTable(find(vaeFile, "VAE"));
   const tokenizerJson = [join(root, "google", "umt5-xxl", "tokenizer.json"), join(root, "tokenizer", "tokenizer.json")].find(existsSync);
   if (!tokenizerJson) throw new CheckpointError(`${root}: missing google/umt5-xxl/tokenizer.json`);
+  let imageEncoder: Component<ClipVisionConfig> | null = null;
+  if (dit.config.kind === "i2v") {
+    // models_clip_open-clip-xlm-roberta-large-vit-huge-14.pth beside the DiT, converted to safetensors
+    if (!readdirSync(root).some((n) => n.startsWith("models_clip"))) throw missingClip(root);
+    const table = await openTensorTable(find("models_clip", "CLIP image encoder"));
+    imageEncoder = clipComponent(inferClipVisionConfig(table), table);
+  }
   return {
     layout: "wan",
     root,
     name: folderName(root),
-    dit: ditComponent(cfg, cfgPath, kino.textLen, ditTable),
+    dit,
     textEncoder: t5Component(inferT5Config(t5Table), t5Table),
     tokenizerJson,
     vae: vaeComponent(inferVaeConfig(vaeTable), vaeTable),
+    imageEncoder,
     kino,
   };
 }

@@ -3,6 +3,7 @@
 // Several keys have aliases — the names used by Self-Forcing / LongLive configs — so a converted
 // causal checkpoint can carry its settings under the names its training code used.
 import type { Json } from "./configs.ts";
+import type { DitKind } from "./dit-kind.ts";
 import type { PredictionType, SamplerKind } from "./samplers.ts";
 import { CheckpointError } from "./safetensors.ts";
 import { type Schedule, eulerSchedule, evenStepList, explicitSchedule, unipcSchedule, warpedSchedule } from "./schedules.ts";
@@ -61,8 +62,30 @@ export interface KinoConfig {
   firstFrameConditioning: boolean;
 }
 
-export function parseKinoConfig(kino: Json | null, scheduler: Json, file: string): KinoConfig {
-  const k = kino ?? {};
+/**
+ * What the original code generates with, per pipeline, for a checkpoint that carries no "kino" object
+ * (Wan2.1 generate.py and wan/configs; Wan2.2 wan/configs/wan_ti2v_5B.py and SUPPORTED_SIZES). A
+ * scheduler config's shift still wins over these.
+ */
+const RELEASE_DEFAULTS: Record<DitKind, Json> = {
+  t2v: {},
+  // Wan2.1 I2V-14B: 40 steps; at 832x480 generate.py lowers the shift to 3
+  i2v: { num_inference_steps: 40, shift: 3 },
+  // Wan2.2 TI2V-5B: 1280x704 or 704x1280, 121 frames at 24 fps, 50 steps, shift 5
+  ti2v: { width: 1280, height: 704, fps: 24, num_frames: 121, num_inference_steps: 50, shift: 5, native_sizes: ["1280x704", "704x1280"] },
+};
+
+/** The context rows a "kino" object asks the DiT to pad to (read before the DiT's config is parsed). */
+export function kinoTextLen(kino: Json | null): number | undefined {
+  return (kino?.text_len ?? undefined) as number | undefined;
+}
+
+export function parseKinoConfig(kino: Json | null, scheduler: Json, file: string, kind: DitKind = "t2v"): KinoConfig {
+  // a release's own defaults stand in for the object it lacks; a scheduler config still sets the shift
+  const schedulerShift = (scheduler.flow_shift ?? scheduler.shift) as number | undefined;
+  const release = { ...RELEASE_DEFAULTS[kind] };
+  if (schedulerShift !== undefined) delete release.shift;
+  const k = kino ?? release;
   const pick = <T>(fallback: T, ...keys: string[]): T => {
     for (const key of keys) if (k[key] !== undefined && k[key] !== null) return k[key] as T;
     return fallback;
@@ -83,7 +106,6 @@ export function parseKinoConfig(kino: Json | null, scheduler: Json, file: string
   const samplerKey = samplerObj ? "sampler.type" : "sampler";
   const objSampler = samplerObj ? (samplerObj.type === "flow_euler" ? "euler" : samplerObj.type) : undefined;
   const schedClass = String(scheduler._class_name ?? "");
-  const schedulerShift = (scheduler.flow_shift ?? scheduler.shift) as number | undefined;
   const defaultSampler: SamplerKind = list ? "distilled" : kino ? "euler" : schedClass.startsWith("UniPC") ? "unipc" : schedClass ? "euler" : "unipc";
   const sampler = (objSampler ?? pick<SamplerKind>(defaultSampler, "sampler")) as SamplerKind;
   if (!["euler", "distilled", "unipc"].includes(sampler)) throw bad(samplerKey, `must be euler, distilled or unipc, got ${JSON.stringify(samplerObj?.type ?? sampler)}`);

@@ -53,13 +53,22 @@ export class RandomWeights implements WeightSource {
   }
 
   async vector(name: string, shape: readonly number[]): Promise<Tensor> {
+    return this.backend.upload(await this.host(name, shape), shape);
+  }
+
+  /** Values as `vector` makes them, left on the host; a small matrix folded before upload (the VAE's
+   *  1×1×1 convs) is N(0, 1/fan_in) like the others. */
+  async host(name: string, shape: readonly number[]): Promise<Float32Array> {
     const n = numelOf(shape);
     const z = this.#rng.normal(n);
     const last = shape[shape.length - 1]!;
     // norm weights around 1; modulation tables like Wan's init (N(0, 1/dim)); biases small
-    const value = /norm|gamma/.test(name) ? (v: number) => 1 + 0.1 * v : /modulation|scale_shift/.test(name) ? (v: number) => v / Math.sqrt(last) : (v: number) => 0.05 * v;
+    const value = /norm|gamma/.test(name) ? (v: number) => 1 + 0.1 * v
+      : /modulation|scale_shift/.test(name) ? (v: number) => v / Math.sqrt(last)
+      : shape.length > 1 ? (v: number) => v / Math.sqrt(n / shape[0]!)
+      : (v: number) => 0.05 * v;
     this.parameters += n;
-    return this.backend.upload(z.map(value), shape);
+    return z.map(value);
   }
 
   #block(fanIn: number): Float32Array | Uint16Array {

@@ -1,9 +1,12 @@
 // Everything a Wan pipeline runs, loaded from a resolved checkpoint onto one backend: tokenizer +
 // umT5 (as a WanTextEncoder), the DiT (with a LoRA merged in when one is given), the VAE decoder and,
-// for a model that starts from a client's image, the VAE encoder. The components are checked against
-// each other here, so a mismatched checkpoint fails at start.
+// for a model that starts from a client's image (image-to-video, text-image-to-video, or kino-tiny's
+// first-frame conditioning), the VAE encoder; an image-to-video model also gets its CLIP image tower.
+// The components are checked against each other here, so a mismatched checkpoint fails at start.
 import type { Backend } from "../runtime/backend.ts";
 import type { WanCheckpoint } from "./checkpoint.ts";
+import { ClipVisionEncoder } from "./clip-vision.ts";
+import { I2V_MASK_CHANNELS } from "./dit-kind.ts";
 import { vaeStrides } from "./configs.ts";
 import { LoraAdapter } from "./lora.ts";
 import { CheckpointError } from "./safetensors.ts";
@@ -26,8 +29,11 @@ export interface WanModel {
   text: WanTextEncoder;
   dit: WanDiT;
   vae: WanVaeDecoder;
-  /** The VAE's encoder, loaded only for a model that starts from a client's image (kino.first_frame_conditioning). */
+  /** The VAE's encoder, loaded only for a model that starts from a client's image (i2v, ti2v,
+   *  kino.first_frame_conditioning). */
   vaeEncoder: WanVaeEncoder | null;
+  /** The CLIP visual tower of an image-to-video (i2v) model; null otherwise. */
+  clip: ClipVisionEncoder | null;
   /** Frames per latent frame (time) and pixels per latent pixel (space). */
   strides: { temporal: number; spatial: number };
   free(): void;
@@ -44,18 +50,30 @@ function chooseDtype(backend: Backend, ckpt: WanCheckpoint, opt: LoadWanOptions[
   return f32Bytes > WASM_F32_LIMIT ? "bf16" : "keep";
 }
 
+/** The DiT against the text encoder, the VAE and the CLIP tower, per pipeline kind. */
+function checkComponents(ckpt: WanCheckpoint): void {
+  const { dit: { config: dit }, textEncoder: t5, vae: { config: vae }, imageEncoder: clip, root } = ckpt;
+  const fail = (why: string): never => {
+    throw new CheckpointError(`${root}: ${why}`);
+  };
+  if (dit.textDim !== t5.config.dim) fail(`transformer text_dim ${dit.textDim} ≠ text encoder width ${t5.config.dim}`);
+  const z = vae.zDim;
+  if (dit.kind === "i2v") {
+    if (dit.outDim !== z || dit.inDim !== 2 * z + I2V_MASK_CHANNELS) {
+      fail(`image-to-video transformer channels ${dit.inDim}/${dit.outDim} ≠ noise + ${I2V_MASK_CHANNELS} mask + conditioning latent / noise for VAE z_dim ${z} (${2 * z + I2V_MASK_CHANNELS}/${z})`);
+    }
+    if (!clip) fail("an image-to-video (i2v) checkpoint needs the CLIP image encoder");
+    if (clip!.config.dim !== dit.imageDim) fail(`the CLIP image encoder's width ${clip!.config.dim} ≠ the transformer's image_dim ${dit.imageDim}`);
+  } else if (dit.inDim !== z || dit.outDim !== z) {
+    fail(`transformer channels ${dit.inDim}/${dit.outDim} ≠ VAE z_dim ${z}`);
+  }
+  if (dit.kind === "ti2v" && !vae.wan22) fail("a text-image-to-video (ti2v) transformer works on the Wan2.2 VAE's latents; this VAE is Wan2.1's");
+  if (dit.kind !== "t2v" && ckpt.kino.causal) fail(`a chunked causal ${dit.kind} transformer is not supported (streaming runs text-to-video models)`);
+}
+
 export async function loadWanModel(backend: Backend, ckpt: WanCheckpoint, opts: LoadWanOptions = {}): Promise<WanModel> {
-  const { dit: ditC, textEncoder: t5C, vae: vaeC } = ckpt;
-  if (ditC.config.kind !== "t2v") {
-    const what = ditC.config.kind === "i2v" ? "an image-to-video (i2v)" : "a text-image-to-video (ti2v)";
-    throw new CheckpointError(`${ckpt.root}: ${what} checkpoint; only the text-to-video pipeline is served so far`);
-  }
-  if (ditC.config.textDim !== t5C.config.dim) {
-    throw new CheckpointError(`${ckpt.root}: transformer text_dim ${ditC.config.textDim} ≠ text encoder width ${t5C.config.dim}`);
-  }
-  if (ditC.config.inDim !== vaeC.config.zDim || ditC.config.outDim !== vaeC.config.zDim) {
-    throw new CheckpointError(`${ckpt.root}: transformer channels ${ditC.config.inDim}/${ditC.config.outDim} ≠ VAE z_dim ${vaeC.config.zDim}`);
-  }
+  const { dit: ditC, textEncoder: t5C, vae: vaeC, imageEncoder: clipC } = ckpt;
+  checkComponents(ckpt);
   const weightDtype = chooseDtype(backend, ckpt, opts.weightDtype);
   const tokenizer = await PromptTokenizer.load(ckpt.tokenizerJson);
   const lora = opts.lora ? await LoraAdapter.load(opts.lora.path, opts.lora.strength) : undefined;
@@ -75,7 +93,7 @@ export async function loadWanModel(backend: Backend, ckpt: WanCheckpoint, opts: 
     const vae = await WanVaeDecoder.load(vaeReader, vaeC.config);
     loaded.push(vae);
     let vaeEncoder: WanVaeEncoder | null = null;
-    if (ckpt.kino.firstFrameConditioning) {
+    if (ckpt.kino.firstFrameConditioning || ditC.config.kind !== "t2v") {
       vaeEncoder = await WanVaeEncoder.load(vaeReader, vaeC.config);
       loaded.push(vaeEncoder);
     } else {
@@ -83,6 +101,13 @@ export async function loadWanModel(backend: Backend, ckpt: WanCheckpoint, opts: 
       vaeReader.ignore((n) => n.startsWith("encoder.") || n.startsWith("conv1."));
     }
     vaeReader.finish();
+    let clip: ClipVisionEncoder | null = null;
+    if (clipC) {
+      const clipReader = new WeightReader(backend, clipC.table, { component: "image_encoder", rename: clipC.rename, fileName: clipC.fileName, weightDtype });
+      clip = await ClipVisionEncoder.load(clipReader, clipC.config);
+      loaded.push(clip);
+      clipReader.finish();
+    }
     return {
       checkpoint: ckpt,
       backend,
@@ -90,6 +115,7 @@ export async function loadWanModel(backend: Backend, ckpt: WanCheckpoint, opts: 
       dit,
       vae,
       vaeEncoder,
+      clip,
       strides: vaeStrides(vaeC.config),
       free: () => loaded.forEach((m) => m.free()),
     };

@@ -8,12 +8,12 @@
 import type { Backend } from "../runtime/backend.ts";
 import { conv3dOutputShape } from "../runtime/op-params.ts";
 import type { Tensor } from "../runtime/tensor.ts";
-import type { WeightReader } from "./weights.ts";
+import type { WeightSource } from "./weights.ts";
 
 /** Wan's RMS_norm: L2-normalise over channels (eps 1e-12), × √C × gamma. */
 export class ChannelNorm {
   constructor(private readonly gamma: Tensor, private readonly channels: number) {}
-  static async load(r: WeightReader, name: string, c: number, images = false): Promise<ChannelNorm> {
+  static async load(r: WeightSource, name: string, c: number, images = false): Promise<ChannelNorm> {
     const g = await r.vector(name, images ? [c, 1, 1] : [c, 1, 1, 1]);
     return new ChannelNorm(g.reshape([c]), c);
   }
@@ -40,7 +40,7 @@ export class CausalConv {
     private readonly stride: [number, number, number] = [1, 1, 1],
   ) {}
 
-  static async load(r: WeightReader, name: string, cin: number, cout: number, k: [number, number, number], opts: { pad?: number; cached?: boolean; stride?: [number, number, number] } = {}): Promise<CausalConv> {
+  static async load(r: WeightSource, name: string, cin: number, cout: number, k: [number, number, number], opts: { pad?: number; cached?: boolean; stride?: [number, number, number] } = {}): Promise<CausalConv> {
     const w = await r.matrix(`${name}.weight`, [cout, cin, ...k]);
     const bias = await r.vector(`${name}.bias`, [cout]);
     return new CausalConv(r.backend, w, bias, opts.pad ?? 0, opts.cached ?? k[0] > 1, opts.stride);
@@ -100,7 +100,7 @@ export class ResidualBlock {
     private readonly shortcut: CausalConv | null,
   ) {}
 
-  static async load(r: WeightReader, p: string, cin: number, cout: number): Promise<ResidualBlock> {
+  static async load(r: WeightSource, p: string, cin: number, cout: number): Promise<ResidualBlock> {
     return new ResidualBlock(
       r.backend,
       await ChannelNorm.load(r, `${p}.residual.0.gamma`, cin),
@@ -150,7 +150,7 @@ export class FrameAttention {
     private readonly c: number,
   ) {}
 
-  static async load(r: WeightReader, p: string, c: number): Promise<FrameAttention> {
+  static async load(r: WeightSource, p: string, c: number): Promise<FrameAttention> {
     return new FrameAttention(
       r.backend,
       await ChannelNorm.load(r, `${p}.norm.gamma`, c, true),

@@ -8,7 +8,7 @@
 import type { Backend } from "../runtime/backend.ts";
 import type { Tensor } from "../runtime/tensor.ts";
 import { CausalConv } from "./wan-vae-blocks.ts";
-import type { WeightReader } from "./weights.ts";
+import type { WeightSource } from "./weights.ts";
 
 export type ResampleMode = "upsample2d" | "upsample3d" | "downsample2d" | "downsample3d";
 
@@ -23,7 +23,7 @@ export class Resample {
     private readonly timeConv: CausalConv | null,
   ) {}
 
-  static async load(r: WeightReader, p: string, c: number, mode: ResampleMode, upsampleHalves = true): Promise<Resample> {
+  static async load(r: WeightSource, p: string, c: number, mode: ResampleMode, upsampleHalves = true): Promise<Resample> {
     const up = mode.startsWith("up");
     const cout = up && upsampleHalves ? c / 2 : c;
     const w = (await r.matrix(`${p}.resample.1.weight`, [cout, c, 3, 3])).reshape([cout, c, 1, 3, 3]);

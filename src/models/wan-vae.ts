@@ -20,18 +20,18 @@ import { type VaeStage, vaeLayout } from "./wan-vae-layout.ts";
 import { Resample } from "./wan-vae-resample.ts";
 import { ResidualLevel, patchify, unpatchify } from "./wan-vae22-blocks.ts";
 import { VAE22_PIXEL_CHANNELS, type Vae22Level, vae22Layout } from "./wan-vae22-layout.ts";
-import type { WeightReader } from "./weights.ts";
+import type { WeightSource } from "./weights.ts";
 
 type Stage = ResidualBlock | FrameAttention | Resample | ResidualLevel;
 
-async function loadLevels(r: WeightReader, levels: Vae22Level[]): Promise<Stage[]> {
+async function loadLevels(r: WeightSource, levels: Vae22Level[]): Promise<Stage[]> {
   const stages: Stage[] = [];
   for (const l of levels) stages.push(await ResidualLevel.load(r, l));
   return stages;
 }
 
 /** The widths and stages of one half: Wan2.1's flat lists or Wan2.2's levels. */
-async function halfPlan(r: WeightReader, cfg: VaeConfig, side: "encoder" | "decoder") {
+async function halfPlan(r: WeightSource, cfg: VaeConfig, side: "encoder" | "decoder") {
   if (cfg.wan22) {
     const l = vae22Layout(cfg);
     return side === "encoder"
@@ -44,19 +44,19 @@ async function halfPlan(r: WeightReader, cfg: VaeConfig, side: "encoder" | "deco
     : { pixels: 3, width: l.decoderTop, top: l.decoderOut, stages: await loadStages(r, l.decoderStages) };
 }
 
-async function loadStages(r: WeightReader, plan: VaeStage[]): Promise<Stage[]> {
+async function loadStages(r: WeightSource, plan: VaeStage[]): Promise<Stage[]> {
   const stages: Stage[] = [];
   for (const s of plan) stages.push(s.kind === "residual" ? await ResidualBlock.load(r, s.wan, s.cin, s.cout) : await Resample.load(r, s.wan, s.channels, s.mode));
   return stages;
 }
 
 /** Residual block, single-head frame attention, residual block. */
-async function loadMiddle(r: WeightReader, side: "encoder" | "decoder", c: number): Promise<Stage[]> {
+async function loadMiddle(r: WeightSource, side: "encoder" | "decoder", c: number): Promise<Stage[]> {
   return [await ResidualBlock.load(r, `${side}.middle.0`, c, c), await FrameAttention.load(r, `${side}.middle.1`, c), await ResidualBlock.load(r, `${side}.middle.2`, c, c)];
 }
 
 /** A 1×1×1 conv whose weights are folded with per-channel affine maps on the host. */
-async function foldedPointwise(r: WeightReader, name: string, cout: number, cin: number, fold: (w: Float32Array, bias: Float32Array) => { w: Float32Array; b: Float32Array; cout: number }): Promise<CausalConv> {
+async function foldedPointwise(r: WeightSource, name: string, cout: number, cin: number, fold: (w: Float32Array, bias: Float32Array) => { w: Float32Array; b: Float32Array; cout: number }): Promise<CausalConv> {
   const w = await r.host(`${name}.weight`, [cout, cin, 1, 1, 1]);
   const bias = await r.host(`${name}.bias`, [cout]);
   const f = fold(w, bias);
@@ -74,7 +74,7 @@ class Trunk {
     private readonly headConv: CausalConv,
   ) {}
 
-  static async load(r: WeightReader, side: "encoder" | "decoder", cin: number, width: number, stages: Stage[], top: number, cout: number): Promise<Trunk> {
+  static async load(r: WeightSource, side: "encoder" | "decoder", cin: number, width: number, stages: Stage[], top: number, cout: number): Promise<Trunk> {
     const conv1 = await CausalConv.load(r, `${side}.conv1`, cin, width, [3, 3, 3], { pad: 1 });
     const headNorm = await ChannelNorm.load(r, `${side}.head.0.gamma`, top);
     const headConv = await CausalConv.load(r, `${side}.head.2`, top, cout, [3, 3, 3], { pad: 1 });
@@ -116,7 +116,7 @@ function release(b: Backend, parts: { tensors(): Tensor[] }[]): void {
 export class WanVaeDecoder {
   private constructor(private readonly b: Backend, readonly config: VaeConfig, private readonly conv2: CausalConv, private readonly trunk: Trunk) {}
 
-  static async load(r: WeightReader, cfg: VaeConfig): Promise<WanVaeDecoder> {
+  static async load(r: WeightSource, cfg: VaeConfig): Promise<WanVaeDecoder> {
     const { zDim } = cfg;
     const conv2 = await foldedPointwise(r, "conv2", zDim, zDim, (w, bias) => {
       const W = new Float32Array(w.length), B = Float32Array.from(bias);
@@ -175,7 +175,7 @@ export class WanVaeDecoder {
 export class WanVaeEncoder {
   private constructor(private readonly b: Backend, readonly config: VaeConfig, private readonly trunk: Trunk, private readonly toLatent: CausalConv) {}
 
-  static async load(r: WeightReader, cfg: VaeConfig): Promise<WanVaeEncoder> {
+  static async load(r: WeightSource, cfg: VaeConfig): Promise<WanVaeEncoder> {
     const { zDim } = cfg, plan = await halfPlan(r, cfg, "encoder");
     const stages = [...plan.stages, ...(await loadMiddle(r, "encoder", plan.top))];
     const trunk = await Trunk.load(r, "encoder", plan.pixels, plan.width, stages, plan.top, 2 * zDim);

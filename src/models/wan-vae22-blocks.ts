@@ -13,7 +13,7 @@ import type { Tensor } from "../runtime/tensor.ts";
 import { ResidualBlock } from "./wan-vae-blocks.ts";
 import { Resample } from "./wan-vae-resample.ts";
 import type { Vae22Level } from "./wan-vae22-layout.ts";
-import type { WeightReader } from "./weights.ts";
+import type { WeightSource } from "./weights.ts";
 
 /** video [C, T, 2h, 2w] → new [4C, T, h, w]. */
 export function patchify(b: Backend, x: Tensor): Tensor {
@@ -93,7 +93,7 @@ export class ResidualLevel {
     private readonly shortcut: AvgDown | DupUp | "identity" | null,
   ) {}
 
-  static async load(r: WeightReader, level: Vae22Level): Promise<ResidualLevel> {
+  static async load(r: WeightSource, level: Vae22Level): Promise<ResidualLevel> {
     const b = r.backend, stages: (ResidualBlock | Resample)[] = [];
     for (const s of level.residuals) stages.push(await ResidualBlock.load(r, s.name, s.cin, s.cout));
     if (level.resample) stages.push(await Resample.load(r, level.resample.name, level.resample.channels, level.resample.mode, false));

@@ -64,3 +64,49 @@ export function isWan22Vae(names: Iterable<string>): boolean {
   for (const n of names) if (/^(encoder\.downsamples\.\d+\.downsamples|decoder\.upsamples\.\d+\.upsamples)\.\d+\./.test(n)) return true;
   return false;
 }
+
+/** Every parameter of a Wan2.2 VAE under Wan's names (`Wan2.2_VAE.pth`), in state_dict order —
+ *  what tools/make-tiny-checkpoint.ts writes. */
+export function vae22Parameters(cfg: VaeConfig): { name: string; shape: number[] }[] {
+  const out: { name: string; shape: number[] }[] = [], l = vae22Layout(cfg), z = cfg.zDim;
+  const add = (name: string, shape: number[]) => out.push({ name, shape });
+  const conv = (name: string, cout: number, cin: number, k: number[]) => {
+    add(`${name}.weight`, [cout, cin, ...k]);
+    add(`${name}.bias`, [cout]);
+  };
+  const residual = (name: string, cin: number, cout: number) => {
+    add(`${name}.residual.0.gamma`, [cin, 1, 1, 1]);
+    conv(`${name}.residual.2`, cout, cin, [3, 3, 3]);
+    add(`${name}.residual.3.gamma`, [cout, 1, 1, 1]);
+    conv(`${name}.residual.6`, cout, cout, [3, 3, 3]);
+    if (cin !== cout) conv(`${name}.shortcut`, cout, cin, [1, 1, 1]);
+  };
+  const level = (lv: Vae22Level) => {
+    for (const r of lv.residuals) residual(r.name, r.cin, r.cout);
+    if (!lv.resample) return;
+    const { name, channels: c, mode } = lv.resample;
+    conv(`${name}.resample.1`, c, c, [3, 3]);
+    if (mode === "upsample3d") conv(`${name}.time_conv`, 2 * c, c, [3, 1, 1]);
+    if (mode === "downsample3d") conv(`${name}.time_conv`, c, c, [3, 1, 1]);
+  };
+  const middle = (side: string, c: number) => {
+    residual(`${side}.middle.0`, c, c);
+    add(`${side}.middle.1.norm.gamma`, [c, 1, 1]);
+    conv(`${side}.middle.1.to_qkv`, 3 * c, c, [1, 1]);
+    conv(`${side}.middle.1.proj`, c, c, [1, 1]);
+    residual(`${side}.middle.2`, c, c);
+  };
+  conv("encoder.conv1", l.encoderIn, VAE22_PIXEL_CHANNELS, [3, 3, 3]);
+  l.encoderLevels.forEach(level);
+  middle("encoder", l.encoderTop);
+  add("encoder.head.0.gamma", [l.encoderTop, 1, 1, 1]);
+  conv("encoder.head.2", 2 * z, l.encoderTop, [3, 3, 3]);
+  conv("conv1", 2 * z, 2 * z, [1, 1, 1]);
+  conv("conv2", z, z, [1, 1, 1]);
+  conv("decoder.conv1", l.decoderTop, z, [3, 3, 3]);
+  middle("decoder", l.decoderTop);
+  l.decoderLevels.forEach(level);
+  add("decoder.head.0.gamma", [l.decoderOut, 1, 1, 1]);
+  conv("decoder.head.2", VAE22_PIXEL_CHANNELS, l.decoderOut, [3, 3, 3]);
+  return out;
+}

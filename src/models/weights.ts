@@ -45,6 +45,8 @@ export interface WeightSource {
   matrix(name: string, shape: readonly number[]): Promise<Tensor>;
   /** A small parameter vector (norm weight, bias, modulation table), always f32. */
   vector(name: string, shape: readonly number[]): Promise<Tensor>;
+  /** The values on the host, as f32 (small tensors that are folded or combined before upload). */
+  host(name: string, shape: readonly number[]): Promise<Float32Array>;
 }
 
 export class WeightReader implements WeightSource {

@@ -5,7 +5,7 @@ import { resolveCheckpoint } from "../models/checkpoint.ts";
 import { loadWanModel } from "../models/wan-model.ts";
 import { openBackend } from "../runtime/device.ts";
 import type { Pipeline } from "./pipeline.ts";
-import { createWanPipeline } from "./wan-t2v.ts";
+import { createWanPipeline } from "./wan-pipelines.ts";
 
 /** Where the trained default model is exported (models/kino-tiny/ in the repository). */
 const KINO_TINY_DIR = resolve(import.meta.dir, "../../models/kino-tiny");

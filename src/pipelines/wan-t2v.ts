@@ -1,8 +1,7 @@
 // Text-to-video with a bidirectional Wan DiT (Wan2.1-T2V as released): encode the prompt (and the
 // negative prompt for CFG), denoise the whole clip's latent with the configured sampler — UniPC by
 // default, Euler or a distilled step list when the checkpoint says so — then decode it with the VAE.
-// Cross-attention K/V are computed once per clip, not per step. `createWanPipeline` picks this or the
-// streaming pipeline, depending on whether the checkpoint's DiT is chunked causal.
+// Cross-attention K/V are computed once per clip, not per step.
 import { scheduleFor } from "../models/kino-config.ts";
 import { applyGuidance, createSampler, seededNoise } from "../models/samplers.ts";
 import type { CrossAttnKV } from "../models/wan-dit.ts";
@@ -11,14 +10,10 @@ import type { Tensor } from "../runtime/tensor.ts";
 import type { GenerationRequest, GenerationResult, ModelCard, Pipeline, RunContext } from "./pipeline.ts";
 import { wanCard } from "./wan-card.ts";
 import { renderSize } from "./native-size.ts";
-import { WanStreamingPipeline, clipsOf, decodeFrames, tick } from "./wan-streaming.ts";
+import { clipsOf, decodeFrames, tick } from "./wan-streaming.ts";
 
 /** Share of a clip's progress bar given to decoding (the rest is the denoising steps). */
 const DECODE_SHARE = 0.1;
-
-export function createWanPipeline(model: WanModel): Pipeline {
-  return model.checkpoint.kino.causal ? new WanStreamingPipeline(model) : new WanT2VPipeline(model);
-}
 
 export class WanT2VPipeline implements Pipeline {
   readonly card: ModelCard;

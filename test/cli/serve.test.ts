@@ -1,8 +1,11 @@
-// `npm start -- --server.port N --server.output_dir DIR` serves the default model.
+// `npm start -- --server.port N --server.output_dir DIR` serves the default model; `kino generate`
+// checks its options like a request and takes an image for image-to-video.
 import { expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { encodeImage } from "../../src/media/images.ts";
+import { makeTinyCheckpoint } from "../../tools/make-tiny-checkpoint.ts";
 
 const root = join(import.meta.dir, "../..");
 
@@ -90,3 +93,21 @@ test("kino generate checks its options as a request is checked, before the model
     expect(proc.stderr.toString()).toContain(flag!.slice(2) === "seconds" ? "'seconds'" : "'seed'");
   }
 });
+
+test("kino generate --image runs an image-to-video checkpoint; without the image it says what the model needs", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "kino-gen-i2v-"));
+  try {
+    await makeTinyCheckpoint(join(dir, "i2v"), { kind: "i2v" });
+    await Bun.write(join(dir, "first.png"), await encodeImage(new Uint8Array(32 * 32 * 3).fill(128), 32, 32, "png"));
+    const run = (...extra: string[]) => Bun.spawnSync([process.execPath, join(root, "src/cli/main.ts"), "generate", "--prompt", "a red circle", "--size", "32x32",
+      "--num-frames", "5", "--generator.model_path", join(dir, "i2v"), "--generator.engine.device", "cpu", "-o", join(dir, "out.mp4"), ...extra]);
+    const ok = run("--image", join(dir, "first.png"));
+    expect(ok.stderr.toString()).toContain("(32x32, 5 frames");
+    expect(ok.exitCode).toBe(0);
+    const missing = run();
+    expect(missing.exitCode).toBe(2);
+    expect(missing.stderr.toString()).toContain("makes video from an image (task 'i2v' only)");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 60_000);

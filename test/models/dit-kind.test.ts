@@ -1,8 +1,9 @@
 // Which pipeline a DiT checkpoint belongs to (text-to-video, Wan2.1 image-to-video, Wan2.2
 // text-image-to-video), recognised from the golden configs in both layouts and from the weights where
 // the original config cannot say; every other Wan variant refused with a message naming what was
-// found. Then through a checkpoint folder: resolveCheckpoint exposes the kind, and the server's loader
-// (which serves text-to-video only so far) refuses an i2v checkpoint saying so.
+// found. Then through an original-layout folder: resolveCheckpoint exposes the kind and finds the CLIP
+// tower an i2v checkpoint needs (models_clip_*.safetensors), saying what is missing or unreadable, and
+// the loader checks the tower against the DiT.
 import { afterAll, describe, expect, test } from "bun:test";
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -95,11 +96,39 @@ describe("through a checkpoint folder", () => {
     return dir;
   }
 
-  test("resolveCheckpoint exposes kind 'i2v' and the CLIP width (Wan and diffusers tensor names)", async () => {
-    for (const weights of ["weights.safetensors", "weights_diffusers.safetensors"]) {
-      const ckpt = await resolveCheckpoint(await i2vFolder(weights.replace(".safetensors", ""), weights));
-      expect(ckpt.dit.config).toMatchObject({ kind: "i2v", imageDim: 48, inDim: 36 });
+  /** A ViT-H-width (80 = one head of 80) two-block tower under Wan's open-clip names, 28×28 input. */
+  function vitClip(): TensorToWrite[] {
+    const d = 80, f = (shape: number[]) => ({ shape, data: new Float32Array(shape.reduce((a, b) => a * b, 1)).fill(0.01) });
+    const list: TensorToWrite[] = [
+      { name: "visual.patch_embedding.weight", ...f([d, 3, 14, 14]) }, { name: "visual.cls_embedding", ...f([1, 1, d]) },
+      { name: "visual.pos_embedding", ...f([1, 5, d]) }, { name: "visual.pre_norm.weight", ...f([d]) }, { name: "visual.pre_norm.bias", ...f([d]) },
+    ];
+    for (let i = 0; i < 2; i++) {
+      for (const [m, shape] of [["norm1", [d]], ["attn.to_qkv", [3 * d, d]], ["attn.proj", [d, d]], ["norm2", [d]], ["mlp.0", [4 * d, d]], ["mlp.2", [d, 4 * d]]] as const) {
+        list.push({ name: `visual.transformer.${i}.${m}.weight`, ...f([...shape]) }, { name: `visual.transformer.${i}.${m}.bias`, ...f([shape[0]]) });
+      }
     }
+    return list;
+  }
+
+  test("resolveCheckpoint exposes kind 'i2v' and the CLIP tower beside it (Wan and diffusers tensor names)", async () => {
+    for (const weights of ["weights.safetensors", "weights_diffusers.safetensors"]) {
+      const dir = await i2vFolder(weights.replace(".safetensors", ""), weights);
+      writeFileSync(join(dir, "models_clip_open-clip-xlm-roberta-large-vit-huge-14.safetensors"), encodeSafetensors(vitClip()));
+      const ckpt = await resolveCheckpoint(dir);
+      expect(ckpt.dit.config).toMatchObject({ kind: "i2v", imageDim: 48, inDim: 36 });
+      expect(ckpt.imageEncoder!.config).toMatchObject({ imageSize: 28, patchSize: 14, dim: 80, numHeads: 1, numLayers: 2, usedLayers: 1 });
+      expect(ckpt.kino).toMatchObject({ steps: 40, shift: 3, width: 832, height: 480 }); // WanI2V's defaults at 480p
+    }
+  });
+
+  test("an i2v folder without its CLIP tower, with only the .pth, or with a tower whose heads cannot be inferred, says so", async () => {
+    const dir = await i2vFolder("clip-missing", "weights.safetensors");
+    await expect(resolveCheckpoint(dir)).rejects.toThrow(`${dir}: an image-to-video (i2v) checkpoint needs the CLIP image encoder: no models_clip_*.safetensors or image_encoder/ found`);
+    writeFileSync(join(dir, "models_clip_open-clip-xlm-roberta-large-vit-huge-14.pth"), "pickle");
+    await expect(resolveCheckpoint(dir)).rejects.toThrow("models_clip_open-clip-xlm-roberta-large-vit-huge-14.pth: PyTorch pickles are not read; convert the CLIP image encoder to safetensors (same file stem)");
+    copyFileSync(goldenPath("i2v_clip", "weights.safetensors"), join(dir, "models_clip_open-clip-xlm-roberta-large-vit-huge-14.safetensors"));
+    await expect(resolveCheckpoint(dir)).rejects.toThrow("width 48 is not a multiple of ViT-H's head size 80; give the tower a config.json with its head count");
   });
 
   test("a folder whose i2v DiT lacks the CLIP branch is refused at resolve, naming what was found", async () => {
@@ -107,8 +136,9 @@ describe("through a checkpoint folder", () => {
     await expect(resolveCheckpoint(dir)).rejects.toThrow(`${join(dir, "config.json")}: not a text-to-video, image-to-video or text-image-to-video Wan DiT (found model_type "i2v", in_dim 36, out_dim 16): no img_emb.* tensors`);
   });
 
-  test("the server's loader refuses an i2v checkpoint until the i2v pipeline is served", async () => {
+  test("the loader checks the CLIP tower's width against the DiT's image embedding", async () => {
     const dir = await i2vFolder("served", "weights.safetensors");
-    await expect(loadPipeline({ modelPath: dir, device: "cpu", numGpus: 1, lora: null })).rejects.toThrow(`${dir}: an image-to-video (i2v) checkpoint; only the text-to-video pipeline is served so far`);
+    writeFileSync(join(dir, "models_clip_open-clip-xlm-roberta-large-vit-huge-14.safetensors"), encodeSafetensors(vitClip()));
+    await expect(loadPipeline({ modelPath: dir, device: "cpu", numGpus: 1, lora: null })).rejects.toThrow(`${dir}: the CLIP image encoder's width 80 ≠ the transformer's image_dim 48`);
   });
 });

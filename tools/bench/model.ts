@@ -10,11 +10,15 @@
 //    3-latent-frame chunks (4680 tokens each): seconds per chunk (4 denoising steps + the context
 //    pass) once the KV window is full, and the video frames per second that DiT throughput allows;
 //    then the Wan2.1 VAE decoder at its real size on the same chunks (tools/bench/vae-decode.ts: ms
-//    per chunk). Without a GPU it prints one line saying it was skipped and why.
+//    per chunk). Then the image models at their real geometry (tools/bench/image-models.ts): Wan2.2
+//    TI2V-5B at 1280x704, 121 frames — seconds per denoising step and VAE decode seconds — and Wan2.1
+//    I2V-14B at 832x480 — seconds per step; `--gpu-steps` steps each (default 2: the first is the
+//    kernels' first use), `--gpu-vae-latents` latent frames decoded of the 31 (default 3; the rest
+//    extrapolated). Without a GPU it prints one line saying it was skipped and why.
 //
 //   bun tools/bench/model.ts [--model DIR | --preset kino-tiny|tiny [--patch T,H,W]] [--width 64] [--height 64] [--chunks 6]
 //                            [--warmup N] [--steps 4] [--guidance G] [--threads 1,2]
-//                            [--gpu-window 21] [--gpu-chunks 3] [--gpu-only]
+//                            [--gpu-window 21] [--gpu-chunks 3] [--gpu-steps 2] [--gpu-vae-latents 3] [--gpu-only]
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -27,13 +31,14 @@ import { CausalWanDiT } from "../../src/models/wan-dit-causal.ts";
 import { WanDiT } from "../../src/models/wan-dit.ts";
 import { loadWanModel } from "../../src/models/wan-model.ts";
 import type { GenerationRequest } from "../../src/pipelines/pipeline.ts";
-import { createWanPipeline } from "../../src/pipelines/wan-t2v.ts";
+import { createWanPipeline } from "../../src/pipelines/wan-pipelines.ts";
 import type { Backend } from "../../src/runtime/backend.ts";
 import type { Tensor } from "../../src/runtime/tensor.ts";
 import { openBackend } from "../../src/runtime/device.ts";
 import { buildCpuWasm } from "../build/cpu.ts";
 import { H264Encoder } from "../../src/media/h264/encoder.ts";
 import { type PresetName, makeTinyCheckpoint } from "../make-tiny-checkpoint.ts";
+import { benchImageModels } from "./image-models.ts";
 import { StageTimer } from "./stage-timer.ts";
 import { benchVaeDecode, formatVaeDecode } from "./vae-decode.ts";
 
@@ -306,6 +311,7 @@ async function gpuHalf(arg: (name: string, fallback: string) => string): Promise
       `(${r.forwards} forwards) | ${r.fps.toFixed(1)} video fps of DiT throughput (${r.geometry.videoFramesPerChunk} frames / chunk) | ` +
       `≈${r.tflopPerChunk.toFixed(0)} TFLOP / chunk → ${r.tflops.toFixed(0)} TFLOP/s | outputs finite: ${r.finite}`);
     console.log(formatVaeDecode(await benchVaeDecode(backend, spec.width, spec.height, spec.chunkFrames, 4), spec.width, spec.height, spec.chunkFrames));
+    await benchImageModels(backend, Number(arg("gpu-steps", "2")), Number(arg("gpu-vae-latents", "3")));
   } finally {
     backend.dispose();
   }

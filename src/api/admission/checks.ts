@@ -41,9 +41,13 @@ function agreeing(selector: LoraSelector, keys: (keyof LoraSelector)[]): string 
 
 /**
  * The request's task: the one it names, else image-to-video when it sends an image and the model
- * can, else the model's first. Image-to-video without an image, or text-to-video with one, is refused.
+ * can, else the model's first. Image-to-video without an image, or text-to-video with one, is refused;
+ * so is a request without an image on a model that only makes video from one.
  */
 export function resolveTask(task: string | undefined, card: ModelCard, images: number): string {
+  if (task === undefined && images === 0 && !card.tasks.includes("t2v") && card.tasks.includes("i2v")) {
+    throw badRequest("This model makes video from an image (task 'i2v' only): send exactly one image in image_reference (or input_reference)", "image_reference");
+  }
   if (task === undefined) return images > 0 && card.tasks.includes("i2v") ? "i2v" : card.tasks[0]!;
   if (!card.tasks.includes(task)) {
     throw badRequest(`Task '${task}' is not supported by this model (supported: ${card.tasks.join(", ")})`, "task");

@@ -48,6 +48,9 @@ export async function admitImages(
     ...sampling(body, ctx),
   };
   if (request.task === "i2v" && !card.tasks.includes("i2v")) throw badRequest("The served model cannot condition on images", "image");
+  if (request.task === "t2v" && !card.tasks.includes("t2v")) {
+    throw badRequest("The served model makes images only from an input image (task 'i2v'): use POST /v1/images/edits with one image", null);
+  }
   return {
     request,
     references,
