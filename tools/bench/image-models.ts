@@ -8,7 +8,7 @@
 // - Wan2.1 I2V-14B at 832x480, 81 frames (32 760 tokens, 257 CLIP tokens beside the 512 text rows):
 //   seconds per guided denoising step with the 36-channel input.
 // Each DiT runs `steps` steps (the first pays for the first use of every kernel) and reports the last.
-import { parseDitConfig, parseVaeConfig, type WanDitConfig } from "../../src/models/configs.ts";
+import { type Json, parseDitConfig, parseVaeConfig, type WanDitConfig } from "../../src/models/configs.ts";
 import { RandomWeights } from "../../src/models/random-weights.ts";
 import { SeededRandom } from "../../src/models/random.ts";
 import { createSampler } from "../../src/models/samplers.ts";
@@ -128,7 +128,7 @@ export interface DecodeResult {
 }
 
 /** The Wan2.2 VAE decoder at `vae` widths, streaming `decoded` of `totalLatents` latent frames of h×w. */
-export async function benchVae22Decode(b: Backend, h: number, w: number, decoded: number, totalLatents: number, vae: object = WAN22_VAE, seed = 1): Promise<DecodeResult> {
+export async function benchVae22Decode(b: Backend, h: number, w: number, decoded: number, totalLatents: number, vae: Json = WAN22_VAE, seed = 1): Promise<DecodeResult> {
   const cfg = parseVaeConfig(vae, "Wan2.2_VAE");
   const weights = new RandomWeights(b, { seed, dtype: "f32" }); // the original decodes in fp32
   const decoder = await WanVaeDecoder.load(weights, cfg);
