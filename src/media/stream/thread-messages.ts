@@ -1,0 +1,13 @@
+// Messages between a stream task and its encoder thread (structured clone; frame and fragment buffers
+// are transferred, not copied). Every request carries a sequence number its reply repeats.
+import type { FragmenterOptions } from "./fragmenter.ts";
+
+export type ToEncoderThread =
+  | { type: "init"; seq: number; options: FragmenterOptions }
+  | { type: "fragment"; seq: number; frames: Uint8Array[] }
+  | { type: "finish"; seq: number };
+
+export type FromEncoderThread =
+  | { type: "ready"; seq: number; backend: "wasm" | "native" }
+  | { type: "bytes"; seq: number; bytes: Uint8Array }
+  | { type: "failed"; seq: number; message: string };
