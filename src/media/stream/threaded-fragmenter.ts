@@ -24,6 +24,8 @@ export class ThreadedFragmenter implements ChunkFragmenter {
   #failure: Error | null = null;
   #closed = false;
   #backend: "wasm" | "native" = "wasm";
+  /** Resolves once the thread has ended (after close(), or if it stops on its own). */
+  readonly exited: Promise<void>;
   /** Which build of the encoder the thread runs, once it has started. */
   readonly ready: Promise<"wasm" | "native">;
 
@@ -37,7 +39,12 @@ export class ThreadedFragmenter implements ChunkFragmenter {
       event.preventDefault();
       this.#fail(new Error(`the stream's encoder thread failed: ${event.message || "unknown error"}`));
     };
-    this.#worker.addEventListener("close", () => this.#fail(new Error("the stream's encoder thread stopped unexpectedly")));
+    const exited = Promise.withResolvers<void>();
+    this.exited = exited.promise;
+    this.#worker.addEventListener("close", () => {
+      this.#fail(new Error("the stream's encoder thread stopped unexpectedly"));
+      exited.resolve();
+    });
     this.ready = new Promise<Uint8Array>((resolve, reject) => this.#post({ type: "init", seq: this.#seq++, options }, { resolve, reject })).then(
       () => this.#backend,
     );
