@@ -73,7 +73,7 @@ export class StreamTask {
     const overlap = streamOverlap();
     const options = { width: request.width, height: request.height, fps: request.fps, qp: DEFAULT_VIDEO_QP };
     // the thread starts while the prompt is encoded and the first chunk generated
-    const fragmenter: ChunkFragmenter = overlap ? new ThreadedFragmenter(options) : await InlineFragmenter.create(options);
+    const fragmenter: ChunkFragmenter = overlap ? await ThreadedFragmenter.start(options) : await InlineFragmenter.create(options);
     // generation stops on the session's abort, or when the encoder fails
     const generation = new AbortController();
     const stop = () => generation.abort(signal.reason);

@@ -3,6 +3,7 @@
 // reach the caller (never the process), and closing frees the thread.
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
+import { nativeLibrary } from "../../src/media/h264/core-native.ts";
 import { InlineFragmenter, type ChunkFragmenter } from "../../src/media/stream/fragmenter.ts";
 import { ThreadedFragmenter } from "../../src/media/stream/threaded-fragmenter.ts";
 import { decodeFrames, pixel } from "../helpers/decode.ts";
@@ -48,7 +49,10 @@ const concat = (parts: Uint8Array[]) => new Uint8Array(Buffer.concat(parts));
 
 describe("ThreadedFragmenter", () => {
   test("writes the inline fragmenter's bytes, chunk for chunk, and ffmpeg decodes the stream", async () => {
-    const threaded = new ThreadedFragmenter(OPTIONS);
+    const threaded = await ThreadedFragmenter.start(OPTIONS);
+    // the thread runs the build of the encoder this process would (the native library where it loads)
+    const lib = await nativeLibrary();
+    expect(await threaded.ready).toBe(typeof lib === "string" ? "wasm" : "native");
     const [onThread, inline] = await Promise.all([stream(threaded), InlineFragmenter.create(OPTIONS).then(stream)]);
     expect(onThread.map((b) => b.length)).toEqual(inline.map((b) => b.length));
     onThread.forEach((bytes, i) => expect(Buffer.from(bytes).equals(Buffer.from(inline[i]!))).toBe(true));
@@ -65,7 +69,7 @@ describe("ThreadedFragmenter", () => {
   });
 
   test("takes each whole frame buffer over, and copies a frame that is a view on a larger buffer", async () => {
-    const threaded = new ThreadedFragmenter(OPTIONS);
+    const threaded = await ThreadedFragmenter.start(OPTIONS);
     const own = frame(0), frameBytes = own.length;
     const backing = new Uint8Array(frameBytes + 16);
     backing.set(frame(1), 8);
@@ -82,7 +86,7 @@ describe("ThreadedFragmenter", () => {
   });
 
   test("a refused frame rejects that chunk and every later request with the encoder's message", async () => {
-    const threaded = new ThreadedFragmenter(OPTIONS);
+    const threaded = await ThreadedFragmenter.start(OPTIONS);
     try {
       const good = threaded.fragment(chunkFrames(0));
       const bad = threaded.fragment([frame(5).subarray(0, 100)]);
@@ -97,7 +101,7 @@ describe("ThreadedFragmenter", () => {
   });
 
   test("an encoder the thread cannot create fails the first chunk with the reason", async () => {
-    const threaded = new ThreadedFragmenter({ ...OPTIONS, width: 95 });
+    const threaded = await ThreadedFragmenter.start({ ...OPTIONS, width: 95 });
     try {
       expect((await rejection(threaded.fragment([frame(0)]))).message).toContain("H264Encoder: width must be even (4:2:0 chroma), got 95");
     } finally {
@@ -106,7 +110,7 @@ describe("ThreadedFragmenter", () => {
   });
 
   test("a thread that dies rejects what is pending, and the process goes on", async () => {
-    const threaded = new ThreadedFragmenter(OPTIONS, new URL(`file://${join(import.meta.dir, "../fixtures/failing-encoder-thread.ts")}`));
+    const threaded = await ThreadedFragmenter.start(OPTIONS, new URL(`file://${join(import.meta.dir, "../fixtures/failing-encoder-thread.ts")}`));
     try {
       const pending = threaded.fragment(chunkFrames(0));
       expect((await rejection(pending)).message).toContain("the stream's encoder thread failed: ");
@@ -118,7 +122,7 @@ describe("ThreadedFragmenter", () => {
   });
 
   test("close() refuses pending work and ends the thread", async () => {
-    const threaded = new ThreadedFragmenter({ ...OPTIONS, width: 1280, height: 720 });
+    const threaded = await ThreadedFragmenter.start({ ...OPTIONS, width: 1280, height: 720 });
     const big = Array.from({ length: 8 }, (_, i) => frame(i, 1280, 720));
     const pending = threaded.fragment(big);
     threaded.close();

@@ -2,6 +2,7 @@
 // StreamFragmenter, fed chunk by chunk. Requests are handled strictly one after another in arrival
 // order — creating the encoder is asynchronous, and chunks may arrive before it is ready — and every
 // request gets exactly one reply with its sequence number: the bytes, or the error's message.
+import { adoptNativeLibraryFile } from "../h264/core-native.ts";
 import { StreamFragmenter } from "./fragmenter.ts";
 import type { FromEncoderThread, ToEncoderThread } from "./thread-messages.ts";
 
@@ -20,6 +21,7 @@ async function handle(request: ToEncoderThread): Promise<void> {
   try {
     switch (request.type) {
       case "init":
+        adoptNativeLibraryFile(request.nativeLibrary);
         fragmenter = await StreamFragmenter.create(request.options);
         return reply({ type: "ready", seq, backend: fragmenter.backend });
       case "fragment":

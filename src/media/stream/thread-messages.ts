@@ -3,7 +3,8 @@
 import type { FragmenterOptions } from "./fragmenter.ts";
 
 export type ToEncoderThread =
-  | { type: "init"; seq: number; options: FragmenterOptions }
+  /** `nativeLibrary`: the process's H.264 library file as its main thread found it (core-native.ts). */
+  | { type: "init"; seq: number; options: FragmenterOptions; nativeLibrary: { path: string } | { missing: string } }
   | { type: "fragment"; seq: number; frames: Uint8Array[] }
   | { type: "finish"; seq: number };
 

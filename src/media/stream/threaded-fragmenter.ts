@@ -6,11 +6,17 @@
 // Failure is sticky: the first error — a refused frame, the encoder failing to start, the thread
 // dying — rejects that request and every one after it with the same message, since the stream's
 // encoder state is no longer known. close() terminates the thread and rejects what is pending.
+import { nativeLibraryFile } from "../h264/core-native.ts";
 import type { ChunkFragmenter, FragmenterOptions } from "./fragmenter.ts";
+import { ENCODER_THREAD_ENTRY } from "./thread-entry.ts";
 import type { FromEncoderThread, ToEncoderThread } from "./thread-messages.ts";
 
-/** The thread's module. `bun build --compile` must list it as an entrypoint (build.ts). */
-export const ENCODER_THREAD_URL = new URL("./encoder-thread.ts", import.meta.url);
+/**
+ * Where the thread's module is. In a `bun build --compile` executable (modules under Bun's /$bunfs/,
+ * built with --root at the project root) a relative specifier names an embedded entrypoint by its path
+ * from that root; run from source, the file beside this one.
+ */
+const ENCODER_THREAD_URL: URL | string = import.meta.url.includes("$bunfs") ? `./${ENCODER_THREAD_ENTRY}` : new URL("./encoder-thread.ts", import.meta.url);
 
 interface Pending {
   resolve(bytes: Uint8Array): void;
@@ -30,7 +36,11 @@ export class ThreadedFragmenter implements ChunkFragmenter {
   readonly ready: Promise<"wasm" | "native">;
 
   /** Starts the thread and creates the encoder there; a chunk may be given at once. `threadUrl` is for tests. */
-  constructor(options: FragmenterOptions, threadUrl: URL | string = ENCODER_THREAD_URL) {
+  static async start(options: FragmenterOptions, threadUrl: URL | string = ENCODER_THREAD_URL): Promise<ThreadedFragmenter> {
+    return new ThreadedFragmenter(options, await nativeLibraryFile(), threadUrl);
+  }
+
+  private constructor(options: FragmenterOptions, nativeLibrary: { path: string } | { missing: string }, threadUrl: URL | string) {
     this.#worker = new Worker(threadUrl);
     // a stream task always closes its fragmenter; unref keeps a forgotten one from holding the process
     (this.#worker as Worker & { unref(): void }).unref();
@@ -45,7 +55,7 @@ export class ThreadedFragmenter implements ChunkFragmenter {
       this.#fail(new Error("the stream's encoder thread stopped unexpectedly"));
       exited.resolve();
     });
-    this.ready = new Promise<Uint8Array>((resolve, reject) => this.#post({ type: "init", seq: this.#seq++, options }, { resolve, reject })).then(
+    this.ready = new Promise<Uint8Array>((resolve, reject) => this.#post({ type: "init", seq: this.#seq++, options, nativeLibrary }, { resolve, reject })).then(
       () => this.#backend,
     );
     // the first fragment reports a failed start too; this copy of it needs no handler of its own
