@@ -134,7 +134,7 @@ export class StreamTask {
 const ENCODE_AHEAD_CHUNKS = 1;
 
 /** The encoder runs on its own thread unless KINO_STREAM_OVERLAP=0 (the sequential baseline bench:realtime compares). */
-function streamOverlap(): boolean {
+export function streamOverlap(): boolean {
   return process.env.KINO_STREAM_OVERLAP !== "0";
 }
 

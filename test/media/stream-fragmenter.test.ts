@@ -1,10 +1,11 @@
 // A realtime stream's fragmenter on its own thread against the same fragmenter inline: the same bytes
 // chunk for chunk, a stream ffmpeg decodes, refused frames and a dying thread reported as errors that
-// reach the caller (never the process), and closing frees the thread.
+// reach the caller (never the process), and closing a stream frees its encoder for the next one.
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { nativeLibrary } from "../../src/media/h264/core-native.ts";
 import { InlineFragmenter, type ChunkFragmenter } from "../../src/media/stream/fragmenter.ts";
+import { EncoderThread } from "../../src/media/stream/encoder-thread-host.ts";
 import { ThreadedFragmenter } from "../../src/media/stream/threaded-fragmenter.ts";
 import { decodeFrames, pixel } from "../helpers/decode.ts";
 
@@ -109,25 +110,49 @@ describe("ThreadedFragmenter", () => {
     }
   });
 
-  test("a thread that dies rejects what is pending, and the process goes on", async () => {
-    const threaded = await ThreadedFragmenter.start(OPTIONS, new URL(`file://${join(import.meta.dir, "../fixtures/failing-encoder-thread.ts")}`));
+  test("a thread that dies fails the streams open on it, and the process goes on", async () => {
+    const thread = new EncoderThread(new URL(`file://${join(import.meta.dir, "../fixtures/failing-encoder-thread.ts")}`));
+    const threaded = await ThreadedFragmenter.start(OPTIONS, thread);
     try {
       const pending = threaded.fragment(chunkFrames(0));
-      expect((await rejection(pending)).message).toContain("the stream's encoder thread failed: ");
+      expect((await rejection(pending)).message).toContain("the stream encoder thread failed: ");
       expect((await rejection(pending)).message).toContain("encoder thread crashed on purpose");
       expect((await rejection(threaded.fragment(chunkFrames(1)))).message).toContain("encoder thread crashed on purpose");
     } finally {
       threaded.close();
+      thread.stop();
     }
   });
 
-  test("close() refuses pending work and ends the thread", async () => {
+  test("close() refuses pending work and frees the stream's encoder; the thread serves the next stream", async () => {
     const threaded = await ThreadedFragmenter.start({ ...OPTIONS, width: 1280, height: 720 });
-    const big = Array.from({ length: 8 }, (_, i) => frame(i, 1280, 720));
-    const pending = threaded.fragment(big);
+    const pending = threaded.fragment(Array.from({ length: 8 }, (_, i) => frame(i, 1280, 720)));
     threaded.close();
     expect((await rejection(pending)).message).toContain("the stream's encoder was closed");
-    await threaded.exited;
     expect((await rejection(threaded.fragment([frame(0)]))).message).toContain("the stream's encoder was closed");
+    expect(EncoderThread.shared().openStreams).toBe(0);
+    const next = await ThreadedFragmenter.start(OPTIONS);
+    try {
+      expect((await next.fragment(chunkFrames(0))).length).toBeGreaterThan(0);
+    } finally {
+      next.close();
+    }
+  });
+
+  test("a stopped thread fails its open streams and ends; the next stream gets a new thread", async () => {
+    const first = EncoderThread.shared();
+    const threaded = await ThreadedFragmenter.start(OPTIONS);
+    await threaded.ready;
+    first.stop();
+    await first.exited;
+    expect((await rejection(threaded.fragment(chunkFrames(0)))).message).toContain("the stream encoder thread was stopped");
+    threaded.close();
+    const next = await ThreadedFragmenter.start(OPTIONS);
+    try {
+      expect(EncoderThread.shared()).not.toBe(first);
+      expect((await next.fragment(chunkFrames(0))).length).toBeGreaterThan(0);
+    } finally {
+      next.close();
+    }
   });
 });

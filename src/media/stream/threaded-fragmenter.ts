@@ -1,22 +1,16 @@
-// A stream's fragmenter on its own thread (encoder-thread.ts in a Bun Worker), so the H.264 encode of
-// chunk i runs while the pipeline generates chunk i + 1 on the calling thread. Requests are posted at
-// once and answered in order. The frames' buffers are transferred to the thread, so the caller must
-// not touch a chunk's frames after handing them over.
+// A stream's fragmenter on the worker process's encoder thread (encoder-thread-host.ts), so the H.264
+// encode of chunk i runs while the pipeline generates chunk i + 1 on the calling thread. Requests are
+// posted at once and answered in order. The frames' buffers are transferred to the thread, so the
+// caller must not touch a chunk's frames after handing them over.
 //
-// Failure is sticky: the first error — a refused frame, the encoder failing to start, the thread
-// dying — rejects that request and every one after it with the same message, since the stream's
-// encoder state is no longer known. close() terminates the thread and rejects what is pending.
+// Failure is sticky: the first error — a refused frame, the encoder failing to open, the thread dying —
+// rejects that request and every one after it with the same message, since the stream's encoder state
+// is no longer known. close() frees the stream's encoder in the thread (which stays for the next
+// stream) and rejects what is pending.
 import { nativeLibraryFile } from "../h264/core-native.ts";
+import { EncoderThread } from "./encoder-thread-host.ts";
 import type { ChunkFragmenter, FragmenterOptions } from "./fragmenter.ts";
-import { ENCODER_THREAD_ENTRY } from "./thread-entry.ts";
-import type { FromEncoderThread, ToEncoderThread } from "./thread-messages.ts";
-
-/**
- * Where the thread's module is. In a `bun build --compile` executable (modules under Bun's /$bunfs/,
- * built with --root at the project root) a relative specifier names an embedded entrypoint by its path
- * from that root; run from source, the file beside this one.
- */
-const ENCODER_THREAD_URL: URL | string = import.meta.url.includes("$bunfs") ? `./${ENCODER_THREAD_ENTRY}` : new URL("./encoder-thread.ts", import.meta.url);
+import type { FromEncoderThread, NativeLibraryFile, ToEncoderThread } from "./thread-messages.ts";
 
 interface Pending {
   resolve(bytes: Uint8Array): void;
@@ -24,66 +18,58 @@ interface Pending {
 }
 
 export class ThreadedFragmenter implements ChunkFragmenter {
-  readonly #worker: Worker;
+  readonly #thread: EncoderThread;
+  readonly #stream: number;
   readonly #pending = new Map<number, Pending>();
   #seq = 0;
   #failure: Error | null = null;
   #closed = false;
   #backend: "wasm" | "native" = "wasm";
-  /** Resolves once the thread has ended (after close(), or if it stops on its own). */
-  readonly exited: Promise<void>;
-  /** Which build of the encoder the thread runs, once it has started. */
+  /** Which build of the encoder the thread runs for this stream, once it has opened. */
   readonly ready: Promise<"wasm" | "native">;
 
-  /** Starts the thread and creates the encoder there; a chunk may be given at once. `threadUrl` is for tests. */
-  static async start(options: FragmenterOptions, threadUrl: URL | string = ENCODER_THREAD_URL): Promise<ThreadedFragmenter> {
-    return new ThreadedFragmenter(options, await nativeLibraryFile(), threadUrl);
+  /** Opens a stream on `thread` (the process's shared one by default); a chunk may be given at once. */
+  static async start(options: FragmenterOptions, thread?: EncoderThread): Promise<ThreadedFragmenter> {
+    // the main thread writes out an embedded library once per process and removes it at exit
+    const nativeLibrary = await nativeLibraryFile();
+    return new ThreadedFragmenter(options, nativeLibrary, thread ?? EncoderThread.shared());
   }
 
-  private constructor(options: FragmenterOptions, nativeLibrary: { path: string } | { missing: string }, threadUrl: URL | string) {
-    this.#worker = new Worker(threadUrl);
-    // a stream task always closes its fragmenter; unref keeps a forgotten one from holding the process
-    (this.#worker as Worker & { unref(): void }).unref();
-    this.#worker.onmessage = (event: MessageEvent<FromEncoderThread>) => this.#answer(event.data);
-    this.#worker.onerror = (event: ErrorEvent) => {
-      event.preventDefault();
-      this.#fail(new Error(`the stream's encoder thread failed: ${event.message || "unknown error"}`));
-    };
-    const exited = Promise.withResolvers<void>();
-    this.exited = exited.promise;
-    this.#worker.addEventListener("close", () => {
-      this.#fail(new Error("the stream's encoder thread stopped unexpectedly"));
-      exited.resolve();
-    });
-    this.ready = new Promise<Uint8Array>((resolve, reject) => this.#post({ type: "init", seq: this.#seq++, options, nativeLibrary }, { resolve, reject })).then(
-      () => this.#backend,
+  private constructor(options: FragmenterOptions, nativeLibrary: NativeLibraryFile, thread: EncoderThread) {
+    this.#thread = thread;
+    this.#stream = thread.open({ answer: (reply) => this.#answer(reply), fail: (err) => this.#fail(err) });
+    const open = new Promise<Uint8Array>((resolve, reject) =>
+      this.#post({ type: "open", stream: this.#stream, seq: this.#seq++, options, nativeLibrary }, { resolve, reject }),
     );
-    // the first fragment reports a failed start too; this copy of it needs no handler of its own
+    this.ready = open.then(() => this.#backend);
+    // the first fragment reports a failed open too; this copy of it needs no handler of its own
     this.ready.catch(() => {});
   }
 
   fragment(frames: Uint8Array[]): Promise<Uint8Array> {
-    return new Promise((resolve, reject) => this.#post({ type: "fragment", seq: this.#seq++, frames }, { resolve, reject }, transferable(frames)));
+    return new Promise((resolve, reject) =>
+      this.#post({ type: "fragment", stream: this.#stream, seq: this.#seq++, frames }, { resolve, reject }, transferable(frames)),
+    );
   }
 
   finish(): Promise<Uint8Array> {
-    return new Promise((resolve, reject) => this.#post({ type: "finish", seq: this.#seq++ }, { resolve, reject }));
+    return new Promise((resolve, reject) => this.#post({ type: "finish", stream: this.#stream, seq: this.#seq++ }, { resolve, reject }));
   }
 
   close(): void {
     if (this.#closed) return;
     this.#fail(new Error("the stream's encoder was closed"));
     this.#closed = true;
-    this.#worker.terminate();
+    this.#thread.release(this.#stream);
   }
 
-  #post(request: ToEncoderThread, pending: Pending, transfer: Transferable[] = []): void {
+  #post(request: ToEncoderThread & { seq: number }, pending: Pending, transfer: Transferable[] = []): void {
     if (this.#failure) return pending.reject(this.#failure);
     this.#pending.set(request.seq, pending);
     try {
-      this.#worker.postMessage(request, transfer);
+      this.#thread.post(request, transfer);
     } catch (err) {
-      this.#fail(new Error(`could not hand the frames to the stream's encoder thread: ${(err as Error).message}`));
+      this.#fail(err instanceof Error ? err : new Error(String(err)));
     }
   }
 
@@ -95,7 +81,7 @@ export class ThreadedFragmenter implements ChunkFragmenter {
       const err = new Error(reply.message);
       pending.reject(err);
       this.#fail(err);
-    } else if (reply.type === "ready") {
+    } else if (reply.type === "opened") {
       this.#backend = reply.backend;
       pending.resolve(new Uint8Array(0));
     } else {
@@ -111,6 +97,17 @@ export class ThreadedFragmenter implements ChunkFragmenter {
     this.#pending.clear();
     for (const p of pending) p.reject(this.#failure);
   }
+}
+
+/**
+ * Starts the process's encoder thread and opens (then closes) a small stream on it, so the first
+ * session's first chunk finds the thread's modules loaded and the encoder compiled. A failure here is
+ * ignored: a session that meets it reports it.
+ */
+export async function prewarmStreamEncoder(): Promise<void> {
+  const fragmenter = await ThreadedFragmenter.start({ width: 16, height: 16, fps: 16, qp: 23 });
+  await fragmenter.ready.catch(() => {});
+  fragmenter.close();
 }
 
 /** The frames' buffers, each once, where handing them over cannot detach anything else. */
