@@ -5,11 +5,18 @@
 // runs interleaved so drift in the machine's load hits both modes alike. Per session, at the client:
 // session.start → first media chunk, the steady chunk interval (median gap between media chunks after
 // the first), and video seconds generated per wall second; and whether the two modes' bytes agree.
+// Then, in this process, the worker's StreamTask on the same pipeline: how long each chunk waits from
+// the moment the pipeline yields it to the moment its fragment is sent (the encode, and with overlap
+// also the wait for the main thread's next yield, between denoising steps of the next chunk).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadServeConfig } from "../../src/config/load.ts";
 import { startServer, type RunningServer } from "../../src/http/server.ts";
+import { prewarmStreamEncoder } from "../../src/media/stream/threaded-fragmenter.ts";
+import { loadPipeline } from "../../src/pipelines/load.ts";
+import type { GenerationChunk, GenerationRequest, Pipeline, StreamContext } from "../../src/pipelines/pipeline.ts";
+import { StreamTask } from "../../src/worker/stream-task.ts";
 
 export interface OverlapOptions {
   sizes: string[];
@@ -67,10 +74,38 @@ async function session(server: RunningServer, size: string, seconds: number, fps
   return { firstChunkS: (arrivals[0]! - started) / 1000, chunkIntervalS: median(gaps), realTime: frames / fps / wallS, digest: hash.digest("hex") };
 }
 
+/** Median ms from a chunk's yield by the pipeline to its fragment's send, over the chunks after the first. */
+async function yieldToSend(pipeline: Pipeline, size: string, overlap: boolean, opts: OverlapOptions, seed: number): Promise<number> {
+  const [width, height] = size.split("x").map(Number) as [number, number];
+  const yielded: number[] = [], sent: number[] = [];
+  const timed: Pipeline = Object.create(pipeline);
+  timed.stream = async function* (req: GenerationRequest, ctx: StreamContext): AsyncIterable<GenerationChunk> {
+    for await (const chunk of pipeline.stream!(req, ctx)) {
+      yielded.push(performance.now());
+      yield chunk;
+    }
+  };
+  const { defaults } = pipeline.card;
+  const request: GenerationRequest = {
+    request_id: "bench", output: "video", task: "t2v", prompt: "a red circle moving right on a blue background", negative_prompt: "",
+    width, height, num_frames: opts.seconds * opts.fps + 1, fps: opts.fps, num_inference_steps: defaults.num_inference_steps,
+    guidance_scale: defaults.guidance_scale, seed, references: [], extra_params: {},
+  };
+  if (!overlap) process.env.KINO_STREAM_OVERLAP = "0";
+  try {
+    await new StreamTask(timed, "bench", request, null, (m) => void (m.type === "chunk" && sent.push(performance.now()))).run(new AbortController().signal, () => {});
+  } finally {
+    delete process.env.KINO_STREAM_OVERLAP;
+  }
+  return median(sent.slice(1).map((t, i) => t - yielded[i + 1]!));
+}
+
 export async function compareEncodeOverlap(opts: OverlapOptions): Promise<string[]> {
   const outputDir = mkdtempSync(join(tmpdir(), "kino-bench-overlap-"));
   const servers = { sequential: await startMode(false, outputDir), overlapped: await startMode(true, outputDir) };
   const lines: string[] = [];
+  const { pipeline } = await loadPipeline({ modelPath: "builtin:kino-tiny", device: "cpu", gpu: 0, lora: null });
+  await prewarmStreamEncoder();
   try {
     for (const server of Object.values(servers)) await session(server, opts.sizes[0]!, 1, opts.fps, 0); // warm-up
     for (const size of opts.sizes) {
@@ -80,11 +115,15 @@ export async function compareEncodeOverlap(opts: OverlapOptions): Promise<string
         for (const mode of order) timings[mode].push(await session(servers[mode], size, opts.seconds, opts.fps, run + 1));
       }
       const identical = timings.sequential.every((t, i) => t.digest === timings.overlapped[i]!.digest);
+      const waits = { sequential: [] as number[], overlapped: [] as number[] };
+      for (let run = 0; run < opts.runs; run++) {
+        for (const mode of ["sequential", "overlapped"] as const) waits[mode].push(await yieldToSend(pipeline, size, mode === "overlapped", opts, run + 1));
+      }
       for (const mode of ["sequential", "overlapped"] as const) {
         const t = timings[mode];
         lines.push(
           `| ${size} | ${mode} | ${median(t.map((x) => x.firstChunkS)).toFixed(3)} | ${median(t.map((x) => x.chunkIntervalS)).toFixed(3)} | ` +
-            `${median(t.map((x) => x.realTime)).toFixed(2)}× | ${identical ? "identical" : "DIFFERENT"} |`,
+            `${median(t.map((x) => x.realTime)).toFixed(2)}× | ${median(waits[mode]).toFixed(1)} | ${identical ? "identical" : "DIFFERENT"} |`,
         );
       }
     }
@@ -95,8 +134,8 @@ export async function compareEncodeOverlap(opts: OverlapOptions): Promise<string
   }
   return [
     `encode overlap: ${opts.seconds} s sessions at ${opts.fps} fps, median of ${opts.runs} runs per mode, 1 worker per server`,
-    "| size | encode | session.start → first chunk (s) | steady chunk interval (s) | video s per wall s | bytes |",
-    "|---|---|---|---|---|---|",
+    "| size | encode | session.start → first chunk (s) | steady chunk interval (s) | video s per wall s | chunk yielded → sent (ms) | bytes |",
+    "|---|---|---|---|---|---|---|",
     ...lines,
   ];
 }
