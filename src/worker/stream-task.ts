@@ -64,7 +64,7 @@ export class StreamTask {
   /**
    * Streams until the pipeline ends or `signal` aborts (session.stop / disconnect): both end with the
    * trailer, after every chunk already generated has been sent. With the encoder on its own thread
-   * (the default) chunk i is encoded while chunk i + 1 is generated; KINO_STREAM_OVERLAP=0 keeps
+   * (the default) chunk i ≥ 1 is encoded while chunk i + 1 is generated; KINO_STREAM_OVERLAP=0 keeps
    * generate → encode → send in sequence on this thread. Both send the same bytes.
    */
   async run(signal: AbortSignal, onProgress: (fraction: number) => void): Promise<TaskResult> {
@@ -105,7 +105,9 @@ export class StreamTask {
             if (sent++ === 0) firstSent.resolve(performance.now());
           });
           generated++;
-          await sender.waitUntilAtMost(overlap ? ENCODE_AHEAD_CHUNKS : 0);
+          // the first chunk is sent before the second starts: its fragment would otherwise wait for the
+          // main thread's next yield, inside the next chunk, and a session's start is what a viewer waits on
+          await sender.waitUntilAtMost(overlap && generated > 1 ? ENCODE_AHEAD_CHUNKS : 0);
           if (this.pacing) await paceToMediaTime(firstSent.promise, generated, request.fps, numFrames, this.pacing.leadChunks, generation.signal);
         }
       } catch (err) {

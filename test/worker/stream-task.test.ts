@@ -1,7 +1,7 @@
 // The worker's stream task with the encoder on its own thread, against the sequential path
 // (KINO_STREAM_OVERLAP=0): the procedural renderer through the real StreamTask and encoder, recording
 // when each chunk's generation starts and when each chunk is sent. Overlap means chunk i + 1 is being
-// generated before chunk i is sent; the bound means chunk i + 2 never starts before chunk i is sent.
+// generated before chunk i ≥ 1 is sent; the bound means chunk i + 2 never starts before chunk i is sent.
 import { afterEach, describe, expect, test } from "bun:test";
 import type { GenerationChunk, GenerationRequest, Pipeline, StreamContext } from "../../src/pipelines/pipeline.ts";
 import type { FromWorker, TaskResult } from "../../src/worker/ipc.ts";
@@ -82,7 +82,7 @@ afterEach(() => {
 });
 
 describe("StreamTask", () => {
-  test("overlapped: chunk i+1 generates while chunk i encodes, never two ahead, and the bytes are the sequential path's", async () => {
+  test("overlapped: chunk i+1 generates while chunk i ≥ 1 encodes, never two ahead, and the bytes are the sequential path's", async () => {
     const overlapped = await runTask(new RecordingPipeline(), true);
     const sequential = await runTask(new RecordingPipeline(), false);
     const chunks = 8;
@@ -90,10 +90,13 @@ describe("StreamTask", () => {
       expect(run.result.stream!.chunks).toBe(chunks);
       expect(run.log.filter((e) => e.startsWith("sent"))).toEqual(Array.from({ length: chunks }, (_, i) => `sent ${i}`));
     }
+    // the first chunk, which a session's start waits on, is sent before the second is begun
+    expect(position(overlapped.log, "sent 0")).toBeLessThan(position(overlapped.log, "generate 1"));
     for (let i = 1; i < chunks; i++) {
       expect(position(sequential.log, `sent ${i - 1}`)).toBeLessThan(position(sequential.log, `generate ${i}`));
+      if (i < 2) continue;
       expect(position(overlapped.log, `generate ${i}`)).toBeLessThan(position(overlapped.log, `sent ${i - 1}`));
-      if (i >= 2) expect(position(overlapped.log, `sent ${i - 2}`)).toBeLessThan(position(overlapped.log, `generate ${i}`));
+      expect(position(overlapped.log, `sent ${i - 2}`)).toBeLessThan(position(overlapped.log, `generate ${i}`));
     }
     expect(overlapped.bytes.length).toBe(sequential.bytes.length);
     overlapped.bytes.forEach((b, i) => expect(Buffer.from(b).equals(Buffer.from(sequential.bytes[i]!))).toBe(true));
