@@ -3,6 +3,7 @@
 // so `npm start` and `npm test` can run it every time.
 import { $ } from "bun";
 import { existsSync } from "node:fs";
+import { ENCODER_THREAD_ENTRY } from "./src/media/stream/thread-entry.ts";
 import { packBundle } from "./src/models/bundle.ts";
 import { buildCpuWasm } from "./tools/build/cpu.ts";
 import { buildCudaLib } from "./tools/build/cuda.ts";
@@ -29,6 +30,9 @@ if (compile) {
     await packBundle("models/kino-tiny", "build/kino-tiny.bundle");
     embedded.push("build/kino-tiny.bundle");
   }
-  await $`${process.execPath} build --compile --minify-syntax src/cli/main.ts ${embedded} --outfile dist/kino`;
+  // Worker threads run modules of their own: each is an entrypoint bundled beside the main one, found
+  // at run time by its path from the project root (--root keeps that path whatever else is embedded).
+  const threads = [ENCODER_THREAD_ENTRY];
+  await $`${process.execPath} build --compile --minify-syntax --root . src/cli/main.ts ${threads} ${embedded} --outfile dist/kino`;
   console.log("build: dist/kino written");
 }

@@ -3,7 +3,8 @@
 // for a realtime stream, sends each chunk's fMP4 fragment back (frames never cross the process boundary).
 import type { FromWorker, TaskResult, ToWorker } from "./ipc.ts";
 import { Runner } from "./runner.ts";
-import { StreamTask } from "./stream-task.ts";
+import { StreamTask, streamOverlap } from "./stream-task.ts";
+import { prewarmStreamEncoder } from "../media/stream/threaded-fragmenter.ts";
 
 export function runWorker(): void {
   let runner: Runner | null = null;
@@ -21,6 +22,8 @@ export function runWorker(): void {
       case "init":
         try {
           runner = await Runner.load(message);
+          // the first session's first chunk should not wait for the encoder thread to start
+          if (runner.pipeline.card.supports_streaming && streamOverlap()) void prewarmStreamEncoder().catch(() => {});
           const device = { backend: runner.backend, cuda_visible_devices: process.env.CUDA_VISIBLE_DEVICES ?? null, pci_bus_id: runner.pciBusId };
           send({ type: "ready", card: runner.pipeline.card, device });
         } catch (err) {

@@ -2,8 +2,9 @@
 // chunk boundaries, encodes each chunk as one fMP4 fragment starting with an IDR, and reports it with
 // its event bookkeeping. Runs inside the worker process; the server only relays the bytes.
 import type { FromWorker, InteractionMessage, StreamChunk, TaskResult } from "./ipc.ts";
-import { H264Encoder } from "../media/h264/encoder.ts";
-import { FragmentedMp4Writer } from "../media/mp4/index.ts";
+import { InlineFragmenter, type ChunkFragmenter } from "../media/stream/fragmenter.ts";
+import { ThreadedFragmenter } from "../media/stream/threaded-fragmenter.ts";
+import { ChunkSender } from "./chunk-sender.ts";
 import { DEFAULT_VIDEO_QP } from "./write-outputs.ts";
 import type { GenerationRequest, Pipeline } from "../pipelines/pipeline.ts";
 import { TransitionScheduler, type ChunkPlan } from "./transitions.ts";
@@ -60,20 +61,33 @@ export class StreamTask {
     return this.schedulerReady;
   }
 
-  /** Streams until the pipeline ends or `signal` aborts (session.stop / disconnect): both end with the trailer. */
+  /**
+   * Streams until the pipeline ends or `signal` aborts (session.stop / disconnect): both end with the
+   * trailer, after every chunk already generated has been sent. By default generate → encode → send
+   * run in sequence on this thread; with KINO_STREAM_OVERLAP=1 the encoder runs on its own thread and
+   * chunk i ≥ 1 is encoded while chunk i + 1 is generated. Both send the same bytes.
+   */
   async run(signal: AbortSignal, onProgress: (fraction: number) => void): Promise<TaskResult> {
     const { pipeline, request } = this;
     if (!pipeline.stream || !pipeline.encodePrompt) throw new Error("The served model cannot stream");
-    const scheduler = await this.scheduler();
+    const overlap = streamOverlap();
+    const options = { width: request.width, height: request.height, fps: request.fps, qp: DEFAULT_VIDEO_QP };
+    // the thread starts while the prompt is encoded and the first chunk generated
+    const fragmenter: ChunkFragmenter = overlap ? await ThreadedFragmenter.start(options) : await InlineFragmenter.create(options);
+    // generation stops on the session's abort, or when the encoder fails
+    const generation = new AbortController();
+    const stop = () => generation.abort(signal.reason);
+    signal.addEventListener("abort", stop, { once: true });
+    if (signal.aborted) stop();
+    const sender = new ChunkSender(fragmenter, (err) => generation.abort(err));
     const started = performance.now();
-    const encoder = await H264Encoder.create({ width: request.width, height: request.height, fps: request.fps, qp: DEFAULT_VIDEO_QP });
-    const writer = new FragmentedMp4Writer({ width: request.width, height: request.height, fps: request.fps, sps: encoder.sps, pps: encoder.pps });
     let plan: ChunkPlan | null = null;
-    let chunks = 0;
-    let firstSentAt = 0;
+    let generated = 0, sent = 0;
+    const firstSent = Promise.withResolvers<number>();
     try {
+      const scheduler = await this.scheduler();
       const stream = pipeline.stream(request, {
-        signal,
+        signal: generation.signal,
         onProgress: (p) => onProgress(p.fraction),
         conditioningFor: () => {
           plan = scheduler.resolve();
@@ -82,27 +96,52 @@ export class StreamTask {
         // a one-chunk transition (a hard update) reaches its target in its first chunk
         promptCut: () => plan?.progress?.n === 1,
       });
-      for await (const chunk of stream) {
-        const samples = chunk.frames.map((frame, i) => encoder.encode(frame, { forceIdr: i === 0 }));
-        const fragment = writer.fragment(samples);
-        const bytes = chunks === 0 ? concat(writer.initSegment(), fragment) : fragment;
-        this.send({ type: "chunk", taskId: this.taskId, chunk: describe(chunk.generation_chunk_index, chunk.frames.length, bytes, plan!) });
-        if (chunks++ === 0) firstSentAt = performance.now();
-        if (this.pacing) await paceToMediaTime(firstSentAt, chunks, request.fps, chunk.frames.length, this.pacing.leadChunks, signal);
+      try {
+        for await (const chunk of stream) {
+          // taken now: generating the next chunk resolves the next plan while this one is encoded
+          const chunkPlan = plan!, numFrames = chunk.frames.length;
+          sender.submit(chunk.frames, (bytes) => {
+            this.send({ type: "chunk", taskId: this.taskId, chunk: describe(chunk.generation_chunk_index, numFrames, bytes, chunkPlan) });
+            if (sent++ === 0) firstSent.resolve(performance.now());
+          });
+          generated++;
+          // the first chunk is sent before the second starts: its fragment would otherwise wait for the
+          // main thread's next yield, inside the next chunk, and a session's start is what a viewer waits on
+          await sender.waitUntilAtMost(overlap && generated > 1 ? ENCODE_AHEAD_CHUNKS : 0);
+          if (this.pacing) await paceToMediaTime(firstSent.promise, generated, request.fps, numFrames, this.pacing.leadChunks, generation.signal);
+        }
+      } catch (err) {
+        if (!generation.signal.aborted) {
+          // what was generated before the failure still reaches the client, as in sequence
+          await sender.drain().catch(() => {});
+          throw err;
+        }
       }
-    } catch (err) {
-      if (!signal.aborted) throw err;
+      await sender.drain();
+      return {
+        files: [],
+        inference_time_s: (performance.now() - started) / 1000,
+        stage_durations: {},
+        peak_memory_mb: Math.round(process.memoryUsage().rss / 2 ** 20),
+        stream: { trailer: await fragmenter.finish(), stopped: signal.aborted, chunks: sent },
+      };
     } finally {
-      encoder.close();
+      signal.removeEventListener("abort", stop);
+      fragmenter.close();
     }
-    return {
-      files: [],
-      inference_time_s: (performance.now() - started) / 1000,
-      stage_durations: {},
-      peak_memory_mb: Math.round(process.memoryUsage().rss / 2 ** 20),
-      stream: { trailer: writer.close(), stopped: signal.aborted, chunks },
-    };
   }
+}
+
+/** Chunks that may wait for the encoder thread while the next one is generated. */
+const ENCODE_AHEAD_CHUNKS = 1;
+
+/**
+ * The encoder runs on its own thread only with KINO_STREAM_OVERLAP=1: a worker thread cannot use the
+ * IPC channel, so its fragments wait for the main thread's next pause, which on WASM costs more than
+ * the encode it hides (docs/BENCHMARKS.md); it is for devices where the main thread mostly waits.
+ */
+export function streamOverlap(): boolean {
+  return process.env.KINO_STREAM_OVERLAP === "1";
 }
 
 function describe(index: number, numFrames: number, bytes: Uint8Array, plan: ChunkPlan): StreamChunk {
@@ -120,22 +159,34 @@ function describe(index: number, numFrames: number, bytes: Uint8Array, plan: Chu
 
 /**
  * Keeps generation at most `leadChunks` chunks ahead of what a viewer who started playing at the first
- * chunk is watching, so a prompt update lands within about a chunk of the screen.
+ * chunk is watching, so a prompt update lands within about a chunk of the screen: chunk k (after
+ * `chunksGenerated` = k) starts once playback is k − leadChunks chunks in.
  */
-async function paceToMediaTime(firstSentAt: number, chunksSent: number, fps: number, framesPerChunk: number, leadChunks: number, signal: AbortSignal): Promise<void> {
-  const mediaAheadS = ((chunksSent - leadChunks) * framesPerChunk) / fps;
+async function paceToMediaTime(firstSent: Promise<number>, chunksGenerated: number, fps: number, framesPerChunk: number, leadChunks: number, signal: AbortSignal): Promise<void> {
+  const mediaAheadS = ((chunksGenerated - leadChunks) * framesPerChunk) / fps;
+  if (mediaAheadS <= 0) return;
+  const firstSentAt = await untilAborted(firstSent, signal);
   const waitMs = mediaAheadS * 1000 - (performance.now() - firstSentAt);
   if (waitMs <= 0) return;
-  await new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, waitMs);
-    signal.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
-  });
-  signal.throwIfAborted();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    await untilAborted(new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs))), signal);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a);
-  out.set(b, a.length);
-  return out;
+/** `promise`'s value, or the abort's error if `signal` aborts first. */
+async function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  signal.throwIfAborted();
+  let onAbort!: () => void;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([promise, aborted]);
+  } finally {
+    signal.removeEventListener("abort", onAbort);
+  }
 }

@@ -1,7 +1,7 @@
 // The single executable: built by `npm run build`, copied ALONE into an empty folder, it serves (REST
 // and realtime), generates with a progress bar on a terminal, and starts its own worker processes.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { probeMp4 } from "../helpers/ffprobe.ts";
@@ -43,7 +43,10 @@ describe("kino serve from an empty folder", () => {
   const port = 19000 + Math.floor(Math.random() * 1000);
   const url = `http://127.0.0.1:${port}`;
   beforeAll(async () => {
-    proc = Bun.spawn([kino, "serve", "--server.port", String(port), "--server.host", "127.0.0.1"], { cwd: dir, stdout: "pipe", stderr: "pipe" });
+    // a temp folder of its own, to count what the binary writes there
+    mkdirSync(join(dir, "tmp"));
+    const env = { ...process.env, TMPDIR: join(dir, "tmp") };
+    proc = Bun.spawn([kino, "serve", "--server.port", String(port), "--server.host", "127.0.0.1"], { cwd: dir, env, stdout: "pipe", stderr: "pipe" });
     for (let i = 0; i < 150; i++) {
       if (await fetch(`${url}/health`).then((r) => r.ok, () => false)) return;
       await Bun.sleep(100);
@@ -75,10 +78,15 @@ describe("kino serve from an empty folder", () => {
     expect(readdirSync(join(dir, "outputs", "videos"))).toContain(`${job.id}.mp4`);
   });
 
-  test("a realtime session streams from the binary", async () => {
-    const client = await RealtimeClient.connect(url);
-    client.send({ type: "session.start", prompt: "a blue ring", size: "64x64", num_frames: 9 });
-    await client.untilDone();
-    expect(client.jsonMessages().at(-1)).toMatchObject({ type: "session.done", stopped: false });
+  test("realtime sessions stream from the binary, their encoder threads sharing one copy of the native encoder", async () => {
+    for (let i = 0; i < 3; i++) {
+      const client = await RealtimeClient.connect(url);
+      client.send({ type: "session.start", prompt: "a blue ring", size: "64x64", num_frames: 9 });
+      await client.untilDone();
+      expect(client.jsonMessages().filter((m) => m.type === "video.chunk_metadata" && m.kind === "media")).toHaveLength(3);
+      expect(client.jsonMessages().at(-1)).toMatchObject({ type: "session.done", stopped: false });
+    }
+    // the embedded libkino_h264.so is written out once by the worker process, not once per session's thread
+    expect(readdirSync(join(dir, "tmp")).filter((f) => f.startsWith("kino-h264-"))).toHaveLength(1);
   });
 });

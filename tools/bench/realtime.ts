@@ -3,11 +3,26 @@
 //     session.interaction.queued (p50/p99).
 //  2. Update lag, with and without pace_to_media_time: how far ahead of the viewer's playback the
 //     first affected chunk is, in chunks and in media seconds (a viewer plays from the first chunk).
+//  3. Encode overlap (realtime-overlap.ts): chunk interval and real-time factor with the H.264 encode
+//     on its own thread against the sequential path, at 64x64 and 480x272.
+// Flags: --overlap-only runs part 3 alone; --runs N (default 3) and --seconds S (default 6) size it.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadServeConfig } from "../../src/config/load.ts";
 import { startServer } from "../../src/http/server.ts";
+import { compareEncodeOverlap } from "./realtime-overlap.ts";
+
+const args = process.argv.slice(2);
+const arg = (name: string, fallback: string) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1]! : fallback;
+};
+const overlapOptions = { sizes: ["64x64", "480x272"], seconds: Number(arg("seconds", "6")), runs: Number(arg("runs", "3")), fps: 16 };
+if (args.includes("--overlap-only")) {
+  console.log((await compareEncodeOverlap(overlapOptions)).join("\n"));
+  process.exit(0);
+}
 
 const SESSIONS = 20;
 const UPDATES_PER_SESSION = 10;
@@ -120,3 +135,4 @@ for (const [name, lag] of [["paced (lead 1 chunk)", paced], ["unpaced", unpaced]
 }
 await server.stop();
 rmSync(outputDir, { recursive: true, force: true });
+console.log((await compareEncodeOverlap(overlapOptions)).join("\n"));

@@ -75,10 +75,29 @@ function missingCpuFeatures(): string | null {
   return missing.length ? `the CPU lacks ${missing.join(", ")}` : null;
 }
 
+type LibraryFile = { path: string } | { missing: string };
+
+let located: Promise<LibraryFile> | undefined;
+
+/**
+ * Where this process's library file is, or why there is none; found (and an embedded copy written out)
+ * once per process. A stream's encoder thread is handed its process's answer (adoptNativeLibraryFile),
+ * so the embedded copy is written once, by the main thread, which also removes it at exit.
+ */
+export function nativeLibraryFile(): Promise<LibraryFile> {
+  located ??= locate();
+  return located;
+}
+
+/** Takes the file another thread of this process found, instead of looking for (or writing) one. */
+export function adoptNativeLibraryFile(file: LibraryFile): void {
+  located = Promise.resolve(file);
+}
+
 async function load(): Promise<Library | string> {
   const cpu = missingCpuFeatures();
   if (cpu) return cpu;
-  const where = await locate();
+  const where = await nativeLibraryFile();
   if ("missing" in where) return where.missing;
   let lib: Library;
   try {
