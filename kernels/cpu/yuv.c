@@ -1,44 +1,59 @@
 /*
  * Frames ↔ I420 for the H.264 encoder and for video inputs. BT.601 limited range, the matrix the
- * encoder's SPS declares (kernels/h264/colour.c does the same conversion from RGB24):
- *   Y  =  16 + 65.481 R + 128.553 G +  24.966 B        (R, G, B in [0, 1])
- *   Cb = 128 − 37.797 R −  74.203 G + 112.0   B        (from the 2×2 average of R, G, B)
- *   Cr = 128 + 112.0  R −  93.786 G −  18.214 B
- * and the exact inverse. Float frames are planar [3, T, H, W] in [lo, hi] (the VAE's [-1, 1]);
- * I420 frames are [T, H·W·3/2] bytes: Y plane, U plane, V plane.
+ * encoder's SPS declares.
+ *
+ * Float → I420 gives exactly the bytes the encoder makes from the RGB24 frames the pipelines used to
+ * hand it: each sample becomes the 8-bit code of src/models/frames.ts videoToRgb24,
+ *   y = (x − lo) · (255 / (hi − lo)) in double;  code = 0 if y ≤ 0 (or NaN), 255 if y ≥ 255,
+ *   else round half up (JavaScript's Math.round),
+ * and the codes go through kernels/h264/colour.c's fixed-point matrix (16-bit weights, chroma from
+ * the sum of the 2×2 block). For the VAE's [−1, 1], y is videoToRgb24's (x + 1) · 127.5 to the bit.
+ *
+ * I420 → float is the exact inverse of the real-valued matrix (no 8-bit step). Float frames are planar
+ * [3, T, H, W] in [lo, hi]; I420 frames are [T, H·W·3/2] bytes: Y plane, U plane, V plane.
  */
 #include "common.h"
 
-static inline uint8_t to_u8(float v) { return (uint8_t)(v <= 0.0f ? 0 : v >= 255.0f ? 255 : (int)(v + 0.5f)); }
+/* A fused multiply-add would round y − floor(y) differently from JavaScript's y, then the
+ * subtraction; clang keeps statements apart and wasm has no fma, gcc (the native build) needs telling. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("fp-contract=off")
+#endif
 
-static inline float unit(float v, float lo, float inv_span) {
-  float u = (v - lo) * inv_span;
-  return u < 0.0f ? 0.0f : u > 1.0f ? 1.0f : u;
+static inline int code8(float x, double lo, double scale) {
+  double y = ((double)x - lo) * scale;
+  if (!(y > 0.0)) return 0;
+  if (y >= 255.0) return 255;
+  double f = __builtin_floor(y);
+  return (int)f + (y - f >= 0.5);
 }
 
+/* kernels/h264/colour.c's weights: coefficient · 65536 / 255, rounded. */
+enum { YR = 16829, YG = 33039, YB = 6416, UR = -9714, UG = -19070, UB = 28784, VR = 28784, VG = -24103, VB = -4681 };
+
+static inline uint8_t clip_u8(int v) { return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v); }
+
 /* Work item: (frame, pair of rows) → two Y rows and one U and V row. */
-void KINO_EXPORT(kino_rgb_to_yuv420)(int tid, int nth, uint8_t *out, const float *x, int T, int H, int W, float lo,
-                                     float hi) {
+void KINO_EXPORT(kino_rgb_to_yuv420)(int tid, int nth, uint8_t *out, const float *x, int T, int H, int W, double lo,
+                                     double hi) {
   const size_t plane = (size_t)H * W, frame = plane * 3 / 2;
-  const float inv = 1.0f / (hi - lo);
+  const double scale = 255.0 / (hi - lo);
   range_t r = split_range((size_t)T * (H / 2), tid, nth);
   for (size_t u = r.lo; u < r.hi; u++) {
     const size_t t = u / (size_t)(H / 2), y2 = u % (size_t)(H / 2);
     const float *R = x + t * plane, *G = R + (size_t)T * plane, *B = G + (size_t)T * plane;
     uint8_t *Y = out + t * frame, *U = Y + plane, *V = U + plane / 4;
-    for (int dy = 0; dy < 2; dy++) {
-      size_t row = (2 * y2 + dy) * (size_t)W;
-      for (int i = 0; i < W; i++)
-        Y[row + i] = to_u8(16.0f + 65.481f * unit(R[row + i], lo, inv) + 128.553f * unit(G[row + i], lo, inv) +
-                           24.966f * unit(B[row + i], lo, inv));
-    }
+    const size_t row0 = 2 * y2 * (size_t)W, row1 = row0 + (size_t)W;
     for (int i = 0; i < W / 2; i++) {
-      size_t a = 2 * y2 * W + 2 * i, b = a + W;
-      float rr = (unit(R[a], lo, inv) + unit(R[a + 1], lo, inv) + unit(R[b], lo, inv) + unit(R[b + 1], lo, inv)) * 0.25f;
-      float gg = (unit(G[a], lo, inv) + unit(G[a + 1], lo, inv) + unit(G[b], lo, inv) + unit(G[b + 1], lo, inv)) * 0.25f;
-      float bb = (unit(B[a], lo, inv) + unit(B[a + 1], lo, inv) + unit(B[b], lo, inv) + unit(B[b + 1], lo, inv)) * 0.25f;
-      U[y2 * (W / 2) + i] = to_u8(128.0f - 37.797f * rr - 74.203f * gg + 112.0f * bb);
-      V[y2 * (W / 2) + i] = to_u8(128.0f + 112.0f * rr - 93.786f * gg - 18.214f * bb);
+      int rs = 0, gs = 0, bs = 0;
+      for (int k = 0; k < 4; k++) {
+        const size_t p = (k < 2 ? row0 : row1) + 2 * (size_t)i + (k & 1);
+        const int rc = code8(R[p], lo, scale), gc = code8(G[p], lo, scale), bc = code8(B[p], lo, scale);
+        Y[p] = (uint8_t)((YR * rc + YG * gc + YB * bc + (16 << 16) + 32768) >> 16);
+        rs += rc, gs += gc, bs += bc;
+      }
+      U[y2 * (W / 2) + i] = clip_u8((UR * rs + UG * gs + UB * bs + (128 << 18) + (1 << 17)) >> 18);
+      V[y2 * (W / 2) + i] = clip_u8((VR * rs + VG * gs + VB * bs + (128 << 18) + (1 << 17)) >> 18);
     }
   }
 }

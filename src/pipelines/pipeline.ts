@@ -106,8 +106,19 @@ export interface RgbImage {
   rgb: Uint8Array;
 }
 
-/** Frames are RGB24, row-major, width*height*3 bytes each. */
+/**
+ * How a result's or chunk's frames are laid out, one Uint8Array per frame:
+ * - "rgb24": row-major RGB, width·height·3 bytes;
+ * - "i420": the H.264 encoder's input, width·height·3/2 bytes — the Y plane, then Cb, then Cr at half
+ *   width and height, BT.601 limited range — made on the backend (Backend.rgbToYuv420), so a video's
+ *   frames come back from the device at half the bytes of RGB24 and the encoder converts nothing.
+ * Video frames may be either; image outputs are always rgb24 (PNG, JPEG and WebP take RGB, and 4:2:0
+ * would halve an image's colour resolution for no saving worth having on one frame).
+ */
+export type FrameFormat = "rgb24" | "i420";
+
 export interface GenerationResult {
+  format: FrameFormat;
   frames: Uint8Array[];
   width: number;
   height: number;
@@ -136,9 +147,10 @@ export interface StreamContext extends RunContext {
   promptCut?(index: number): boolean;
 }
 
-/** One generation chunk of a stream: `frames` are RGB24 like GenerationResult's. */
+/** One generation chunk of a stream, its frames laid out as `format` says (the pipeline's streamFormat). */
 export interface GenerationChunk {
   generation_chunk_index: number;
+  format: FrameFormat;
   frames: Uint8Array[];
 }
 
@@ -149,4 +161,7 @@ export interface Pipeline {
   encodePrompt?(prompt: string, negativePrompt: string): Promise<Conditioning>;
   /** Streaming models: chunk by chunk, each conditioned on what ctx.conditioningFor returns. */
   stream?(req: GenerationRequest, ctx: StreamContext): AsyncIterable<GenerationChunk>;
+  /** The format of every chunk stream() yields (absent: rgb24), known before the first so the stream's
+   *  encoder can be opened while it is generated. */
+  readonly streamFormat?: FrameFormat;
 }

@@ -10,7 +10,7 @@ import type { WanModel } from "../models/wan-model.ts";
 import type { Backend } from "../runtime/backend.ts";
 import type { Tensor } from "../runtime/tensor.ts";
 import type { GenerationRequest, GenerationResult, RunContext } from "./pipeline.ts";
-import { clipsOf, decodeFrames, tick } from "./wan-streaming.ts";
+import { clipsOf, decodeFrames, frameFormatFor, tick } from "./wan-streaming.ts";
 
 /** Share of a clip's progress bar given to decoding (the rest is conditioning and denoising). */
 const DECODE_SHARE = 0.1;
@@ -82,7 +82,7 @@ export async function generateClips(model: WanModel, req: GenerationRequest, ctx
     progress(1 - DECODE_SHARE, "decode");
     vae.reset();
     try {
-      frames.push(...(await decodeFrames(model, latent, req)));
+      frames.push(...(await decodeFrames(model, latent, req, frameFormatFor(req))));
     } finally {
       b.free(latent);
       vae.reset();
@@ -91,6 +91,7 @@ export async function generateClips(model: WanModel, req: GenerationRequest, ctx
     progress(1, "decode");
   }
   return {
+    format: frameFormatFor(req),
     frames,
     width: req.width,
     height: req.height,

@@ -22,6 +22,10 @@
 // cache, filled by their own context pass over the same guided clean chunk (kino-tiny's recipe,
 // tools/train/export.py "cfg"); both streams run as one batched forward (CausalWanDiT batch 2), so
 // the linear layers see twice the rows per weight read instead of two half-size passes.
+//
+// Video frames leave the backend as I420 (FrameFormat): the VAE's output is converted there and read
+// back at 1.5 bytes a pixel instead of 12 (f32 RGB), and the H.264 encoder takes the planes as they
+// are — the same bytes its own RGB24 conversion makes. Images are read back as RGB24.
 import { rgb24ToPlanarCrop, videoToRgb24 } from "../models/frames.ts";
 import { continuationStart, scheduleFor } from "../models/kino-config.ts";
 import { applyGuidance, createSampler, seededNoise } from "../models/samplers.ts";
@@ -29,9 +33,10 @@ import { CausalWanDiT } from "../models/wan-dit-causal.ts";
 import type { CrossAttnKV } from "../models/wan-dit.ts";
 import { renderSize, type Size } from "./native-size.ts";
 import type { WanModel } from "../models/wan-model.ts";
+import type { Backend } from "../runtime/backend.ts";
 import type { Tensor } from "../runtime/tensor.ts";
 import type {
-  Conditioning, GenerationChunk, GenerationRequest, GenerationResult, ModelCard, Pipeline, RgbImage, RunContext, StreamContext,
+  Conditioning, FrameFormat, GenerationChunk, GenerationRequest, GenerationResult, ModelCard, Pipeline, RgbImage, RunContext, StreamContext,
 } from "./pipeline.ts";
 import { wanCard } from "./wan-card.ts";
 
@@ -40,6 +45,14 @@ const DEFAULT_WINDOW_FRAMES = 21;
 
 /** Lets IPC messages (an abort) in between steps: the wasm kernels never yield on their own. */
 export const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** The Wan VAE's output range, which frame conversions map to 0..255. */
+const VAE_RANGE = [-1, 1] as const;
+
+/** How a request's frames are handed on: images as RGB24 (the image codecs take RGB), video as `video`. */
+export function frameFormatFor(req: GenerationRequest, video: FrameFormat = "i420"): FrameFormat {
+  return req.output === "image" ? "rgb24" : video;
+}
 
 /** What one request renders: a clip, or for images one single-frame clip per output (seed, seed + 1, ...). */
 export function clipsOf(req: GenerationRequest): { seed: number; frames: number }[] {
@@ -59,11 +72,19 @@ interface ChunkRun {
   durations: { denoise: number; decode: number };
 }
 
+export interface WanStreamingOptions {
+  /** The format of video frames, streamed or whole (default i420, what the H.264 encoder takes); rgb24
+   *  reads them back as RGB, for a consumer that needs it. */
+  videoFormat?: FrameFormat;
+}
+
 export class WanStreamingPipeline implements Pipeline {
   readonly card: ModelCard;
+  readonly streamFormat: FrameFormat;
 
-  constructor(private readonly model: WanModel) {
+  constructor(private readonly model: WanModel, options: WanStreamingOptions = {}) {
     this.card = wanCard(model);
+    this.streamFormat = options.videoFormat ?? "i420";
     const { kino } = model.checkpoint;
     const first = 1 + model.strides.temporal * (kino.chunkFrames - 1);
     if (kino.firstChunkFrames !== null && kino.firstChunkFrames !== first) {
@@ -99,6 +120,7 @@ export class WanStreamingPipeline implements Pipeline {
       durations.decode += run.durations.decode;
     }
     return {
+      format: frameFormatFor(req, this.streamFormat),
       frames,
       width: req.width,
       height: req.height,
@@ -139,6 +161,7 @@ export class WanStreamingPipeline implements Pipeline {
     const firstFrames = 1 + strides.temporal * (N - 1), perChunk = strides.temporal * N;
     const totalChunks = 1 + Math.max(0, Math.ceil((totalFrames - firstFrames) / perChunk));
     const guided = req.guidance_scale > 1;
+    const format = frameFormatFor(req, this.streamFormat);
     const causal = new CausalWanDiT(dit, { chunkFrames: N, windowFrames: window, sinkFrames: kino.sinkFrames, height: h, width: w, batch: guided ? 2 : 1 });
     // cross: what the forward attends to (with guidance: [cond, uncond] stacked)
     let cross: CrossAttnKV | null = null, crossOf: Conditioning | null = null, uncond: CrossAttnKV | null = null;
@@ -186,7 +209,7 @@ export class WanStreamingPipeline implements Pipeline {
           await causal.forwardChunk(x, 0, context, true, cut && kino.sinkReanchorOnCut);
           const decodeStart = performance.now();
           durations.denoise += (decodeStart - started) / 1000;
-          const frames = await decodeFrames(this.model, x, req);
+          const frames = await decodeFrames(this.model, x, req, format);
           durations.decode += (performance.now() - decodeStart) / 1000;
           const keep = frames.slice(0, totalFrames - produced);
           produced += keep.length;
@@ -195,7 +218,7 @@ export class WanStreamingPipeline implements Pipeline {
             previous = x;
             kept = true;
           }
-          yield { generation_chunk_index: index, frames: keep };
+          yield { generation_chunk_index: index, format, frames: keep };
         } finally {
           sampler.free();
           if (!kept) b.free(x);
@@ -212,8 +235,6 @@ export class WanStreamingPipeline implements Pipeline {
   }
 }
 
-/** Decodes latent frames that continue the VAE's stream into RGB24 frames. */
-/** The VAE's frames as RGB24 at `size`: resampled on the backend when the model rendered another size. */
 /** Bicubic resampling shrinks at most this much in one pass (Backend.resize). */
 const MAX_SHRINK = 16;
 
@@ -238,16 +259,37 @@ export async function encodeFirstFrame(model: WanModel, image: RgbImage, size: S
   }
 }
 
-export async function decodeFrames(model: WanModel, latent: Tensor, size: Size): Promise<Uint8Array[]> {
+/**
+ * Decodes latent frames (continuing the VAE's stream) into frames of `size` in `format`: resampled on
+ * the backend when the model rendered another size; i420 converted there too and read back as bytes,
+ * rgb24 read back as floats and converted here.
+ */
+export async function decodeFrames(model: WanModel, latent: Tensor, size: Size, format: FrameFormat): Promise<Uint8Array[]> {
   const b = model.backend;
   const video = await model.vae.decode(latent);
   const [C, T, H, W] = video.shape as [number, number, number, number];
   const out = H === size.height && W === size.width ? video : b.alloc([C, T, size.height, size.width]);
   try {
     if (out !== video) b.resize(out, video);
+    if (format === "i420") return await readI420(b, out);
     return videoToRgb24(await b.download(out), T, size.height, size.width);
   } finally {
     b.free(...(out === video ? [video] : [video, out]));
+  }
+}
+
+/** Frames [3, T, H, W] in the VAE's range as I420, one per frame: converted on the backend, one readback. */
+async function readI420(b: Backend, video: Tensor): Promise<Uint8Array[]> {
+  const [, T, H, W] = video.shape as [number, number, number, number];
+  const frameBytes = (H * W * 3) / 2;
+  const yuv = b.alloc([T, frameBytes], "u8");
+  try {
+    b.rgbToYuv420(yuv, video, VAE_RANGE);
+    const bytes = await b.downloadRaw(yuv);
+    // views on the one buffer: an inline encoder reads them in place, the encoder thread's message copies it once
+    return Array.from({ length: T }, (_, t) => bytes.subarray(t * frameBytes, (t + 1) * frameBytes));
+  } finally {
+    b.free(yuv);
   }
 }
 

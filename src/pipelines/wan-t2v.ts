@@ -10,7 +10,7 @@ import type { Tensor } from "../runtime/tensor.ts";
 import type { GenerationRequest, GenerationResult, ModelCard, Pipeline, RunContext } from "./pipeline.ts";
 import { wanCard } from "./wan-card.ts";
 import { renderSize } from "./native-size.ts";
-import { clipsOf, decodeFrames, tick } from "./wan-streaming.ts";
+import { clipsOf, decodeFrames, frameFormatFor, tick } from "./wan-streaming.ts";
 
 /** Share of a clip's progress bar given to decoding (the rest is the denoising steps). */
 const DECODE_SHARE = 0.1;
@@ -45,6 +45,7 @@ export class WanT2VPipeline implements Pipeline {
         progress(1, "decode");
       }
       return {
+        format: frameFormatFor(req),
         frames,
         width: req.width,
         height: req.height,
@@ -96,7 +97,7 @@ export class WanT2VPipeline implements Pipeline {
     const { vae, backend: b } = this.model;
     vae.reset();
     try {
-      return await decodeFrames(this.model, latent, req);
+      return await decodeFrames(this.model, latent, req, frameFormatFor(req));
     } finally {
       b.free(latent);
       vae.reset();

@@ -218,8 +218,11 @@ export interface Backend {
   cast(out: Tensor, x: Tensor): void;
 
   // ---- video frames ------------------------------------------------------------------------------
-  /** x [3, T, H, W] f32 RGB in `range` (clamped) → out u8 [T, H·W·3/2], I420 per frame (Y, then U, then
-   *  V planes), BT.601 limited range, chroma from the 2×2 average. H and W even. */
+  /** x [3, T, H, W] f32 RGB in `range` → out u8 [T, H·W·3/2], I420 per frame (Y, then U, then V planes),
+   *  H and W even: byte for byte what the H.264 encoder makes of the RGB24 frames videoToRgb24 gives
+   *  (src/models/frames.ts) — each sample's 8-bit code ((x − lo)·255/(hi − lo) in double, clamped,
+   *  rounded half up), then the encoder's BT.601 limited-range fixed-point matrix (kernels/h264/colour.c),
+   *  chroma from the 2×2 sum. */
   rgbToYuv420(out: Tensor, x: Tensor, range: FrameRange): void;
   /** Inverse: u8 I420 [T, H·W·3/2] → f32 RGB [3, T, H, W] in `range` (chroma sample shared by its 2×2
    *  block). */

@@ -366,26 +366,33 @@ export function concat(inputs: Host[], dim: number): Host {
   return out;
 }
 
-const u8 = (v: number) => Math.min(255, Math.max(0, Math.floor(v + 0.5)));
+/** A sample's 8-bit code, as src/models/frames.ts videoToRgb24 makes it for [-1, 1]: scaled in double,
+ *  clamped (NaN → 0), rounded half up. */
+function code8(v: number, lo: number, scale: number): number {
+  const y = (v - lo) * scale;
+  return y >= 255 ? 255 : y > 0 ? Math.round(y) : 0;
+}
 
+/** The H.264 encoder's RGB24 → I420 (kernels/h264/colour.c): BT.601 limited range in 16-bit fixed point,
+ *  chroma from the 2×2 sum of the codes. */
 export function rgbToYuv420(x: Host, range: FrameRange): Host {
   const [, T, H, W] = x.shape as [number, number, number, number];
   const out = new Host([T, (H * W * 3) / 2], new Uint8Array((T * H * W * 3) / 2));
   P.yuvDims("rgbToYuv420", x, out);
-  const [lo, hi] = range;
-  const px = (c: number, t: number, y: number, xx: number) =>
-    Math.min(1, Math.max(0, (x.f32[((c * T + t) * H + y) * W + xx]! - lo) / (hi - lo)));
+  const [lo, hi] = range, scale = 255 / (hi - lo);
+  const px = (c: number, t: number, y: number, xx: number) => code8(x.f32[((c * T + t) * H + y) * W + xx]!, lo, scale);
+  const clip = (v: number) => Math.min(255, Math.max(0, v));
   const Y = out.data;
   for (let t = 0; t < T; t++) {
     const base = (t * H * W * 3) / 2;
     for (let y = 0; y < H; y++) for (let xx = 0; xx < W; xx++) {
-      Y[base + y * W + xx] = u8(16 + 65.481 * px(0, t, y, xx) + 128.553 * px(1, t, y, xx) + 24.966 * px(2, t, y, xx));
+      Y[base + y * W + xx] = (16829 * px(0, t, y, xx) + 33039 * px(1, t, y, xx) + 6416 * px(2, t, y, xx) + (16 << 16) + 32768) >> 16;
     }
     for (let y = 0; y < H / 2; y++) for (let xx = 0; xx < W / 2; xx++) {
-      const avg = (c: number) => (px(c, t, 2 * y, 2 * xx) + px(c, t, 2 * y, 2 * xx + 1) + px(c, t, 2 * y + 1, 2 * xx) + px(c, t, 2 * y + 1, 2 * xx + 1)) / 4;
-      const r = avg(0), g = avg(1), b = avg(2), ci = y * (W / 2) + xx;
-      Y[base + H * W + ci] = u8(128 - 37.797 * r - 74.203 * g + 112.0 * b);
-      Y[base + H * W + (H * W) / 4 + ci] = u8(128 + 112.0 * r - 93.786 * g - 18.214 * b);
+      const sum = (c: number) => px(c, t, 2 * y, 2 * xx) + px(c, t, 2 * y, 2 * xx + 1) + px(c, t, 2 * y + 1, 2 * xx) + px(c, t, 2 * y + 1, 2 * xx + 1);
+      const r = sum(0), g = sum(1), b = sum(2), ci = y * (W / 2) + xx;
+      Y[base + H * W + ci] = clip((-9714 * r - 19070 * g + 28784 * b + (128 << 18) + (1 << 17)) >> 18);
+      Y[base + H * W + (H * W) / 4 + ci] = clip((28784 * r - 24103 * g - 4681 * b + (128 << 18) + (1 << 17)) >> 18);
     }
   }
   return out;

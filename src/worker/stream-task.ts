@@ -71,7 +71,8 @@ export class StreamTask {
     const { pipeline, request } = this;
     if (!pipeline.stream || !pipeline.encodePrompt) throw new Error("The served model cannot stream");
     const overlap = streamOverlap();
-    const options = { width: request.width, height: request.height, fps: request.fps, qp: DEFAULT_VIDEO_QP };
+    const input = pipeline.streamFormat ?? "rgb24";
+    const options = { width: request.width, height: request.height, fps: request.fps, qp: DEFAULT_VIDEO_QP, input };
     // the thread starts while the prompt is encoded and the first chunk generated
     const fragmenter: ChunkFragmenter = overlap ? await ThreadedFragmenter.start(options) : await InlineFragmenter.create(options);
     // generation stops on the session's abort, or when the encoder fails
@@ -100,6 +101,7 @@ export class StreamTask {
         for await (const chunk of stream) {
           // taken now: generating the next chunk resolves the next plan while this one is encoded
           const chunkPlan = plan!, numFrames = chunk.frames.length;
+          if (chunk.format !== input) throw new Error(`The pipeline streamed a chunk of ${chunk.format} frames; its stream was opened for ${input}`);
           sender.submit(chunk.frames, (bytes) => {
             this.send({ type: "chunk", taskId: this.taskId, chunk: describe(chunk.generation_chunk_index, numFrames, bytes, chunkPlan) });
             if (sent++ === 0) firstSent.resolve(performance.now());

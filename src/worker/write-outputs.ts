@@ -17,6 +17,8 @@ export type FileOutput = Exclude<OutputSpec, { kind: "stream" }>;
 
 export async function writeOutputs(result: GenerationResult, output: FileOutput): Promise<{ path: string; bytes: number }[]> {
   if (output.kind === "mp4") return [await storing("write the video file", () => writeMp4(result, output.path))];
+  // the pipelines keep images in RGB (FrameFormat); a 4:2:0 frame here is a pipeline's mistake
+  if (result.format !== "rgb24") throw new Error(`Images are written from rgb24 frames; the pipeline produced ${result.format}`);
   if (output.paths.length !== result.frames.length) {
     throw new Error(`Expected ${output.paths.length} images, the pipeline produced ${result.frames.length}`);
   }
@@ -35,7 +37,9 @@ export async function writeOutputs(result: GenerationResult, output: FileOutput)
 async function writeMp4(result: GenerationResult, path: string): Promise<{ path: string; bytes: number }> {
   await mkdir(dirname(path), { recursive: true });
   // a finished file is not realtime: the quality preset (one long GOP keeps its PSNR; fast loses ~2 dB)
-  const encoder = await H264Encoder.create({ width: result.width, height: result.height, fps: result.fps, qp: DEFAULT_VIDEO_QP, preset: "quality" });
+  const encoder = await H264Encoder.create({
+    width: result.width, height: result.height, fps: result.fps, qp: DEFAULT_VIDEO_QP, preset: "quality", input: result.format,
+  });
   try {
     const writer = await Mp4FileWriter.open(path, {
       width: result.width,

@@ -167,11 +167,17 @@ function yuvCases(): OpCase[] {
   const r = rng(7);
   const cases: OpCase[] = [];
   for (const [T, H, W] of [[1, 2, 2], [2, 6, 8], [3, 10, 14]]) {
-    const x = host([3, T, H, W], r(3 * T * H * W, -1.1, 1.1)); // a little out of range: clamped
-    // float rounding may land a value that sits on .5 one step apart: ±1 code value
-    cases.push({ op: "rgbToYuv420", name: `[3,${T},${H},${W}] range [-1,1]`, atol: 1, rtol: 0,
-      ref: () => Float32Array.from(R.rgbToYuv420(x, [-1, 1]).data),
-      run: (be) => runOp(be, (up, alloc) => { const o = alloc([T, (H * W * 3) / 2], "u8"); be.rgbToYuv420(o, up(x), [-1, 1]); return o; }) });
+    // a little out of range (clamped), and the samples where rounding could part: 0 lands on 127.5
+    // exactly (rounded up), ±1 and their neighbours, tiny values that vanish in x + 1, NaN (code 0)
+    const edges = [0, 1, -1, 1 - 2 ** -24, -1 + 2 ** -24, 1e-30, -1e-30, NaN, Infinity, -Infinity, 0.5, 2 ** -9];
+    for (const [lo, hi] of [[-1, 1], [0, 1]] as const) {
+      const values = r(3 * T * H * W, lo - 0.1, hi + 0.1);
+      edges.forEach((v, i) => (values[(i * 7) % values.length] = v));
+      const x = host([3, T, H, W], values);
+      cases.push({ op: "rgbToYuv420", name: `[3,${T},${H},${W}] range [${lo},${hi}]`, ...EXACT,
+        ref: () => Float32Array.from(R.rgbToYuv420(x, [lo, hi]).data),
+        run: (be) => runOp(be, (up, alloc) => { const o = alloc([T, (H * W * 3) / 2], "u8"); be.rgbToYuv420(o, up(x), [lo, hi]); return o; }) });
+    }
     const yuv = host([T, (H * W * 3) / 2], Uint8Array.from(r((T * H * W * 3) / 2, 0, 256), Math.floor));
     cases.push({ op: "yuv420ToRgb", name: `[${T}, ${H}x${W}] range [0,1]`, atol: 1e-5, rtol: 0,
       ref: () => R.yuv420ToRgb(yuv, H, W, [0, 1]).f32,

@@ -32,7 +32,7 @@
 //                        max|weight| with a weight); layerNormModulate 1e-5·(1 + max|scale|)
 //   softmax, gelu, silu, rope3d  1e-6 absolute; mul, axpby 1e-7 / 1e-6 relative
 //   copies, permute, upsample, embedding, T5 bias, cast, fill  exact
-//   rgbToYuv420 ±1 code value (float rounding at .5); yuv420ToRgb 1e-5
+//   rgbToYuv420 exact (the H.264 encoder's bytes); yuv420ToRgb 1e-5
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Backend } from "../../src/runtime/backend.ts";
 import { CUDA_KERNEL_PATHS, type CudaBackend, type KernelOp, openCudaBackend } from "../../src/runtime/backends/cuda.ts";

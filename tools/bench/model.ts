@@ -211,8 +211,11 @@ async function measureWasm(dir: string, threads: number, req: GenerationRequest,
   timer.wrap(CausalWanDiT.prototype, "forwardChunk", (a) => (a[3] ? "context" : "dit"));
   timer.wrap(model.dit, "crossAttnKV", () => "cross");
   timer.wrap(model.vae, "decode", () => "vae");
-  timer.wrap(model.backend, "download", () => "vae"); // the decoded frames' readback
-  const encoder = await H264Encoder.create({ width: req.width, height: req.height, fps: req.fps, qp: 26 });
+  // the decoded frames' conversion and readback (I420; RGB24 with a pipeline made for it)
+  timer.wrap(model.backend, "rgbToYuv420", () => "vae");
+  timer.wrap(model.backend, "downloadRaw", () => "vae");
+  timer.wrap(model.backend, "download", () => "vae");
+  const encoder = await H264Encoder.create({ width: req.width, height: req.height, fps: req.fps, qp: 26, input: pipeline.streamFormat ?? "rgb24" });
   const steps: number[] = [], chunkTimes: number[] = [], stageTimes: Record<Stage, number>[] = [];
   let last = performance.now(), chunkStart = last, frames = 0, index = 0;
   const ctx = {

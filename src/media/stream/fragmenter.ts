@@ -1,4 +1,4 @@
-// A realtime stream's media: each chunk of RGB frames becomes one fMP4 fragment (H.264, the chunk's
+// A realtime stream's media: each chunk of frames (RGB24 or I420, one format per stream) becomes one fMP4 fragment (H.264, the chunk's
 // first frame an IDR so a client can start at any chunk), the first one preceded by the init segment,
 // and the end of the stream is the mfra trailer. The encoder and the writer keep state from chunk to
 // chunk (frame numbers, decode times, fragment offsets), so a stream's chunks go through one
@@ -13,11 +13,13 @@ export interface FragmenterOptions {
   fps: number;
   /** Constant QP of P pictures (IDRs 3 below). */
   qp: number;
+  /** The frames' layout (the pipeline's FrameFormat): the encoder takes I420 planes as they are. */
+  input: "rgb24" | "i420";
 }
 
 /** What a stream task encodes through: fragments come back in the order the chunks were given. */
 export interface ChunkFragmenter {
-  /** The chunk's frames (rgb24) as one fMP4 fragment; the first chunk's bytes start with the init segment. */
+  /** The chunk's frames (in the stream's input format) as one fMP4 fragment; the first chunk's bytes start with the init segment. */
   fragment(frames: Uint8Array[]): Promise<Uint8Array>;
   /** Ends the stream: its mfra trailer. No fragment may follow. */
   finish(): Promise<Uint8Array>;
@@ -34,8 +36,8 @@ export class StreamFragmenter {
   ) {}
 
   static async create(options: FragmenterOptions): Promise<StreamFragmenter> {
-    const { width, height, fps, qp } = options;
-    const encoder = await H264Encoder.create({ width, height, fps, qp });
+    const { width, height, fps, qp, input } = options;
+    const encoder = await H264Encoder.create({ width, height, fps, qp, input });
     try {
       return new StreamFragmenter(encoder, new FragmentedMp4Writer({ width, height, fps, sps: encoder.sps, pps: encoder.pps }));
     } catch (err) {

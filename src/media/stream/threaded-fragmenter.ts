@@ -105,7 +105,7 @@ export class ThreadedFragmenter implements ChunkFragmenter {
  * ignored: a session that meets it reports it.
  */
 export async function prewarmStreamEncoder(): Promise<void> {
-  const fragmenter = await ThreadedFragmenter.start({ width: 16, height: 16, fps: 16, qp: 23 });
+  const fragmenter = await ThreadedFragmenter.start({ width: 16, height: 16, fps: 16, qp: 23, input: "i420" });
   await fragmenter.ready.catch(() => {});
   fragmenter.close();
 }
