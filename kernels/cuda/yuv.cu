@@ -77,13 +77,13 @@ __global__ void yuv420_to_rgb_kernel(float* out, const uint8_t* yuv, int T, int 
 KC_API int kc_rgb_to_yuv420(KcContext* ctx, uint8_t* out, const float* x, int T, int H, int W, double lo, double hi) {
   int64_t blocks = (int64_t)T * (H / 2) * (W / 2);
   if (blocks <= 0) return 0;
-  rgb_to_yuv420_kernel<<<kc_grid_for(ctx, blocks), 256, 0, ctx->stream>>>(out, x, T, H, W, lo, 255.0 / (hi - lo));
+  KC_LAUNCH(rgb_to_yuv420_kernel, kc_grid_for(ctx, blocks), 256, 0, ctx->stream)(out, x, T, H, W, lo, 255.0 / (hi - lo));
   return kc_launched(ctx, "kc_rgb_to_yuv420");
 }
 
 KC_API int kc_yuv420_to_rgb(KcContext* ctx, float* out, const uint8_t* yuv, int T, int H, int W, double lo, double hi) {
   int64_t n = (int64_t)T * H * W;
   if (n <= 0) return 0;
-  yuv420_to_rgb_kernel<<<kc_grid_for(ctx, n), 256, 0, ctx->stream>>>(out, yuv, T, H, W, lo, hi - lo);
+  KC_LAUNCH(yuv420_to_rgb_kernel, kc_grid_for(ctx, n), 256, 0, ctx->stream)(out, yuv, T, H, W, lo, hi - lo);
   return kc_launched(ctx, "kc_yuv420_to_rgb");
 }

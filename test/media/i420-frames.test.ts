@@ -3,7 +3,9 @@
 // the reference and on the WebAssembly backend (1 and 2 threads) against what the encoder itself makes
 // of videoToRgb24's frames (its source picture, sourceI420), in both encoder builds, on VAE-like output
 // — random values a little out of [-1, 1], and the samples where rounding could part (exact .5 ties,
-// ±1 and their neighbours, values that vanish in x + 1, NaN, infinities).
+// ±1 and their neighbours, values that vanish in x + 1, NaN, infinities). The CUDA kernel's source
+// runs on the CPU emulator (test/runtime/cuda-emulator) where g++ and the CUDA headers are; on a GPU
+// the op sweep (ops.test.ts) holds the real kernel to the reference, exactly.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { nativeLibrary } from "../../src/media/h264/core-native.ts";
 import { H264Encoder } from "../../src/media/h264/encoder.ts";
@@ -12,9 +14,11 @@ import type { Backend } from "../../src/runtime/backend.ts";
 import { openBackend } from "../../src/runtime/device.ts";
 import * as R from "../../src/runtime/reference.ts";
 import { buildCpuWasm } from "../../tools/build/cpu.ts";
+import { buildEmulator, emulatedRgbToYuv420 } from "../runtime/cuda-emulator/emulated-backend.ts";
 
 await buildCpuWasm();
 const native = await nativeLibrary();
+const emulator = await buildEmulator("yuv");
 const encoderBuilds = typeof native === "string" ? (["wasm"] as const) : (["wasm", "native"] as const);
 
 const EDGES = [0, 1, -1, 1 - 2 ** -24, -1 + 2 ** -24, 1e-30, -1e-30, NaN, Infinity, -Infinity, 2 ** -9, 1 / 255, -1 / 255];
@@ -81,6 +85,12 @@ describe("rgbToYuv420 gives the H.264 encoder's own I420", () => {
       expect(differences(reference, want)).toBe("");
       for (const { name, be } of backends) expect({ name, diff: differences(await onBackend(be, video, T, H, W), want) }).toEqual({ name, diff: "" });
     });
+
+    test.skipIf("skip" in emulator)(`${W}x${H}, ${T} frame(s): the CUDA kernel (yuv.cu on the CPU emulator) against the encoder's conversion`, async () => {
+      const video = vaeLike(T, H, W, W + H);
+      const got = emulatedRgbToYuv420((emulator as { path: string }).path, video, T, H, W, [-1, 1]);
+      expect(differences(got, await encoderI420(video, T, H, W, encoderBuilds[0]))).toBe("");
+    }, 120_000);
   }
 
   test("BT.601 limited range: white, black and the primaries land on their studio-range codes", async () => {

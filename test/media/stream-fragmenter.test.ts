@@ -9,7 +9,7 @@ import { EncoderThread } from "../../src/media/stream/encoder-thread-host.ts";
 import { ThreadedFragmenter } from "../../src/media/stream/threaded-fragmenter.ts";
 import { decodeFrames, pixel } from "../helpers/decode.ts";
 
-const OPTIONS = { width: 96, height: 64, fps: 16, qp: 23 };
+const OPTIONS = { width: 96, height: 64, fps: 16, qp: 23, input: "rgb24" as const };
 
 /** Frame t of a scene: a gradient with a bright square moving right, so P pictures carry motion. */
 function frame(t: number, width = OPTIONS.width, height = OPTIONS.height): Uint8Array {

@@ -52,7 +52,9 @@ describe("causal tiny checkpoint", () => {
     const progress: Progress[] = [];
     const r = await causal.generate(request(), { signal: never, onProgress: (p) => progress.push(p) });
     expect(r.frames.length).toBe(9);
-    for (const f of r.frames) expect(f.length).toBe(64 * 64 * 3);
+    // video leaves the backend as the encoder's I420: Y, then Cb and Cr at half width and height
+    expect(r.format).toBe("i420");
+    for (const f of r.frames) expect(f.length).toBe((64 * 64 * 3) / 2);
     expect(Object.keys(r.stage_durations).sort()).toEqual(["decode", "denoise", "text_encode"]);
     // 9 frames = chunk 0 (5 frames) + chunk 1 (4 of its 8) → 2 chunks × 4 steps
     expect(progress.length).toBe(8);
@@ -74,6 +76,7 @@ describe("causal tiny checkpoint", () => {
       chunks.push({ i: c.generation_chunk_index, frames: c.frames });
     }
     expect(chunks.map((c) => [c.i, c.frames.length])).toEqual([[0, 5], [1, 8], [2, 8]]);
+    expect(causal.streamFormat).toBe("i420");
     expect(asked).toEqual([0, 1, 2]);
     const whole = await causal.generate(request({ num_frames: 21 }), { signal: never, onProgress: () => {} });
     expect(chunks.flatMap((c) => c.frames)).toEqual(whole.frames);
@@ -96,6 +99,9 @@ describe("causal tiny checkpoint", () => {
   test("images: one frame per output, each its own seed", async () => {
     const r = await causal.generate(request({ output: "image", num_frames: 2 }), { signal: never, onProgress: () => {} });
     expect(r.frames.length).toBe(2);
+    // images stay RGB24 for the image codecs
+    expect(r.format).toBe("rgb24");
+    for (const f of r.frames) expect(f.length).toBe(64 * 64 * 3);
     expect(r.frames[0]).not.toEqual(r.frames[1]);
   });
 

@@ -74,3 +74,20 @@ export class EmulatedConvBackend extends HostBackend {
     this.conv3d(as5(out), as5(x), as5(w), bias, { stride: [1, sh, sw], pad: opts.pad, timePad: 0 });
   }
 }
+
+/** kc_rgb_to_yuv420 (kernels/cuda/yuv.cu) through the `yuv` harness: x [3, T, H, W] f32 → I420 bytes. */
+export function emulatedRgbToYuv420(harness: string, x: Float32Array, T: number, H: number, W: number, range: readonly [number, number]): Uint8Array {
+  const dir = mkdtempSync(join(tmpdir(), "kino-emu-"));
+  try {
+    const input = join(dir, "in"), output = join(dir, "out");
+    const head = Buffer.alloc(12 + 16);
+    [T, H, W].forEach((v, i) => head.writeInt32LE(v, 4 * i));
+    range.forEach((v, i) => head.writeDoubleLE(v, 12 + 8 * i));
+    writeFileSync(input, Buffer.concat([head, Buffer.from(x.buffer, x.byteOffset, x.byteLength)]));
+    const r = Bun.spawnSync([harness, input, output], { env: { ...process.env, ASAN_OPTIONS: "detect_leaks=0" } });
+    if (r.exitCode !== 0) throw new Error(`emulated rgbToYuv420 failed (${r.exitCode}): ${r.stderr.toString()}`);
+    return new Uint8Array(readFileSync(output));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
