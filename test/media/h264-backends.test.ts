@@ -90,23 +90,26 @@ describe("H264Encoder wasm and native builds", () => {
 });
 
 // I420 input skips the RGB conversion: the planes an rgb24 encoder converted, given back as i420,
-// make the same stream (a size off the macroblock grid, so the padding is exercised as well).
+// make the same stream (a size off the macroblock grid, so the padding is exercised as well, and one on it).
 test("i420 input encodes exactly like the rgb24 frames it was converted from, in both builds", async () => {
-  const width = 50, height = 38, inputs = Array.from({ length: 5 }, (_, t) => sceneFrame(width, height, t, { panX: 1.5 }));
-  for (const backend of nativeMissing === null ? (["wasm", "native"] as const) : (["wasm"] as const)) {
-    const rgb = await H264Encoder.create({ width, height, qp: 24, keyframeInterval: 3, backend });
-    const planes: Uint8Array[] = [];
-    const fromRgb = inputs.map((input) => {
-      const frame = rgb.encode(input);
-      planes.push(rgb.sourceI420());
-      return frame;
-    });
-    const yuv = await H264Encoder.create({ width, height, qp: 24, keyframeInterval: 3, backend, input: "i420" });
-    const fromI420 = planes.map((frame) => yuv.encode(frame));
-    expect(Buffer.compare(toAnnexB(yuv, fromI420), toAnnexB(rgb, fromRgb))).toBe(0);
-    expect(() => yuv.encode(inputs[0]!)).toThrow(/expected 2850 for 50x38/);
-    rgb.close();
-    yuv.close();
+  // 50x38: rows padded to whole macroblocks in the encoder's picture; 64x48: planes copied whole
+  for (const [width, height, expected] of [[50, 38, 2850], [64, 48, 4608]] as const) {
+    const inputs = Array.from({ length: 5 }, (_, t) => sceneFrame(width, height, t, { panX: 1.5 }));
+    for (const backend of nativeMissing === null ? (["wasm", "native"] as const) : (["wasm"] as const)) {
+      const rgb = await H264Encoder.create({ width, height, qp: 24, keyframeInterval: 3, backend });
+      const planes: Uint8Array[] = [];
+      const fromRgb = inputs.map((input) => {
+        const frame = rgb.encode(input);
+        planes.push(rgb.sourceI420());
+        return frame;
+      });
+      const yuv = await H264Encoder.create({ width, height, qp: 24, keyframeInterval: 3, backend, input: "i420" });
+      const fromI420 = planes.map((frame) => yuv.encode(frame));
+      expect(Buffer.compare(toAnnexB(yuv, fromI420), toAnnexB(rgb, fromRgb))).toBe(0);
+      expect(() => yuv.encode(inputs[0]!)).toThrow(`expected ${expected} for ${width}x${height}`);
+      rgb.close();
+      yuv.close();
+    }
   }
 });
 

@@ -5,12 +5,17 @@
 //     first affected chunk is, in chunks and in media seconds (a viewer plays from the first chunk).
 //  3. Encode overlap (realtime-overlap.ts): chunk interval and real-time factor with the H.264 encode
 //     on its own thread against the sequential path, at 64x64 and 480x272.
-// Flags: --overlap-only runs part 3 alone; --runs N (default 3) and --seconds S (default 6) size it.
+//  4. Frame readback (frame-readback.ts): per chunk, VAE decode → resample → conversion → readback →
+//     H.264 encode with frames handed on as I420 made on the backend against RGB24 made in the worker,
+//     at 64x64, 480x272 and 832x480.
+// Flags: --overlap-only / --readback-only run part 3 / part 4 alone; --runs N (default 3) sizes both,
+// --seconds S (default 6) part 3, --chunks N (default 6) part 4.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadServeConfig } from "../../src/config/load.ts";
 import { startServer } from "../../src/http/server.ts";
+import { compareFrameReadback } from "./frame-readback.ts";
 import { compareEncodeOverlap } from "./realtime-overlap.ts";
 
 const args = process.argv.slice(2);
@@ -19,8 +24,13 @@ const arg = (name: string, fallback: string) => {
   return i >= 0 ? args[i + 1]! : fallback;
 };
 const overlapOptions = { sizes: ["64x64", "480x272"], seconds: Number(arg("seconds", "6")), runs: Number(arg("runs", "3")), fps: 16 };
+const readbackOptions = { sizes: ["64x64", "480x272", "832x480"], chunks: Number(arg("chunks", "6")), runs: Number(arg("runs", "3")) };
 if (args.includes("--overlap-only")) {
   console.log((await compareEncodeOverlap(overlapOptions)).join("\n"));
+  process.exit(0);
+}
+if (args.includes("--readback-only")) {
+  console.log((await compareFrameReadback(readbackOptions)).join("\n"));
   process.exit(0);
 }
 
@@ -136,3 +146,4 @@ for (const [name, lag] of [["paced (lead 1 chunk)", paced], ["unpaced", unpaced]
 await server.stop();
 rmSync(outputDir, { recursive: true, force: true });
 console.log((await compareEncodeOverlap(overlapOptions)).join("\n"));
+console.log((await compareFrameReadback(readbackOptions)).join("\n"));

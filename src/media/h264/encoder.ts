@@ -178,9 +178,17 @@ export class H264Encoder {
     return this.#core;
   }
 
-  /** Copies the planes into the encoder's source picture (its rows are padded) and encodes it. */
+  /** Copies the planes into the encoder's source picture and encodes it: a plane whose rows are not
+   *  padded (a width of whole macroblocks) in one copy, else row by row. */
   #encodeI420(core: EncoderCore, frame: Uint8Array, forceIdr: boolean): boolean {
-    this.#eachRow(core, 0, (row, offset, w) => row.set(frame.subarray(offset, offset + w)));
+    let offset = 0;
+    for (let p = 0; p < 3; p++) {
+      const w = p ? this.width / 2 : this.width, h = p ? this.height / 2 : this.height;
+      const { data, stride } = core.plane(0, p);
+      if (stride === w) data.set(frame.subarray(offset, offset + w * h));
+      else for (let y = 0; y < h; y++) data.set(frame.subarray(offset + y * w, offset + (y + 1) * w), y * stride);
+      offset += w * h;
+    }
     return core.encodeConverted(forceIdr);
   }
 
