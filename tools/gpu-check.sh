@@ -19,7 +19,9 @@
 #      Wan-VAE decoder's, each against its promise (conv.cuh), and TFLOP/s beside cuDNN at the
 #      decoder's 832x480 levels;
 #   5. times the Wan2.1 VAE decoder (random weights, real geometry) at 832x480, ms per 3-latent-frame
-#      chunk (tools/bench/vae-decode.ts), and runs the op sweep (test/runtime/ops.test.ts +
+#      chunk, and each chunk's readback for the encoder in bytes and ms — I420 converted on the device
+#      (what the pipeline does) beside f32 RGB made into RGB24 on the host (what it did) —
+#      (tools/bench/vae-decode.ts), and runs the op sweep (test/runtime/ops.test.ts +
 #      cuda.test.ts), when bun is available;
 #   6. multi-GPU (≤ 20 s): with ≥ 2 GPUs in `nvidia-smi -L`, starts `kino serve` with num_gpus = that
 #      count on kino-tiny and checks that every worker reports CUDA on a distinct GPU (its PCI bus id,
@@ -344,7 +346,7 @@ PY
 step "conv3d vs PyTorch, then benchmarks"
 timeout 150 python3 tools/gpu-check-conv.py || status=1
 
-step "Wan2.1 VAE decode at 832x480 (bun)"
+step "Wan2.1 VAE decode and the frames' readback at 832x480 (bun)"
 if [ -n "$BUN" ]; then
   timeout 120 "$BUN" tools/bench/vae-decode.ts --width 832 --height 480 --chunk 3 --chunks 4 || status=1
 else

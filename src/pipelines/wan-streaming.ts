@@ -279,7 +279,7 @@ export async function decodeFrames(model: WanModel, latent: Tensor, size: Size, 
 }
 
 /** Frames [3, T, H, W] in the VAE's range as I420, one per frame: converted on the backend, one readback. */
-async function readI420(b: Backend, video: Tensor): Promise<Uint8Array[]> {
+export async function readI420(b: Backend, video: Tensor): Promise<Uint8Array[]> {
   const [, T, H, W] = video.shape as [number, number, number, number];
   const frameBytes = (H * W * 3) / 2;
   const yuv = b.alloc([T, frameBytes], "u8");
