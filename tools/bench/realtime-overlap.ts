@@ -104,7 +104,7 @@ export async function compareEncodeOverlap(opts: OverlapOptions): Promise<string
   const outputDir = mkdtempSync(join(tmpdir(), "kino-bench-overlap-"));
   const servers = { sequential: await startMode(false, outputDir), overlapped: await startMode(true, outputDir) };
   const lines: string[] = [];
-  const { pipeline } = await loadPipeline({ modelPath: "builtin:kino-tiny", device: "cpu", gpu: 0, lora: null });
+  const { pipeline } = await loadPipeline({ modelPath: "builtin:kino-tiny", device: "cpu", numGpus: 1, lora: null });
   await prewarmStreamEncoder();
   try {
     for (const server of Object.values(servers)) await session(server, opts.sizes[0]!, 1, opts.fps, 0); // warm-up
