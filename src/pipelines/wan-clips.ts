@@ -1,8 +1,8 @@
-// What the bidirectional image pipelines (wan-i2v.ts, wan-ti2v.ts) share: the guided sampling loop
+// What the bidirectional pipelines (wan-t2v.ts, wan-i2v.ts, wan-ti2v.ts) share: the guided sampling loop
 // as Wan's generate() runs it — a conditional and an unconditional forward on the same input per
 // step, combined as uncond + g·(cond − uncond), then the sampler's step — and the per-clip
 // bookkeeping (one clip for a video, one single-frame clip per image, progress, stage timings,
-// VAE decode to RGB24 at the requested size).
+// VAE decode at the requested size).
 import { scheduleFor } from "../models/kino-config.ts";
 import { type NoiseSource, type Sampler, applyGuidance, createSampler } from "../models/samplers.ts";
 import type { CrossAttnKV } from "../models/wan-dit.ts";
