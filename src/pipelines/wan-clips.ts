@@ -64,6 +64,22 @@ export async function sampleGuided(b: Backend, sampler: Sampler, run: GuidedRun)
   }
 }
 
+/**
+ * sampleGuided over a clip's latent, which the caller gets back denoised; the sampler is freed either
+ * way, and the latent too when the run fails.
+ */
+export async function denoiseClip(b: Backend, sampler: Sampler, run: GuidedRun): Promise<Tensor> {
+  try {
+    await sampleGuided(b, sampler, run);
+    return run.x;
+  } catch (err) {
+    b.free(run.x);
+    throw err;
+  } finally {
+    sampler.free();
+  }
+}
+
 /** Makes one clip's latent [C, T, h, w] (the caller decodes and frees it). */
 export type RenderClip = (clip: { seed: number; frames: number }, onStep: (fraction: number) => void) => Promise<Tensor>;
 

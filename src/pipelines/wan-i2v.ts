@@ -18,7 +18,7 @@ import type { WanModel } from "../models/wan-model.ts";
 import type { Tensor } from "../runtime/tensor.ts";
 import { renderSize } from "./native-size.ts";
 import type { GenerationRequest, GenerationResult, ModelCard, Pipeline, RunContext } from "./pipeline.ts";
-import { type Predict, generateClips, requestSampler, requireImage, sampleGuided } from "./wan-clips.ts";
+import { type Predict, denoiseClip, generateClips, requestSampler, requireImage } from "./wan-clips.ts";
 import { wanCard } from "./wan-card.ts";
 
 export class WanI2VPipeline implements Pipeline {
@@ -66,15 +66,9 @@ export class WanI2VPipeline implements Pipeline {
     const x = b.alloc([dit.config.outDim, ...y.shape.slice(1)]);
     const noise = seededNoise(b, clip.seed);
     noise(x);
-    const sampler = requestSampler(this.model, req, noise);
     try {
-      await sampleGuided(b, sampler, { x, ...context, guidanceScale: req.guidance_scale, predict: conditionedPredict(dit, y), onStep, signal: ctx.signal });
-      return x;
-    } catch (err) {
-      b.free(x);
-      throw err;
+      return await denoiseClip(b, requestSampler(this.model, req, noise), { x, ...context, guidanceScale: req.guidance_scale, predict: conditionedPredict(dit, y), onStep, signal: ctx.signal });
     } finally {
-      sampler.free();
       b.free(y);
     }
   }

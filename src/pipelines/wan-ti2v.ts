@@ -16,7 +16,7 @@ import type { WanModel } from "../models/wan-model.ts";
 import type { Tensor } from "../runtime/tensor.ts";
 import { type Size, renderSize } from "./native-size.ts";
 import type { GenerationRequest, GenerationResult, ModelCard, Pipeline, RunContext } from "./pipeline.ts";
-import { type GuidedRun, generateClips, requestSampler, sampleGuided } from "./wan-clips.ts";
+import { type GuidedRun, denoiseClip, generateClips, requestSampler } from "./wan-clips.ts";
 import { wanCard } from "./wan-card.ts";
 
 export class WanTI2VPipeline implements Pipeline {
@@ -69,15 +69,7 @@ export class WanTI2VPipeline implements Pipeline {
       const sigma = sampler.schedule.sigmas[run.start]!;
       b.axpby(x, z, x, 1 - sigma, sigma);
     }
-    try {
-      await sampleGuided(b, sampler, run);
-      return x;
-    } catch (err) {
-      b.free(x);
-      throw err;
-    } finally {
-      sampler.free();
-    }
+    return denoiseClip(b, sampler, run);
   }
 }
 
