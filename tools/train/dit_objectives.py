@@ -8,6 +8,7 @@ import torch
 
 import common
 from common import CFG
+from distill import teacher_x0
 from networks import encode_prompts
 from schedule import continuation_start, sampler_sigmas, shift_sigma
 
@@ -128,8 +129,9 @@ def outline_weights(scenes, frames, weight, band=2.0):
     return torch.from_numpy(1.0 + weight * out)
 
 
-def image_loss(dit, text, tok, lat, scenes, rng, gen, args, text_len):
-    """The first-chunk objective: latent frame 0 of other clips, generated from noise with no past."""
+def image_loss(dit, text, tok, lat, scenes, rng, gen, args, text_len, teacher=None):
+    """The first-chunk objective: latent frame 0 of other clips, generated from noise with no past;
+    against the teacher's prediction on the same input when one is given (distill.py)."""
     idx = rng.integers(0, lat.shape[0], args.image_bs)
     n_star = int(round(args.image_star_share * args.image_bs))
     if n_star:  # a stream's stars are lost first in its frame 0
@@ -149,6 +151,8 @@ def image_loss(dit, text, tok, lat, scenes, rng, gen, args, text_len):
     xt = (1 - s5) * src + s5 * eps
     with torch.autocast("cpu", dtype=torch.bfloat16):
         pred = dit(xt, sigma * 1000.0, encode_prompts(text, tok, prompts, text_len)).float()
+    if teacher is not None:
+        x0 = teacher_x0(teacher, tok, prompts, text_len, xt, sigma * 1000.0)
     err = flow_error(pred, x0, eps, s5)
     if args.image_outline_weight:  # frame 0 shows the scene before any switch
         firsts = [{k: v for k, v in scenes[i].items() if k != "switch"} for i in idx]

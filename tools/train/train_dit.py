@@ -59,22 +59,25 @@ Objectives (docs/MODEL.md, "Training"; tools/train/NOTES.md says why each is the
   * sizes: --data may hold shards of several clip sizes (encode_data.py --size); each step draws
     one size (--size-weights; default: in proportion to its clips) and builds its whole batch, first
     frames included, from that size's clips, the shares above applying within it;
+  * teacher (--teacher, distill.py): steps at the teacher's own sizes score every clip but the given
+    first frames' against the frozen teacher's prediction on the same inputs instead of the data, so a
+    branch teaching new sizes or first frames keeps what the teacher does at its sizes;
   * AdamW, bf16 autocast, EMA of weights; checkpoints every few minutes (atomic) and on SIGTERM.
 """
 import argparse
-import glob
 import signal
 import time
-from types import SimpleNamespace
 
 import numpy as np
 import torch
 
 import common
 from common import CFG
+from dit_batches import batch_plan, load_data, size_weights
 from dit_objectives import (circle_twins, continuation_path, flow_error, frame_contexts, image_loss, outline_weights,
                             own_past, sink_far_positions)
-from networks import build, encode_prompts, load_vae, make_optimizer
+from distill import load_teacher, predict, teacher_x0
+from networks import build, load_vae, make_optimizer
 from schedule import continuation_sigma, shift_sigma
 import tokenizer as tokmod
 import wan_dit
@@ -86,60 +89,6 @@ def learning_rate(args, step):
     """Warmup, constant, then linear decay to 5 % between --decay-start and --decay-end."""
     decay = (step - args.decay_start) / max(1, args.decay_end - args.decay_start)
     return args.lr * min(1.0, (step + 1) / args.warmup) * (1.0 - 0.95 * min(1.0, max(0.0, decay)))
-
-
-def load_data(path, max_shards=None):
-    """-> {(width, height): (latents, scenes)}, the shards grouped by their clips' size."""
-    files = sorted(glob.glob(f"{path}/shard_*.pt"))
-    if max_shards:
-        files = files[:max_shards]
-    groups = {}
-    for f in files:
-        d = torch.load(f)
-        size = tuple(d.get("size", (render.SIZE, render.SIZE)))
-        lats, scenes = groups.setdefault(size, ([], []))
-        lats.append(d["latents"])
-        scenes.extend(d["scenes"])
-    return {size: (torch.cat(lats), scenes) for size, (lats, scenes) in sorted(groups.items())}
-
-
-def batch_plan(lat, scenes, args):
-    """The clips of one size and which of them each share of a batch draws from (train_dit's
-    docstring): index arrays and per-batch counts; a share whose clips this size lacks gets none."""
-    p = SimpleNamespace(lat=lat, scenes=scenes)
-    p.ramps = np.array([i for i, sc in enumerate(scenes) if sc.get("switch", {}).get("chunks", 1) > 1])
-    p.n_ramp = int(round(args.ramp_share * args.bs)) if len(p.ramps) else 0
-    p.n_ramp_cont = int(round(args.ramp_cont_share * p.n_ramp))  # the first of the ramps
-    p.color_ramps = np.array([i for i in p.ramps if scenes[i]["switch"]["attr"] == "color"])
-    p.n_ramp_color = int(round(args.ramp_color_share * p.n_ramp)) if len(p.color_ramps) else 0
-    p.plain = np.array([i for i, sc in enumerate(scenes) if "switch" not in sc])
-    p.hard_switches = np.array([i for i, sc in enumerate(scenes)
-                                if "switch" in sc and sc["switch"].get("chunks", 1) == 1])
-    p.n_twin = int(round(args.twin_clip_share * args.bs))  # the last n_twin clips of a batch
-    p.n_twin_ctx = int(round(args.twin_ctx_share * p.n_twin))  # the last of those show a circle past too
-    p.n_twin_star = int(round(args.twin_star_share * p.n_twin))  # the first of those have a star
-    p.stars = np.array([i for i in p.plain if any(o["shape"] == "star" for o in scenes[i]["objects"])])
-    p.star_scenes = np.array([i for i, sc in enumerate(scenes) if any(o["shape"] == "star" for o in sc["objects"])])
-    p.n_own = int(round(args.own_past_share * args.bs))  # the clips after the ramps
-    p.n_own_in = int(round(args.own_input_share * p.n_own))  # the first of those
-    p.n_given = int(round(args.first_frame_share * args.bs)) if len(p.plain) else 0  # just before the twins
-    assert p.n_ramp + p.n_own + p.n_twin + p.n_given <= args.bs, "ramp, own-past, twin and first-frame shares overlap"
-    p.own = slice(p.n_ramp, p.n_ramp + p.n_own)
-    p.given = slice(args.bs - p.n_twin - p.n_given, args.bs - p.n_twin)
-    p.n_cont = int(round(args.cont_share * (args.bs - p.n_ramp - p.n_own - p.n_twin - p.n_given)))
-    p.cont = slice(p.n_ramp + p.n_own, p.n_ramp + p.n_own + p.n_cont)  # the first after the own-past clips
-    p.n_cont_switch = int(round(args.cont_switch_share * p.n_cont)) if len(p.hard_switches) else 0
-    return p
-
-
-def size_weights(sizes, plans, spec):
-    """Each size's chance per step: spec "WxH:w,..." (sizes it omits: 0), else its share of the clips."""
-    if not spec:
-        w = np.array([len(p.scenes) for p in plans], float)
-    else:
-        given = {tuple(map(int, k.split("x"))): float(v) for k, v in (x.split(":") for x in spec.split(","))}
-        w = np.array([given.get(s, 0.0) for s in sizes])
-    return w / w.sum()
 
 
 def parse_args():
@@ -204,6 +153,8 @@ def parse_args():
     ap.add_argument("--out", default=f"{common.BUILD}/dit")
     ap.add_argument("--init", default=None,
                     help="a DiT checkpoint to start from when --out has none (a branch off another phase's DiT)")
+    ap.add_argument("--teacher", default=None,
+                    help="a DiT checkpoint whose predictions are the targets at its own sizes (distill.py)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--bench", type=int, default=0, help="time N steps on random latents and exit")
     return ap.parse_args()
@@ -219,6 +170,9 @@ def main():
     dit, text = build(tok)
     if args.twin_share or args.twin_clip_share:
         args.twin_vae = load_vae(args.vae)
+    teacher = load_teacher(args.teacher, tok) if args.teacher else None
+    if teacher:
+        print(f"teacher: {args.teacher} (step {teacher.step}) at " + ", ".join(f"{w_}x{h_}" for w_, h_ in sorted(teacher.sizes)))
     params = list(dit.parameters()) + list(text.parameters())
     n_dit = sum(p.numel() for p in dit.parameters())
     n_t5 = sum(p.numel() for p in text.parameters())
@@ -302,7 +256,9 @@ def main():
         for g in opt.param_groups:
             g["lr"] = lr
         # the step's size (its own generator: a run on one size draws as before sizes)
-        bp = plans[int(np.random.default_rng([seed, 5, step]).choice(len(plans), p=chance))] if len(plans) > 1 else plans[0]
+        k_size = int(np.random.default_rng([seed, 5, step]).choice(len(plans), p=chance)) if len(plans) > 1 else 0
+        bp = plans[k_size]
+        distill = teacher is not None and sizes[k_size] in teacher.sizes
         lat, scenes = bp.lat, bp.scenes
         n_ramp, n_ramp_cont, n_ramp_color, n_own, n_own_in = bp.n_ramp, bp.n_ramp_cont, bp.n_ramp_color, bp.n_own, bp.n_own_in
         n_twin, n_twin_ctx, n_twin_star, n_cont, n_cont_switch = bp.n_twin, bp.n_twin_ctx, bp.n_twin_star, bp.n_cont, bp.n_cont_switch
@@ -372,12 +328,14 @@ def main():
             past[own] = mine
         x_ctx = (1 - c5) * past + c5 * torch.randn(x0.shape, generator=gen)
         t = torch.cat([s_ctx * 1000.0, sigma * 1000.0], dim=1)
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            ctx = encode_prompts(text, tok, prompts, text_len)
-            ctx = ctx.view(args.bs, 2, ctx.shape[1], ctx.shape[2])
-            ctx = (1 - mix[..., None, None]) * ctx[:, :1] + mix[..., None, None] * ctx[:, 1:]
-            out = dit(torch.cat([x_ctx, xt], dim=2), t, ctx, frame_pos=frame_pos, frame_mask=mask, frame_ctx=fctx)
-        err = flow_error(out[:, :, F_:].float(), x0, eps, s5)
+        x_in = torch.cat([x_ctx, xt], dim=2)
+        dit_kw = dict(frame_pos=frame_pos, frame_mask=mask, frame_ctx=fctx)
+        out = predict(dit, text, tok, prompts, text_len, x_in, t, mix, **dit_kw)
+        target = x0
+        if distill:  # the teacher's answer wherever it already knows one: all but the given first frames
+            target = teacher_x0(teacher, tok, prompts, text_len, x_in, t, mix, **dit_kw)[:, :, F_:]
+            target[given] = x0[given]
+        err = flow_error(out[:, :, F_:].float(), target, eps, s5)
         if args.outline_weight:
             err = err * outline_weights([scenes[i] for i in idx], F_, args.outline_weight)
         w = frame_w.repeat(args.bs, 1)
@@ -387,7 +345,8 @@ def main():
                 w[b, sw["latent"]:render.splice_latent(sw) + 1] *= args.switch_weight
         loss = (err.mean(dim=(1, 3, 4)) * w).sum(dim=1).mean() / frame_w.sum()
         if args.image_bs:
-            loss = (loss + image_loss(dit, text, tok, lat, scenes, rng, gen, args, text_len)) / 2
+            loss = (loss + image_loss(dit, text, tok, lat, scenes, rng, gen, args, text_len,
+                                      teacher if distill else None)) / 2
         opt.zero_grad(set_to_none=True)
         loss.backward()
         gn = torch.nn.utils.clip_grad_norm_(params, 1.0)
