@@ -1,9 +1,8 @@
-"""Procedural video renderer and captioner for kino-tiny.
+"""Procedural video renderer for kino-tiny.
 
 A scene is a JSON-able dict (background + 1-2 objects with a motion); render(scene) produces
-uint8 frames [T, H, W, 3] deterministically from the scene; caption(scene, rng) writes a caption
-from randomised templates (free word order, synonyms); canonical_caption() is the fixed form used
-for evaluation. sample_scene(rng) never produces a held-out combination (heldout.json).
+uint8 frames [T, H, W, 3] deterministically from the scene; captions.py words it.
+sample_scene(rng) never produces a held-out combination (heldout.json).
 
   python3 tools/data/render.py --preview out.png     # contact sheet of random scenes
   python3 tools/data/render.py --write-heldout       # (re)creates tools/data/heldout.json
@@ -35,42 +34,6 @@ SIZE = 64  # the native (square) size; a scene may ask for another width x heigh
 FPS = 16
 T_STRIDE = 4  # video frames per latent frame (the VAE's; frame 0 is a latent frame of its own)
 
-MOTION_PHRASES = {
-    "left": ["moving left", "moving to the left", "going left"],
-    "right": ["moving right", "moving to the right", "going right"],
-    "up": ["moving up", "moving upward", "going up"],
-    "down": ["moving down", "moving downward", "going down"],
-    "bouncing": ["bouncing", "bouncing up and down"],
-    "spinning": ["spinning", "rotating"],
-    "growing": ["growing", "getting bigger"],
-    "shrinking": ["shrinking", "getting smaller"],
-    "still": ["standing still", "not moving", ""],
-}
-BG_PHRASES = {
-    "night": ["in a night sky", "at night", "under a night sky", "on a night sky"],
-    "snow": ["in the snow", "in snow", "with falling snow", "on a snowy background"],
-    "sunset": ["at sunset", "in front of a sunset", "with a sunset background", "on a sunset"],
-}
-SOLID_BG_PHRASES = ["on {} background", "with {} background", "in front of {} background"]  # {} = "a red"
-
-
-def article(word):
-    return "an" if word[0] in "aeiou" else "a"
-
-
-def vocabulary():
-    words = set()
-    for c in BG_SOLID:
-        words.add(c)
-    words.update(SHAPES)
-    for ps in list(MOTION_PHRASES.values()) + list(BG_PHRASES.values()):
-        for p in ps:
-            words.update(p.split())
-    for p in SOLID_BG_PHRASES:
-        words.update(p.replace("{}", "").split())
-    words.update(["a", "an", "and", "the", "of", "with", "on", "in", "at", ",", ".", "background", "sky", "object",
-                  "shape", "video", "two", "one", "small", "big", "large", "left", "right", "up", "down"])
-    return sorted(words)
 
 
 # ---- held-out split ---------------------------------------------------------------------------
@@ -103,7 +66,7 @@ def make_heldout(n=40, seed=1234):
     combos = sorted(combos)
     return {
         "description": "kino-tiny held-out (color, shape, motion, background) combinations: never rendered "
-                       "for any object in training; used for evaluation with canonical_caption().",
+                       "for any object in training; used for evaluation with captions.canonical_caption().",
         "fields": ["color", "shape", "motion", "background"],
         "seed": seed,
         "combinations": [list(c) for c in combos],
@@ -201,7 +164,7 @@ def sample_scene(rng, excluded=None, two_prob=0.2, frames=29, switch_prob=0.0, l
 def add_switch(scene, rng, latent, excluded=None, t_stride=T_STRIDE):
     """Prompt switch inside a clip: from video frame 1 + t_stride*(latent-1) on (= latent frame
     `latent`), one attribute (object color, object shape or background) changes; everything else
-    (object trajectory, background seed) continues. Captions: caption_pair(). A switch with
+    (object trajectory, background seed) continues. Captions: captions.caption_pair(). A switch with
     "chunks": N > 1 is gradual, as a prompt transition over N chunks is served: latent frame
     latent + i shows the old and the new scene cross-faded at progress (i + 1) / N
     (switch_progress), and is conditioned on the two captions' text-encoder outputs mixed alike."""
@@ -251,16 +214,6 @@ def switched(scene):
     return b
 
 
-def caption_pair(scene, rng):
-    """(caption before, caption after) a switch, with the same template and phrasing."""
-    seed = int(rng.integers(1 << 31))
-    a = caption(scene if "switch" not in scene else {k: v for k, v in scene.items() if k != "switch"},
-                np.random.default_rng(seed))
-    if "switch" not in scene:
-        return a, a
-    return a, caption(switched(scene), np.random.default_rng(seed))
-
-
 def scene_from_combo(color, shape, motion, bg, seed=0, frames=29, width=SIZE, height=SIZE):
     """A single-object scene with given attributes (evaluation); object parameters from seed."""
     rng = np.random.default_rng(seed)
@@ -274,60 +227,6 @@ def scene_from_combo(color, shape, motion, bg, seed=0, frames=29, width=SIZE, he
     if (width, height) != (SIZE, SIZE):
         scene["width"], scene["height"] = width, height
     return scene
-
-
-# ---- captions -----------------------------------------------------------------------------------
-
-def bg_phrase(bg, rng=None):
-    if bg in SPECIAL_BGS:
-        ps = BG_PHRASES[bg]
-        return ps[0] if rng is None else str(rng.choice(ps))
-    p = SOLID_BG_PHRASES[0] if rng is None else str(rng.choice(SOLID_BG_PHRASES))
-    return p.format(f"{article(bg)} {bg}")
-
-
-def obj_phrase(o):
-    return f"{article(o['color'])} {o['color']} {o['shape']}"
-
-
-def motion_phrase(m, rng=None):
-    ps = MOTION_PHRASES[m]
-    if rng is None:
-        return ps[0]
-    return str(rng.choice(ps))
-
-
-def caption(scene, rng):
-    objs = scene["objects"]
-    parts = []
-    for o in objs:
-        mp = motion_phrase(o["motion"], rng)
-        parts.append((obj_phrase(o), mp))
-    bgp = bg_phrase(scene["bg"], rng)
-    if len(parts) == 1:
-        (ob, mp), = parts
-        form = int(rng.integers(3)) if mp else int(rng.choice([0, 1]))
-        if form == 0:
-            return " ".join(x for x in (ob, mp, bgp) if x)
-        if form == 1:
-            return f"{bgp}, " + " ".join(x for x in (ob, mp) if x)
-        return f"{ob} {bgp}, {mp}"
-    objs_txt = " and ".join(" ".join(x for x in p if x) for p in parts)
-    if rng.random() < 0.5:
-        return f"{objs_txt} {bgp}"
-    return f"{bgp}, {objs_txt}"
-
-
-def motion_caption(scene, rng=None):
-    """What an image-to-video request may say beside its first frame: only how the objects move (their
-    look comes from the frame), e.g. "moving right"; several objects' phrases joined with "and"."""
-    said = [[p for p in MOTION_PHRASES[o["motion"]] if p] for o in scene["objects"]]
-    return " and ".join(ps[0] if rng is None else str(rng.choice(ps)) for ps in said)
-
-
-def canonical_caption(color, shape, motion, bg):
-    mp = MOTION_PHRASES[motion][0]
-    return f"{article(color)} {color} {shape} {mp} {bg_phrase(bg)}"
 
 
 # ---- rendering ----------------------------------------------------------------------------------
@@ -526,7 +425,6 @@ def main():
         for i in range(12):
             sc = sample_scene(rng)
             fr = render(sc)
-            print(caption(sc, rng))
             rows.append([fr[k] for k in range(0, 29, 4)])
         png.write_png(args.preview, png.upscale(png.grid(rows), 2))
 

@@ -14,6 +14,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data"))
 import png  # noqa: E402
+import captions  # noqa: E402
 import render  # noqa: E402
 
 
@@ -24,14 +25,14 @@ def main():
     combos = render.load_heldout()["combinations"]
     plan = []
     for i, c in enumerate(combos):
-        item = {"id": f"heldout-{i:02d}", "prompt": render.canonical_caption(*c),
+        item = {"id": f"heldout-{i:02d}", "prompt": captions.canonical_caption(*c),
                 "truth": dict(zip(("color", "shape", "motion", "background"), c))}
         if args.first_frames:
             scene = render.scene_from_combo(*c, seed=i, frames=1)
             os.makedirs(args.first_frames, exist_ok=True)
             path = os.path.join(os.path.abspath(args.first_frames), f"first-frame-{i:02d}.png")
             png.write_png(path, render.render(scene)[0])
-            item.update(id=f"first-frame-{i:02d}", prompt=render.motion_caption(scene), reference=path)
+            item.update(id=f"first-frame-{i:02d}", prompt=captions.motion_caption(scene), reference=path)
         plan.append(item)
     json.dump(plan, sys.stdout, indent=1)
 

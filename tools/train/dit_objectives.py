@@ -12,6 +12,7 @@ from distill import teacher_x0
 from networks import encode_prompts
 from schedule import continuation_start, sampler_sigmas, shift_sigma
 
+import captions  # noqa: E402  (tools/data)
 import render  # noqa: E402  (tools/data)
 
 
@@ -137,7 +138,7 @@ def image_loss(dit, text, tok, lat, scenes, rng, gen, args, text_len, teacher=No
     if n_star:  # a stream's stars are lost first in its frame 0
         idx[:n_star] = rng.choice(args.star_scenes, n_star)
     x0 = lat[torch.from_numpy(idx), :, :1].float()
-    prompts = ["" if rng.random() < args.drop else render.caption_pair(scenes[i], rng)[0] for i in idx]
+    prompts = ["" if rng.random() < args.drop else captions.caption_pair(scenes[i], rng)[0] for i in idx]
     u = torch.rand(args.image_bs, generator=gen)
     sigma = shift_sigma(u, CFG["shift"])
     n_twin = int(round(args.twin_share * args.image_bs))

@@ -20,6 +20,7 @@ from networks import load_models
 from sample import Stream, add_model_args, append_json, encode_text
 import wan_dit
 
+import captions  # noqa: E402  (tools/data)
 import render  # noqa: E402  (tools/data)
 
 
@@ -101,7 +102,7 @@ def shape_probe(dit, text, vae, tok, sigmas=(0.5, 0.75, 0.9), words=("true", "ci
         z = vae.encode(torch.from_numpy(fr).float().div(127.5).sub(1).permute(3, 0, 1, 2)[None])
         eps = torch.randn(z.shape, generator=gen)
         for word in words:
-            kv = dit.cross_kv(encode_text(text, tok, [render.canonical_caption(c[0], c[1] if word == "true" else word, c[2], c[3])]))
+            kv = dit.cross_kv(encode_text(text, tok, [captions.canonical_caption(c[0], c[1] if word == "true" else word, c[2], c[3])]))
             for s in sigmas:
                 xt, t = (1 - s) * z + s * eps, torch.full((1,), s * 1000.0)
                 xc, _ = dit.forward_chunk(xt, t, kv, [0], None)
@@ -110,7 +111,7 @@ def shape_probe(dit, text, vae, tok, sigmas=(0.5, 0.75, 0.9), words=("true", "ci
                 f = ((v[0] + 1) * 127.5).round().byte().permute(1, 2, 3, 0).numpy()
                 rows.setdefault((word, s), []).append((c[1], metrics.classify(np.repeat(f, 5, 0))["shape"]))
     # and frame 0 sampled from noise as the first streaming chunk is
-    prompts = [render.canonical_caption(*c) for c in combos]
+    prompts = [captions.canonical_caption(*c) for c in combos]
     st = Stream(dit, vae, encode_text(text, tok, prompts), encode_text(text, tok, [""] * len(prompts)),
                 CFG["sample_steps"], CFG["shift"], CFG["guidance_scale"], CFG["attn_window_chunks"], 0)
     for c, f in zip(combos, st.next_frames(len(prompts))):
@@ -144,7 +145,7 @@ def past_probe(dit, text, vae, tok, seed=0):
         clips = [render.render(render.scene_from_combo(*c, seed=i + j)) for j, c in enumerate(part)]
         with torch.no_grad():
             x0 = vae.encode(common.video_tensor(clips))
-            made = own_past(dit, text, tok, x0, [render.canonical_caption(*c) for c in part],
+            made = own_past(dit, text, tok, x0, [captions.canonical_caption(*c) for c in part],
                                       gen, CFG["dit"]["text_len"], mask, frame_pos)
             for name, z in (("true past", made), ("VAE reconstruction", x0)):
                 for c, frames in zip(part, decoded(z)):

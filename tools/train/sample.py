@@ -31,6 +31,7 @@ from networks import load_models, load_vae
 from schedule import continuation_start, sampler_sigmas
 
 import png  # noqa: E402  (tools/data)
+import captions  # noqa: E402
 import render  # noqa: E402
 
 
@@ -144,7 +145,7 @@ def seen_combos(n=40, seed=4321):
 def heldout_eval(dit, text, vae, tok, seeds=(0,), chunks=8, combos=None, **kw):
     import metrics
     combos = combos or render.load_heldout()["combinations"]
-    prompts = [render.canonical_caption(*c) for c in combos]
+    prompts = [captions.canonical_caption(*c) for c in combos]
     preds, truths, clips = [], [], []
     for s in seeds:
         for i in range(0, len(prompts), 20):

@@ -76,8 +76,8 @@ class Tokenizer:
 
 def default_tokenizer():
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data"))
-    import render
-    return Tokenizer(build(render.vocabulary()))
+    import captions
+    return Tokenizer(build(captions.vocabulary()))
 
 
 if __name__ == "__main__":

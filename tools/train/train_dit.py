@@ -82,6 +82,7 @@ from schedule import continuation_sigma, shift_sigma
 import tokenizer as tokmod
 import wan_dit
 
+import captions  # noqa: E402
 import render  # noqa: E402
 
 
@@ -288,10 +289,10 @@ def main():
             if n_twin_star and len(stars):
                 idx[-n_twin:][:n_twin_star] = rng.choice(stars, n_twin_star)
         x0 = lat[torch.from_numpy(idx)].float()
-        pairs = [("", "") if rng.random() < args.drop else render.caption_pair(scenes[i], rng) for i in idx]
+        pairs = [("", "") if rng.random() < args.drop else captions.caption_pair(scenes[i], rng) for i in idx]
         for b in range(given.start, given.stop):  # an image-to-video prompt often says only how things move
             if pairs[b][0] and rng.random() < args.motion_caption_share:
-                pairs[b] = (render.motion_caption(scenes[idx[b]], rng),) * 2
+                pairs[b] = (captions.motion_caption(scenes[idx[b]], rng),) * 2
         prompts = [p for pair in pairs for p in pair]
         switches = [scenes[i].get("switch") for i in idx]
         mix, fctx = frame_contexts(switches, F_)
