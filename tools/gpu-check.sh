@@ -93,7 +93,7 @@ lib.kc_synchronize.argtypes = [vp]
 lib.kc_timer_start.argtypes = [vp]
 lib.kc_timer_stop.argtypes = [vp]
 lib.kc_timer_stop.restype = C.c_double
-lib.kc_gemm.argtypes = [vp, vp, vp, i32, vp, i32, vp, i32, i32, i32, i32, vp, vp, i32, i32]
+lib.kc_gemm.argtypes = [vp, vp, vp, i32, vp, i32, vp, i32, i32, i32, i32, vp, vp, i32, i32, i32]
 lib.kc_attention.argtypes = [vp, vp, vp, vp, vp, i32, vp, i32, i32, i32, i32, i32, i32, f32, i32, i32]
 lib.kc_set_paths.argtypes = [vp, i32, i32, i32]
 F32, BF16 = 0, 1
@@ -130,14 +130,16 @@ def report_promise(name, got, want, v, kv):
     vmax = v[:, :kv].double().abs().max().clamp_min(1e-30)
     report("  promise " + name, ((got.double() - want.double()).abs().max() / (2 ** -7 * vmax)).item(), 1)
 
-def kino_gemm(ctx, a, w, bias, gelu=0, residual=None, gate=None, L=1, G=1):
+def kino_gemm(ctx, a, w, bias, gelu=0, residual=None, gate=None, L=1, G=1, parts=0):
     M, K = a.shape; N = w.shape[0]
     out = residual if residual is not None else torch.empty(M, N, device="cuda", dtype=torch.float32)  # in place
     torch.cuda.synchronize()
     call(ctx, lib.kc_gemm(ctx, p(out), p(a), F32 if a.dtype == torch.float32 else BF16, p(w),
-                          F32 if w.dtype == torch.float32 else BF16, p(bias), M, N, K, gelu, p(residual), p(gate), L, G),
+                          F32 if w.dtype == torch.float32 else BF16, p(bias), M, N, K, gelu, p(residual), p(gate), L, G,
+                          N // parts if parts else 0),
          f"gemm {M}x{N}x{K}")
-    return out
+    # a split output is [parts, M, N / parts]: back to [M, N] to compare
+    return out.view(parts, M, N // parts).permute(1, 0, 2).reshape(M, N) if parts else out
 
 def attention_rc(ctx, out, q, k, v, kv_len, scale, bias=None, block=0, qoff=0):
     B, Lq, H, D = q.shape; Lk = k.shape[1]
@@ -187,6 +189,9 @@ for path in ["mma.sync", "auto (wgmma on sm_90)", "simt"]:
     res, gate = rnd(M, N), rnd(2, 3, N)
     want = res.double() + gate.double().repeat_interleave(50, dim=1).reshape(M, N) * y
     report(f"{path}: gated residual in place {M}x{N}x{K}", rel(kino_gemm(ctx, a, w, bias, residual=res.clone(), gate=gate, L=150, G=3), want), 2e-3)
+    # split outputs (the fused q|k|v projection): 3 parts of 88 columns, and 8 odd parts of 33
+    report(f"{path}: split into 3 parts {M}x{N}x{K}", rel(kino_gemm(ctx, a, w, bias, parts=3), y), 2e-3)
+    report(f"{path}: split into 8 parts (odd width) {M}x{N}x{K}", rel(kino_gemm(ctx, a, w, bias, parts=8), y), 2e-3)
 ctx = ctxs["auto (wgmma on sm_90)"]
 for M, N, K in [(133, 264, 200), (64, 96, 13)]:  # f32 weights (SIMT), K off 8
     a, w = rnd(M, K), rnd(N, K)
@@ -236,7 +241,7 @@ for label, (M, N, K) in [("4096³", (4096, 4096, 4096)), ("Wan QKV", (4680, 4608
     flops = 2 * M * N * K
     for path in ["auto (wgmma on sm_90)", "mma.sync"] if label == "4096³" else ["auto (wgmma on sm_90)"]:
         c = ctxs[path]
-        kt = bench(c, lambda: lib.kc_gemm(c, p(out), p(a), BF16, p(w), BF16, None, M, N, K, 0, None, None, 1, 1), flops)
+        kt = bench(c, lambda: lib.kc_gemm(c, p(out), p(a), BF16, p(w), BF16, None, M, N, K, 0, None, None, 1, 1, 0), flops)
         tt = torch_bench(lambda: torch.matmul(a, w.T), flops)
         rows.append((f"gemm {label} {M}x{N}x{K} [{path.split()[0]}]", kt, tt))
 # (label, Lq, Lk, block size, q offset): Wan 1.3B self-attention (12 heads × 128) at 4680 tokens a
