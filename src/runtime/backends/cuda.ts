@@ -188,8 +188,13 @@ export class CudaBackend implements Backend {
     }
   }
 
-  async download(t: Tensor): Promise<Float32Array> {
+  /** Refused synchronously while a graph records (a recording cannot wait for its results). */
+  download(t: Tensor): Promise<Float32Array> {
     this.graphs?.refuse("download");
+    return this.#download(t);
+  }
+
+  async #download(t: Tensor): Promise<Float32Array> {
     const out = new Float32Array(t.numel);
     if (t.numel === 0) return out;
     if (t.dtype === "f32") {
@@ -206,8 +211,13 @@ export class CudaBackend implements Backend {
     return out;
   }
 
-  async downloadRaw(t: Tensor): Promise<Uint8Array> {
+  /** Refused synchronously while a graph records (a recording cannot wait for its results). */
+  downloadRaw(t: Tensor): Promise<Uint8Array> {
     this.graphs?.refuse("downloadRaw");
+    return this.#downloadRaw(t);
+  }
+
+  async #downloadRaw(t: Tensor): Promise<Uint8Array> {
     const out = new Uint8Array(t.bytes);
     if (t.bytes > 0) this.check(this.k.kc_download(this.ctx, out, t.ptr, t.bytes), "downloadRaw");
     return out;
@@ -221,8 +231,13 @@ export class CudaBackend implements Backend {
     }
   }
 
-  async sync(): Promise<void> {
+  /** Refused synchronously while a graph records (a recording cannot wait for its results). */
+  sync(): Promise<void> {
     this.graphs?.refuse("sync");
+    return this.#sync();
+  }
+
+  async #sync(): Promise<void> {
     this.check(this.k.kc_synchronize(this.ctx), "sync");
   }
 

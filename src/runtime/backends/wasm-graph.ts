@@ -40,7 +40,12 @@ class WasmGraph implements OpGraph {
   launch(): void {
     if (this.#freed) throw new Error("wasm graph launched after free()");
     this.owner.refuse("a graph launch");
-    for (const call of this.calls) call();
+    this.owner.launching = true;
+    try {
+      for (const call of this.calls) call();
+    } finally {
+      this.owner.launching = false;
+    }
     this.owner.counts.launches++;
   }
 
@@ -56,6 +61,11 @@ export class WasmGraphs implements OpGraphs {
   /** Heap offset → the graph that owns the block. */
   readonly #owners = new Map<number, WasmGraph>();
   readonly counts = { made: 0, updated: 0, launches: 0 };
+  /** True while a launch replays its calls: they name tensors the recording freed into the graph's
+   *  pool, whose memory the graph still holds. */
+  launching = false;
+  /** Blocks handed out again from a graph's pool (the heap counts the rest). */
+  reused = 0;
 
   constructor(private readonly heap: WasmHeap, private readonly backend: OpHost) {}
 
@@ -99,6 +109,7 @@ export class WasmGraphs implements OpGraphs {
     if (!rec) return this.heap.alloc(bytes);
     const size = Math.ceil(Math.max(bytes, 1) / ALIGN) * ALIGN, pool = rec.graph.pool;
     const i = pool.findIndex((off) => rec.graph.blocks.get(off) === size);
+    if (i >= 0) this.reused++;
     const off = i >= 0 ? pool.splice(i, 1)[0]! : this.heap.alloc(bytes);
     if (i < 0) {
       rec.graph.blocks.set(off, size);

@@ -125,16 +125,26 @@ class WasmBackend implements B.Backend {
     }
   }
 
-  async download(t: Tensor): Promise<Float32Array> {
+  /** Refused synchronously while a graph records (a recording cannot wait for its results). */
+  download(t: Tensor): Promise<Float32Array> {
     this.graphs.refuse("download");
+    return this.#download(t);
+  }
+
+  async #download(t: Tensor): Promise<Float32Array> {
     const ptr = this.#ptr(t), buf = this.wasmMemory.buffer;
     if (t.dtype === "f32") return new Float32Array(buf, ptr, t.numel).slice();
     if (t.dtype === "u8") return Float32Array.from(new Uint8Array(buf, ptr, t.numel));
     return fromHalf(new Uint16Array(buf, ptr, t.numel), t.dtype);
   }
 
-  async downloadRaw(t: Tensor): Promise<Uint8Array> {
+  /** Refused synchronously while a graph records (a recording cannot wait for its results). */
+  downloadRaw(t: Tensor): Promise<Uint8Array> {
     this.graphs.refuse("downloadRaw");
+    return this.#downloadRaw(t);
+  }
+
+  async #downloadRaw(t: Tensor): Promise<Uint8Array> {
     return new Uint8Array(this.wasmMemory.buffer, this.#ptr(t), t.bytes).slice();
   }
 
@@ -148,12 +158,14 @@ class WasmBackend implements B.Backend {
     }
   }
 
-  async sync(): Promise<void> {
+  /** Refused synchronously while a graph records (a recording cannot wait for its results). */
+  sync(): Promise<void> {
     this.graphs.refuse("sync");
+    return Promise.resolve();
   }
 
   memory(): B.MemoryStats {
-    return { inUse: this.heap.inUse, peak: this.heap.peak, allocations: this.heap.allocations, systemAllocations: this.heap.grows };
+    return { inUse: this.heap.inUse, peak: this.heap.peak, allocations: this.heap.allocations + this.graphs.reused, systemAllocations: this.heap.grows };
   }
 
   dispose(): void {
@@ -163,7 +175,7 @@ class WasmBackend implements B.Backend {
   /** The byte address of a live tensor of this backend. */
   #ptr(t: Tensor): number {
     if (!this.#owned.has(t.owner)) throw new Error(`${t} does not belong to this wasm backend`);
-    if (t.freed) throw new Error(`${t} was freed`);
+    if (t.freed && !this.graphs.launching) throw new Error(`${t} was freed`);
     return t.ptr;
   }
 
