@@ -5,7 +5,8 @@
 #      nvcc flags directly) and counts wgmma (HGMMA) instructions in its sm_90a code;
 #   2. checks the CUDA kernels against PyTorch (fp64/fp32 references on the GPU) at awkward shapes —
 #      every GEMM path (wgmma, mma.sync, SIMT; bf16 and f32 activations; the GELU and gated-residual
-#      epilogues, in place) and the attention kernels
+#      epilogues, in place; split outputs, the fused q|k|v projection, with even and odd parts) and
+#      the attention kernels
 #      (D 16…128, Lq ≠ Lk, kvLen < Lk, block-causal, T5 bias, SIMT head sizes), each tensor-core
 #      attention result also against its precision promise (attention.cu: |err| ≤ 2^-7 · max|v|);
 #   3. benchmarks bf16 GEMM (4096³ and the Wan-1.3B shapes at M = 4680) and attention (12 heads × 128,
@@ -21,9 +22,16 @@
 #   5. times the Wan2.1 VAE decoder (random weights, real geometry) at 832x480, ms per 3-latent-frame
 #      chunk, and each chunk's readback for the encoder in bytes and ms — I420 converted on the device
 #      (what the pipeline does) beside f32 RGB made into RGB24 on the host (what it did) —
-#      (tools/bench/vae-decode.ts), and runs the op sweep (test/runtime/ops.test.ts +
-#      cuda.test.ts), when bun is available;
-#   6. multi-GPU (≤ 20 s): with ≥ 2 GPUs in `nvidia-smi -L`, starts `kino serve` with num_gpus = that
+#      (tools/bench/vae-decode.ts), when bun is available;
+#   6. the DiT forward as a CUDA graph (tools/bench/dit-graph.ts, ≤ 150 s): Wan2.1-1.3B at real size
+#      (random bf16 weights, 832x480, 3-frame chunks, 4 steps + context pass, window 21), one model
+#      eager and one with its denoising forwards recorded as graphs, on the same latents — PASS/FAIL
+#      that every launch's prediction equals the eager one bit for bit (chunks 0, 1, 7), seconds per
+#      chunk both ways (first and steady), PASS/FAIL that no cudaMalloc happens once the window is
+#      full, and the blocks handed out per step; then the op sweep (test/runtime/ops.test.ts +
+#      cuda.test.ts, and test/models/dit-graph.test.ts: graphs on the golden model, bit for bit
+#      through a stream, steady-state allocations, what a recording refuses);
+#   7. multi-GPU (≤ 20 s): with ≥ 2 GPUs in `nvidia-smi -L`, starts `kino serve` with num_gpus = that
 #      count on kino-tiny and checks that every worker reports CUDA on a distinct GPU (its PCI bus id,
 #      against nvidia-smi's) and that nvidia-smi shows each worker process on the GPU it reported; with
 #      one GPU it checks instead that num_gpus 2 is refused naming worker 1's CUDA_VISIBLE_DEVICES=1
@@ -358,9 +366,16 @@ else
   echo "skipped: no bun on this machine (carry .gpu/bun.gz or set KINO_BUN)"
 fi
 
+step "DiT forward as a CUDA graph, Wan2.1-1.3B at 832x480 (bun)"
+if [ -n "$BUN" ]; then
+  timeout 150 "$BUN" tools/bench/dit-graph.ts || status=1
+else
+  echo "skipped: no bun on this machine (carry .gpu/bun.gz or set KINO_BUN)"
+fi
+
 step "op sweep (bun test)"
 if [ -n "$BUN" ]; then
-  sweep=(test/runtime/cuda.test.ts)
+  sweep=(test/runtime/cuda.test.ts test/models/dit-graph.test.ts)
   [ -f test/runtime/ops.test.ts ] && sweep+=(test/runtime/ops.test.ts)
   timeout 180 "$BUN" test --timeout 120000 "${sweep[@]}" || status=1
 else
