@@ -22,6 +22,7 @@ import type { AttentionOptions, Backend } from "../runtime/backend.ts";
 import { type Tensor, numelOf } from "../runtime/tensor.ts";
 import type { WanDitConfig } from "./configs.ts";
 import { DeviceRope } from "./rope.ts";
+import { type Steps, drain, drive } from "./tap-steps.ts";
 import type { Tap } from "./umt5.ts";
 import { type ImageKV, imageAttnKV } from "./wan-dit-image.ts";
 import { type DitWeights, type Linear, freeDitWeights, loadDitWeights } from "./wan-dit-weights.ts";
@@ -415,34 +416,4 @@ export function timestepGroups(perToken: readonly number[]): number[] {
     if (uniform) return Array.from({ length: G }, (_, g) => perToken[g * run]!);
   }
   return [...perToken];
-}
-
-/** A point where a tapped forward hands an intermediate tensor to its Tap (the goldens' names). */
-type TapPoint = readonly [name: string, t: Tensor];
-/** A forward stage as a generator of its tap points: run with taps (drive) or straight through (drain). */
-type Steps<T> = Generator<TapPoint, T, void>;
-
-/** Runs a stage to its end without taps: every op is enqueued before this returns, which is what
- *  recording a graph needs (nothing may await in between). */
-function drain<T>(steps: Steps<T>): T {
-  let r = steps.next();
-  while (!r.done) r = steps.next();
-  return r.value;
-}
-
-/** Runs a stage, awaiting `tap` at each of its tap points; a failing tap ends the stage through its
- *  own error path (what it allocated is freed). */
-async function drive<T>(steps: Steps<T>, tap?: Tap): Promise<T> {
-  if (!tap) return drain(steps);
-  let r = steps.next();
-  while (!r.done) {
-    try {
-      await tap(r.value[0], r.value[1]);
-    } catch (err) {
-      steps.throw(err);
-      throw err;
-    }
-    r = steps.next();
-  }
-  return r.value;
 }
