@@ -5,7 +5,8 @@
 #      nvcc flags directly) and counts wgmma (HGMMA) instructions in its sm_90a code;
 #   2. checks the CUDA kernels against PyTorch (fp64/fp32 references on the GPU) at awkward shapes —
 #      every GEMM path (wgmma, mma.sync, SIMT; bf16 and f32 activations; the GELU and gated-residual
-#      epilogues, in place) and the attention kernels
+#      epilogues, in place; split outputs, the fused q|k|v projection, with even and odd parts) and
+#      the attention kernels
 #      (D 16…128, Lq ≠ Lk, kvLen < Lk, block-causal, T5 bias, SIMT head sizes), each tensor-core
 #      attention result also against its precision promise (attention.cu: |err| ≤ 2^-7 · max|v|);
 #   3. benchmarks bf16 GEMM (4096³ and the Wan-1.3B shapes at M = 4680) and attention (12 heads × 128,
@@ -21,9 +22,16 @@
 #   5. times the Wan2.1 VAE decoder (random weights, real geometry) at 832x480, ms per 3-latent-frame
 #      chunk, and each chunk's readback for the encoder in bytes and ms — I420 converted on the device
 #      (what the pipeline does) beside f32 RGB made into RGB24 on the host (what it did) —
-#      (tools/bench/vae-decode.ts), and runs the op sweep (test/runtime/ops.test.ts +
-#      cuda.test.ts), when bun is available;
-#   6. multi-GPU (≤ 20 s): with ≥ 2 GPUs in `nvidia-smi -L`, starts `kino serve` with num_gpus = that
+#      (tools/bench/vae-decode.ts), when bun is available;
+#   6. the DiT forward as a CUDA graph (tools/bench/dit-graph.ts, ≤ 150 s): Wan2.1-1.3B at real size
+#      (random bf16 weights, 832x480, 3-frame chunks, 4 steps + context pass, window 21), one model
+#      eager and one with its denoising forwards recorded as graphs, on the same latents — PASS/FAIL
+#      that every launch's prediction equals the eager one bit for bit (chunks 0, 1, 7), seconds per
+#      chunk both ways (first and steady), PASS/FAIL that no cudaMalloc happens once the window is
+#      full, and the blocks handed out per step; then the op sweep (test/runtime/ops.test.ts +
+#      cuda.test.ts, and test/models/dit-graph.test.ts: graphs on the golden model, bit for bit
+#      through a stream, steady-state allocations, what a recording refuses);
+#   7. multi-GPU (≤ 20 s): with ≥ 2 GPUs in `nvidia-smi -L`, starts `kino serve` with num_gpus = that
 #      count on kino-tiny and checks that every worker reports CUDA on a distinct GPU (its PCI bus id,
 #      against nvidia-smi's) and that nvidia-smi shows each worker process on the GPU it reported; with
 #      one GPU it checks instead that num_gpus 2 is refused naming worker 1's CUDA_VISIBLE_DEVICES=1
@@ -93,7 +101,7 @@ lib.kc_synchronize.argtypes = [vp]
 lib.kc_timer_start.argtypes = [vp]
 lib.kc_timer_stop.argtypes = [vp]
 lib.kc_timer_stop.restype = C.c_double
-lib.kc_gemm.argtypes = [vp, vp, vp, i32, vp, i32, vp, i32, i32, i32, i32, vp, vp, i32, i32]
+lib.kc_gemm.argtypes = [vp, vp, vp, i32, vp, i32, vp, i32, i32, i32, i32, vp, vp, i32, i32, i32]
 lib.kc_attention.argtypes = [vp, vp, vp, vp, vp, i32, vp, i32, i32, i32, i32, i32, i32, f32, i32, i32]
 lib.kc_set_paths.argtypes = [vp, i32, i32, i32]
 F32, BF16 = 0, 1
@@ -130,14 +138,16 @@ def report_promise(name, got, want, v, kv):
     vmax = v[:, :kv].double().abs().max().clamp_min(1e-30)
     report("  promise " + name, ((got.double() - want.double()).abs().max() / (2 ** -7 * vmax)).item(), 1)
 
-def kino_gemm(ctx, a, w, bias, gelu=0, residual=None, gate=None, L=1, G=1):
+def kino_gemm(ctx, a, w, bias, gelu=0, residual=None, gate=None, L=1, G=1, parts=0):
     M, K = a.shape; N = w.shape[0]
     out = residual if residual is not None else torch.empty(M, N, device="cuda", dtype=torch.float32)  # in place
     torch.cuda.synchronize()
     call(ctx, lib.kc_gemm(ctx, p(out), p(a), F32 if a.dtype == torch.float32 else BF16, p(w),
-                          F32 if w.dtype == torch.float32 else BF16, p(bias), M, N, K, gelu, p(residual), p(gate), L, G),
+                          F32 if w.dtype == torch.float32 else BF16, p(bias), M, N, K, gelu, p(residual), p(gate), L, G,
+                          N // parts if parts else 0),
          f"gemm {M}x{N}x{K}")
-    return out
+    # a split output is [parts, M, N / parts]: back to [M, N] to compare
+    return out.view(parts, M, N // parts).permute(1, 0, 2).reshape(M, N) if parts else out
 
 def attention_rc(ctx, out, q, k, v, kv_len, scale, bias=None, block=0, qoff=0):
     B, Lq, H, D = q.shape; Lk = k.shape[1]
@@ -187,6 +197,9 @@ for path in ["mma.sync", "auto (wgmma on sm_90)", "simt"]:
     res, gate = rnd(M, N), rnd(2, 3, N)
     want = res.double() + gate.double().repeat_interleave(50, dim=1).reshape(M, N) * y
     report(f"{path}: gated residual in place {M}x{N}x{K}", rel(kino_gemm(ctx, a, w, bias, residual=res.clone(), gate=gate, L=150, G=3), want), 2e-3)
+    # split outputs (the fused q|k|v projection): 3 parts of 88 columns, and 8 odd parts of 33
+    report(f"{path}: split into 3 parts {M}x{N}x{K}", rel(kino_gemm(ctx, a, w, bias, parts=3), y), 2e-3)
+    report(f"{path}: split into 8 parts (odd width) {M}x{N}x{K}", rel(kino_gemm(ctx, a, w, bias, parts=8), y), 2e-3)
 ctx = ctxs["auto (wgmma on sm_90)"]
 for M, N, K in [(133, 264, 200), (64, 96, 13)]:  # f32 weights (SIMT), K off 8
     a, w = rnd(M, K), rnd(N, K)
@@ -236,7 +249,7 @@ for label, (M, N, K) in [("4096³", (4096, 4096, 4096)), ("Wan QKV", (4680, 4608
     flops = 2 * M * N * K
     for path in ["auto (wgmma on sm_90)", "mma.sync"] if label == "4096³" else ["auto (wgmma on sm_90)"]:
         c = ctxs[path]
-        kt = bench(c, lambda: lib.kc_gemm(c, p(out), p(a), BF16, p(w), BF16, None, M, N, K, 0, None, None, 1, 1), flops)
+        kt = bench(c, lambda: lib.kc_gemm(c, p(out), p(a), BF16, p(w), BF16, None, M, N, K, 0, None, None, 1, 1, 0), flops)
         tt = torch_bench(lambda: torch.matmul(a, w.T), flops)
         rows.append((f"gemm {label} {M}x{N}x{K} [{path.split()[0]}]", kt, tt))
 # (label, Lq, Lk, block size, q offset): Wan 1.3B self-attention (12 heads × 128) at 4680 tokens a
@@ -353,9 +366,16 @@ else
   echo "skipped: no bun on this machine (carry .gpu/bun.gz or set KINO_BUN)"
 fi
 
+step "DiT forward as a CUDA graph, Wan2.1-1.3B at 832x480 (bun)"
+if [ -n "$BUN" ]; then
+  timeout 150 "$BUN" tools/bench/dit-graph.ts || status=1
+else
+  echo "skipped: no bun on this machine (carry .gpu/bun.gz or set KINO_BUN)"
+fi
+
 step "op sweep (bun test)"
 if [ -n "$BUN" ]; then
-  sweep=(test/runtime/cuda.test.ts)
+  sweep=(test/runtime/cuda.test.ts test/models/dit-graph.test.ts)
   [ -f test/runtime/ops.test.ts ] && sweep+=(test/runtime/ops.test.ts)
   timeout 180 "$BUN" test --timeout 120000 "${sweep[@]}" || status=1
 else

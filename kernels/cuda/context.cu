@@ -1,97 +1,19 @@
-// The context handle and everything that is not a kernel: device discovery, the stream, the caching
-// allocator, host↔device copies, timing events and error strings.
+// The context handle and everything that is not a kernel: device discovery, the stream, host↔device
+// copies, timing events and error strings (the caching allocator: alloc.cu; graphs: graph.cu).
 //
 // One context owns one device and one stream; every op of the library is enqueued on that stream, so
 // stream order alone makes it safe to hand a freed block to the next allocation without a sync.
 // The context is not thread-safe: kino gives each worker process (and so each GPU) one context.
-#include "common.cuh"
+#include "alloc.cuh"
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <map>
-#include <unordered_map>
-#include <vector>
 
 int kc_fail(KcContext* ctx, int code, const char* where, const char* detail) {
   if (ctx) snprintf(ctx->error, sizeof ctx->error, "%s: %s (error %d)", where, detail ? detail : "failed", code);
   return code;
 }
-
-// ---- caching allocator ---------------------------------------------------------------------------
-// cudaMalloc/cudaFree are slow and cudaFree synchronizes the device, so freed blocks go to free lists
-// keyed by their rounded size and are handed out again. Small requests round to 512 B, large ones to
-// 2 MiB; a cached block is reused for a request up to 1/8 smaller than it. When cudaMalloc runs out
-// of memory the cache is returned to the driver and the allocation retried once.
-struct KcAllocator {
-  std::multimap<size_t, void*> free_blocks;       // rounded size → block
-  std::unordered_map<void*, size_t> live_blocks;  // block → rounded size
-  size_t in_use = 0, cached = 0, peak = 0, mallocs = 0;
-};
-
-static size_t kc_round_size(size_t n) {
-  const size_t small = 512, large = 2u << 20;
-  if (n == 0) n = 1;
-  return n <= (1u << 20) ? (n + small - 1) / small * small : (n + large - 1) / large * large;
-}
-
-static void kc_release_cache(KcAllocator* a) {
-  for (auto& kv : a->free_blocks) cudaFree(kv.second);
-  a->free_blocks.clear();
-  a->cached = 0;
-}
-
-static void* kc_alloc_impl(KcContext* ctx, size_t bytes) {
-  KcAllocator* a = ctx->alloc;
-  size_t size = kc_round_size(bytes);
-  auto it = a->free_blocks.lower_bound(size);
-  if (it != a->free_blocks.end() && it->first <= size + size / 8) {
-    void* p = it->second;
-    size = it->first;
-    a->free_blocks.erase(it);
-    a->cached -= size;
-    a->live_blocks[p] = size;
-    a->in_use += size;
-    if (a->in_use > a->peak) a->peak = a->in_use;
-    return p;
-  }
-  void* p = nullptr;
-  cudaError_t e = cudaMalloc(&p, size);
-  if (e == cudaErrorMemoryAllocation) {
-    cudaGetLastError();  // clear the sticky-free error before retrying
-    kc_release_cache(a);
-    e = cudaMalloc(&p, size);
-  }
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    char detail[160];
-    snprintf(detail, sizeof detail, "%s while allocating %zu bytes (%zu in use, %zu cached)",
-             cudaGetErrorString(e), size, a->in_use, a->cached);
-    kc_fail(ctx, KC_E_OOM, "kc_alloc", detail);
-    return nullptr;
-  }
-  a->mallocs++;
-  a->live_blocks[p] = size;
-  a->in_use += size;
-  if (a->in_use > a->peak) a->peak = a->in_use;
-  return p;
-}
-
-static int kc_free_impl(KcContext* ctx, void* p) {
-  if (!p) return 0;
-  KcAllocator* a = ctx->alloc;
-  auto it = a->live_blocks.find(p);
-  if (it == a->live_blocks.end()) return kc_fail(ctx, KC_E_ARG, "kc_free", "pointer not allocated by this context");
-  size_t size = it->second;
-  a->live_blocks.erase(it);
-  a->in_use -= size;
-  a->cached += size;
-  a->free_blocks.emplace(size, p);
-  return 0;
-}
-
-void* kc_scratch(KcContext* ctx, size_t bytes) { return kc_alloc_impl(ctx, bytes); }
-void kc_scratch_release(KcContext* ctx, void* p) { kc_free_impl(ctx, p); }
 
 // ---- context -------------------------------------------------------------------------------------
 
@@ -181,12 +103,10 @@ KC_API KcContext* kc_create(int device, int32_t* code, char* err, int err_len) {
 KC_API void kc_destroy(KcContext* ctx) {
   if (!ctx) return;
   cudaStreamSynchronize(ctx->stream);
-  for (auto& kv : ctx->alloc->live_blocks) cudaFree(kv.first);
-  kc_release_cache(ctx->alloc);
+  kc_alloc_destroy(ctx);
   cudaStreamDestroy(ctx->stream);
   if (ctx->timer[0]) cudaEventDestroy(ctx->timer[0]);
   if (ctx->timer[1]) cudaEventDestroy(ctx->timer[1]);
-  delete ctx->alloc;
   delete ctx;
 }
 
@@ -254,25 +174,6 @@ KC_API int kc_device_info(KcContext* ctx, char* name, int name_len, int64_t* out
 // CUDA_VISIBLE_DEVICES gave it in this process, so a server can show that its workers hold distinct GPUs.
 KC_API int kc_device_pci_bus_id(KcContext* ctx, char* out, int len) {
   KC_TRY(kc_check(ctx, cudaDeviceGetPCIBusId(out, len, ctx->device), "cudaDeviceGetPCIBusId"));
-  return 0;
-}
-
-// out[0..3]: bytes in use, bytes cached in free lists, peak bytes in use, cudaMalloc calls.
-KC_API void kc_memory_stats(KcContext* ctx, int64_t* out) {
-  KcAllocator* a = ctx->alloc;
-  out[0] = (int64_t)a->in_use;
-  out[1] = (int64_t)a->cached;
-  out[2] = (int64_t)a->peak;
-  out[3] = (int64_t)a->mallocs;
-}
-
-// Returns a device pointer of at least `bytes` (256-byte aligned), or null with kc_last_error set.
-KC_API void* kc_alloc(KcContext* ctx, uint64_t bytes) { return kc_alloc_impl(ctx, (size_t)bytes); }
-KC_API int kc_free(KcContext* ctx, void* p) { return kc_free_impl(ctx, p); }
-// Hands every cached block back to the driver (waits for the stream first).
-KC_API int kc_empty_cache(KcContext* ctx) {
-  KC_TRY(kc_check(ctx, cudaStreamSynchronize(ctx->stream), "cudaStreamSynchronize"));
-  kc_release_cache(ctx->alloc);
   return 0;
 }
 

@@ -2,7 +2,7 @@
 //
 //   w f32, or K % 8 != 0 (K = 0 too), or a device older than sm_80  → SIMT (exact f32 products)
 //   w bf16/f16: a f32 is first rounded to w's type in scratch memory, then
-//     sm_90 (+ driver tensor-map entry point), N even, out 8-byte aligned → wgmma + TMA
+//     sm_90 (+ driver tensor-map entry point), N (and a split's part) even, out 8-byte aligned → wgmma + TMA
 //     otherwise                                       → mma.sync
 // KINO_CUDA_GEMM=mma or =simt (read at kc_create), or kc_set_paths, forces a path: mma.sync to compare
 // against, SIMT for exact f32 products, wgmma (sm_90 only) to test it where auto would choose it.
@@ -12,15 +12,17 @@
 static bool aligned16(const void* p) { return ((uintptr_t)p & 15) == 0; }
 
 // The epilogue (gemm_epilogue.cuh): gelu, or residual [M, N] (may be out) with gate [B, G, N] (or null)
-// whose row for output row m is (m / L)·G + (m % L) / (L / G).
+// whose row for output row m is (m / L)·G + (m % L) / (L / G), or split > 0: out is [N / split, M, split].
 KC_API int kc_gemm(KcContext* ctx, float* out, const void* a, int a_dt, const void* w, int w_dt, const float* bias,
-                   int M, int N, int K, int gelu, const float* residual, const float* gate, int L, int G) {
+                   int M, int N, int K, int gelu, const float* residual, const float* gate, int L, int G, int split) {
   ctx->last_gemm = "";
   if (M <= 0 || N <= 0) return 0;
   if (K < 0) return kc_fail(ctx, KC_E_ARG, "kc_gemm", "K must not be negative");
   if ((gelu && residual) || (gate && (!residual || L <= 0 || G <= 0 || L % G)))
     return kc_fail(ctx, KC_E_ARG, "kc_gemm", "epilogue: GELU or a residual, and a gate needs a residual and G dividing L");
-  const KcGemmEpilogue epi{bias, residual, gate, gelu, L, G};
+  if (split < 0 || (split && (N % split || gelu || residual)))
+    return kc_fail(ctx, KC_E_ARG, "kc_gemm", "split must divide N and comes without GELU or a residual");
+  const KcGemmEpilogue epi{bias, residual, gate, gelu, L, G, split, (int64_t)M * split};
   const bool tensor_cores = w_dt != KC_F32 && ctx->gemm_path != 2 && ctx->sm_major >= 8 && K > 0 && K % 8 == 0 &&
                             aligned16(w) && (a_dt == KC_F32 || a_dt == w_dt);
   if (!tensor_cores) {
@@ -43,7 +45,7 @@ KC_API int kc_gemm(KcContext* ctx, float* out, const void* a, int a_dt, const vo
   const bool f16 = w_dt == KC_F16;
   int rc;
   if (ctx->sm_major == 9 && ctx->encode_tensor_map && (ctx->gemm_path == 0 || ctx->gemm_path == 3) && N % 2 == 0 &&
-      ((uintptr_t)out & 7) == 0) {
+      split % 2 == 0 && ((uintptr_t)out & 7) == 0) {
     ctx->last_gemm = "wgmma";
     rc = kc_gemm_wgmma_launch(ctx, out, a16, w, f16, epi, M, N, K);
   } else {

@@ -6,7 +6,9 @@
 //   none      out = y
 //   gelu      out = 0.5·y·(1 + tanh(√(2/π)·(y + 0.044715·y³)))           (kc_gelu_tanh)
 //   residual  out = residual[m, n] + gate[(m / L)·G + (m % L) / (L / G), n] · y   (gate null: 1)
-// GELU and a residual are never combined. The residual may be the output itself (in place): the
+//   split     out = y, stored at [n / S, m, n % S] instead of [m, n] (S = split columns per part): a
+//             fused projection's parts (q|k|v) come out as contiguous [M, S] matrices
+// GELU, a residual and a split are never combined. The residual may be the output itself (in place): the
 // thread that stores (m, n) is the one that read residual (m, n), and the K sum is complete in its
 // registers by then.
 #pragma once
@@ -17,7 +19,15 @@ struct KcGemmEpilogue {
   const float* residual;  // [M, N] or null
   const float* gate;      // [B, G, N] or null
   int gelu, L, G;
+  int split;              // columns per part of a split output, 0: out is [M, N]
+  int64_t part_stride;    // M · split: elements between parts
 };
+
+// Where output (m, n) is stored: row-major [M, N], or part n / split of a split output. With an even
+// split, columns n and n + 1 (n even) stay side by side in one part, so pair stores remain valid.
+__device__ __forceinline__ int64_t kc_epi_out(const KcGemmEpilogue& e, int64_t m, int n, int N) {
+  return e.split ? (n / e.split) * e.part_stride + m * e.split + n % e.split : m * N + n;
+}
 
 // Row m's gate row (null without a gate), looked up once per output row a thread stores.
 __device__ __forceinline__ const float* kc_epi_gate_row(const KcGemmEpilogue& e, int64_t m, int N) {

@@ -54,12 +54,12 @@ __global__ void __launch_bounds__(THREADS) gemm_mma_kernel(float* __restrict__ o
 #pragma unroll
       for (int nj = 0; nj < 4; nj++) {
         int n = n0 + wn * 32 + nj * 8 + (lane % 4) * 2;
-        float* o = out + (int64_t)m * N + n;
+        float* o = out + kc_epi_out(epi, m, n, N);
         if (n + 1 < N) {
           float v0 = kc_epi_apply(epi, acc[mi][nj][half * 2] + kc_epi_bias(epi, n), m, n, N, gate_row);
           float v1 = kc_epi_apply(epi, acc[mi][nj][half * 2 + 1] + kc_epi_bias(epi, n + 1), m, n + 1, N, gate_row);
           if (pairs) *reinterpret_cast<float2*>(o) = make_float2(v0, v1);
-          else o[0] = v0, o[1] = v1;
+          else o[0] = v0, out[kc_epi_out(epi, m, n + 1, N)] = v1;  // an odd split may put n + 1 in the next part
         } else if (n < N) {
           o[0] = kc_epi_apply(epi, acc[mi][nj][half * 2] + kc_epi_bias(epi, n), m, n, N, gate_row);
         }
@@ -80,6 +80,6 @@ int kc_gemm_mma_launch(KcContext* ctx, float* out, const void* a, const void* w,
   }
   dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
   kernel<<<grid, THREADS, SMEM_BYTES, ctx->stream>>>(out, (const uint16_t*)a, (const uint16_t*)w, epi, M, N, K,
-                                            N % 2 == 0 && ((uintptr_t)out & 7) == 0);
+                                            N % 2 == 0 && epi.split % 2 == 0 && ((uintptr_t)out & 7) == 0);
   return kc_launched(ctx, "gemm_mma_kernel");
 }

@@ -53,7 +53,7 @@ __global__ void __launch_bounds__(THREADS) gemm_simt_kernel(float* __restrict__ 
 #pragma unroll
     for (int j = 0; j < 4; j++) {
       int n = n0 + tx + 16 * j;
-      if (n < N) out[(int64_t)m * N + n] = kc_epi_apply(epi, acc[i][j] + kc_epi_bias(epi, n), m, n, N, gate_row);
+      if (n < N) out[kc_epi_out(epi, m, n, N)] = kc_epi_apply(epi, acc[i][j] + kc_epi_bias(epi, n), m, n, N, gate_row);
     }
   }
 }

@@ -109,9 +109,9 @@ __global__ void __launch_bounds__(THREADS, 1)
       for (int half = 0; half < 2; half++) {
         int m = row0 + half * 8;
         if (m >= M) continue;
-        float* o = out + (int64_t)m * N + n;
+        float* o = out + kc_epi_out(epi, m, n, N);
         float v0 = kc_epi_apply(epi, d[4 * j + 2 * half] + b0, m, n, N, gate_rows[half]);
-        if (n + 1 < N) {  // N is even (K-major TMA rows): a pair is whole, and 8-byte aligned
+        if (n + 1 < N) {  // N and a split's parts are even: a pair is whole, in one part, 8-byte aligned
           float v1 = kc_epi_apply(epi, d[4 * j + 2 * half + 1] + b1, m, n + 1, N, gate_rows[half]);
           *reinterpret_cast<float2*>(o) = make_float2(v0, v1);
         } else {
@@ -131,8 +131,8 @@ int encode_map(KcContext* ctx, CUtensorMap* map, const void* ptr, bool f16, int 
 }
 }  // namespace
 
-// Needs: sm_90 with the driver's cuTensorMapEncodeTiled, K % 8 == 0 and N even (16-byte TMA rows,
-// float2 stores), 16-byte aligned a and w. gemm.cu checks these and otherwise uses the mma.sync kernel.
+// Needs: sm_90 with the driver's cuTensorMapEncodeTiled, K % 8 == 0 and N (and a split's part) even
+// (16-byte TMA rows, float2 stores), 16-byte aligned a and w. gemm.cu checks these and otherwise uses the mma.sync kernel.
 int kc_gemm_wgmma_launch(KcContext* ctx, float* out, const void* a, const void* w, bool f16,
                          const KcGemmEpilogue& epi, int M, int N, int K) {
   static bool configured[2] = {false, false};

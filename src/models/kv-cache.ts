@@ -38,6 +38,7 @@ export class KvCache {
   nextFrame = 0;
   /** Token frames of the chunk being run (written after the held prefix, not committed yet). */
   #pendingFrames = 0;
+  #moveBuffer: Tensor | null = null;
 
   constructor(private readonly b: Backend, readonly shape: KvCacheShape) {
     if (shape.sinkFrames >= shape.windowFrames) throw new Error(`sink of ${shape.sinkFrames} frames leaves no room in a ${shape.windowFrames}-frame window`);
@@ -61,15 +62,22 @@ export class KvCache {
     this.#pendingFrames = frames;
   }
 
-  /** Copies `frames` token frames of every layer's K and V from frame `from` to frame `to`. */
+  /** Copies `frames` token frames of every layer's K and V from frame `from` to frame `to`, through a
+   *  buffer kept for the next move: a stream's evictions move the same number of frames every chunk,
+   *  so its steady state allocates nothing here. */
   #moveFrames(from: number, to: number, frames: number): void {
     const { tokensPerFrame } = this.shape;
-    const tmp = this.b.alloc([this.shape.batch ?? 1, frames * tokensPerFrame, this.shape.heads, this.shape.headDim]);
+    const shape = [this.shape.batch ?? 1, frames * tokensPerFrame, this.shape.heads, this.shape.headDim];
+    if (this.#moveBuffer?.shape.join() !== shape.join()) {
+      if (this.#moveBuffer) this.b.free(this.#moveBuffer);
+      this.#moveBuffer = null;
+      this.#moveBuffer = this.b.alloc(shape);
+    }
+    const tmp = this.#moveBuffer;
     for (const t of [...this.k, ...this.v]) {
       this.b.slice(tmp, t, 1, from * tokensPerFrame);
       this.b.writeSlice(t, tmp, 1, to * tokensPerFrame);
     }
-    this.b.free(tmp);
   }
 
   /** Writes a layer's chunk K/V [batch, L, H, D] after the held prefix. */
@@ -113,7 +121,8 @@ export class KvCache {
   }
 
   free(): void {
-    this.b.free(...this.k, ...this.v);
+    this.b.free(...this.k, ...this.v, ...(this.#moveBuffer ? [this.#moveBuffer] : []));
+    this.#moveBuffer = null;
     this.k.length = this.v.length = 0;
   }
 }

@@ -11,9 +11,14 @@
 //
 // `forwardBlockCausal` runs several chunks in one pass under the block-causal mask instead — the
 // training-time view, and the reference the cached path is tested against.
+//
+// With `graphs`, a chunk's denoising forwards run as one recorded graph (dit-graph.ts): the first
+// step of a chunk records it, the others launch it again (they share the cache length, the RoPE
+// offset and the conditioning). The context pass runs as it is: it comes once per chunk.
 import type { Tensor } from "../runtime/tensor.ts";
+import { ForwardGraph } from "./dit-graph.ts";
 import { KvCache } from "./kv-cache.ts";
-import type { CrossAttnKV, SelfAttention, TimeEmbedding, WanDiT } from "./wan-dit.ts";
+import type { CrossAttnKV, Grid, SelfAttention, TimeEmbedding, WanDiT } from "./wan-dit.ts";
 
 export interface CausalOptions {
   /** Latent frames per chunk (a multiple of the DiT's time patch). */
@@ -27,7 +32,14 @@ export interface CausalOptions {
   width: number;
   /** Streams run together over the same latent, each with its own cache (default 1). */
   batch?: number;
+  /** Run the denoising forwards as recorded graphs where the backend has them (dit-graph.ts). */
+  graphs?: boolean;
 }
+
+/** A number per conditioning object, for graph keys (a new prompt's K/V are new tensors). */
+const crossIds = new WeakMap<CrossAttnKV, number>();
+let nextCrossId = 0;
+const crossId = (c: CrossAttnKV) => crossIds.get(c) ?? (crossIds.set(c, ++nextCrossId), nextCrossId);
 
 /** Time embeddings kept per model (a schedule has a handful of distinct timesteps). */
 const MAX_CACHED_TIMES = 32;
@@ -36,6 +48,8 @@ export class CausalWanDiT {
   readonly cache: KvCache;
   readonly chunkTokens: number;
   readonly #times = new Map<string, TimeEmbedding>();
+  /** The denoising forward as a graph, with `graphs`. */
+  readonly graph: ForwardGraph | null;
 
   constructor(readonly dit: WanDiT, readonly opts: CausalOptions) {
     const [pt, ph, pw] = dit.config.patch;
@@ -52,6 +66,7 @@ export class CausalWanDiT {
       sinkFrames: Math.ceil(opts.sinkFrames / pt),
       batch: this.batch,
     });
+    this.graph = opts.graphs ? new ForwardGraph(dit.backend) : null;
   }
 
   get batch(): number {
@@ -71,19 +86,33 @@ export class CausalWanDiT {
     this.cache.begin(grid[0]);
     const frames = tokenFrameTimesteps(t, latent.shape[1]!, dit.config.patch[0]);
     const time = await this.#timeEmbedding(B === 1 ? frames : Array.from({ length: B }, () => frames).flat());
-    const x = await this.#tokens(latent);
-    const scale = 1 / Math.sqrt(dit.headDim);
+    if (commit) {
+      this.#forwardNow(latent, grid, time, cross, true);
+      this.cache.commit(asSink);
+      return null;
+    }
+    if (this.graph?.enabled) {
+      // what the recorded ops depend on besides the inputs: the cache length and the RoPE offset (the
+      // rope table, grown here if it must, outside the recording), and the conditioning's K/V
+      const rope = dit.rope.options(grid, this.cache.nextFrame);
+      const key = [this.cache.heldFrames, this.cache.nextFrame, crossId(cross), rope.cos.ptr].join(":");
+      const out = this.graph.run(key, latent, time, (l, tm) => this.#forwardNow(l, grid, tm, cross, false)!);
+      if (out) return out;
+    }
+    return this.#forwardNow(latent, grid, time, cross, false);
+  }
+
+  /** The forward, every op enqueued before it returns: the prediction, or null for a context pass. */
+  #forwardNow(latent: Tensor, grid: Grid, time: TimeEmbedding, cross: CrossAttnKV, kvOnly: boolean): Tensor | null {
+    const dit = this.dit, scale = 1 / Math.sqrt(dit.headDim);
     const self: SelfAttention = {
       store: (layer, k, v) => this.cache.store(layer, k, v),
       attend: (layer, out, q) => this.cache.attend(layer, out, q, scale),
     };
+    const x = this.#tokens(latent);
     try {
-      await dit.blocks(x, grid, this.cache.nextFrame, time, cross, self, { kvOnly: commit });
-      if (commit) {
-        this.cache.commit(asSink);
-        return null;
-      }
-      return await dit.head(x, grid, time);
+      dit.blocksNow(x, grid, this.cache.nextFrame, time, cross, self, kvOnly);
+      return kvOnly ? null : dit.headNow(x, grid, time);
     } finally {
       dit.backend.free(x);
     }
@@ -108,8 +137,8 @@ export class CausalWanDiT {
   }
 
   /** The latent's tokens, repeated for every stream: [B, L, dim]. */
-  async #tokens(latent: Tensor): Promise<Tensor> {
-    const one = await this.dit.patchify(latent);
+  #tokens(latent: Tensor): Tensor {
+    const one = this.dit.patchifyNow(latent);
     if (this.batch === 1) return one;
     const b = this.dit.backend, [, L, dim] = one.shape as [number, number, number];
     const all = b.alloc([this.batch, L, dim]);
@@ -124,6 +153,7 @@ export class CausalWanDiT {
   }
 
   free(): void {
+    this.graph?.free();
     this.cache.free();
     this.#freeTimes();
   }

@@ -13,7 +13,8 @@ import type { BlockWeights, ImageEmbeddingWeights } from "./wan-dit-weights.ts";
 /** MLPProj's LayerNorm epsilon (torch's default; the DiT's own norms use 1e-6). */
 const IMAGE_EMB_EPS = 1e-5;
 
-/** Per-layer keys/values of the image tokens, [B, n, heads, head_dim] each. */
+/** Per-layer keys/values of the image tokens, [B, n, heads, head_dim] each (k and v may be views of
+ *  one allocation: free their owners). */
 export interface ImageKV {
   k: Tensor[];
   v: Tensor[];
@@ -56,17 +57,18 @@ export async function imageAttnKV(b: Backend, cfg: WanDitConfig, emb: ImageEmbed
     tokens = await embedImage(b, emb, input, cfg.dim, tap);
     for (const block of blocks) {
       const att = block.imageAttn!;
-      const k = b.alloc([1, n, heads, D]), v = b.alloc([1, n, heads, D]);
+      // k_img|v_img in one GEMM (a split epilogue): k and v are the two halves of one allocation
+      const kv = b.alloc([2, 1, n, cfg.dim]);
+      const [k, v] = [0, 1].map((i) => kv.view([1, n, heads, D], i * n * cfg.dim)) as [Tensor, Tensor];
       out.k.push(k);
       out.v.push(v);
+      b.gemm(kv, tokens, att.joined.w, att.joined.b, { kind: "split", parts: 2 });
       const k3 = k.reshape([1, n, cfg.dim]);
-      b.gemm(k3, tokens, att.k.w, att.k.b);
       if (att.normK) b.rmsNorm(k3, k3, cfg.eps, att.normK);
-      b.gemm(v.reshape([1, n, cfg.dim]), tokens, att.v.w, att.v.b);
     }
     return out;
   } catch (err) {
-    b.free(...out.k, ...out.v);
+    b.free(...new Set([...out.k, ...out.v].map((t) => t.owner)));
     throw err;
   } finally {
     if (tokens) b.free(tokens);

@@ -1,6 +1,12 @@
 // The WanModel / WanTransformer3DModel parameters, by their Wan-original names (key-maps.ts maps the
 // diffusers names onto these). Matrices keep the checkpoint's dtype (or the weightDtype policy);
 // norms, biases and modulation tables are f32 because the ops (and Wan's fp32 modulation) need them.
+//
+// Projections that read the same input are joined at load, on the device, once: the self-attention's
+// q|k|v, the cross-attention's k|v over the text and (i2v) k_img|v_img over the image tokens, each one
+// matrix [parts·dim, dim] that one GEMM with a split epilogue (backend.ts) runs instead of two or
+// three. Each part is loaded by its own name first, so a LoRA merges into it as before; the parts stay
+// reachable as views of the joined matrix (`q`, `k`, `v`).
 import type { Backend } from "../runtime/backend.ts";
 import type { Tensor } from "../runtime/tensor.ts";
 import type { WanDitConfig } from "./configs.ts";
@@ -12,15 +18,20 @@ export interface Linear {
 }
 
 export interface AttentionWeights {
+  /** Views of `joined`'s rows (q, k and v of the self-attention; q alone is its own for the cross-attention). */
   q: Linear; k: Linear; v: Linear; o: Linear;
+  /** The joined projection: q|k|v [3·dim, dim] (self-attention) or k|v [2·dim, dim] (cross-attention). */
+  joined: Linear;
   normQ: Tensor | null;
   normK: Tensor | null;
 }
 
-/** Wan2.1 i2v: a cross-attention's keys/values for the image tokens (k_img with its own RMSNorm, v_img). */
+/** Wan2.1 i2v: a cross-attention's keys/values for the image tokens (k_img with its own RMSNorm,
+ *  v_img), joined as k|v [2·dim, dim]; k and v are views of it. */
 export interface ImageAttentionWeights {
   k: Linear;
   v: Linear;
+  joined: Linear;
   normK: Tensor | null;
 }
 
@@ -62,25 +73,66 @@ async function linear(r: WeightSource, name: string, out: number, inp: number): 
   return { w: await r.matrix(`${name}.weight`, [out, inp]), b: await r.vector(`${name}.bias`, [out]) };
 }
 
-async function attention(r: WeightSource, p: string, cfg: WanDitConfig): Promise<AttentionWeights> {
+/**
+ * One matrix [Σ N_i, K] (and bias) from linear layers over the same input, their weights and biases
+ * freed; the parts come back as views of it, in order. Weights of one dtype are copied as they are;
+ * mixed dtypes (a checkpoint that stores one projection wider) are joined as f32. A part without a
+ * bias gets zeros where the others have one.
+ */
+export function joinLinears(b: Backend, parts: readonly Linear[]): { joined: Linear; views: Linear[] } {
+  const K = parts[0]!.w.shape[1]!, rows = parts.map((l) => l.w.shape[0]!);
+  const N = rows.reduce((a, n) => a + n, 0);
+  const dtype = parts.every((l) => l.w.dtype === parts[0]!.w.dtype) ? parts[0]!.w.dtype : "f32";
+  const w = b.alloc([N, K], dtype);
+  const withBias = parts.some((l) => l.b);
+  const bias = withBias ? b.alloc([N]) : null;
+  try {
+    let at = 0;
+    for (const [i, l] of parts.entries()) {
+      if (l.w.dtype === dtype) b.writeSlice(w, l.w, 0, at);
+      else b.cast(w.view([rows[i]!, K], at * K), l.w);
+      if (bias) {
+        if (l.b) b.writeSlice(bias, l.b, 0, at);
+        else b.fill(bias.view([rows[i]!], at), 0);
+      }
+      at += rows[i]!;
+    }
+  } catch (err) {
+    b.free(w, ...(bias ? [bias] : []));
+    throw err;
+  }
+  b.free(...new Set(parts.flatMap((l) => [l.w, l.b]).filter((t): t is Tensor => t !== null).map((t) => t.owner)));
+  let at = 0;
+  const views = parts.map((_, i) => {
+    const n = rows[i]!, view = { w: w.view([n, K], at * K), b: bias ? bias.view([n], at) : null };
+    at += n;
+    return view;
+  });
+  return { joined: { w, b: bias }, views };
+}
+
+async function attention(r: WeightSource, p: string, cfg: WanDitConfig, join: "qkv" | "kv"): Promise<AttentionWeights> {
   const d = cfg.dim;
-  return {
-    q: await linear(r, `${p}.q`, d, d), k: await linear(r, `${p}.k`, d, d),
-    v: await linear(r, `${p}.v`, d, d), o: await linear(r, `${p}.o`, d, d),
-    normQ: cfg.qkNorm ? await r.vector(`${p}.norm_q.weight`, [d]) : null,
-    normK: cfg.qkNorm ? await r.vector(`${p}.norm_k.weight`, [d]) : null,
-  };
+  const q = await linear(r, `${p}.q`, d, d), k = await linear(r, `${p}.k`, d, d), v = await linear(r, `${p}.v`, d, d);
+  const o = await linear(r, `${p}.o`, d, d);
+  const normQ = cfg.qkNorm ? await r.vector(`${p}.norm_q.weight`, [d]) : null;
+  const normK = cfg.qkNorm ? await r.vector(`${p}.norm_k.weight`, [d]) : null;
+  if (join === "qkv") {
+    const { joined, views } = joinLinears(r.backend, [q, k, v]);
+    return { q: views[0]!, k: views[1]!, v: views[2]!, o, joined, normQ, normK };
+  }
+  const { joined, views } = joinLinears(r.backend, [k, v]);
+  return { q, k: views[0]!, v: views[1]!, o, joined, normQ, normK };
 }
 
 const norm = async (r: WeightSource, name: string, n: number) => ({ w: await r.vector(`${name}.weight`, [n]), b: await r.vector(`${name}.bias`, [n]) });
 
 async function imageAttention(r: WeightSource, p: string, cfg: WanDitConfig): Promise<ImageAttentionWeights> {
   const d = cfg.dim;
-  return {
-    k: await linear(r, `${p}.k_img`, d, d),
-    v: await linear(r, `${p}.v_img`, d, d),
-    normK: cfg.qkNorm ? await r.vector(`${p}.norm_k_img.weight`, [d]) : null,
-  };
+  const k = await linear(r, `${p}.k_img`, d, d), v = await linear(r, `${p}.v_img`, d, d);
+  const normK = cfg.qkNorm ? await r.vector(`${p}.norm_k_img.weight`, [d]) : null;
+  const { joined, views } = joinLinears(r.backend, [k, v]);
+  return { k: views[0]!, v: views[1]!, joined, normK };
 }
 
 async function imageEmbedding(r: WeightSource, imageDim: number, dim: number): Promise<ImageEmbeddingWeights> {
@@ -101,9 +153,9 @@ export async function loadDitWeights(r: WeightSource, cfg: WanDitConfig): Promis
     const p = `blocks.${i}`;
     blocks.push({
       modulation: (await r.vector(`${p}.modulation`, [1, 6, dim])).reshape([6, 1, dim]),
-      selfAttn: await attention(r, `${p}.self_attn`, cfg),
+      selfAttn: await attention(r, `${p}.self_attn`, cfg, "qkv"),
       norm3: cfg.crossAttnNorm ? await norm(r, `${p}.norm3`, dim) : null,
-      crossAttn: await attention(r, `${p}.cross_attn`, cfg),
+      crossAttn: await attention(r, `${p}.cross_attn`, cfg, "kv"),
       imageAttn: i2v ? await imageAttention(r, `${p}.cross_attn`, cfg) : null,
       ffn1: await linear(r, `${p}.ffn.0`, ffnDim, dim),
       ffn2: await linear(r, `${p}.ffn.2`, dim, ffnDim),
@@ -127,7 +179,7 @@ export async function loadDitWeights(r: WeightSource, cfg: WanDitConfig): Promis
 export function freeDitWeights(backend: Backend, w: DitWeights): void {
   const all: (Tensor | null)[] = [];
   const lin = (l: Linear) => all.push(l.w, l.b);
-  const att = (a: AttentionWeights) => (lin(a.q), lin(a.k), lin(a.v), lin(a.o), all.push(a.normQ, a.normK));
+  const att = (a: AttentionWeights) => (lin(a.q), lin(a.joined), lin(a.o), all.push(a.normQ, a.normK));
   [w.patch, w.textEmb1, w.textEmb2, w.timeEmb1, w.timeEmb2, w.timeProj, w.head].forEach(lin);
   all.push(w.headModulation);
   if (w.imageEmb) {
@@ -140,7 +192,7 @@ export function freeDitWeights(backend: Backend, w: DitWeights): void {
     all.push(b.modulation, b.norm3?.w ?? null, b.norm3?.b ?? null);
     att(b.selfAttn);
     att(b.crossAttn);
-    if (b.imageAttn) (lin(b.imageAttn.k), lin(b.imageAttn.v), all.push(b.imageAttn.normK));
+    if (b.imageAttn) (lin(b.imageAttn.joined), all.push(b.imageAttn.normK));
     lin(b.ffn1);
     lin(b.ffn2);
   }

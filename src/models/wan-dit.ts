@@ -22,6 +22,7 @@ import type { AttentionOptions, Backend } from "../runtime/backend.ts";
 import { type Tensor, numelOf } from "../runtime/tensor.ts";
 import type { WanDitConfig } from "./configs.ts";
 import { DeviceRope } from "./rope.ts";
+import { type Steps, drain, drive } from "./tap-steps.ts";
 import type { Tap } from "./umt5.ts";
 import { type ImageKV, imageAttnKV } from "./wan-dit-image.ts";
 import { type DitWeights, type Linear, freeDitWeights, loadDitWeights } from "./wan-dit-weights.ts";
@@ -143,13 +144,14 @@ export class WanDiT {
       this.#linear(emb, h, this.weights.textEmb2);
       await tap?.("context_emb", emb);
       for (const block of this.weights.blocks) {
-        const k = b.alloc([1, textLen, numHeads, this.headDim]), v = b.alloc([1, textLen, numHeads, this.headDim]);
-        const k3 = k.reshape([1, textLen, dim]);
-        this.#linear(k3, emb, block.crossAttn.k);
-        if (block.crossAttn.normK) b.rmsNorm(k3, k3, eps, block.crossAttn.normK);
-        this.#linear(v.reshape([1, textLen, dim]), emb, block.crossAttn.v);
+        // k|v in one GEMM (a split epilogue): k and v are the two halves of one allocation
+        const kv = b.alloc([2, 1, textLen, dim]);
+        const [k, v] = [0, 1].map((i) => kv.view([1, textLen, numHeads, this.headDim], i * textLen * dim)) as [Tensor, Tensor];
         out.k.push(k);
         out.v.push(v);
+        b.gemm(kv, emb, block.crossAttn.joined.w, block.crossAttn.joined.b, { kind: "split", parts: 2 });
+        const k3 = k.reshape([1, textLen, dim]);
+        if (block.crossAttn.normK) b.rmsNorm(k3, k3, eps, block.crossAttn.normK);
       }
       if (imageEmb) out.image = await imageAttnKV(b, this.config, imageEmb, this.weights.blocks, image!, tap);
       return out;
@@ -186,7 +188,8 @@ export class WanDiT {
   }
 
   freeCross(c: CrossAttnKV): void {
-    this.backend.free(...c.k, ...c.v, ...(c.image?.k ?? []), ...(c.image?.v ?? []));
+    // k and v may be views of one allocation (a layer's k|v): each allocation is freed once
+    this.backend.free(...new Set([...c.k, ...c.v, ...(c.image?.k ?? []), ...(c.image?.v ?? [])].map((t) => t.owner)));
     c.k.length = c.v.length = 0;
     c.image = undefined;
   }
@@ -205,7 +208,16 @@ export class WanDiT {
   }
 
   /** Latent [C, F, H, W] → tokens [1, L, dim] (patch embedding conv, flattened f-major). */
-  async patchify(latent: Tensor, tap?: Tap): Promise<Tensor> {
+  patchify(latent: Tensor, tap?: Tap): Promise<Tensor> {
+    return drive(this.#patchify(latent), tap);
+  }
+
+  /** `patchify` without taps, enqueued before it returns. */
+  patchifyNow(latent: Tensor): Tensor {
+    return drain(this.#patchify(latent));
+  }
+
+  *#patchify(latent: Tensor): Steps<Tensor> {
     const b = this.backend, { dim, patch } = this.config;
     const [f, h, w] = this.grid(latent.shape);
     if (latent.shape[0] !== this.config.inDim) throw new Error(`latent [${latent.shape}] has ${latent.shape[0]} channels; the DiT takes ${this.config.inDim}`);
@@ -213,9 +225,9 @@ export class WanDiT {
     const tokens = b.alloc([1, f * h * w, dim]);
     try {
       b.conv3d(conv, latent.reshape([1, ...latent.shape]), this.weights.patch.w, this.weights.patch.b, { stride: patch, timePad: 0 });
-      await tap?.("patch_conv_out", conv);
+      yield ["patch_conv_out", conv];
       b.permute(tokens.reshape([1, f, h, w, dim]), conv, [0, 2, 3, 4, 1]);
-      await tap?.("tokens_in", tokens);
+      yield ["tokens_in", tokens];
       return tokens;
     } catch (err) {
       b.free(tokens);
@@ -231,7 +243,16 @@ export class WanDiT {
    * is the absolute token frame of the first token (RoPE). With `kvOnly`, the last block stops once
    * its keys are stored (a causal context pass only needs the cache).
    */
-  async blocks(x: Tensor, grid: Grid, frameOffset: number, time: TimeEmbedding, cross: CrossAttnKV, self: SelfAttention, opts: { tap?: Tap; kvOnly?: boolean } = {}): Promise<void> {
+  blocks(x: Tensor, grid: Grid, frameOffset: number, time: TimeEmbedding, cross: CrossAttnKV, self: SelfAttention, opts: { tap?: Tap; kvOnly?: boolean } = {}): Promise<void> {
+    return drive(this.#blocks(x, grid, frameOffset, time, cross, self, !!opts.tap, opts.kvOnly ?? false), opts.tap);
+  }
+
+  /** `blocks` without taps, enqueued before it returns. */
+  blocksNow(x: Tensor, grid: Grid, frameOffset: number, time: TimeEmbedding, cross: CrossAttnKV, self: SelfAttention, kvOnly = false): void {
+    drain(this.#blocks(x, grid, frameOffset, time, cross, self, false, kvOnly));
+  }
+
+  *#blocks(x: Tensor, grid: Grid, frameOffset: number, time: TimeEmbedding, cross: CrossAttnKV, self: SelfAttention, tapping: boolean, kvOnly: boolean): Steps<void> {
     const b = this.backend, { dim, ffnDim, numHeads, eps } = this.config;
     const [B, L] = x.shape as [number, number], G = time.groups, D = this.headDim;
     if (G % B) throw new Error(`${G} time embedding rows for ${B} streams`);
@@ -239,37 +260,34 @@ export class WanDiT {
     const rope = this.rope.options(grid, frameOffset);
     const image = cross.image;
     if (!image !== !this.weights.imageEmb) throw new Error(`cross-attention K/V ${image ? "with" : "without"} image tokens for a ${this.config.kind} DiT`);
-    const h = b.alloc([B, L, dim]), q = b.alloc([B, L, dim]), k = b.alloc([B, L, dim]), v = b.alloc([B, L, dim]);
+    // q, k, v come out of one GEMM as the three parts of qkv (a split epilogue); the cross-attention's
+    // queries reuse q's part
+    const h = b.alloc([B, L, dim]), qkv = b.alloc([3, B, L, dim]);
+    const [q, k, v] = [0, 1, 2].map((i) => qkv.view([B, L, dim], i * B * L * dim)) as [Tensor, Tensor, Tensor];
     const att = b.alloc([B, L, dim]), ffn = b.alloc([B, L, ffnDim]), mod = b.alloc([6, G, dim]);
     const attImg = image ? b.alloc([B, L, dim]) : null;
     const part = (i: number) => mod.view([B, G / B, dim], i * G * dim); // shift_sa, scale_sa, gate_sa, shift_ff, scale_ff, gate_ff
     // q/k RMSNorm across heads fused with RoPE (without qk_norm: RoPE alone)
     const normRope = (t: Tensor, norm: Tensor | null) => (norm ? b.rmsNormRope(heads(t), heads(t), eps, norm, rope) : b.rope3d(heads(t), heads(t), rope));
-    const tap = opts.tap;
     try {
       for (const [i, w] of this.weights.blocks.entries()) {
         // x ← x + gate · (input · l): the residual in the GEMM's epilogue. The goldens store each
         // sub-layer's output before its residual, so a tapped block 0 also computes that alone.
-        const residual = async (name: string, input: Tensor, l: Linear, gate: Tensor | null) => {
-          if (i === 0 && tap) {
-            this.#linear(h, input, l);
-            await tap(name, h);
-          }
-          b.gemm(x, input, l.w, l.b, { kind: "residual", residual: x, gate });
-        };
+        const tapped = i === 0 && tapping;
+        const residual = (input: Tensor, l: Linear, gate: Tensor | null) => b.gemm(x, input, l.w, l.b, { kind: "residual", residual: x, gate });
+        const alone = (input: Tensor, l: Linear) => (this.#linear(h, input, l), h);
         b.upsampleNearest(mod, w.modulation);
         b.axpby(mod, mod, time.e0, 1, 1);
         // self-attention
         b.layerNormModulate(h, x, eps, part(1), part(0));
-        this.#linear(q, h, w.selfAttn.q);
-        this.#linear(k, h, w.selfAttn.k);
-        this.#linear(v, h, w.selfAttn.v);
+        b.gemm(qkv, h, w.selfAttn.joined.w, w.selfAttn.joined.b, { kind: "split", parts: 3 });
         normRope(q, w.selfAttn.normQ);
         normRope(k, w.selfAttn.normK);
         self.store(i, heads(k), heads(v));
-        if (opts.kvOnly && i === this.weights.blocks.length - 1) return;
+        if (kvOnly && i === this.weights.blocks.length - 1) return;
         self.attend(i, heads(att), heads(q));
-        await residual("block0_self_attn_out", att, w.selfAttn.o, part(2));
+        if (tapped) yield ["block0_self_attn_out", alone(att, w.selfAttn.o)];
+        residual(att, w.selfAttn.o, part(2));
         // cross-attention over the (cached) context keys
         if (w.norm3) b.layerNorm(h, x, eps, w.norm3.w, w.norm3.b);
         else b.layerNorm(h, x, eps);
@@ -279,22 +297,24 @@ export class WanDiT {
         if (image && attImg) {
           // i2v: the same queries over the image tokens, a softmax of their own, summed before `o`
           b.attention(heads(attImg), heads(q), image.k[i]!, image.v[i]!, { scale: 1 / Math.sqrt(D) });
-          if (i === 0 && tap) {
-            await tap("block0_cross_attn_in", h); // the i2v goldens record these three too
-            await tap("block0_cross_attn_txt", heads(att));
-            await tap("block0_cross_attn_img", heads(attImg));
+          if (tapped) {
+            yield ["block0_cross_attn_in", h]; // the i2v goldens record these three too
+            yield ["block0_cross_attn_txt", heads(att)];
+            yield ["block0_cross_attn_img", heads(attImg)];
           }
           b.axpby(att, att, attImg, 1, 1);
         }
-        await residual("block0_cross_attn_out", att, w.crossAttn.o, null);
+        if (tapped) yield ["block0_cross_attn_out", alone(att, w.crossAttn.o)];
+        residual(att, w.crossAttn.o, null);
         // feed-forward
         b.layerNormModulate(h, x, eps, part(4), part(3));
         b.gemm(ffn, h, w.ffn1.w, w.ffn1.b, { kind: "gelu" });
-        await residual("block0_ffn_out", ffn, w.ffn2, part(5));
-        await tap?.(`block${i}_out`, x);
+        if (tapped) yield ["block0_ffn_out", alone(ffn, w.ffn2)];
+        residual(ffn, w.ffn2, part(5));
+        if (tapping) yield [`block${i}_out`, x];
       }
     } finally {
-      b.free(h, q, k, v, att, ffn, mod, ...(attImg ? [attImg] : []));
+      b.free(h, qkv, att, ffn, mod, ...(attImg ? [attImg] : []));
     }
   }
 
@@ -302,7 +322,16 @@ export class WanDiT {
    * Output norm + projection, then unpatchify: tokens [1, L, dim] → flow prediction [C, F, H, W]
    * (B streams [B, L, dim] → [B, C, F, H, W]).
    */
-  async head(x: Tensor, grid: Grid, time: TimeEmbedding, tap?: Tap): Promise<Tensor> {
+  head(x: Tensor, grid: Grid, time: TimeEmbedding, tap?: Tap): Promise<Tensor> {
+    return drive(this.#head(x, grid, time), tap);
+  }
+
+  /** `head` without taps, enqueued before it returns. */
+  headNow(x: Tensor, grid: Grid, time: TimeEmbedding): Tensor {
+    return drain(this.#head(x, grid, time));
+  }
+
+  *#head(x: Tensor, grid: Grid, time: TimeEmbedding): Steps<Tensor> {
     const b = this.backend, { dim, outDim, patch, eps } = this.config;
     const [f, gh, gw] = grid, [pt, ph, pw] = patch, G = time.groups, [B, L] = x.shape as [number, number];
     const table = b.alloc([2, G, dim]), e2 = b.alloc([2, G, dim]);
@@ -315,12 +344,12 @@ export class WanDiT {
       b.axpby(table, table, e2, 1, 1);
       b.layerNormModulate(h, x, eps, table.view([B, G / B, dim], G * dim), table.view([B, G / B, dim], 0));
       this.#linear(out, h, this.weights.head);
-      await tap?.("head_out", out);
+      yield ["head_out", out];
       // features [pt, ph, pw, C] per token (C fastest) → video [C, f·pt, h·ph, w·pw], per stream
       for (let i = 0; i < B; i++) {
         b.permute(video.view([outDim, f, pt, gh, ph, gw, pw], i * n), out.view([f, gh, gw, pt, ph, pw, outDim], i * n), [6, 0, 3, 1, 4, 2, 5]);
       }
-      await tap?.("out", video);
+      yield ["out", video];
       return video;
     } catch (err) {
       b.free(video);

@@ -26,6 +26,7 @@
 // Video frames leave the backend as I420 (FrameFormat): the VAE's output is converted there and read
 // back at 1.5 bytes a pixel instead of 12 (f32 RGB), and the H.264 encoder takes the planes as they
 // are — the same bytes its own RGB24 conversion makes. Images are read back as RGB24.
+import { ditGraphsWanted } from "../models/dit-graph.ts";
 import { rgb24ToPlanarCrop, videoToRgb24 } from "../models/frames.ts";
 import { continuationStart, scheduleFor } from "../models/kino-config.ts";
 import { applyGuidance, createSampler, seededNoise } from "../models/samplers.ts";
@@ -162,7 +163,9 @@ export class WanStreamingPipeline implements Pipeline {
     const totalChunks = 1 + Math.max(0, Math.ceil((totalFrames - firstFrames) / perChunk));
     const guided = req.guidance_scale > 1;
     const format = frameFormatFor(req, this.streamFormat);
-    const causal = new CausalWanDiT(dit, { chunkFrames: N, windowFrames: window, sinkFrames: kino.sinkFrames, height: h, width: w, batch: guided ? 2 : 1 });
+    const causal = new CausalWanDiT(dit, {
+      chunkFrames: N, windowFrames: window, sinkFrames: kino.sinkFrames, height: h, width: w, batch: guided ? 2 : 1, graphs: ditGraphsWanted(),
+    });
     // cross: what the forward attends to (with guidance: [cond, uncond] stacked)
     let cross: CrossAttnKV | null = null, crossOf: Conditioning | null = null, uncond: CrossAttnKV | null = null;
     // the last chunk's clean latent, which the next chunk continues (kept only when continueAt > 0)

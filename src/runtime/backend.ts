@@ -67,7 +67,12 @@ export type GemmEpilogue =
   /** out = residual + gate · y: a residual connection, gated (Wan's adaLN gates) or not (gate absent).
    *  residual has out's shape; out seen as [B, L, N], gate is [B, G, N] with G dividing L, broadcast
    *  over tokens as in `layerNormModulate`. out may be exactly `residual` (in place). */
-  | { kind: "residual"; residual: Tensor; gate?: Tensor | null };
+  | { kind: "residual"; residual: Tensor; gate?: Tensor | null }
+  /** The output's N columns cut into `parts` equal blocks (parts divides N), stored one after the
+   *  other: out is [parts, ...a's leading dims, N / parts], out[p, m, j] = y[m, p·N/parts + j]. A
+   *  fused projection (Wan's q|k|v weights joined along N) gives its parts as contiguous tensors
+   *  (out.view of part p), which every op takes as it is; nothing else is applied. */
+  | { kind: "split"; parts: number };
 
 export interface Conv3dOptions {
   /** Stride (t, h, w). Default [1, 1, 1]. */
@@ -109,6 +114,50 @@ export interface MemoryStats {
   /** Bytes held by live allocations, and the most held at once since the backend opened. */
   inUse: number;
   peak: number;
+  /** Blocks handed out since the backend opened: every alloc and upload, and the backend's own
+   *  temporaries (a kernel's scratch, a copy of shape tables). A model in its steady state makes the
+   *  same number each step, so a step's count is what a test holds fixed. */
+  allocations: number;
+  /** Times memory was taken from the system (cudaMalloc; growing the WebAssembly memory; every block
+   *  of the TypeScript reference): none once a stream is in its steady state. */
+  systemAllocations: number;
+}
+
+/** Ops recorded once by `OpGraphs.record`, launched as one unit any number of times. */
+export interface OpGraph {
+  /** Enqueues the recorded ops again, like any op: on the tensors, shapes and scalars they were
+   *  recorded with, so new inputs go into the recorded input tensors first. */
+  launch(): void;
+  /** Gives the graph and the memory it keeps back; launches already enqueued still complete. */
+  free(): void;
+}
+
+export interface GraphRecording<T> {
+  graph: OpGraph;
+  /** What `body` returned (tensors in it hold nothing until the graph is launched). */
+  result: T;
+  /** "new", or "updated": `previous` took the new recording in place (cheaper than a new graph). */
+  made: "new" | "updated";
+}
+
+/**
+ * Recording a sequence of ops once and launching it as one unit: CUDA graphs, where one launch
+ * replaces a DiT forward's ~1500 kernel launches. Optional: a backend without it runs ops as called.
+ *
+ * `record` calls `body` (synchronously: a body that awaits is refused) with every op it enqueues
+ * recorded, not run; nothing is computed until `launch`. Tensors allocated inside `body` come from
+ * memory the graph keeps: freed inside, a block is reused only by the graph's own recordings; still
+ * live afterwards (an output), it returns to the graph when freed. While recording, `upload`,
+ * `write`, `download`, `downloadRaw`, `sync` and freeing a tensor allocated outside are refused
+ * (the graph would read host data or memory that may be gone by its launch).
+ * `previous`: a graph this recording replaces (the same ops on other tensors or scalars); it is
+ * updated in place where the backend can, and its memory is reused either way. If recording fails,
+ * `previous` is freed too.
+ */
+export interface OpGraphs {
+  /** True while a `record` body runs. */
+  readonly recording: boolean;
+  record<T>(body: () => T, previous?: OpGraph | null): GraphRecording<T>;
 }
 
 export interface Backend {
@@ -135,13 +184,16 @@ export interface Backend {
   /** Wait until every enqueued op has finished. */
   sync(): Promise<void>;
   memory(): MemoryStats;
+  /** CUDA graphs and their like, where the backend has them (OpGraphs). */
+  readonly graphs?: OpGraphs;
   /** Release everything the backend holds (threads, device context). The backend is unusable after. */
   dispose(): void;
 
   // ---- linear algebra ----------------------------------------------------------------------------
   /** out[M, N] = a[M, K] · w[N, K]ᵀ + bias[N]. `a` may have any leading dims ([B, L, K] → M = B·L);
    *  out has a's leading dims and N. w: f32/bf16/f16. bias optional. `epilogue` (optional) transforms
-   *  each element before it is stored (GemmEpilogue); with a gate, out must be rank 3. */
+   *  each element before it is stored (GemmEpilogue); with a gate, out must be rank 3; with a split,
+   *  out is [parts, ...a's leading dims, N / parts]. */
   gemm(out: Tensor, a: Tensor, w: Tensor, bias?: Tensor | null, epilogue?: GemmEpilogue | null): void;
   /** Softmax(scale · q·kᵀ (+ bias) (masked)) · v per batch item and head. q [B, Lq, H, D], k and v
    *  [B, Lk, H, D] (Lk ≥ kvLen), out [B, Lq, H, D]. Lq ≠ Lk is normal (chunk vs cache, cross-attn).

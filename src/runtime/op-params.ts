@@ -53,7 +53,8 @@ export function optionalVector(op: string, name: string, t: Shaped | null | unde
   expectShape(op, name, t, [n]);
 }
 
-export function gemmDims(out: Shaped, a: Shaped, w: Shaped, bias?: Shaped | null) {
+/** M, N, K of a gemm, and with a split epilogue the width of each part (`split`, else 0). */
+export function gemmDims(out: Shaped, a: Shaped, w: Shaped, bias?: Shaped | null, epilogue?: GemmEpilogueParams | null) {
   const op = "gemm";
   expectDtype(op, "a", a, "f32");
   expectDtype(op, "out", out, "f32");
@@ -61,9 +62,17 @@ export function gemmDims(out: Shaped, a: Shaped, w: Shaped, bias?: Shaped | null
   if (w.shape.length !== 2) fail(op, `w must be [N, K], got ${fmt(w.shape)}`);
   const [N, K] = w.shape as [number, number];
   if (a.shape.length < 1 || a.shape[a.shape.length - 1] !== K) fail(op, `a ${fmt(a.shape)} does not end in K=${K}`);
-  expectShape(op, "out", out, [...a.shape.slice(0, -1), N]);
+  let split = 0;
+  if (epilogue?.kind === "split") {
+    const parts = epilogue.parts;
+    if (!Number.isInteger(parts) || parts < 1 || N % parts !== 0) fail(op, `split into ${parts} parts: must be an integer ≥ 1 dividing N=${N}`);
+    split = N / parts;
+    expectShape(op, "out", out, [parts, ...a.shape.slice(0, -1), split]);
+  } else {
+    expectShape(op, "out", out, [...a.shape.slice(0, -1), N]);
+  }
   optionalVector(op, "bias", bias, N);
-  return { M: K === 0 ? numelOf(a.shape.slice(0, -1)) : numelOf(a.shape) / K, N, K };
+  return { M: K === 0 ? numelOf(a.shape.slice(0, -1)) : numelOf(a.shape) / K, N, K, split };
 }
 
 /** The options of the ops, with tensors loosened to `Shaped` so the reference's host tensors fit too. */
@@ -111,6 +120,7 @@ export function gemmEpilogueDims(out: Shaped, e?: GemmEpilogueParams | null): { 
   const none = { gelu: false, L: 1, G: 1 };
   if (!e) return none;
   if (e.kind === "gelu") return { ...none, gelu: true };
+  if (e.kind === "split") return none;
   if (e.kind !== "residual") fail("gemm", `unknown epilogue ${(e as { kind: unknown }).kind}`);
   if (!e.gate) {
     expectDtype("gemm", "residual", e.residual, "f32");

@@ -23,13 +23,18 @@ export class Host {
 const zeros = (shape: number[]) => new Host(shape);
 
 /** A gemm epilogue over host tensors (backend.ts GemmEpilogue). */
-export type HostEpilogue = { kind: "gelu" } | { kind: "residual"; residual: Host; gate?: Host | null };
+export type HostEpilogue = { kind: "gelu" } | { kind: "residual"; residual: Host; gate?: Host | null } | { kind: "split"; parts: number };
 
 export function gemm(a: Host, w: Host, bias?: Host | null, epilogue?: HostEpilogue | null): Host {
-  const outShape = [...a.shape.slice(0, -1), w.shape[0]!];
-  const { M, N, K } = P.gemmDims({ shape: outShape, dtype: "f32" }, a, w, bias);
+  const lead = a.shape.slice(0, -1), N = w.shape[0]!;
+  const parts = epilogue?.kind === "split" ? epilogue.parts : 0;
+  const outShape = parts ? [parts, ...lead, N / parts] : [...lead, N];
+  const { M, K } = P.gemmDims({ shape: outShape, dtype: "f32" }, a, w, bias, epilogue);
   const { L, G } = P.gemmEpilogueDims({ shape: outShape, dtype: "f32" }, epilogue);
   const out = zeros(outShape);
+  // column n of a split output lives in part n / S at column n % S (S = N / parts)
+  const S = parts ? N / parts : N;
+  const at = (m: number, n: number) => (parts ? (Math.floor(n / S) * M + m) * S + (n % S) : m * N + n);
   const A = a.f32, W = w.f32, o = out.f32;
   for (let m = 0; m < M; m++) {
     const gateRow = groupRow(m, L, G) * N;
@@ -38,7 +43,7 @@ export function gemm(a: Host, w: Host, bias?: Host | null, epilogue?: HostEpilog
       for (let k = 0; k < K; k++) s += A[m * K + k]! * W[n * K + k]!;
       if (epilogue?.kind === "gelu") s = geluOf(s);
       else if (epilogue?.kind === "residual") s = epilogue.residual.f32[m * N + n]! + (epilogue.gate ? epilogue.gate.f32[gateRow + n]! : 1) * s;
-      o[m * N + n] = s;
+      o[at(m, n)] = s;
     }
   }
   return out;

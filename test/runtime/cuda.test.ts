@@ -8,7 +8,7 @@ import { dlopen } from "bun:ffi";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { CUDA_SYMBOLS, openCudaBackend } from "../../src/runtime/backends/cuda.ts";
+import { CUDA_GRAPH_SYMBOLS, CUDA_SYMBOLS, openCudaBackend } from "../../src/runtime/backends/cuda.ts";
 import * as ref from "../../src/runtime/reference.ts";
 import { buildCudaLib, findNvcc } from "../../tools/build/cuda.ts";
 
@@ -25,10 +25,14 @@ async function tryOpen() {
 }
 
 describe.skipIf(!hasNvcc)("libkino_cuda.so", () => {
-  test("builds with nvcc and exports every symbol the backend binds", async () => {
+  test("builds with nvcc and exports every symbol the backend binds, the graph symbols included", async () => {
     const rel = await buildCudaLib();
     expect(rel).toBe("build/libkino_cuda.so");
     const lib = dlopen(join(root, rel!), CUDA_SYMBOLS);
+    // bound apart (cuda-library.ts), so that a library built before them still opens; this build has them
+    const graphs = dlopen(join(root, rel!), CUDA_GRAPH_SYMBOLS);
+    for (const name of Object.keys(CUDA_GRAPH_SYMBOLS)) expect(typeof graphs.symbols[name as keyof typeof CUDA_GRAPH_SYMBOLS]).toBe("function");
+    graphs.close();
     try {
       for (const name of Object.keys(CUDA_SYMBOLS)) expect(typeof lib.symbols[name as keyof typeof CUDA_SYMBOLS]).toBe("function");
       // Error strings come from the library itself, also without a device.

@@ -80,10 +80,14 @@ export function gemmEpilogueCases(): OpCase[] {
     const stored = asStored(w, dt);
     const y = R.gemm(a, stored, bias).f32;
     const res = host([B, L, N], r(B * L * N)), gate = host([B, G, N], r(B * G * N));
+    // a split output (q|k|v joined): parts of 200 columns (whole panels of the CPU's packed weights),
+    // 35 (odd: no float2 pairs on CUDA), 86, and one column each where N is prime
+    const parts = [3, 2, 5].find((p) => N % p === 0) ?? N;
     const epilogues: [string, R.HostEpilogue, boolean][] = [
       ["GELU", { kind: "gelu" }, false],
       [`residual + gate [${B},${G},${N}], in place`, { kind: "residual", residual: res, gate }, true],
       ["residual", { kind: "residual", residual: res }, false],
+      [`split into ${parts} parts`, { kind: "split", parts }, false],
     ];
     for (const [label, e, inPlace] of epilogues) {
       cases.push({
@@ -91,8 +95,8 @@ export function gemmEpilogueCases(): OpCase[] {
         ref: () => R.gemm(a, stored, bias, e).f32,
         tensorCores: dt === "f32" ? undefined : () => tensorCoreGemmEpilogue(a, stored, dt as HalfKind, bias, e),
         run: (be) => runOp(be, (up, alloc, inOut) => {
-          const o = inPlace ? inOut(res) : alloc([B, L, N]);
-          const epi: GemmEpilogue = e.kind === "gelu" ? e : { kind: "residual", residual: inPlace ? o : up(res), gate: e.gate && up(e.gate) };
+          const o = inPlace ? inOut(res) : alloc(e.kind === "split" ? [e.parts, B, L, N / e.parts] : [B, L, N]);
+          const epi: GemmEpilogue = e.kind !== "residual" ? e : { kind: "residual", residual: inPlace ? o : up(res), gate: e.gate && up(e.gate) };
           be.gemm(o, up(a), up(w, dt), up(bias), epi);
           return o;
         }),

@@ -56,7 +56,7 @@ const maxAbs = (xs: Float32Array) => xs.reduce((m, v) => Math.max(m, Math.abs(v)
  *  max|out| for the epilogue's own f32 arithmetic: GELU's exp, the residual's roundings (the CPU
  *  kernels add one per K block, kernels/cpu/gemm_epilogue.h). */
 export function epilogueTol(y: Float32Array, K: number, e: R.HostEpilogue): { atol: number; rtol: number } {
-  const slope = e.kind === "gelu" ? 1.13 : e.gate ? maxAbs(e.gate.f32) : 1;
+  const slope = e.kind === "gelu" ? 1.13 : e.kind === "residual" && e.gate ? maxAbs(e.gate.f32) : 1;
   const { atol, rtol } = reductionTol(K);
   return { atol: atol + slope * rtol * maxAbs(y), rtol: 2e-6 };
 }

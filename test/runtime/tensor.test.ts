@@ -78,4 +78,11 @@ describe("shape checks", () => {
     expect(() => be.softmax(be.alloc([2, 2]), a)).toThrow("softmax: input 0 must be [2, 2], got [3, 8]");
     be.free(a, w, out);
   });
+  test("a split gemm needs parts that divide N and an output of [parts, ..., N / parts]", () => {
+    const a = be.alloc([4, 8]), w = be.alloc([6, 8]), flat = be.alloc([4, 6]), split = be.alloc([3, 4, 2]);
+    expect(() => be.gemm(flat, a, w, null, { kind: "split", parts: 4 })).toThrow("gemm: split into 4 parts: must be an integer ≥ 1 dividing N=6");
+    expect(() => be.gemm(flat, a, w, null, { kind: "split", parts: 3 })).toThrow("gemm: out must be [3, 4, 2], got [4, 6]");
+    be.gemm(split, a, w, null, { kind: "split", parts: 3 });
+    be.free(a, w, flat, split);
+  });
 });

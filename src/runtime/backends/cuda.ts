@@ -1,77 +1,20 @@
-// The CUDA backend: kino's Backend over build/libkino_cuda.so (kernels/cuda, built by
-// tools/build/cuda.ts), called through bun:ffi. Every op validates its shapes with op-params.ts (the
-// same checks as the wasm backend), then enqueues kernels on the library's one stream; only
-// download* and sync wait. Device memory comes from the library's caching allocator.
-//
-// Where the library comes from, in order: $KINO_CUDA_LIB; a file embedded in the compiled executable
-// (`bun build --compile … build/libkino_cuda.so` puts it in Bun.embeddedFiles, and it is copied to a
-// private temp file because dlopen needs a real path); build/libkino_cuda.so of the checkout; a
-// libkino_cuda.so beside the executable. It is resolved at run time, not imported, so a checkout built
-// without nvcc still starts (and opening this backend then fails with "CUDA library unavailable:").
+// The CUDA backend: kino's Backend over build/libkino_cuda.so (kernels/cuda; found and bound by
+// cuda-library.ts), called through bun:ffi. Every op validates its shapes with op-params.ts (the same
+// checks as the wasm backend), then enqueues kernels on the library's one stream; only download* and
+// sync wait. Device memory comes from the library's caching allocator; CUDA graphs (`graphs`) from
+// cuda-graph.ts where the library has them.
 
-import { type Pointer, dlopen, FFIType } from "bun:ffi";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { type Pointer, dlopen } from "bun:ffi";
 import type {
   AttentionOptions, Backend, Conv2dOptions, Conv3dOptions, FrameRange, GemmEpilogue, HostData, MemoryStats, ResizeOptions, RopeOptions,
   T5BiasOptions,
 } from "../backend.ts";
 import * as P from "../op-params.ts";
 import { type DType, type Shape, DTYPE_BYTES, Tensor, numelOf } from "../tensor.ts";
+import { CudaGraphs } from "./cuda-graph.ts";
+import { CUDA_SYMBOLS, type CudaGraphLibrary, type CudaLibrary, bindGraphSymbols, locateCudaLibrary } from "./cuda-library.ts";
 
-const { ptr, i32, i64, u64, f32, f64, cstring } = FFIType;
-/** Device addresses travel as plain integers (Tensor.ptr); `ptr` is for the context and host arrays. */
-const dev = u64;
-
-/** The library's C ABI (kernels/cuda/*.cu, every KC_API function). All but the memory and info
- *  calls return 0 or an error code whose message is kc_last_error(ctx). A null device pointer is 0. */
-export const CUDA_SYMBOLS = {
-  kc_create: { args: [i32, ptr, ptr, i32], returns: ptr },
-  kc_destroy: { args: [ptr], returns: FFIType.void },
-  kc_set_paths: { args: [ptr, i32, i32, i32], returns: i32 },
-  kc_resize: { args: [ptr, dev, dev, i64, i32, i32, i32, i32, i32], returns: i32 },
-  kc_last_kernel: { args: [ptr, i32], returns: cstring },
-  kc_last_error: { args: [ptr], returns: cstring },
-  kc_error_string: { args: [i32], returns: cstring },
-  kc_device_info: { args: [ptr, ptr, i32, ptr], returns: i32 },
-  kc_device_pci_bus_id: { args: [ptr, ptr, i32], returns: i32 },
-  kc_memory_stats: { args: [ptr, ptr], returns: FFIType.void },
-  kc_alloc: { args: [ptr, u64], returns: ptr },
-  kc_free: { args: [ptr, dev], returns: i32 },
-  kc_empty_cache: { args: [ptr], returns: i32 },
-  kc_upload: { args: [ptr, dev, ptr, u64], returns: i32 },
-  kc_download: { args: [ptr, ptr, dev, u64], returns: i32 },
-  kc_copy: { args: [ptr, dev, dev, u64], returns: i32 },
-  kc_memset: { args: [ptr, dev, i32, u64], returns: i32 },
-  kc_synchronize: { args: [ptr], returns: i32 },
-  kc_timer_start: { args: [ptr], returns: i32 },
-  kc_timer_stop: { args: [ptr], returns: f64 },
-  kc_convert: { args: [ptr, dev, i32, dev, i32, i64], returns: i32 },
-  kc_gemm: { args: [ptr, dev, dev, i32, dev, i32, dev, i32, i32, i32, i32, dev, dev, i32, i32], returns: i32 },
-  kc_attention: { args: [ptr, dev, dev, dev, dev, i32, dev, i32, i32, i32, i32, i32, i32, f32, i32, i32], returns: i32 },
-  kc_layer_norm: { args: [ptr, dev, dev, i64, i32, f32, dev, dev, dev, dev, i32, i32], returns: i32 },
-  kc_rms_norm: { args: [ptr, dev, dev, i64, i32, f32, dev], returns: i32 },
-  kc_rms_norm_rope: { args: [ptr, dev, dev, dev, f32, i32, i32, i32, i32, dev, dev, i32, i32, i32, i32, i32, i32, i32, i32], returns: i32 },
-  kc_softmax: { args: [ptr, dev, dev, i64, i32], returns: i32 },
-  kc_l2_norm_channels: { args: [ptr, dev, dev, i32, i32, i64, f32, f32, dev], returns: i32 },
-  kc_gelu: { args: [ptr, dev, dev, i64], returns: i32 },
-  kc_gelu_exact: { args: [ptr, dev, dev, i64], returns: i32 },
-  kc_silu: { args: [ptr, dev, dev, i64], returns: i32 },
-  kc_mul: { args: [ptr, dev, dev, dev, i64], returns: i32 },
-  kc_axpby: { args: [ptr, dev, dev, dev, f32, f32, i64], returns: i32 },
-  kc_fill: { args: [ptr, dev, f32, i64], returns: i32 },
-  kc_rope3d: { args: [ptr, dev, dev, i32, i32, i32, i32, dev, dev, i32, i32, i32, i32, i32, i32, i32, i32], returns: i32 },
-  kc_embedding: { args: [ptr, dev, dev, i32, ptr, i32, i32], returns: i32 },
-  kc_t5_relative_bias: { args: [ptr, dev, dev, ptr, i32, i32, i32], returns: i32 },
-  kc_conv3d: { args: [ptr, dev, dev, dev, dev, i32, dev, i32, ptr], returns: i32 },
-  kc_copy_rows: { args: [ptr, dev, i64, dev, i64, i64, i64], returns: i32 },
-  kc_gather: { args: [ptr, dev, dev, i32, i32, ptr, ptr, ptr], returns: i32 },
-  kc_rgb_to_yuv420: { args: [ptr, dev, dev, i32, i32, i32, f64, f64], returns: i32 },
-  kc_yuv420_to_rgb: { args: [ptr, dev, dev, i32, i32, i32, f64, f64], returns: i32 },
-} as const;
-
-export type CudaLibrary = ReturnType<typeof dlopen<typeof CUDA_SYMBOLS>>;
+export { CUDA_GRAPH_SYMBOLS, CUDA_SYMBOLS, type CudaLibrary, locateCudaLibrary } from "./cuda-library.ts";
 
 /** The ops whose kernel can be chosen, and their code in kc_last_kernel (conv2d runs conv3d's). */
 export type KernelOp = "gemm" | "attention" | "conv3d";
@@ -96,24 +39,6 @@ const AUTO_PATHS: Record<KernelOp, number> = { gemm: 0, attention: 0, conv3d: 0 
 /** Dtype codes of the C ABI (kernels/cuda/common.cuh KcDtype; u8 only as a conversion source). */
 const DT: Record<DType, number> = { f32: 0, bf16: 1, f16: 2, u8: 3 };
 
-/** A path dlopen can take, or a reason why there is none. The returned cleanup removes a temp copy. */
-export async function locateCudaLibrary(): Promise<{ path: string; cleanup: () => void } | { missing: string }> {
-  const none = () => {};
-  const env = process.env.KINO_CUDA_LIB;
-  if (env) return existsSync(env) ? { path: env, cleanup: none } : { missing: `KINO_CUDA_LIB=${env} does not exist` };
-  const embedded = Bun.embeddedFiles.find((f) => /^libkino_cuda(-[a-z0-9]+)?\.so$/.test((f as Blob & { name: string }).name));
-  if (embedded) {
-    const dir = mkdtempSync(join(tmpdir(), "kino-cuda-"));
-    const path = join(dir, "libkino_cuda.so");
-    await Bun.write(path, embedded);
-    return { path, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
-  }
-  const candidates = [resolve(import.meta.dir, "../../../build/libkino_cuda.so"), join(dirname(process.execPath), "libkino_cuda.so")];
-  const found = candidates.find((p) => existsSync(p));
-  if (found) return { path: found, cleanup: none };
-  return { missing: `no libkino_cuda.so (looked in ${candidates.join(", ")}; build with nvcc via build.ts)` };
-}
-
 export interface CudaOptions {
   /** GPU index (default 0). */
   device?: number;
@@ -134,8 +59,10 @@ export async function openCudaBackend(options: CudaOptions = {}): Promise<CudaBa
   const where = await locateCudaLibrary();
   if ("missing" in where) throw new Error(`CUDA library unavailable: ${where.missing}`);
   let lib: CudaLibrary;
+  let graphLib: CudaGraphLibrary | null = null;
   try {
     lib = dlopen(where.path, CUDA_SYMBOLS);
+    graphLib = bindGraphSymbols(where.path);
   } catch (e) {
     throw new Error(`CUDA library unavailable: ${(e as Error).message}`);
   } finally {
@@ -145,11 +72,12 @@ export async function openCudaBackend(options: CudaOptions = {}): Promise<CudaBa
   const message = new Uint8Array(512);
   const ctx = lib.symbols.kc_create(device, code, message, message.length);
   if (!ctx) {
+    graphLib?.close();
     lib.close();
     const text = new TextDecoder().decode(message.subarray(0, message.indexOf(0)));
     throw new Error(`no device: ${text}`);
   }
-  const backend = new CudaBackend(lib, ctx as Pointer);
+  const backend = new CudaBackend(lib, ctx as Pointer, graphLib);
   if (options.exact) backend.setKernelPaths({ gemm: "simt", attention: "simt", conv3d: "simt" });
   return backend;
 }
@@ -164,9 +92,12 @@ export class CudaBackend implements Backend {
   #disposed = false;
   #paths: Record<KernelOp, number> = { ...AUTO_PATHS };
   #ran: Record<KernelOp, string | null> = { gemm: null, attention: null, conv3d: null };
+  /** CUDA graphs, where the library has the graph symbols (a library built before them has none). */
+  readonly graphs?: CudaGraphs;
 
   /** lib and ctx are public for benchmarks (tools/gpu-check) that call the C ABI with bf16 buffers. */
-  constructor(readonly lib: CudaLibrary, readonly ctx: Pointer) {
+  constructor(readonly lib: CudaLibrary, readonly ctx: Pointer, graphLib: CudaGraphLibrary | null = null) {
+    if (graphLib) this.graphs = new CudaGraphs(this, graphLib);
     const name = new Uint8Array(256);
     const info = new BigInt64Array(8);
     this.check(lib.symbols.kc_device_info(ctx, name, name.length, info), "device info");
@@ -221,10 +152,13 @@ export class CudaBackend implements Backend {
     const bytes = numelOf(shape) * DTYPE_BYTES[dtype];
     const p = this.k.kc_alloc(this.ctx, Math.max(bytes, 1));
     if (!p) throw new Error(`cuda alloc [${shape.join(", ")}] ${dtype}: ${this.k.kc_last_error(this.ctx)}`);
-    return new Tensor("cuda", shape, dtype, Number(p));
+    const t = new Tensor("cuda", shape, dtype, Number(p));
+    this.graphs?.allocated(t);
+    return t;
   }
 
   upload(data: HostData, shape: Shape, dtype?: DType): Tensor {
+    this.graphs?.refuse("upload");
     const dt = dtype ?? (data instanceof Float32Array ? "f32" : data instanceof Uint8Array ? "u8" : undefined);
     if (!dt) throw new Error("upload: a Uint16Array needs dtype bf16 or f16");
     const t = this.alloc(shape, dt);
@@ -238,6 +172,7 @@ export class CudaBackend implements Backend {
   }
 
   write(t: Tensor, data: HostData): void {
+    this.graphs?.refuse("write");
     if (data.length !== t.numel) throw new Error(`write: ${data.length} values for ${t}`);
     if (t.numel === 0) return;
     const raw = (data instanceof Float32Array && t.dtype === "f32") || (data instanceof Uint16Array && (t.dtype === "bf16" || t.dtype === "f16")) ||
@@ -253,7 +188,13 @@ export class CudaBackend implements Backend {
     }
   }
 
-  async download(t: Tensor): Promise<Float32Array> {
+  /** Refused synchronously while a graph records (a recording cannot wait for its results). */
+  download(t: Tensor): Promise<Float32Array> {
+    this.graphs?.refuse("download");
+    return this.#download(t);
+  }
+
+  async #download(t: Tensor): Promise<Float32Array> {
     const out = new Float32Array(t.numel);
     if (t.numel === 0) return out;
     if (t.dtype === "f32") {
@@ -270,7 +211,13 @@ export class CudaBackend implements Backend {
     return out;
   }
 
-  async downloadRaw(t: Tensor): Promise<Uint8Array> {
+  /** Refused synchronously while a graph records (a recording cannot wait for its results). */
+  downloadRaw(t: Tensor): Promise<Uint8Array> {
+    this.graphs?.refuse("downloadRaw");
+    return this.#downloadRaw(t);
+  }
+
+  async #downloadRaw(t: Tensor): Promise<Uint8Array> {
     const out = new Uint8Array(t.bytes);
     if (t.bytes > 0) this.check(this.k.kc_download(this.ctx, out, t.ptr, t.bytes), "downloadRaw");
     return out;
@@ -278,23 +225,31 @@ export class CudaBackend implements Backend {
 
   free(...tensors: Tensor[]): void {
     for (const t of tensors) {
+      this.graphs?.freeing(t);
       t.markFreed();
       this.check(this.k.kc_free(this.ctx, t.ptr), "free");
     }
   }
 
-  async sync(): Promise<void> {
+  /** Refused synchronously while a graph records (a recording cannot wait for its results). */
+  sync(): Promise<void> {
+    this.graphs?.refuse("sync");
+    return this.#sync();
+  }
+
+  async #sync(): Promise<void> {
     this.check(this.k.kc_synchronize(this.ctx), "sync");
   }
 
   memory(): MemoryStats {
-    const s = new BigInt64Array(4);
+    const s = new BigInt64Array(8); // kernels/cuda/alloc.cu kc_memory_stats
     this.k.kc_memory_stats(this.ctx, s);
-    return { inUse: Number(s[0]), peak: Number(s[2]) };
+    return { inUse: Number(s[0]), peak: Number(s[2]), allocations: Number(s[4]), systemAllocations: Number(s[3]) };
   }
 
   dispose(): void {
     if (this.#disposed) return;
+    this.graphs?.dispose();
     this.lib.symbols.kc_destroy(this.ctx);
     this.lib.close();
     this.#disposed = true;
@@ -302,13 +257,13 @@ export class CudaBackend implements Backend {
 
   // ---- linear algebra ----------------------------------------------------------------------------
   gemm(out: Tensor, a: Tensor, w: Tensor, bias?: Tensor | null, epilogue?: GemmEpilogue | null): void {
-    const { M, N, K } = P.gemmDims(out, a, w, bias);
+    const { M, N, K, split } = P.gemmDims(out, a, w, bias, epilogue);
     const e = P.gemmEpilogueDims(out, epilogue);
     const residual = epilogue?.kind === "residual" ? epilogue : null;
     this.#ran.gemm = null;
     if (M === 0 || N === 0) return;
     this.check(this.k.kc_gemm(this.ctx, out.ptr, a.ptr, DT.f32, w.ptr, DT[w.dtype], bias?.ptr ?? 0, M, N, K, e.gelu ? 1 : 0,
-      residual?.residual.ptr ?? 0, residual?.gate?.ptr ?? 0, e.L, e.G), "gemm");
+      residual?.residual.ptr ?? 0, residual?.gate?.ptr ?? 0, e.L, e.G, split), "gemm");
     this.#record("gemm");
   }
 
@@ -395,6 +350,7 @@ export class CudaBackend implements Backend {
   // ---- lookup and position bias ------------------------------------------------------------------
   embedding(out: Tensor, table: Tensor, ids: Int32Array): void {
     const op = "embedding";
+    this.graphs?.refuse(op); // the ids are copied from host memory
     P.expectDtype(op, "table", table, ...P.WEIGHT_DTYPES);
     P.expectDtype(op, "out", out, "f32");
     if (table.rank !== 2) P.fail(op, `table must be [V, C], got [${table.shape.join(", ")}]`);
@@ -405,6 +361,7 @@ export class CudaBackend implements Backend {
   }
 
   t5RelativeBias(out: Tensor, table: Tensor, opts: T5BiasOptions): void {
+    this.graphs?.refuse("t5RelativeBias"); // the bucket table is copied from host memory
     const { H, Lq, Lk } = P.t5Dims(out, table, opts);
     if (H * Lq * Lk === 0) return;
     const buckets = P.t5BucketTable(Lq, Lk, opts);

@@ -19,6 +19,9 @@ export class WasmHeap {
   #top: number; // end of the region handed to the allocator so far
   inUse = 0;
   peak = 0;
+  /** Blocks handed out, and times the memory grew, since the heap was made. */
+  allocations = 0;
+  grows = 0;
 
   constructor(memory: WebAssembly.Memory, heapBase: number, maxBytes: number) {
     this.#memory = memory;
@@ -30,6 +33,7 @@ export class WasmHeap {
 
   alloc(bytes: number): number {
     const size = roundUp(Math.max(bytes, 1), ALIGN);
+    this.allocations++;
     let i = this.#free.findIndex((b) => b.size >= size);
     if (i < 0) i = this.#grow(size);
     const block = this.#free[i]!;
@@ -76,6 +80,7 @@ export class WasmHeap {
       );
     }
     this.#memory.grow(pages);
+    this.grows++;
     const added = pages * PAGE;
     if (tail) tail.size += added;
     else this.#free.push({ off: this.#top, size: added });

@@ -12,7 +12,8 @@ import { fromHalf, toHalf } from "../dtype.ts";
 import * as P from "../op-params.ts";
 import { DTYPE_BYTES, type DType, type Shape, Tensor, numelOf, stridesOf } from "../tensor.ts";
 import { WasmHeap } from "./wasm-heap.ts";
-import { PackedWeights } from "./wasm-packed.ts";
+import { WasmGraphs } from "./wasm-graph.ts";
+import { PANEL, PackedWeights } from "./wasm-packed.ts";
 import { WasmPool, slicesFor } from "./wasm-pool.ts";
 
 export interface WasmBackendOptions {
@@ -74,6 +75,8 @@ class WasmBackend implements B.Backend {
   readonly device = "cpu";
   readonly #owned = new WeakSet<Tensor>();
   readonly #packed: PackedWeights;
+  /** Recorded op sequences (wasm-graph.ts): the CUDA graph contract, kept on the CPU. */
+  readonly graphs: WasmGraphs;
 
   constructor(
     readonly wasmMemory: WebAssembly.Memory,
@@ -84,17 +87,19 @@ class WasmBackend implements B.Backend {
     packed: PackedWeights,
   ) {
     this.#packed = packed;
+    this.graphs = new WasmGraphs(heap, this as unknown as Record<string, unknown>);
   }
 
   // ---- memory ------------------------------------------------------------------------------------
 
   alloc(shape: Shape, dtype: DType = "f32"): Tensor {
-    const t = new Tensor("cpu", shape, dtype, this.heap.alloc(numelOf(shape) * DTYPE_BYTES[dtype]));
+    const t = new Tensor("cpu", shape, dtype, this.graphs.alloc(numelOf(shape) * DTYPE_BYTES[dtype]));
     this.#owned.add(t);
     return t;
   }
 
   upload(data: B.HostData, shape: Shape, dtype?: DType): Tensor {
+    this.graphs.refuse("upload");
     const dt = dtype ?? (data instanceof Float32Array ? "f32" : data instanceof Uint8Array ? "u8" : undefined);
     if (!dt) throw new Error("upload: a Uint16Array needs dtype bf16 or f16");
     const t = this.alloc(shape, dt);
@@ -103,6 +108,7 @@ class WasmBackend implements B.Backend {
   }
 
   write(t: Tensor, data: B.HostData): void {
+    this.graphs.refuse("write");
     const ptr = this.#dst(t);
     if (data.length !== t.numel) throw new Error(`write: ${data.length} values for ${t}`);
     const buf = this.wasmMemory.buffer;
@@ -119,30 +125,47 @@ class WasmBackend implements B.Backend {
     }
   }
 
-  async download(t: Tensor): Promise<Float32Array> {
+  /** Refused synchronously while a graph records (a recording cannot wait for its results). */
+  download(t: Tensor): Promise<Float32Array> {
+    this.graphs.refuse("download");
+    return this.#download(t);
+  }
+
+  async #download(t: Tensor): Promise<Float32Array> {
     const ptr = this.#ptr(t), buf = this.wasmMemory.buffer;
     if (t.dtype === "f32") return new Float32Array(buf, ptr, t.numel).slice();
     if (t.dtype === "u8") return Float32Array.from(new Uint8Array(buf, ptr, t.numel));
     return fromHalf(new Uint16Array(buf, ptr, t.numel), t.dtype);
   }
 
-  async downloadRaw(t: Tensor): Promise<Uint8Array> {
+  /** Refused synchronously while a graph records (a recording cannot wait for its results). */
+  downloadRaw(t: Tensor): Promise<Uint8Array> {
+    this.graphs.refuse("downloadRaw");
+    return this.#downloadRaw(t);
+  }
+
+  async #downloadRaw(t: Tensor): Promise<Uint8Array> {
     return new Uint8Array(this.wasmMemory.buffer, this.#ptr(t), t.bytes).slice();
   }
 
   free(...tensors: Tensor[]): void {
     for (const t of tensors) {
       if (!this.#owned.has(t.owner)) throw new Error(`free: ${t} does not belong to this backend`);
+      this.graphs.freeing(t.ptr); // refused while recording for a tensor from before the recording
       t.markFreed();
       this.#packed.drop(t);
-      this.heap.free(t.ptr);
+      this.graphs.free(t.ptr);
     }
   }
 
-  async sync(): Promise<void> {}
+  /** Refused synchronously while a graph records (a recording cannot wait for its results). */
+  sync(): Promise<void> {
+    this.graphs.refuse("sync");
+    return Promise.resolve();
+  }
 
   memory(): B.MemoryStats {
-    return { inUse: this.heap.inUse, peak: this.heap.peak };
+    return { inUse: this.heap.inUse, peak: this.heap.peak, allocations: this.heap.allocations + this.graphs.reused, systemAllocations: this.heap.grows };
   }
 
   dispose(): void {
@@ -152,7 +175,7 @@ class WasmBackend implements B.Backend {
   /** The byte address of a live tensor of this backend. */
   #ptr(t: Tensor): number {
     if (!this.#owned.has(t.owner)) throw new Error(`${t} does not belong to this wasm backend`);
-    if (t.freed) throw new Error(`${t} was freed`);
+    if (t.freed && !this.graphs.launching) throw new Error(`${t} was freed`);
     return t.ptr;
   }
 
@@ -184,7 +207,7 @@ class WasmBackend implements B.Backend {
   // ---- ops ---------------------------------------------------------------------------------------
 
   gemm(out: Tensor, a: Tensor, w: Tensor, bias?: Tensor | null, epilogue?: B.GemmEpilogue | null): void {
-    const { M, N, K } = P.gemmDims(out, a, w, bias);
+    const { M, N, K, split } = P.gemmDims(out, a, w, bias, epilogue);
     const e = P.gemmEpilogueDims(out, epilogue);
     const residual = epilogue?.kind === "residual" ? epilogue : null;
     const epi = [e.gelu ? 1 : 0, this.#opt(residual?.residual), this.#opt(residual?.gate), e.L, e.G];
@@ -193,8 +216,17 @@ class WasmBackend implements B.Backend {
     const wp = M > 4 && N * K > 0
       ? this.#packed.get(w, N, K, (ptr) => this.#run("kino_pack_w", [ptr, this.#ptr(w), DT_CODE[w.dtype], N, K], N * K))
       : 0;
-    if (wp) return this.#run("kino_gemm_packed", [dst, this.#ptr(a), wp, this.#opt(bias), M, N, K, ...epi], (M * N * K) / 16);
-    this.#run("kino_gemm", [dst, this.#ptr(a), this.#ptr(w), DT_CODE[w.dtype], this.#opt(bias), M, N, K, ...epi], (M * N * K) / 16);
+    // A split output is one GEMM per part over the part's rows of w (and their panels of the packed
+    // copy when a part is whole panels): each element's sum is the one the whole GEMM would make.
+    const S = split || N, eb = DTYPE_BYTES[w.dtype];
+    for (let p = 0; p < N / S; p++) {
+      const o = dst + p * M * S * 4, b = bias ? this.#ptr(bias) + p * S * 4 : 0;
+      if (wp && (S === N || S % PANEL === 0)) {
+        this.#run("kino_gemm_packed", [o, this.#ptr(a), wp + p * S * K * 4, b, M, S, K, ...epi], (M * S * K) / 16);
+      } else {
+        this.#run("kino_gemm", [o, this.#ptr(a), this.#ptr(w) + p * S * K * eb, DT_CODE[w.dtype], b, M, S, K, ...epi], (M * S * K) / 16);
+      }
+    }
   }
 
   attention(out: Tensor, q: Tensor, k: Tensor, v: Tensor, o: B.AttentionOptions): void {

@@ -19,6 +19,7 @@ export class HostBackend implements Backend {
   #mem = new Map<number, Uint8Array>();
   #inUse = 0;
   #peak = 0;
+  #allocations = 0;
 
   alloc(shape: Shape, dtype: DType = "f32"): Tensor {
     const bytes = numelOf(shape) * DTYPE_BYTES[dtype];
@@ -27,6 +28,7 @@ export class HostBackend implements Backend {
     this.#mem.set(ptr, new Uint8Array(bytes));
     this.#inUse += bytes;
     this.#peak = Math.max(this.#peak, this.#inUse);
+    this.#allocations++;
     return new Tensor("cpu", shape, dtype, ptr);
   }
 
@@ -97,7 +99,8 @@ export class HostBackend implements Backend {
 
   async sync(): Promise<void> {}
   memory(): MemoryStats {
-    return { inUse: this.#inUse, peak: this.#peak };
+    // every block is new JS memory: each allocation is a system allocation
+    return { inUse: this.#inUse, peak: this.#peak, allocations: this.#allocations, systemAllocations: this.#allocations };
   }
   dispose(): void {
     this.#mem.clear();

@@ -1,0 +1,120 @@
+// A DiT forward recorded once as a graph (Backend.graphs: CUDA graphs; the wasm backend keeps the
+// same contract) and launched again for every later forward whose ops are the same: the denoising
+// steps of a chunk share the KV-cache length, the RoPE offset and the conditioning, and differ only
+// in the latent and the timestep's embedding. One launch then replaces the ~1500 kernel launches of
+// a Wan-1.3B forward, and nothing is allocated.
+//
+// A graph reads and writes the tensors it was recorded with, so the forward runs on input tensors
+// kept here: each call copies the latent and the time embedding into them, launches, and copies the
+// graph's output into a tensor the caller owns (the graph overwrites its own at the next launch).
+// What else the recorded ops depend on is the caller's key: when it changes (the next chunk: a new
+// RoPE offset, a longer cache; a new prompt's cross-attention K/V) the forward is recorded again into
+// the same graph, which the backend updates in place when only addresses and scalars moved.
+//
+// Opt-in (KINO_DIT_GRAPHS=1, read by the pipelines) until tools/gpu-check.sh has shown on an H200 that
+// launches match eager forwards bit for bit; GRAPHS_VERIFIED then makes it the default.
+import type { Backend, OpGraph } from "../runtime/backend.ts";
+import type { Tensor } from "../runtime/tensor.ts";
+import type { TimeEmbedding } from "./wan-dit.ts";
+
+/** Set once a device run of tools/gpu-check.sh ("DiT forward as a CUDA graph") passed on an H200. */
+export const GRAPHS_VERIFIED = false;
+
+/** Whether DiT forwards run as graphs: KINO_DIT_GRAPHS=1 turns them on (=0 off once verified). */
+export function ditGraphsWanted(env: Record<string, string | undefined> = process.env): boolean {
+  return GRAPHS_VERIFIED ? env.KINO_DIT_GRAPHS !== "0" : env.KINO_DIT_GRAPHS === "1";
+}
+
+/** What a forward graph did: recordings (new or updated in place) and launches without recording. */
+export interface ForwardGraphStats {
+  recorded: number;
+  updated: number;
+  replayed: number;
+  /** Why graphs were given up for this model (the forwards run eagerly from then on), or null. */
+  disabled: string | null;
+}
+
+export class ForwardGraph {
+  #graph: OpGraph | null = null;
+  #key: string | null = null;
+  /** Inputs the graph reads (latent, e, e0) and the output it writes, all kept between launches. */
+  #inputs: { latent: Tensor; time: TimeEmbedding } | null = null;
+  #output: Tensor | null = null;
+  readonly stats: ForwardGraphStats = { recorded: 0, updated: 0, replayed: 0, disabled: null };
+
+  constructor(private readonly b: Backend, private readonly onDisabled: (reason: string) => void = (r) => console.warn(`kino: DiT graphs off: ${r}`)) {
+    if (!b.graphs) this.stats.disabled = `the ${b.name} backend has no graphs`;
+  }
+
+  get enabled(): boolean {
+    return this.stats.disabled === null;
+  }
+
+  /**
+   * The forward's output for `latent` at `time`: `forward` enqueues it (synchronously, on the tensors
+   * it is given) and returns its output tensor. It is recorded when `key` differs from the last call's,
+   * then launched. Returns a tensor the caller owns, or null when graphs are off or recording failed
+   * (the caller then runs the forward itself).
+   */
+  run(key: string, latent: Tensor, time: TimeEmbedding, forward: (latent: Tensor, time: TimeEmbedding) => Tensor): Tensor | null {
+    if (!this.enabled) return null;
+    const b = this.b;
+    const inputs = this.#inputsFor(latent, time);
+    copy(b, inputs.latent, latent);
+    copy(b, inputs.time.e, time.e);
+    copy(b, inputs.time.e0, time.e0);
+    if (key !== this.#key || !this.#graph) {
+      let rec;
+      try {
+        rec = b.graphs!.record(() => forward(inputs.latent, inputs.time), this.#graph);
+      } catch (e) {
+        this.#graph = null; // record() freed it
+        this.#disable(`recording the forward failed: ${(e as Error).message}`);
+        return null;
+      }
+      if (this.#output) b.free(this.#output); // the previous recording's output, back to the graph's memory
+      this.#graph = rec.graph;
+      this.#output = rec.result;
+      this.#key = key;
+      this.stats[rec.made === "updated" ? "updated" : "recorded"]++;
+    } else {
+      this.stats.replayed++;
+    }
+    this.#graph.launch();
+    const out = b.alloc(this.#output!.shape);
+    copy(b, out, this.#output!);
+    return out;
+  }
+
+  /** The kept inputs, new ones (and a new graph) when the shapes changed. */
+  #inputsFor(latent: Tensor, time: TimeEmbedding): { latent: Tensor; time: TimeEmbedding } {
+    const have = this.#inputs;
+    const same = (a: Tensor, x: Tensor) => a.shape.join() === x.shape.join();
+    if (have && same(have.latent, latent) && same(have.time.e, time.e) && same(have.time.e0, time.e0)) return have;
+    this.free();
+    const b = this.b;
+    this.#inputs = { latent: b.alloc(latent.shape), time: { e: b.alloc(time.e.shape), e0: b.alloc(time.e0.shape), groups: time.groups } };
+    return this.#inputs;
+  }
+
+  #disable(reason: string): void {
+    this.stats.disabled = reason;
+    this.free();
+    this.onDisabled(reason);
+  }
+
+  /** Frees the graph and the tensors kept for it (the next run records anew). */
+  free(): void {
+    const b = this.b;
+    if (this.#output) b.free(this.#output);
+    this.#graph?.free();
+    if (this.#inputs) b.free(this.#inputs.latent, this.#inputs.time.e, this.#inputs.time.e0);
+    this.#output = this.#graph = this.#inputs = null;
+    this.#key = null;
+  }
+}
+
+/** dst ← src, same shape (a whole-tensor slice). */
+function copy(b: Backend, dst: Tensor, src: Tensor): void {
+  b.slice(dst, src, 0, 0);
+}
