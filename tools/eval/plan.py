@@ -21,6 +21,8 @@ import render  # noqa: E402
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--first-frames", default=None)
+    ap.add_argument("--full-prompts", action="store_true",
+                    help="with --first-frames: the canonical caption beside the image, not only the motion")
     args = ap.parse_args()
     combos = render.load_heldout()["combinations"]
     plan = []
@@ -32,7 +34,8 @@ def main():
             os.makedirs(args.first_frames, exist_ok=True)
             path = os.path.join(os.path.abspath(args.first_frames), f"first-frame-{i:02d}.png")
             png.write_png(path, render.render(scene)[0])
-            item.update(id=f"first-frame-{i:02d}", prompt=captions.motion_caption(scene), reference=path)
+            item.update(id=f"first-frame-{i:02d}", reference=path,
+                        prompt=item["prompt"] if args.full_prompts else captions.motion_caption(scene))
         plan.append(item)
     json.dump(plan, sys.stdout, indent=1)
 

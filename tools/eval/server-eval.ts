@@ -15,6 +15,8 @@
 //                                 [--first-frames]  (image-to-video: each held-out combination's first
 //                                                  frame as image_reference and a prompt that says only
 //                                                  how it moves; no sessions: they carry no image)
+//                                 [--full-prompts]  (with --first-frames: the whole canonical caption
+//                                                  beside the image instead of the motion alone)
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { loadServeConfig } from "../../src/config/load.ts";
@@ -45,7 +47,7 @@ const PY = existsSync("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
 mkdirSync(out, { recursive: true });
 
 interface PlanItem { id: string; prompt: string; truth: Record<string, string>; reference?: string }
-const planArgs = firstFrames ? ["--first-frames", join(out, "first-frames")] : [];
+const planArgs = firstFrames ? ["--first-frames", join(out, "first-frames"), ...(args.includes("--full-prompts") ? ["--full-prompts"] : [])] : [];
 const plan: PlanItem[] = JSON.parse(Bun.spawnSync([PY, join(ROOT, "tools/eval/plan.py"), ...planArgs], { stderr: "inherit" }).stdout.toString());
 
 const server = await startServer(loadServeConfig({
