@@ -23,13 +23,16 @@
 #      chunk, and each chunk's readback for the encoder in bytes and ms — I420 converted on the device
 #      (what the pipeline does) beside f32 RGB made into RGB24 on the host (what it did) —
 #      (tools/bench/vae-decode.ts), when bun is available;
-#   6. the DiT forward as a CUDA graph (tools/bench/dit-graph.ts, ≤ 150 s): Wan2.1-1.3B at real size
-#      (random bf16 weights, 832x480, 3-frame chunks, 4 steps + context pass, window 21), one model
-#      eager and one with its denoising forwards recorded as graphs, on the same latents — PASS/FAIL
-#      that every launch's prediction equals the eager one bit for bit (chunks 0, 1, 7), seconds per
-#      chunk both ways (first and steady), PASS/FAIL that no cudaMalloc happens once the window is
-#      full, and the blocks handed out per step; then the op sweep (test/runtime/ops.test.ts +
-#      cuda.test.ts, and test/models/dit-graph.test.ts: graphs on the golden model, bit for bit
+#   6. the DiT forward as a CUDA graph and with bf16 activations (tools/bench/dit-graph.ts, ≤ 150 s):
+#      Wan2.1-1.3B at real size (random bf16 weights, 832x480, 3-frame chunks, 4 steps + context pass,
+#      window 21), eager and with its denoising forwards recorded as graphs, each with bf16 and with
+#      f32 activations, on the same latents — PASS/FAIL that every launch's prediction equals the
+#      eager one bit for bit (chunks 0, 1, 7), PASS/FAIL that the x0 prediction with bf16 activations
+#      is within 2e-2 (relative to max|x0|) of the f32 one, seconds per chunk all four ways (first and
+#      steady), PASS/FAIL that no cudaMalloc happens once the window is full, and the blocks handed
+#      out per step; then the op sweep (test/runtime/ops.test.ts + the bf16-activation cases,
+#      cuda.test.ts, test/models/dit-activations.test.ts: the golden DiT with bf16 activations, and
+#      test/models/dit-graph.test.ts: graphs on the golden model, bit for bit
 #      through a stream, steady-state allocations, what a recording refuses);
 #   7. multi-GPU (≤ 20 s): with ≥ 2 GPUs in `nvidia-smi -L`, starts `kino serve` with num_gpus = that
 #      count on kino-tiny and checks that every worker reports CUDA on a distinct GPU (its PCI bus id,
@@ -101,8 +104,8 @@ lib.kc_synchronize.argtypes = [vp]
 lib.kc_timer_start.argtypes = [vp]
 lib.kc_timer_stop.argtypes = [vp]
 lib.kc_timer_stop.restype = C.c_double
-lib.kc_gemm.argtypes = [vp, vp, vp, i32, vp, i32, vp, i32, i32, i32, i32, vp, vp, i32, i32, i32]
-lib.kc_attention.argtypes = [vp, vp, vp, vp, vp, i32, vp, i32, i32, i32, i32, i32, i32, f32, i32, i32]
+lib.kc_gemm.argtypes = [vp, vp, vp, i32, vp, i32, vp, i32, i32, i32, i32, vp, vp, i32, i32, i32, i32]  # last: out dtype
+lib.kc_attention.argtypes = [vp, vp, vp, vp, vp, i32, vp, i32, i32, i32, i32, i32, i32, f32, i32, i32, i32]  # last: out dtype
 lib.kc_set_paths.argtypes = [vp, i32, i32, i32]
 F32, BF16 = 0, 1
 failures = []
@@ -144,7 +147,7 @@ def kino_gemm(ctx, a, w, bias, gelu=0, residual=None, gate=None, L=1, G=1, parts
     torch.cuda.synchronize()
     call(ctx, lib.kc_gemm(ctx, p(out), p(a), F32 if a.dtype == torch.float32 else BF16, p(w),
                           F32 if w.dtype == torch.float32 else BF16, p(bias), M, N, K, gelu, p(residual), p(gate), L, G,
-                          N // parts if parts else 0),
+                          N // parts if parts else 0, F32),
          f"gemm {M}x{N}x{K}")
     # a split output is [parts, M, N / parts]: back to [M, N] to compare
     return out.view(parts, M, N // parts).permute(1, 0, 2).reshape(M, N) if parts else out
@@ -152,7 +155,7 @@ def kino_gemm(ctx, a, w, bias, gelu=0, residual=None, gate=None, L=1, G=1, parts
 def attention_rc(ctx, out, q, k, v, kv_len, scale, bias=None, block=0, qoff=0):
     B, Lq, H, D = q.shape; Lk = k.shape[1]
     return lib.kc_attention(ctx, p(out), p(q), p(k), p(v), F32 if q.dtype == torch.float32 else BF16, p(bias),
-                            B, Lq, Lk, kv_len, H, D, scale, block, qoff)
+                            B, Lq, Lk, kv_len, H, D, scale, block, qoff, F32)
 
 def kino_attention(ctx, q, k, v, kv_len, scale, bias=None, block=0, qoff=0):
     out = torch.empty(*q.shape, device="cuda", dtype=torch.float32)
@@ -249,7 +252,7 @@ for label, (M, N, K) in [("4096³", (4096, 4096, 4096)), ("Wan QKV", (4680, 4608
     flops = 2 * M * N * K
     for path in ["auto (wgmma on sm_90)", "mma.sync"] if label == "4096³" else ["auto (wgmma on sm_90)"]:
         c = ctxs[path]
-        kt = bench(c, lambda: lib.kc_gemm(c, p(out), p(a), BF16, p(w), BF16, None, M, N, K, 0, None, None, 1, 1, 0), flops)
+        kt = bench(c, lambda: lib.kc_gemm(c, p(out), p(a), BF16, p(w), BF16, None, M, N, K, 0, None, None, 1, 1, 0, F32), flops)
         tt = torch_bench(lambda: torch.matmul(a, w.T), flops)
         rows.append((f"gemm {label} {M}x{N}x{K} [{path.split()[0]}]", kt, tt))
 # (label, Lq, Lk, block size, q offset): Wan 1.3B self-attention (12 heads × 128) at 4680 tokens a
@@ -366,7 +369,7 @@ else
   echo "skipped: no bun on this machine (carry .gpu/bun.gz or set KINO_BUN)"
 fi
 
-step "DiT forward as a CUDA graph, Wan2.1-1.3B at 832x480 (bun)"
+step "DiT forward as a CUDA graph and with bf16 activations, Wan2.1-1.3B at 832x480 (bun)"
 if [ -n "$BUN" ]; then
   timeout 150 "$BUN" tools/bench/dit-graph.ts || status=1
 else
@@ -375,7 +378,7 @@ fi
 
 step "op sweep (bun test)"
 if [ -n "$BUN" ]; then
-  sweep=(test/runtime/cuda.test.ts test/models/dit-graph.test.ts)
+  sweep=(test/runtime/cuda.test.ts test/models/dit-graph.test.ts test/models/dit-activations.test.ts)
   [ -f test/runtime/ops.test.ts ] && sweep+=(test/runtime/ops.test.ts)
   timeout 180 "$BUN" test --timeout 120000 "${sweep[@]}" || status=1
 else

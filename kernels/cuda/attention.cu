@@ -37,6 +37,10 @@
 //   SIMT path: every operation in f32 (fmaf, expf):  |out − ref| ≤ (2δ + n · 2^-23) · V, where
 //     δ = (D + 2) · 2^-23 · max_{j<n} (|scale| · Σ_d |q·k| + |bias[h,i,j]|) bounds each logit's error;
 //     on random data the error is below 1e-5 · V (what tools/gpu-check.sh holds it to).
+//   Every path may store out as bf16 (the DiT's attention output feeds the O projection, which rounds
+//   it to bf16 anyway): the f32 result rounded once more, ≤ 2^-8 · |out| on top of the bounds above.
+//   q, k, v may come as bf16 (the DiT stores them so): then "rounded to bf16" costs nothing, and the
+//   SIMT path (forced, or a head size without tensor cores) widens them exactly.
 #include "attention.cuh"
 
 namespace {
@@ -65,9 +69,9 @@ __device__ __forceinline__ void load_rows(uint32_t dst, const __nv_bfloat16* bas
   }
 }
 
-template <int D>
+template <int D, typename TO>
 __global__ void __launch_bounds__(WARPS * 32)
-    attention_mma_kernel(float* __restrict__ out, const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k,
+    attention_mma_kernel(TO* __restrict__ out, const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k,
                          const __nv_bfloat16* __restrict__ v, const float* __restrict__ bias, int Lq, int Lkv,
                          int kv_len, int H, float scale, int block_size, int q_offset) {
   using T = Tile<D>;
@@ -209,42 +213,42 @@ __global__ void __launch_bounds__(WARPS * 32)
     int row = half ? row_b : row_a;
     if (row >= Lq) continue;
     float inv = half ? inv_b : inv_a;
-    float* dst = out + (((int64_t)b * Lq + row) * H + h) * D + (lane % 4) * 2;
+    TO* dst = out + (((int64_t)b * Lq + row) * H + h) * D + (lane % 4) * 2;
 #pragma unroll
-    for (int j = 0; j < D / 8; j++)
-      *reinterpret_cast<float2*>(dst + j * 8) = make_float2(o[j][2 * half] * inv, o[j][2 * half + 1] * inv);
+    for (int j = 0; j < D / 8; j++) kc_put2(dst + j * 8, o[j][2 * half] * inv, o[j][2 * half + 1] * inv);
   }
 }
 
 // ---- SIMT f32 kernel ---------------------------------------------------------------------------------
 constexpr int SIMT_MAX_PER_LANE = 16;  // D ≤ 512
 
+template <typename TI, typename TO>
 __global__ void __launch_bounds__(128)
-    attention_simt_kernel(float* __restrict__ out, const float* __restrict__ q, const float* __restrict__ k,
-                          const float* __restrict__ v, const float* __restrict__ bias, int B, int Lq, int Lk,
+    attention_simt_kernel(TO* __restrict__ out, const TI* __restrict__ q, const TI* __restrict__ k,
+                          const TI* __restrict__ v, const float* __restrict__ bias, int B, int Lq, int Lk,
                           int kv_len, int H, int D, float scale, int block_size, int q_offset) {
   const int lane = threadIdx.x % 32;
   const int64_t row = (int64_t)blockIdx.x * 4 + threadIdx.x / 32;  // over B · H · Lq, query fastest
   if (row >= (int64_t)B * H * Lq) return;
   const int i = (int)(row % Lq), h = (int)((row / Lq) % H), b = (int)(row / ((int64_t)Lq * H));
-  const float* qr = q + (((int64_t)b * Lq + i) * H + h) * D;
+  const TI* qr = q + (((int64_t)b * Lq + i) * H + h) * D;
   float qv[SIMT_MAX_PER_LANE], acc[SIMT_MAX_PER_LANE];
 #pragma unroll
   for (int r = 0; r < SIMT_MAX_PER_LANE; r++) {
     int d = lane + 32 * r;
-    qv[r] = d < D ? qr[d] : 0.f;
+    qv[r] = d < D ? kc_f32(qr[d]) : 0.f;
     acc[r] = 0.f;
   }
   const int n = kc_visible_keys(i, kv_len, block_size, q_offset);
   float m = -INFINITY, l = 0.f;
   for (int j = 0; j < n; j++) {
-    const float* kr = k + (((int64_t)b * Lk + j) * H + h) * D;
-    const float* vr = v + (((int64_t)b * Lk + j) * H + h) * D;
+    const TI* kr = k + (((int64_t)b * Lk + j) * H + h) * D;
+    const TI* vr = v + (((int64_t)b * Lk + j) * H + h) * D;
     float dot = 0.f;
 #pragma unroll
     for (int r = 0; r < SIMT_MAX_PER_LANE; r++) {
       int d = lane + 32 * r;
-      if (d < D) dot = fmaf(qv[r], kr[d], dot);
+      if (d < D) dot = fmaf(qv[r], kc_f32(kr[d]), dot);
     }
     float s = kc_warp_sum(dot) * scale + (bias ? bias[((int64_t)h * Lq + i) * kv_len + j] : 0.f);
     float nm = fmaxf(m, s), alpha = expf(m - nm), p = expf(s - nm);
@@ -253,42 +257,66 @@ __global__ void __launch_bounds__(128)
 #pragma unroll
     for (int r = 0; r < SIMT_MAX_PER_LANE; r++) {
       int d = lane + 32 * r;
-      if (d < D) acc[r] = acc[r] * alpha + p * vr[d];
+      if (d < D) acc[r] = acc[r] * alpha + p * kc_f32(vr[d]);
     }
   }
   float inv = l > 0.f ? 1.f / l : 0.f;
-  float* o = out + (((int64_t)b * Lq + i) * H + h) * D;
+  TO* o = out + (((int64_t)b * Lq + i) * H + h) * D;
 #pragma unroll
   for (int r = 0; r < SIMT_MAX_PER_LANE; r++) {
     int d = lane + 32 * r;
-    if (d < D) o[d] = acc[r] * inv;
+    if (d < D) kc_put(o + d, acc[r] * inv);
   }
 }
 
-template <int D>
-int launch_mma(KcContext* ctx, float* out, const void* q, const void* k, const void* v, const float* bias, int B,
+template <typename TI, typename TO>
+int launch_simt(KcContext* ctx, void* out, const void* q, const void* k, const void* v, const float* bias, int B, int Lq,
+                int Lk, int kv_len, int H, int D, float scale, int block_size, int q_offset) {
+  const int64_t rows = (int64_t)B * H * Lq;
+  ctx->last_attention = "simt";
+  auto kernel = attention_simt_kernel<TI, TO>;
+  KC_LAUNCH(kernel, (unsigned)((rows + 3) / 4), 128, 0, ctx->stream)(
+      (TO*)out, (const TI*)q, (const TI*)k, (const TI*)v, bias, B, Lq, Lk, kv_len, H, D, scale, block_size, q_offset);
+  return kc_launched(ctx, "attention_simt_kernel");
+}
+
+// The SIMT kernel for f32 or bf16 q/k/v (bf16 widened exactly) and f32 or bf16 out.
+int launch_simt_any(KcContext* ctx, void* out, bool out_bf16, const void* q, const void* k, const void* v, bool in_bf16,
+                    const float* bias, int B, int Lq, int Lk, int kv_len, int H, int D, float scale, int block_size,
+                    int q_offset) {
+  if (in_bf16)
+    return out_bf16 ? launch_simt<__nv_bfloat16, __nv_bfloat16>(ctx, out, q, k, v, bias, B, Lq, Lk, kv_len, H, D, scale, block_size, q_offset)
+                    : launch_simt<__nv_bfloat16, float>(ctx, out, q, k, v, bias, B, Lq, Lk, kv_len, H, D, scale, block_size, q_offset);
+  return out_bf16 ? launch_simt<float, __nv_bfloat16>(ctx, out, q, k, v, bias, B, Lq, Lk, kv_len, H, D, scale, block_size, q_offset)
+                  : launch_simt<float, float>(ctx, out, q, k, v, bias, B, Lq, Lk, kv_len, H, D, scale, block_size, q_offset);
+}
+
+template <int D, typename TO>
+int launch_mma(KcContext* ctx, void* out, const void* q, const void* k, const void* v, const float* bias, int B,
                int Lq, int Lkv, int kv_len, int H, float scale, int block_size, int q_offset) {
   static bool configured = false;
   constexpr int smem = Tile<D>::SMEM;
+  auto kernel = attention_mma_kernel<D, TO>;
   if (!configured) {
-    KC_TRY(kc_check(ctx, cudaFuncSetAttribute(attention_mma_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
+    KC_TRY(kc_check(ctx, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
                     "cudaFuncSetAttribute(attention_mma_kernel)"));
     configured = true;
   }
   dim3 grid((Lq + BQ - 1) / BQ, H, B);
-  attention_mma_kernel<D><<<grid, WARPS * 32, smem, ctx->stream>>>(
-      out, (const __nv_bfloat16*)q, (const __nv_bfloat16*)k, (const __nv_bfloat16*)v, bias, Lq, Lkv, kv_len, H, scale,
+  KC_LAUNCH(kernel, grid, WARPS * 32, smem, ctx->stream)(
+      (TO*)out, (const __nv_bfloat16*)q, (const __nv_bfloat16*)k, (const __nv_bfloat16*)v, bias, Lq, Lkv, kv_len, H, scale,
       block_size, q_offset);
   return kc_launched(ctx, "attention_mma_kernel");
 }
 
-int launch_mma_any(KcContext* ctx, float* out, const void* q, const void* k, const void* v, const float* bias, int B,
-                   int Lq, int Lkv, int kv_len, int H, int D, float scale, int block_size, int q_offset) {
+template <typename TO>
+int launch_mma_d(KcContext* ctx, void* out, const void* q, const void* k, const void* v, const float* bias, int B,
+                 int Lq, int Lkv, int kv_len, int H, int D, float scale, int block_size, int q_offset) {
   switch (D) {
-    case 16: return launch_mma<16>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
-    case 32: return launch_mma<32>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
-    case 64: return launch_mma<64>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
-    case 128: return launch_mma<128>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
+    case 16: return launch_mma<16, TO>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
+    case 32: return launch_mma<32, TO>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
+    case 64: return launch_mma<64, TO>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
+    case 128: return launch_mma<128, TO>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
   }
   return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention", "tensor-core attention needs D in {16, 32, 64, 128}");
 }
@@ -315,54 +343,57 @@ constexpr bool WGMMA_ATTENTION_VERIFIED = false;
 
 namespace {
 // bf16 q, k, v: the tensor-core kernel the attention path asks for.
-int launch_tensor_core(KcContext* ctx, float* out, const void* q, const void* k, const void* v, const float* bias,
+int launch_tensor_core(KcContext* ctx, void* out, bool out_bf16, const void* q, const void* k, const void* v, const float* bias,
                        int B, int Lq, int Lkv, int kv_len, int H, int D, float scale, int block_size, int q_offset) {
   const bool wgmma = ctx->attention_path == 2 ||
                      (ctx->attention_path == 0 && WGMMA_ATTENTION_VERIFIED && kc_attention_wgmma_supported(ctx, D));
   ctx->last_attention = wgmma ? "wgmma" : "mma.sync";
   if (wgmma)
-    return kc_attention_wgmma_launch(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, D, scale, block_size, q_offset);
-  return launch_mma_any(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, D, scale, block_size, q_offset);
+    return kc_attention_wgmma_launch(ctx, out, out_bf16, q, k, v, bias, B, Lq, Lkv, kv_len, H, D, scale, block_size,
+                                     q_offset);
+  if (out_bf16)
+    return launch_mma_d<__nv_bfloat16>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, D, scale, block_size, q_offset);
+  return launch_mma_d<float>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, D, scale, block_size, q_offset);
 }
 }  // namespace
 
 // q [B, Lq, H, D], k and v [B, Lk, H, D] of dtype `dt` (f32, or bf16 for the tensor-core kernels
-// directly); out [B, Lq, H, D] f32. bias [H, Lq, kv_len] f32 or null. block_size 0 = no mask.
-KC_API int kc_attention(KcContext* ctx, float* out, const void* q, const void* k, const void* v, int dt,
+// directly); out [B, Lq, H, D] of out_dt (f32 or bf16). bias [H, Lq, kv_len] f32 or null. block_size 0 =
+// no mask. bf16 inputs go to the SIMT kernel (widened exactly) where the exact path is forced or the
+// shape rules the tensor cores out.
+KC_API int kc_attention(KcContext* ctx, void* out, const void* q, const void* k, const void* v, int dt,
                         const float* bias, int B, int Lq, int Lk, int kv_len, int H, int D, float scale,
-                        int block_size, int q_offset) {
+                        int block_size, int q_offset, int out_dt) {
   ctx->last_attention = "";
+  if (dt != KC_F32 && dt != KC_BF16) return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention", "q/k/v must be f32 or bf16");
+  if (out_dt != KC_F32 && out_dt != KC_BF16) return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention", "out must be f32 or bf16");
   if (B <= 0 || Lq <= 0 || H <= 0 || D <= 0) return 0;
-  const bool exact = ctx->attention_path == 1, wgmma_forced = ctx->attention_path == 2;
+  const bool exact = ctx->attention_path == 1, wgmma_forced = ctx->attention_path == 2, out_bf16 = out_dt == KC_BF16;
   if (wgmma_forced && !kc_attention_wgmma_supported(ctx, D))
     return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention",
                    "attention path 2 (wgmma) needs an sm_90 GPU, the driver's cuTensorMapEncodeTiled and D 64 or 128");
-  if (kv_len == 0) return kc_check(ctx, cudaMemsetAsync(out, 0, (size_t)B * Lq * H * D * 4, ctx->stream), "kc_attention");
-  // The tensor-core kernels store float2 pairs, so out must be 8-byte aligned (a view may not be). A
-  // forced wgmma path reports misalignment as an error instead of falling back.
+  if (kv_len == 0)
+    return kc_check(ctx, cudaMemsetAsync(out, 0, (size_t)B * Lq * H * D * (out_bf16 ? 2 : 4), ctx->stream), "kc_attention");
+  // The tensor-core kernels store pairs (float2, or two bf16), so out must be 8-byte aligned (a view may
+  // not be). A forced wgmma path reports misalignment as an error instead of falling back.
   const bool tc_shape =
       (D == 16 || D == 32 || D == 64 || D == 128) && ctx->sm_major >= 8 && ((uintptr_t)out & 7) == 0;
   if (dt == KC_BF16) {
-    if (!wgmma_forced && (!tc_shape || (((uintptr_t)q | (uintptr_t)k | (uintptr_t)v) & 15)))
-      return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention", "bf16 attention needs D in {16, 32, 64, 128}, sm_80+ "
-                     "and aligned buffers");
-    return launch_tensor_core(ctx, out, q, k, v, bias, B, Lq, Lk, kv_len, H, D, scale, block_size, q_offset);
+    const bool tc = tc_shape && !((((uintptr_t)q | (uintptr_t)k | (uintptr_t)v) & 15));
+    if (wgmma_forced || (tc && !exact))
+      return launch_tensor_core(ctx, out, out_bf16, q, k, v, bias, B, Lq, Lk, kv_len, H, D, scale, block_size, q_offset);
+    return launch_simt_any(ctx, out, out_bf16, q, k, v, true, bias, B, Lq, Lk, kv_len, H, D, scale, block_size, q_offset);
   }
-  if (dt != KC_F32) return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention", "q/k/v must be f32 or bf16");
-  if (exact || (!tc_shape && !wgmma_forced)) {
-    int64_t rows = (int64_t)B * H * Lq;
-    ctx->last_attention = "simt";
-    attention_simt_kernel<<<(unsigned)((rows + 3) / 4), 128, 0, ctx->stream>>>(
-        out, (const float*)q, (const float*)k, (const float*)v, bias, B, Lq, Lk, kv_len, H, D, scale, block_size,
-        q_offset);
-    return kc_launched(ctx, "attention_simt_kernel");
-  }
+  if (exact || (!tc_shape && !wgmma_forced))
+    return launch_simt_any(ctx, out, out_bf16, q, k, v, false, bias, B, Lq, Lk, kv_len, H, D, scale, block_size, q_offset);
   int rc = 0;
   const int64_t row = (int64_t)H * D;
   void* q16 = to_bf16_rows(ctx, (const float*)q, B, Lq, Lq, row, &rc);
   void* k16 = rc ? nullptr : to_bf16_rows(ctx, (const float*)k, B, Lk, kv_len, row, &rc);
   void* v16 = rc ? nullptr : to_bf16_rows(ctx, (const float*)v, B, Lk, kv_len, row, &rc);
-  if (!rc) rc = launch_tensor_core(ctx, out, q16, k16, v16, bias, B, Lq, kv_len, kv_len, H, D, scale, block_size, q_offset);
+  if (!rc)
+    rc = launch_tensor_core(ctx, out, out_bf16, q16, k16, v16, bias, B, Lq, kv_len, kv_len, H, D, scale, block_size,
+                            q_offset);
   kc_scratch_release(ctx, q16);
   kc_scratch_release(ctx, k16);
   kc_scratch_release(ctx, v16);

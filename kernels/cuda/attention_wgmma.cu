@@ -77,10 +77,10 @@ __device__ __forceinline__ Work work_item(int item, int q_tiles, int H, int Lq, 
   return w;
 }
 
-template <int D>
+template <int D, typename TO>
 __global__ void __launch_bounds__(THREADS, 1)
     attention_wgmma_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_k,
-                           const __grid_constant__ CUtensorMap map_v, float* __restrict__ out,
+                           const __grid_constant__ CUtensorMap map_v, TO* __restrict__ out,
                            const float* __restrict__ bias, int Lq, int kv_len, int H, int items, float scale,
                            int block_size, int q_offset) {
 #ifdef KC_HAS_WGMMA
@@ -298,17 +298,15 @@ __global__ void __launch_bounds__(THREADS, 1)
         l1 += __shfl_xor_sync(0xffffffffu, l1, off);
       }
       const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
-      float* dst0 = out + (((int64_t)w.b * Lq + row0) * H + w.h) * D + 2 * (lane % 4);
-      float* dst1 = dst0 + 8 * (int64_t)H * D;
+      TO* dst0 = out + (((int64_t)w.b * Lq + row0) * H + w.h) * D + 2 * (lane % 4);
+      TO* dst1 = dst0 + 8 * (int64_t)H * D;
       if (row0 < Lq) {
 #pragma unroll
-        for (int j = 0; j < D / 8; j++)
-          *reinterpret_cast<float2*>(dst0 + 8 * j) = make_float2(o[4 * j] * inv0, o[4 * j + 1] * inv0);
+        for (int j = 0; j < D / 8; j++) kc_put2(dst0 + 8 * j, o[4 * j] * inv0, o[4 * j + 1] * inv0);
       }
       if (row1 < Lq) {
 #pragma unroll
-        for (int j = 0; j < D / 8; j++)
-          *reinterpret_cast<float2*>(dst1 + 8 * j) = make_float2(o[4 * j + 2] * inv1, o[4 * j + 3] * inv1);
+        for (int j = 0; j < D / 8; j++) kc_put2(dst1 + 8 * j, o[4 * j + 2] * inv1, o[4 * j + 3] * inv1);
       }
     }
     // Consumer 1 arrived once more on barrier TURN_BAR than consumer 0 waited on it: match it, so no
@@ -328,13 +326,13 @@ int encode(KcContext* ctx, CUtensorMap* map, const void* ptr, int B, int L, int 
   return kc_encode_tma(ctx, map, ptr, false, 4, dims, strides, box, "could not describe an attention operand");
 }
 
-template <int D>
-int launch(KcContext* ctx, float* out, const void* q, const void* k, const void* v, const float* bias, int B,
+template <int D, typename TO>
+int launch(KcContext* ctx, void* out, const void* q, const void* k, const void* v, const float* bias, int B,
            int Lq, int Lkv, int kv_len, int H, float scale, int block_size, int q_offset) {
   static bool configured = false;
   if (!configured) {
     KC_TRY(kc_check(ctx,
-                    cudaFuncSetAttribute(attention_wgmma_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                    cudaFuncSetAttribute(attention_wgmma_kernel<D, TO>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          Layout<D>::SMEM),
                     "cudaFuncSetAttribute(attention_wgmma_kernel)"));
     configured = true;
@@ -346,8 +344,8 @@ int launch(KcContext* ctx, float* out, const void* q, const void* k, const void*
   const int64_t items = (int64_t)((Lq + BQ - 1) / BQ) * H * B;
   if (items > INT32_MAX) return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention", "too many attention work items");
   const unsigned grid = (unsigned)(items < ctx->sm_count ? items : ctx->sm_count);
-  attention_wgmma_kernel<D><<<grid, THREADS, Layout<D>::SMEM, ctx->stream>>>(
-      map_q, map_k, map_v, out, bias, Lq, kv_len, H, (int)items, scale, block_size, q_offset);
+  attention_wgmma_kernel<D, TO><<<grid, THREADS, Layout<D>::SMEM, ctx->stream>>>(
+      map_q, map_k, map_v, (TO*)out, bias, Lq, kv_len, H, (int)items, scale, block_size, q_offset);
   return kc_launched(ctx, "attention_wgmma_kernel");
 }
 }  // namespace
@@ -356,16 +354,20 @@ bool kc_attention_wgmma_supported(const KcContext* ctx, int D) {
   return ctx->sm_major == 9 && ctx->encode_tensor_map != nullptr && (D == 64 || D == 128);
 }
 
-int kc_attention_wgmma_launch(KcContext* ctx, float* out, const void* q, const void* k, const void* v,
+int kc_attention_wgmma_launch(KcContext* ctx, void* out, bool out_bf16, const void* q, const void* k, const void* v,
                               const float* bias, int B, int Lq, int Lkv, int kv_len, int H, int D, float scale,
                               int block_size, int q_offset) {
   if (!kc_attention_wgmma_supported(ctx, D))
     return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention",
                    "the wgmma attention kernel needs an sm_90 GPU, the driver's cuTensorMapEncodeTiled and D 64 or 128");
-  // TMA reads from 16-byte aligned addresses; the epilogue stores float2 pairs.
+  // TMA reads from 16-byte aligned addresses; the epilogue stores pairs (float2, or two bf16).
   if ((((uintptr_t)q | (uintptr_t)k | (uintptr_t)v) & 15) || ((uintptr_t)out & 7))
     return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention",
                    "the wgmma attention kernel needs 16-byte aligned q, k, v and an 8-byte aligned out");
-  if (D == 64) return launch<64>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
-  return launch<128>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
+  if (out_bf16) {
+    if (D == 64) return launch<64, __nv_bfloat16>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
+    return launch<128, __nv_bfloat16>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
+  }
+  if (D == 64) return launch<64, float>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
+  return launch<128, float>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
 }

@@ -92,6 +92,19 @@ __device__ __forceinline__ void kc_st(void* p, int dt, int64_t i, float v) {
   else ((__half*)p)[i] = __float2half(v);
 }
 
+// Activations in either storage type (backend.ts: f32, or bf16 between the DiT's tensor-core ops):
+// kc_f32 widens exactly, kc_put rounds to nearest even. Overloads, so one kernel template serves both.
+__device__ __forceinline__ float kc_f32(float v) { return v; }
+__device__ __forceinline__ float kc_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float kc_f32(__half v) { return __half2float(v); }
+__device__ __forceinline__ void kc_put(float* p, float v) { *p = v; }
+__device__ __forceinline__ void kc_put(__nv_bfloat16* p, float v) { *p = __float2bfloat16(v); }
+// Two neighbouring outputs at once (p 8-byte aligned for f32, 4-byte for bf16).
+__device__ __forceinline__ void kc_put2(float* p, float a, float b) { *reinterpret_cast<float2*>(p) = make_float2(a, b); }
+__device__ __forceinline__ void kc_put2(__nv_bfloat16* p, float a, float b) {
+  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
+}
+
 // GELU, tanh approximation (the `gelu` op and the GEMM epilogue).
 __device__ __forceinline__ float kc_gelu_tanh(float v) {
   return 0.5f * v * (1.f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
@@ -119,10 +132,12 @@ __device__ __forceinline__ float kc_block_sum(float v) {
   v = lane < nwarps ? partial[lane] : 0.f;
   return kc_warp_sum(v);
 }
-// 1 / sqrt(mean(x²) + eps) of a row of `cols` values, for the whole block (RMSNorm's scale).
-__device__ __forceinline__ float kc_block_inv_rms(const float* x, int cols, float eps) {
+// 1 / sqrt(mean(x²) + eps) of a row of `cols` values (f32 or bf16, summed in f32), for the whole
+// block (RMSNorm's scale).
+template <typename T>
+__device__ __forceinline__ float kc_block_inv_rms(const T* x, int cols, float eps) {
   float s = 0.f;
-  for (int c = threadIdx.x; c < cols; c += blockDim.x) s += x[c] * x[c];
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) s += kc_f32(x[c]) * kc_f32(x[c]);
   return rsqrtf(kc_block_sum(s) / cols + eps);
 }
 __device__ __forceinline__ float kc_block_max(float v) {

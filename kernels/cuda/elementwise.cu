@@ -6,7 +6,7 @@
 //   geluExact out = x·Φ(x)   (Φ the standard normal CDF: normcdff)
 //   silu      out = x / (1 + e^(−x))
 //   mul       out = a·b
-//   axpby     out = α·a + β·b
+//   axpby     out = α·a + β·b   (a, b, out all f32, or all bf16: f32 arithmetic, rounded once)
 //   fill      out = value
 //   convert   out = x widened or rounded (f32 → bf16/f16 round-to-nearest-even; u8 → f32 values)
 #include "common.cuh"
@@ -32,8 +32,9 @@ __global__ void mul_kernel(float* out, const float* a, const float* b, int64_t n
   KC_GRID_STRIDE(i, n) out[i] = a[i] * b[i];
 }
 
-__global__ void axpby_kernel(float* out, const float* a, const float* b, float alpha, float beta, int64_t n) {
-  KC_GRID_STRIDE(i, n) out[i] = alpha * a[i] + beta * b[i];
+template <typename T>
+__global__ void axpby_kernel(T* out, const T* a, const T* b, float alpha, float beta, int64_t n) {
+  KC_GRID_STRIDE(i, n) kc_put(out + i, alpha * kc_f32(a[i]) + beta * kc_f32(b[i]));
 }
 
 __global__ void fill_kernel(float* out, float value, int64_t n) {
@@ -99,9 +100,15 @@ KC_API int kc_mul(KcContext* ctx, float* out, const float* a, const float* b, in
   mul_kernel<<<kc_grid_for(ctx, n), THREADS, 0, ctx->stream>>>(out, a, b, n);
   return kc_launched(ctx, "kc_mul");
 }
-KC_API int kc_axpby(KcContext* ctx, float* out, const float* a, const float* b, float alpha, float beta, int64_t n) {
+KC_API int kc_axpby(KcContext* ctx, void* out, const void* a, const void* b, float alpha, float beta, int64_t n, int dt) {
+  if (dt != KC_F32 && dt != KC_BF16) return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_axpby", "a, b and out must be f32 or bf16");
   if (n <= 0) return 0;
-  axpby_kernel<<<kc_grid_for(ctx, n), THREADS, 0, ctx->stream>>>(out, a, b, alpha, beta, n);
+  if (dt == KC_BF16)
+    axpby_kernel<<<kc_grid_for(ctx, n), THREADS, 0, ctx->stream>>>((__nv_bfloat16*)out, (const __nv_bfloat16*)a,
+                                                                   (const __nv_bfloat16*)b, alpha, beta, n);
+  else
+    axpby_kernel<<<kc_grid_for(ctx, n), THREADS, 0, ctx->stream>>>((float*)out, (const float*)a, (const float*)b, alpha,
+                                                                   beta, n);
   return kc_launched(ctx, "kc_axpby");
 }
 KC_API int kc_fill(KcContext* ctx, float* out, float value, int64_t n) {

@@ -1,5 +1,5 @@
-// The GEMM family: out[M, N] = a[M, K] · w[N, K]ᵀ (+ bias[N]), f32 accumulation, f32 out, then the
-// epilogue (gemm_epilogue.cuh: GELU or a gated residual) on each element as it is stored.
+// The GEMM family: out[M, N] = a[M, K] · w[N, K]ᵀ (+ bias[N]), f32 accumulation, f32 or bf16 out, then
+// the epilogue (gemm_epilogue.cuh: GELU, a gated residual or a split) on each element as it is stored.
 // Both operands are K-major (rows of K contiguous elements), which is how activations and PyTorch
 // Linear weights are stored, so no kernel here ever transposes.
 //
@@ -20,13 +20,16 @@
 //   SIMT path (f32 weights, KINO_CUDA_GEMM=simt, exact mode):  |out − ref| ≤ K · 2^-24 · Σ_k |a · w|
 //     (f32 FMA chains; bf16/f16 weights widen to f32 exactly).
 // The bias is added in f32 (one more rounding of |out|, 2^-24 · |out|), and so is the epilogue.
+// A bf16 output adds its one rounding: ≤ 2^-8 · |out| more (round-to-nearest-even of the f32 value).
+// a may be f32 or bf16 (an activation stored bf16 by the op before), w f32, bf16 or f16.
 #pragma once
 #include "common.cuh"
 #include "gemm_epilogue.cuh"
 
-int kc_gemm_simt_launch(KcContext* ctx, float* out, const void* a, int a_dt, const void* w, int w_dt,
+// `out_bf16`: out is __nv_bfloat16 instead of float (never with a residual).
+int kc_gemm_simt_launch(KcContext* ctx, void* out, bool out_bf16, const void* a, int a_dt, const void* w, int w_dt,
                         const KcGemmEpilogue& epi, int M, int N, int K);
-int kc_gemm_mma_launch(KcContext* ctx, float* out, const void* a, const void* w, bool f16, const KcGemmEpilogue& epi,
-                       int M, int N, int K);
-int kc_gemm_wgmma_launch(KcContext* ctx, float* out, const void* a, const void* w, bool f16,
+int kc_gemm_mma_launch(KcContext* ctx, void* out, bool out_bf16, const void* a, const void* w, bool f16,
+                       const KcGemmEpilogue& epi, int M, int N, int K);
+int kc_gemm_wgmma_launch(KcContext* ctx, void* out, bool out_bf16, const void* a, const void* w, bool f16,
                          const KcGemmEpilogue& epi, int M, int N, int K);

@@ -8,7 +8,10 @@
 //   residual  out = residual[m, n] + gate[(m / L)·G + (m % L) / (L / G), n] · y   (gate null: 1)
 //   split     out = y, stored at [n / S, m, n % S] instead of [m, n] (S = split columns per part): a
 //             fused projection's parts (q|k|v) come out as contiguous [M, S] matrices
-// GELU, a residual and a split are never combined. The residual may be the output itself (in place): the
+// The output is f32, or bf16 (every kernel is instantiated for both, TO = float / __nv_bfloat16) when
+// the next op is a tensor-core op that would round it anyway (backend.ts: activations); the epilogue
+// computes in f32 and rounds once, when it stores. A residual output stays f32: it is the residual
+// stream. GELU, a residual and a split are never combined. The residual may be the output itself (in place): the
 // thread that stores (m, n) is the one that read residual (m, n), and the K sum is complete in its
 // registers by then.
 #pragma once

@@ -17,8 +17,8 @@ constexpr int TILE_A_BYTES = BM * KC_MMA_ROW_BYTES, TILE_B_BYTES = BN * KC_MMA_R
 constexpr int STAGE_BYTES = TILE_A_BYTES + TILE_B_BYTES;           // 16 KiB
 constexpr int SMEM_BYTES = STAGES * STAGE_BYTES;                   // 64 KiB
 
-template <bool F16>
-__global__ void __launch_bounds__(THREADS) gemm_mma_kernel(float* __restrict__ out, const uint16_t* __restrict__ a,
+template <bool F16, typename TO>
+__global__ void __launch_bounds__(THREADS) gemm_mma_kernel(TO* __restrict__ out, const uint16_t* __restrict__ a,
                                                          const uint16_t* __restrict__ w,
                                                          const KcGemmEpilogue epi, int M, int N, int K, bool pairs) {
   extern __shared__ __align__(128) uint8_t smem[];
@@ -54,32 +54,38 @@ __global__ void __launch_bounds__(THREADS) gemm_mma_kernel(float* __restrict__ o
 #pragma unroll
       for (int nj = 0; nj < 4; nj++) {
         int n = n0 + wn * 32 + nj * 8 + (lane % 4) * 2;
-        float* o = out + kc_epi_out(epi, m, n, N);
+        TO* o = out + kc_epi_out(epi, m, n, N);
         if (n + 1 < N) {
           float v0 = kc_epi_apply(epi, acc[mi][nj][half * 2] + kc_epi_bias(epi, n), m, n, N, gate_row);
           float v1 = kc_epi_apply(epi, acc[mi][nj][half * 2 + 1] + kc_epi_bias(epi, n + 1), m, n + 1, N, gate_row);
-          if (pairs) *reinterpret_cast<float2*>(o) = make_float2(v0, v1);
-          else o[0] = v0, out[kc_epi_out(epi, m, n + 1, N)] = v1;  // an odd split may put n + 1 in the next part
+          if (pairs) kc_put2(o, v0, v1);
+          else kc_put(o, v0), kc_put(out + kc_epi_out(epi, m, n + 1, N), v1);  // an odd split may put n + 1 in the next part
         } else if (n < N) {
-          o[0] = kc_epi_apply(epi, acc[mi][nj][half * 2] + kc_epi_bias(epi, n), m, n, N, gate_row);
+          kc_put(o, kc_epi_apply(epi, acc[mi][nj][half * 2] + kc_epi_bias(epi, n), m, n, N, gate_row));
         }
       }
     }
   }
 }
-}  // namespace
 
-int kc_gemm_mma_launch(KcContext* ctx, float* out, const void* a, const void* w, bool f16, const KcGemmEpilogue& epi,
-                       int M, int N, int K) {
-  static bool configured[2] = {false, false};
-  auto kernel = f16 ? gemm_mma_kernel<true> : gemm_mma_kernel<false>;
-  if (!configured[f16]) {
+template <bool F16, typename TO>
+int launch(KcContext* ctx, void* out, const void* a, const void* w, const KcGemmEpilogue& epi, int M, int N, int K) {
+  static bool configured = false;
+  auto kernel = gemm_mma_kernel<F16, TO>;
+  if (!configured) {
     KC_TRY(kc_check(ctx, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES),
                     "cudaFuncSetAttribute(gemm_mma_kernel)"));
-    configured[f16] = true;
+    configured = true;
   }
   dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
-  kernel<<<grid, THREADS, SMEM_BYTES, ctx->stream>>>(out, (const uint16_t*)a, (const uint16_t*)w, epi, M, N, K,
-                                            N % 2 == 0 && epi.split % 2 == 0 && ((uintptr_t)out & 7) == 0);
+  KC_LAUNCH(kernel, grid, THREADS, SMEM_BYTES, ctx->stream)((TO*)out, (const uint16_t*)a, (const uint16_t*)w, epi, M, N,
+                                                           K, N % 2 == 0 && epi.split % 2 == 0 && ((uintptr_t)out & 7) == 0);
   return kc_launched(ctx, "gemm_mma_kernel");
+}
+}  // namespace
+
+int kc_gemm_mma_launch(KcContext* ctx, void* out, bool out_bf16, const void* a, const void* w, bool f16,
+                       const KcGemmEpilogue& epi, int M, int N, int K) {
+  if (f16) return out_bf16 ? launch<true, __nv_bfloat16>(ctx, out, a, w, epi, M, N, K) : launch<true, float>(ctx, out, a, w, epi, M, N, K);
+  return out_bf16 ? launch<false, __nv_bfloat16>(ctx, out, a, w, epi, M, N, K) : launch<false, float>(ctx, out, a, w, epi, M, N, K);
 }

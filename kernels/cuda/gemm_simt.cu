@@ -1,5 +1,6 @@
 // SIMT GEMM: the fallback for f32 weights, K not a multiple of 8 (or 0), and devices older than sm_80.
-// Reference semantics: gemm.cuh. Inputs of any dtype are widened to f32 while staged in shared memory.
+// Reference semantics: gemm.cuh. Inputs of any dtype are widened to f32 while staged in shared memory;
+// the output is stored f32 or bf16 (kc_put).
 //
 // 64×64 output tile per 256-thread block, K in steps of 16. Tiles are stored k-major in shared memory
 // (transposed while staging) so the inner loop reads 4 consecutive m and 4 consecutive n values; each
@@ -9,12 +10,8 @@
 namespace {
 constexpr int TILE = 64, TK = 16, THREADS = 256;
 
-__device__ __forceinline__ float widen(float v) { return v; }
-__device__ __forceinline__ float widen(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float widen(__half v) { return __half2float(v); }
-
-template <typename TA, typename TW>
-__global__ void __launch_bounds__(THREADS) gemm_simt_kernel(float* __restrict__ out, const TA* __restrict__ a,
+template <typename TA, typename TW, typename TO>
+__global__ void __launch_bounds__(THREADS) gemm_simt_kernel(TO* __restrict__ out, const TA* __restrict__ a,
                                                           const TW* __restrict__ w, const KcGemmEpilogue epi,
                                                           int M, int N, int K) {
   __shared__ float As[TK][TILE + 1];
@@ -27,8 +24,8 @@ __global__ void __launch_bounds__(THREADS) gemm_simt_kernel(float* __restrict__ 
     for (int i = 0; i < TILE * TK / THREADS; i++) {
       int idx = threadIdx.x + i * THREADS, r = idx / TK, c = idx % TK;
       int m = m0 + r, n = n0 + r, k = k0 + c;
-      As[c][r] = (m < M && k < K) ? widen(a[(int64_t)m * K + k]) : 0.f;
-      Ws[c][r] = (n < N && k < K) ? widen(w[(int64_t)n * K + k]) : 0.f;
+      As[c][r] = (m < M && k < K) ? kc_f32(a[(int64_t)m * K + k]) : 0.f;
+      Ws[c][r] = (n < N && k < K) ? kc_f32(w[(int64_t)n * K + k]) : 0.f;
     }
     __syncthreads();
 #pragma unroll
@@ -53,25 +50,40 @@ __global__ void __launch_bounds__(THREADS) gemm_simt_kernel(float* __restrict__ 
 #pragma unroll
     for (int j = 0; j < 4; j++) {
       int n = n0 + tx + 16 * j;
-      if (n < N) out[kc_epi_out(epi, m, n, N)] = kc_epi_apply(epi, acc[i][j] + kc_epi_bias(epi, n), m, n, N, gate_row);
+      if (n < N) kc_put(out + kc_epi_out(epi, m, n, N), kc_epi_apply(epi, acc[i][j] + kc_epi_bias(epi, n), m, n, N, gate_row));
     }
   }
 }
 
-template <typename TA, typename TW>
-int launch(KcContext* ctx, float* out, const void* a, const void* w, const KcGemmEpilogue& epi, int M, int N, int K) {
+template <typename TA, typename TW, typename TO>
+int launch(KcContext* ctx, void* out, const void* a, const void* w, const KcGemmEpilogue& epi, int M, int N, int K) {
   dim3 grid((N + TILE - 1) / TILE, (M + TILE - 1) / TILE);
-  gemm_simt_kernel<TA, TW><<<grid, THREADS, 0, ctx->stream>>>(out, (const TA*)a, (const TW*)w, epi, M, N, K);
+  gemm_simt_kernel<TA, TW, TO><<<grid, THREADS, 0, ctx->stream>>>((TO*)out, (const TA*)a, (const TW*)w, epi, M, N, K);
   return kc_launched(ctx, "gemm_simt_kernel");
+}
+
+template <typename TA, typename TW>
+int launch_out(KcContext* ctx, void* out, bool out_bf16, const void* a, const void* w, const KcGemmEpilogue& epi, int M,
+               int N, int K) {
+  if (out_bf16) return launch<TA, TW, __nv_bfloat16>(ctx, out, a, w, epi, M, N, K);
+  return launch<TA, TW, float>(ctx, out, a, w, epi, M, N, K);
+}
+
+template <typename TA>
+int launch_w(KcContext* ctx, void* out, bool out_bf16, const void* a, const void* w, int w_dt, const KcGemmEpilogue& epi,
+             int M, int N, int K) {
+  if (w_dt == KC_F32) return launch_out<TA, float>(ctx, out, out_bf16, a, w, epi, M, N, K);
+  if (w_dt == KC_BF16) return launch_out<TA, __nv_bfloat16>(ctx, out, out_bf16, a, w, epi, M, N, K);
+  return launch_out<TA, __half>(ctx, out, out_bf16, a, w, epi, M, N, K);
 }
 }  // namespace
 
-int kc_gemm_simt_launch(KcContext* ctx, float* out, const void* a, int a_dt, const void* w, int w_dt,
+// a f32 or bf16 with w of any type, or f16 a with f16 w; out f32 or bf16.
+int kc_gemm_simt_launch(KcContext* ctx, void* out, bool out_bf16, const void* a, int a_dt, const void* w, int w_dt,
                         const KcGemmEpilogue& epi, int M, int N, int K) {
-  if (a_dt == KC_F32 && w_dt == KC_F32) return launch<float, float>(ctx, out, a, w, epi, M, N, K);
-  if (a_dt == KC_F32 && w_dt == KC_BF16) return launch<float, __nv_bfloat16>(ctx, out, a, w, epi, M, N, K);
-  if (a_dt == KC_F32 && w_dt == KC_F16) return launch<float, __half>(ctx, out, a, w, epi, M, N, K);
-  if (a_dt == KC_BF16 && w_dt == KC_BF16) return launch<__nv_bfloat16, __nv_bfloat16>(ctx, out, a, w, epi, M, N, K);
-  if (a_dt == KC_F16 && w_dt == KC_F16) return launch<__half, __half>(ctx, out, a, w, epi, M, N, K);
+  if (w_dt < KC_F32 || w_dt > KC_F16) return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_gemm", "unsupported weight dtype");
+  if (a_dt == KC_F32) return launch_w<float>(ctx, out, out_bf16, a, w, w_dt, epi, M, N, K);
+  if (a_dt == KC_BF16) return launch_w<__nv_bfloat16>(ctx, out, out_bf16, a, w, w_dt, epi, M, N, K);
+  if (a_dt == KC_F16 && w_dt == KC_F16) return launch_out<__half, __half>(ctx, out, out_bf16, a, w, epi, M, N, K);
   return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_gemm", "unsupported dtype pair for a and w");
 }

@@ -24,10 +24,10 @@ constexpr int BM = 128, BN = 256, BK = 64, STAGES = 4, THREADS = 384;
 constexpr int A_STAGE = BM * BK * 2, B_STAGE = BN * BK * 2;  // bytes: 16 KiB, 32 KiB
 constexpr int SMEM_BYTES = STAGES * (A_STAGE + B_STAGE) + 1024;  // + slack to align to 1024 (swizzle atom)
 
-template <bool F16>
+template <bool F16, typename TO>
 __global__ void __launch_bounds__(THREADS, 1)
     gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_w,
-                      float* __restrict__ out, const KcGemmEpilogue epi, int M, int N, int K) {
+                      TO* __restrict__ out, const KcGemmEpilogue epi, int M, int N, int K) {
 #ifdef KC_HAS_WGMMA
   extern __shared__ uint8_t smem_raw[];
   __shared__ __align__(8) uint64_t full_bar[STAGES], empty_bar[STAGES];
@@ -109,13 +109,13 @@ __global__ void __launch_bounds__(THREADS, 1)
       for (int half = 0; half < 2; half++) {
         int m = row0 + half * 8;
         if (m >= M) continue;
-        float* o = out + kc_epi_out(epi, m, n, N);
+        TO* o = out + kc_epi_out(epi, m, n, N);
         float v0 = kc_epi_apply(epi, d[4 * j + 2 * half] + b0, m, n, N, gate_rows[half]);
-        if (n + 1 < N) {  // N and a split's parts are even: a pair is whole, in one part, 8-byte aligned
+        if (n + 1 < N) {  // N and a split's parts are even: a pair is whole, in one part, aligned
           float v1 = kc_epi_apply(epi, d[4 * j + 2 * half + 1] + b1, m, n + 1, N, gate_rows[half]);
-          *reinterpret_cast<float2*>(o) = make_float2(v0, v1);
+          kc_put2(o, v0, v1);
         } else {
-          o[0] = v0;
+          kc_put(o, v0);
         }
       }
     }
@@ -129,23 +129,30 @@ int encode_map(KcContext* ctx, CUtensorMap* map, const void* ptr, bool f16, int 
   const cuuint32_t box[2] = {BK, (cuuint32_t)box_rows};
   return kc_encode_tma(ctx, map, ptr, f16, 2, dims, strides, box, "could not describe a GEMM operand");
 }
+
+template <bool F16, typename TO>
+int launch(KcContext* ctx, void* out, const void* a, const void* w, const KcGemmEpilogue& epi, int M, int N, int K) {
+  static bool configured = false;
+  auto kernel = gemm_wgmma_kernel<F16, TO>;
+  if (!configured) {
+    KC_TRY(kc_check(ctx, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES),
+                    "cudaFuncSetAttribute(gemm_wgmma_kernel)"));
+    configured = true;
+  }
+  CUtensorMap map_a, map_w;
+  KC_TRY(encode_map(ctx, &map_a, a, F16, M, K, BM));
+  KC_TRY(encode_map(ctx, &map_w, w, F16, N, K, BN));
+  unsigned blocks = (unsigned)(((M + BM - 1) / BM) * ((N + BN - 1) / BN));
+  kernel<<<blocks, THREADS, SMEM_BYTES, ctx->stream>>>(map_a, map_w, (TO*)out, epi, M, N, K);
+  return kc_launched(ctx, "gemm_wgmma_kernel");
+}
 }  // namespace
 
 // Needs: sm_90 with the driver's cuTensorMapEncodeTiled, K % 8 == 0 and N (and a split's part) even
-// (16-byte TMA rows, float2 stores), 16-byte aligned a and w. gemm.cu checks these and otherwise uses the mma.sync kernel.
-int kc_gemm_wgmma_launch(KcContext* ctx, float* out, const void* a, const void* w, bool f16,
+// (16-byte TMA rows, pair stores), 16-byte aligned a and w, 8-byte aligned out. gemm.cu checks these
+// and otherwise uses the mma.sync kernel.
+int kc_gemm_wgmma_launch(KcContext* ctx, void* out, bool out_bf16, const void* a, const void* w, bool f16,
                          const KcGemmEpilogue& epi, int M, int N, int K) {
-  static bool configured[2] = {false, false};
-  auto kernel = f16 ? gemm_wgmma_kernel<true> : gemm_wgmma_kernel<false>;
-  if (!configured[f16]) {
-    KC_TRY(kc_check(ctx, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES),
-                    "cudaFuncSetAttribute(gemm_wgmma_kernel)"));
-    configured[f16] = true;
-  }
-  CUtensorMap map_a, map_w;
-  KC_TRY(encode_map(ctx, &map_a, a, f16, M, K, BM));
-  KC_TRY(encode_map(ctx, &map_w, w, f16, N, K, BN));
-  unsigned blocks = (unsigned)(((M + BM - 1) / BM) * ((N + BN - 1) / BN));
-  kernel<<<blocks, THREADS, SMEM_BYTES, ctx->stream>>>(map_a, map_w, out, epi, M, N, K);
-  return kc_launched(ctx, "gemm_wgmma_kernel");
+  if (f16) return out_bf16 ? launch<true, __nv_bfloat16>(ctx, out, a, w, epi, M, N, K) : launch<true, float>(ctx, out, a, w, epi, M, N, K);
+  return out_bf16 ? launch<false, __nv_bfloat16>(ctx, out, a, w, epi, M, N, K) : launch<false, float>(ctx, out, a, w, epi, M, N, K);
 }

@@ -1,5 +1,8 @@
 // Row normalisations (LayerNorm, RMSNorm, softmax over the last dim) and the channel L2 norm of the
 // Wan VAE. All accumulate in f32; in place allowed (every thread reads its elements before writing).
+// LayerNorm (and its modulated form) reads f32 x — the residual stream — and stores f32 or bf16 (the
+// DiT's input of the next GEMM); RMSNorm reads and stores f32, or bf16 (the cross-attention's q and
+// k), its statistics in f32 either way.
 //
 // CPU reference (src/runtime/reference.ts), per row x of `cols` values:
 //   layer_norm   y = (x − mean) / sqrt(var + eps) · weight + bias        (var: biased, 1/cols)
@@ -23,11 +26,12 @@ int threads_for(int cols) {
   return t < 256 ? (t > 32 ? t : 32) : 256;
 }
 
-__global__ void layer_norm_kernel(float* out, const float* x, int cols, float eps, const float* weight,
+template <typename TO>
+__global__ void layer_norm_kernel(TO* out, const float* x, int cols, float eps, const float* weight,
                                   const float* bias, const float* scale, const float* shift, int L, int G) {
   const int64_t row = blockIdx.x;
   const float* xr = x + row * cols;
-  float* yr = out + row * cols;
+  TO* yr = out + row * cols;
   float s = 0.f;
   for (int c = threadIdx.x; c < cols; c += blockDim.x) s += xr[c];
   const float mean = kc_block_sum(s) / cols;
@@ -50,16 +54,17 @@ __global__ void layer_norm_kernel(float* out, const float* x, int cols, float ep
     if (weight) y *= weight[c];
     if (bias) y += bias[c];
     if (sc) y = y * (1.f + sc[c]) + sh[c];
-    yr[c] = y;
+    kc_put(yr + c, y);
   }
 }
 
-__global__ void rms_norm_kernel(float* out, const float* x, int cols, float eps, const float* weight) {
+template <typename T>
+__global__ void rms_norm_kernel(T* out, const T* x, int cols, float eps, const float* weight) {
   const int64_t row = blockIdx.x;
-  const float* xr = x + row * cols;
-  float* yr = out + row * cols;
+  const T* xr = x + row * cols;
+  T* yr = out + row * cols;
   const float inv = kc_block_inv_rms(xr, cols, eps);
-  for (int c = threadIdx.x; c < cols; c += blockDim.x) yr[c] = xr[c] * inv * (weight ? weight[c] : 1.f);
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) kc_put(yr + c, kc_f32(xr[c]) * inv * (weight ? weight[c] : 1.f));
 }
 
 __global__ void softmax_kernel(float* out, const float* x, int cols) {
@@ -91,20 +96,33 @@ __global__ void l2_norm_channels_kernel(float* out, const float* x, int B, int C
 }
 }  // namespace
 
-// scale/shift (both or neither): [B, G, cols] modulation tables, rows = B·L.
-KC_API int kc_layer_norm(KcContext* ctx, float* out, const float* x, int64_t rows, int cols, float eps,
-                         const float* weight, const float* bias, const float* scale, const float* shift, int L, int G) {
+// scale/shift (both or neither): [B, G, cols] modulation tables, rows = B·L. out_dt: f32 or bf16.
+KC_API int kc_layer_norm(KcContext* ctx, void* out, const float* x, int64_t rows, int cols, float eps,
+                         const float* weight, const float* bias, const float* scale, const float* shift, int L, int G,
+                         int out_dt) {
+  if (out_dt != KC_F32 && out_dt != KC_BF16) return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_layer_norm", "out must be f32 or bf16");
   if (rows <= 0 || cols <= 0) return 0;
   if ((scale != nullptr) != (shift != nullptr) || (scale && (L <= 0 || G <= 0 || L % G)))
     return kc_fail(ctx, KC_E_ARG, "kc_layer_norm", "modulation needs scale and shift with G dividing L");
-  layer_norm_kernel<<<(unsigned)rows, threads_for(cols), 0, ctx->stream>>>(out, x, cols, eps, weight, bias, scale, shift,
-                                                                          L, G);
+  if (out_dt == KC_BF16)
+    layer_norm_kernel<<<(unsigned)rows, threads_for(cols), 0, ctx->stream>>>((__nv_bfloat16*)out, x, cols, eps, weight,
+                                                                            bias, scale, shift, L, G);
+  else
+    layer_norm_kernel<<<(unsigned)rows, threads_for(cols), 0, ctx->stream>>>((float*)out, x, cols, eps, weight, bias,
+                                                                            scale, shift, L, G);
   return kc_launched(ctx, "kc_layer_norm");
 }
 
-KC_API int kc_rms_norm(KcContext* ctx, float* out, const float* x, int64_t rows, int cols, float eps, const float* weight) {
+// x and out of dtype dt: f32 or bf16.
+KC_API int kc_rms_norm(KcContext* ctx, void* out, const void* x, int64_t rows, int cols, float eps, const float* weight,
+                       int dt) {
+  if (dt != KC_F32 && dt != KC_BF16) return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_rms_norm", "x and out must be f32 or bf16");
   if (rows <= 0 || cols <= 0) return 0;
-  rms_norm_kernel<<<(unsigned)rows, threads_for(cols), 0, ctx->stream>>>(out, x, cols, eps, weight);
+  if (dt == KC_BF16)
+    rms_norm_kernel<<<(unsigned)rows, threads_for(cols), 0, ctx->stream>>>((__nv_bfloat16*)out, (const __nv_bfloat16*)x,
+                                                                          cols, eps, weight);
+  else
+    rms_norm_kernel<<<(unsigned)rows, threads_for(cols), 0, ctx->stream>>>((float*)out, (const float*)x, cols, eps, weight);
   return kc_launched(ctx, "kc_rms_norm");
 }
 

@@ -7,30 +7,37 @@
 //   for pair c < pt + ph + pw (axis a = 0 if c < pt, 1 if c < pt + ph, else 2):
 //     (x[2c], x[2c+1]) ← (x[2c]·cos − x[2c+1]·sin, x[2c]·sin + x[2c+1]·cos),  cos/sin = table[pos[a], c]
 // Every other element (tokens past the grid, pairs past the used ones) is copied unchanged.
-// One thread per pair (the rotation: rope.cuh); in place allowed.
+// One thread per pair (the rotation: rope.cuh); in place allowed. x and out both f32 or both bf16 (the
+// rotation in f32, rounded once).
 #include "rope.cuh"
 
 namespace {
-__global__ void rope3d_kernel(float* out, const float* x, int64_t npairs, int L, int H, int half_d, const KcRope rope) {
+template <typename T>
+__global__ void rope3d_kernel(T* out, const T* x, int64_t npairs, int L, int H, int half_d, const KcRope rope) {
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < npairs; i += (int64_t)gridDim.x * blockDim.x) {
     const int c = (int)(i % half_d);
     const int l = (int)((i / ((int64_t)half_d * H)) % L);
     // Scalar accesses: a view may start at an odd element, so float2 alignment is not guaranteed.
-    float re = x[2 * i], im = x[2 * i + 1];
+    float re = kc_f32(x[2 * i]), im = kc_f32(x[2 * i + 1]);
     kc_rope_pair(rope, l, c, re, im);
-    out[2 * i] = re;
-    out[2 * i + 1] = im;
+    kc_put(out + 2 * i, re);
+    kc_put(out + 2 * i + 1, im);
   }
 }
 }  // namespace
 
-KC_API int kc_rope3d(KcContext* ctx, float* out, const float* x, int B, int L, int H, int D, const float* cos_t,
-                     const float* sin_t, int pairs, int pt, int ph, int pw, int F, int GH, int GW, int f0) {
+KC_API int kc_rope3d(KcContext* ctx, void* out, const void* x, int B, int L, int H, int D, const float* cos_t,
+                     const float* sin_t, int pairs, int pt, int ph, int pw, int F, int GH, int GW, int f0, int dt) {
+  if (dt != KC_F32 && dt != KC_BF16) return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_rope3d", "x and out must be f32 or bf16");
   int64_t n = (int64_t)B * L * H * (D / 2);
   if (n <= 0) return 0;
   if (D % 2) return kc_fail(ctx, KC_E_ARG, "kc_rope3d", "head dim must be even");
   int64_t blocks = (n + 255) / 256, cap = (int64_t)ctx->sm_count * 16;
-  rope3d_kernel<<<(unsigned)(blocks < cap ? blocks : cap), 256, 0, ctx->stream>>>(
-      out, x, n, L, H, D / 2, kc_rope(cos_t, sin_t, pairs, pt, ph, pw, F, GH, GW, f0));
+  const unsigned grid = (unsigned)(blocks < cap ? blocks : cap);
+  const KcRope rope = kc_rope(cos_t, sin_t, pairs, pt, ph, pw, F, GH, GW, f0);
+  if (dt == KC_BF16)
+    rope3d_kernel<<<grid, 256, 0, ctx->stream>>>((__nv_bfloat16*)out, (const __nv_bfloat16*)x, n, L, H, D / 2, rope);
+  else
+    rope3d_kernel<<<grid, 256, 0, ctx->stream>>>((float*)out, (const float*)x, n, L, H, D / 2, rope);
   return kc_launched(ctx, "kc_rope3d");
 }

@@ -12,7 +12,7 @@
 // With `batch` > 1 the cache holds several streams that run in lockstep ([batch, capacity, heads,
 // head_dim]): classifier-free guidance keeps the conditional and the unconditional stream's keys side
 // by side, each filled by its own context pass, so both run as one batched forward.
-import type { Backend } from "../runtime/backend.ts";
+import type { ActivationDtype, Backend } from "../runtime/backend.ts";
 import type { Tensor } from "../runtime/tensor.ts";
 
 export interface KvCacheShape {
@@ -27,6 +27,8 @@ export interface KvCacheShape {
   sinkFrames: number;
   /** Streams held side by side (default 1). */
   batch?: number;
+  /** The DiT's activation dtype (the keys and values are attention inputs); default f32. */
+  dtype?: ActivationDtype;
 }
 
 export class KvCache {
@@ -44,8 +46,8 @@ export class KvCache {
     if (shape.sinkFrames >= shape.windowFrames) throw new Error(`sink of ${shape.sinkFrames} frames leaves no room in a ${shape.windowFrames}-frame window`);
     const cap = shape.windowFrames * shape.tokensPerFrame, batch = shape.batch ?? 1;
     for (let i = 0; i < shape.layers; i++) {
-      this.k.push(b.alloc([batch, cap, shape.heads, shape.headDim]));
-      this.v.push(b.alloc([batch, cap, shape.heads, shape.headDim]));
+      this.k.push(b.alloc([batch, cap, shape.heads, shape.headDim], shape.dtype ?? "f32"));
+      this.v.push(b.alloc([batch, cap, shape.heads, shape.headDim], shape.dtype ?? "f32"));
     }
   }
 
@@ -71,7 +73,7 @@ export class KvCache {
     if (this.#moveBuffer?.shape.join() !== shape.join()) {
       if (this.#moveBuffer) this.b.free(this.#moveBuffer);
       this.#moveBuffer = null;
-      this.#moveBuffer = this.b.alloc(shape);
+      this.#moveBuffer = this.b.alloc(shape, this.shape.dtype ?? "f32");
     }
     const tmp = this.#moveBuffer;
     for (const t of [...this.k, ...this.v]) {

@@ -65,6 +65,7 @@ export class CausalWanDiT {
       windowFrames: Math.ceil(opts.windowFrames / pt),
       sinkFrames: Math.ceil(opts.sinkFrames / pt),
       batch: this.batch,
+      dtype: dit.activations,
     });
     this.graph = opts.graphs ? new ForwardGraph(dit.backend) : null;
   }

@@ -4,7 +4,7 @@
 // affine), Linear, exact (erf) GELU, Linear, LayerNorm (eps 1e-5, affine), not the DiT's eps 1e-6 and
 // tanh GELU — and every layer projects those tokens to its own keys (k_img, then the RMSNorm
 // norm_k_img) and values (v_img). Like the text's keys/values they are computed once per conditioning.
-import type { Backend } from "../runtime/backend.ts";
+import type { ActivationDtype, Backend } from "../runtime/backend.ts";
 import type { Tensor } from "../runtime/tensor.ts";
 import type { WanDitConfig } from "./configs.ts";
 import type { Tap } from "./umt5.ts";
@@ -42,9 +42,10 @@ async function embedImage(b: Backend, w: ImageEmbeddingWeights, features: Tensor
 
 /**
  * Every layer's image keys/values for CLIP features given as host rows [n, image_dim] or a device
- * tensor [1, n, image_dim] (e.g. the CLIP encoder's output, left where it is).
+ * tensor [1, n, image_dim] (e.g. the CLIP encoder's output, left where it is), in the DiT's activation
+ * dtype (attention inputs).
  */
-export async function imageAttnKV(b: Backend, cfg: WanDitConfig, emb: ImageEmbeddingWeights, blocks: readonly BlockWeights[], features: Float32Array | Tensor, tap?: Tap): Promise<ImageKV> {
+export async function imageAttnKV(b: Backend, cfg: WanDitConfig, emb: ImageEmbeddingWeights, blocks: readonly BlockWeights[], features: Float32Array | Tensor, activations: ActivationDtype, tap?: Tap): Promise<ImageKV> {
   const width = cfg.imageDim!, heads = cfg.numHeads, D = cfg.dim / heads;
   const host = features instanceof Float32Array;
   const n = host ? features.length / width : features.shape[features.shape.length - 2]!;
@@ -58,7 +59,7 @@ export async function imageAttnKV(b: Backend, cfg: WanDitConfig, emb: ImageEmbed
     for (const block of blocks) {
       const att = block.imageAttn!;
       // k_img|v_img in one GEMM (a split epilogue): k and v are the two halves of one allocation
-      const kv = b.alloc([2, 1, n, cfg.dim]);
+      const kv = b.alloc([2, 1, n, cfg.dim], activations);
       const [k, v] = [0, 1].map((i) => kv.view([1, n, heads, D], i * n * cfg.dim)) as [Tensor, Tensor];
       out.k.push(k);
       out.v.push(v);

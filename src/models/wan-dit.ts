@@ -18,7 +18,15 @@
 // The elementwise steps run inside the ops around them (backend.ts): LN + modulation as one
 // layerNormModulate, the q/k RMSNorm + RoPE as one rmsNormRope, the FFN's GELU and every residual
 // (gated or not) in the epilogue of the GEMM before it.
-import type { AttentionOptions, Backend } from "../runtime/backend.ts";
+//
+// Activations (`activations`, backend.ts "Activations"): the tensors whose only consumers are
+// tensor-core ops — the LayerNorm outputs (into the QKV, cross-Q, FFN-up and head GEMMs), q/k/v after
+// RMSNorm + RoPE and the cross-attention's K/V (into attention), the attention outputs (into the O
+// projections), the FFN hidden after GELU (into FFN-down) and the KV cache — are stored in this dtype:
+// bf16 on CUDA, where the tensor cores round them to bf16 anyway, f32 on the CPU. The residual stream
+// x, every statistic (norms, softmax), the time embedding and modulation tables, and the latent in
+// and out stay f32. With f32 the forward is exactly what it was (the goldens hold bit for bit).
+import type { ActivationDtype, AttentionOptions, Backend } from "../runtime/backend.ts";
 import { type Tensor, numelOf } from "../runtime/tensor.ts";
 import type { WanDitConfig } from "./configs.ts";
 import { DeviceRope } from "./rope.ts";
@@ -56,20 +64,40 @@ export interface SelfAttention {
 /** The token grid of a latent: (frames, height, width) after patching. */
 export type Grid = [number, number, number];
 
+export interface WanDitOptions {
+  /** The dtype of the activations between tensor-core ops (see the header). Default: the backend's
+   *  `activationDtype`. */
+  activations?: ActivationDtype;
+}
+
 export class WanDiT {
   readonly rope: DeviceRope;
   readonly headDim: number;
+  /** The dtype of the activations between tensor-core ops (the header says which). */
+  readonly activations: ActivationDtype;
+  /** The model this one shares its weights with (withActivations), or null when it owns them. */
+  readonly #owner: WanDiT | null;
 
-  private constructor(readonly backend: Backend, readonly config: WanDitConfig, readonly weights: DitWeights) {
+  private constructor(readonly backend: Backend, readonly config: WanDitConfig, readonly weights: DitWeights, activations: ActivationDtype, owner: WanDiT | null = null) {
     this.headDim = config.dim / config.numHeads;
-    this.rope = new DeviceRope(backend, this.headDim, config.ropeMaxSeqLen);
+    this.rope = owner ? owner.rope : new DeviceRope(backend, this.headDim, config.ropeMaxSeqLen);
+    this.activations = activations;
+    this.#owner = owner;
   }
 
-  static async load(reader: WeightSource, config: WanDitConfig): Promise<WanDiT> {
-    return new WanDiT(reader.backend, config, await loadDitWeights(reader, config));
+  static async load(reader: WeightSource, config: WanDitConfig, opts: WanDitOptions = {}): Promise<WanDiT> {
+    return new WanDiT(reader.backend, config, await loadDitWeights(reader, config), opts.activations ?? reader.backend.activationDtype);
+  }
+
+  /** The same model (the same weights, no copy) with its activations in another dtype: benchmarks and
+   *  tests compare the two. It owns nothing; freeing it is a no-op and the model it came from must
+   *  outlive it. Its cross-attention K/V and KV caches are its own dtype's. */
+  withActivations(activations: ActivationDtype): WanDiT {
+    return new WanDiT(this.backend, this.config, this.weights, activations, this.#owner ?? this);
   }
 
   free(): void {
+    if (this.#owner) return;
     this.rope.free();
     freeDitWeights(this.backend, this.weights);
   }
@@ -144,8 +172,9 @@ export class WanDiT {
       this.#linear(emb, h, this.weights.textEmb2);
       await tap?.("context_emb", emb);
       for (const block of this.weights.blocks) {
-        // k|v in one GEMM (a split epilogue): k and v are the two halves of one allocation
-        const kv = b.alloc([2, 1, textLen, dim]);
+        // k|v in one GEMM (a split epilogue): k and v are the two halves of one allocation, attention
+        // inputs, so in the activation dtype
+        const kv = b.alloc([2, 1, textLen, dim], this.activations);
         const [k, v] = [0, 1].map((i) => kv.view([1, textLen, numHeads, this.headDim], i * textLen * dim)) as [Tensor, Tensor];
         out.k.push(k);
         out.v.push(v);
@@ -153,7 +182,7 @@ export class WanDiT {
         const k3 = k.reshape([1, textLen, dim]);
         if (block.crossAttn.normK) b.rmsNorm(k3, k3, eps, block.crossAttn.normK);
       }
-      if (imageEmb) out.image = await imageAttnKV(b, this.config, imageEmb, this.weights.blocks, image!, tap);
+      if (imageEmb) out.image = await imageAttnKV(b, this.config, imageEmb, this.weights.blocks, image!, this.activations, tap);
       return out;
     } catch (err) {
       this.freeCross(out);
@@ -171,7 +200,7 @@ export class WanDiT {
     if (withImage !== 0 && withImage !== parts.length) throw new Error("cannot stack conditionings with and without image tokens");
     const stack = (ts: Tensor[]) => {
       const [, L, H, D] = ts[0]!.shape as [number, number, number, number];
-      const t = b.alloc([ts.length, L, H, D]);
+      const t = b.alloc([ts.length, L, H, D], ts[0]!.dtype);
       b.concat(t, ts, 0);
       return t;
     };
@@ -260,12 +289,17 @@ export class WanDiT {
     const rope = this.rope.options(grid, frameOffset);
     const image = cross.image;
     if (!image !== !this.weights.imageEmb) throw new Error(`cross-attention K/V ${image ? "with" : "without"} image tokens for a ${this.config.kind} DiT`);
+    const act = this.activations;
+    if (cross.k[0] && cross.k[0].dtype !== act) throw new Error(`cross-attention K/V in ${cross.k[0].dtype} for a DiT with ${act} activations (make them with this model's crossAttnKV)`);
     // q, k, v come out of one GEMM as the three parts of qkv (a split epilogue); the cross-attention's
-    // queries reuse q's part
-    const h = b.alloc([B, L, dim]), qkv = b.alloc([3, B, L, dim]);
+    // queries reuse q's part. Every buffer here but x and the modulation table feeds a tensor-core op
+    // only: the activation dtype.
+    const h = b.alloc([B, L, dim], act), qkv = b.alloc([3, B, L, dim], act);
     const [q, k, v] = [0, 1, 2].map((i) => qkv.view([B, L, dim], i * B * L * dim)) as [Tensor, Tensor, Tensor];
-    const att = b.alloc([B, L, dim]), ffn = b.alloc([B, L, ffnDim]), mod = b.alloc([6, G, dim]);
-    const attImg = image ? b.alloc([B, L, dim]) : null;
+    const att = b.alloc([B, L, dim], act), ffn = b.alloc([B, L, ffnDim], act), mod = b.alloc([6, G, dim]);
+    const attImg = image ? b.alloc([B, L, dim], act) : null;
+    // a tapped sub-layer's output alone (before its residual) is f32, as the residual stream it joins
+    const tapOut = tapping ? b.alloc([B, L, dim]) : null;
     const part = (i: number) => mod.view([B, G / B, dim], i * G * dim); // shift_sa, scale_sa, gate_sa, shift_ff, scale_ff, gate_ff
     // q/k RMSNorm across heads fused with RoPE (without qk_norm: RoPE alone)
     const normRope = (t: Tensor, norm: Tensor | null) => (norm ? b.rmsNormRope(heads(t), heads(t), eps, norm, rope) : b.rope3d(heads(t), heads(t), rope));
@@ -275,7 +309,7 @@ export class WanDiT {
         // sub-layer's output before its residual, so a tapped block 0 also computes that alone.
         const tapped = i === 0 && tapping;
         const residual = (input: Tensor, l: Linear, gate: Tensor | null) => b.gemm(x, input, l.w, l.b, { kind: "residual", residual: x, gate });
-        const alone = (input: Tensor, l: Linear) => (this.#linear(h, input, l), h);
+        const alone = (input: Tensor, l: Linear) => (this.#linear(tapOut!, input, l), tapOut!);
         b.upsampleNearest(mod, w.modulation);
         b.axpby(mod, mod, time.e0, 1, 1);
         // self-attention
@@ -314,7 +348,7 @@ export class WanDiT {
         if (tapping) yield [`block${i}_out`, x];
       }
     } finally {
-      b.free(h, qkv, att, ffn, mod, ...(attImg ? [attImg] : []));
+      b.free(h, qkv, att, ffn, mod, ...(attImg ? [attImg] : []), ...(tapOut ? [tapOut] : []));
     }
   }
 
@@ -335,7 +369,7 @@ export class WanDiT {
     const b = this.backend, { dim, outDim, patch, eps } = this.config;
     const [f, gh, gw] = grid, [pt, ph, pw] = patch, G = time.groups, [B, L] = x.shape as [number, number];
     const table = b.alloc([2, G, dim]), e2 = b.alloc([2, G, dim]);
-    const h = b.alloc([B, L, dim]), out = b.alloc([B, L, outDim * pt * ph * pw]);
+    const h = b.alloc([B, L, dim], this.activations), out = b.alloc([B, L, outDim * pt * ph * pw]);
     const frame = [outDim, f * pt, gh * ph, gw * pw], n = numelOf(frame);
     const video = b.alloc(B === 1 ? frame : [B, ...frame]);
     try {

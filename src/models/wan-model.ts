@@ -6,6 +6,7 @@
 import type { Backend } from "../runtime/backend.ts";
 import type { WanCheckpoint } from "./checkpoint.ts";
 import { ClipVisionEncoder } from "./clip-vision.ts";
+import { ditActivations } from "./dit-activations.ts";
 import { I2V_MASK_CHANNELS } from "./dit-kind.ts";
 import { vaeStrides } from "./configs.ts";
 import { LoraAdapter } from "./lora.ts";
@@ -85,7 +86,7 @@ export async function loadWanModel(backend: Backend, ckpt: WanCheckpoint, opts: 
     loaded.push(umt5);
     t5Reader.finish();
     const ditReader = new WeightReader(backend, ditC.table, { component: "transformer", rename: ditC.rename, fileName: ditC.fileName, weightDtype, patch: lora });
-    const dit = await WanDiT.load(ditReader, ditC.config);
+    const dit = await WanDiT.load(ditReader, ditC.config, { activations: ditActivations(backend) });
     loaded.push(dit);
     ditReader.finish();
     lora?.assertAllUsed();

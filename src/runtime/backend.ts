@@ -14,6 +14,14 @@
 //   (GEMM `w`, conv `w`, embedding `table`) may be f32, bf16 or f16 and are widened to f32 with f32
 //   accumulation. Small parameter vectors (norm weights, biases, modulation tables) are f32. u8 exists
 //   only for video frames (YUV conversion).
+// - Activations: an activation that only feeds a tensor-core op (a GEMM input, attention's q/k/v) may
+//   be stored bf16 instead, where the op says so: gemm `a` and `out` (f32 out with a residual), attention
+//   q/k/v (one dtype) and out, layerNorm / layerNormModulate out (x stays f32: the residual stream),
+//   rmsNorm / rmsNormRope / rope3d x and out (one dtype), axpby (one dtype). The arithmetic stays f32
+//   (statistics, softmax, epilogues); a bf16 input is widened exactly and a bf16 output is the f32
+//   result rounded once (round-to-nearest-even). `activationDtype` says which a backend prefers: bf16
+//   on CUDA, where the tensor cores would round the f32 value to bf16 anyway and the conversion pass is
+//   saved; f32 on the CPU (which accepts bf16 too, through f32 copies). Models choose (WanDiT).
 // - Layouts follow Wan: activations [B, L, C]; Linear weights as PyTorch stores them, [N_out, K_in];
 //   attention q/k/v [B, L, H, D]; video tensors [B, C, T, H, W]; conv weights [Cout, Cin, kt, kh, kw].
 // - Shapes are checked (op-params.ts has the checks both backends share); a mismatch throws at the
@@ -23,6 +31,9 @@
 import type { DType, DeviceKind, Shape, Tensor } from "./tensor.ts";
 
 export type BackendName = "wasm" | "cuda";
+
+/** The dtypes an activation between ops may have (see "Activations" above). */
+export type ActivationDtype = "f32" | "bf16";
 
 /** Host data accepted by `upload`/`write`. Float32Array: values, converted to the tensor's dtype
  *  (round-to-nearest-even for bf16/f16). Uint16Array: raw bf16/f16 bits (dtype must be bf16 or f16).
@@ -167,6 +178,9 @@ export interface Backend {
   readonly description: string;
   /** A GPU's PCI bus id ("0000:19:00.0"), which names the physical device; absent on the CPU. */
   readonly pciBusId?: string;
+  /** The dtype this backend wants activations that feed its tensor-core ops in (see "Activations"
+   *  above): "bf16" on CUDA (sm_80+, not in exact mode), "f32" on the CPU. */
+  readonly activationDtype: ActivationDtype;
 
   // ---- memory ------------------------------------------------------------------------------------
   /** New tensor, contents undefined. */
@@ -191,27 +205,32 @@ export interface Backend {
 
   // ---- linear algebra ----------------------------------------------------------------------------
   /** out[M, N] = a[M, K] · w[N, K]ᵀ + bias[N]. `a` may have any leading dims ([B, L, K] → M = B·L);
-   *  out has a's leading dims and N. w: f32/bf16/f16. bias optional. `epilogue` (optional) transforms
+   *  out has a's leading dims and N. w: f32/bf16/f16. a, out: f32 or bf16 (out f32 with a residual
+   *  epilogue). bias optional. `epilogue` (optional) transforms
    *  each element before it is stored (GemmEpilogue); with a gate, out must be rank 3; with a split,
    *  out is [parts, ...a's leading dims, N / parts]. */
   gemm(out: Tensor, a: Tensor, w: Tensor, bias?: Tensor | null, epilogue?: GemmEpilogue | null): void;
   /** Softmax(scale · q·kᵀ (+ bias) (masked)) · v per batch item and head. q [B, Lq, H, D], k and v
    *  [B, Lk, H, D] (Lk ≥ kvLen), out [B, Lq, H, D]. Lq ≠ Lk is normal (chunk vs cache, cross-attn).
+   *  q, k, v one dtype, f32 or bf16; out f32 or bf16.
    *  D ≤ 512. A query that sees no key gets zeros. */
   attention(out: Tensor, q: Tensor, k: Tensor, v: Tensor, opts: AttentionOptions): void;
 
   // ---- normalisation -----------------------------------------------------------------------------
-  /** Over the last dim: (x − mean) / sqrt(var + eps) · weight + bias (each optional). In place allowed. */
+  /** Over the last dim: (x − mean) / sqrt(var + eps) · weight + bias (each optional). In place allowed.
+   *  x f32, out f32 or bf16. */
   layerNorm(out: Tensor, x: Tensor, eps: number, weight?: Tensor | null, bias?: Tensor | null): void;
-  /** Over the last dim: x / sqrt(mean(x²) + eps) · weight (optional). In place allowed. */
+  /** Over the last dim: x / sqrt(mean(x²) + eps) · weight (optional). In place allowed. x and out
+   *  both f32 or both bf16. */
   rmsNorm(out: Tensor, x: Tensor, eps: number, weight?: Tensor | null): void;
   /** LayerNorm without affine over the last dim, then adaLN modulation, in one pass:
    *  out = (x − mean) / sqrt(var + eps) · (1 + scale) + shift. x [B, L, C]; scale, shift [B, G, C] with
    *  G dividing L: token l uses row floor(l / (L/G)), so G = 1 is per sample, G = frames per frame,
-   *  G = L per token. Statistics in f32. In place allowed. */
+   *  G = L per token. Statistics in f32. In place allowed. x f32, out f32 or bf16. */
   layerNormModulate(out: Tensor, x: Tensor, eps: number, scale: Tensor, shift: Tensor): void;
   /** RMSNorm over each token's whole width H·D (Wan normalizes q and k across all heads), then `rope3d`,
-   *  in one pass: x [B, L, H, D], weight [H·D] optional. In place allowed. */
+   *  in one pass: x [B, L, H, D], weight [H·D] optional. In place allowed. x and out both f32 or both
+   *  bf16. */
   rmsNormRope(out: Tensor, x: Tensor, eps: number, weight: Tensor | null, rope: RopeOptions): void;
   /** Over dim 1 of [B, C, ...]: x / max(‖x‖₂, eps) · scale · gamma[c] (the Wan-VAE "RMS_norm", with
    *  scale = sqrt(C), eps = 1e-12). gamma [C] optional. In place allowed. */
@@ -229,11 +248,13 @@ export interface Backend {
   silu(out: Tensor, x: Tensor): void;
   /** out = a · b, same shapes. In place allowed (out = a or b). */
   mul(out: Tensor, a: Tensor, b: Tensor): void;
-  /** out = alpha·a + beta·b, same shapes (residual add, CFG mix, sampler steps). In place allowed. */
+  /** out = alpha·a + beta·b, same shapes (residual add, CFG mix, sampler steps). In place allowed.
+   *  a, b, out all f32 or all bf16. */
   axpby(out: Tensor, a: Tensor, b: Tensor, alpha: number, beta: number): void;
   /** Every element = value. */
   fill(out: Tensor, value: number): void;
-  /** 3D rotary embedding on adjacent pairs (x[2c], x[2c+1]) of x [B, L, H, D]. In place allowed. */
+  /** 3D rotary embedding on adjacent pairs (x[2c], x[2c+1]) of x [B, L, H, D]. In place allowed. x and
+   *  out both f32 or both bf16. */
   rope3d(out: Tensor, x: Tensor, opts: RopeOptions): void;
 
   // ---- lookup and position bias ------------------------------------------------------------------

@@ -28,6 +28,32 @@ export function expectShape(op: string, name: string, t: Shaped, shape: Shape): 
 }
 
 export const WEIGHT_DTYPES: DType[] = ["f32", "bf16", "f16"];
+/** The dtypes of an activation an op may take or make in bf16 (backend.ts: "Activations"). */
+export const ACTIVATION_DTYPES: DType[] = ["f32", "bf16"];
+
+/** All tensors of one shape and one activation dtype (f32, or all bf16): axpby, rope3d, rmsNorm. */
+export function sameShapeActivation(op: string, out: Shaped, ...inputs: Shaped[]): number {
+  expectDtype(op, "out", out, ...ACTIVATION_DTYPES);
+  for (const [i, t] of inputs.entries()) {
+    if (t.dtype !== out.dtype) fail(op, `input ${i} must be ${out.dtype} like out, got ${t.dtype}`);
+    expectShape(op, `input ${i}`, t, out.shape);
+  }
+  return numelOf(out.shape);
+}
+
+/** Row ops over an activation: x f32 and out f32 or bf16 (`out` may narrow: LayerNorm), or x and out
+ *  of one activation dtype (`same`: RMSNorm). Returns rows × cols. */
+export function activationRows(op: string, out: Shaped, x: Shaped, same: boolean): { rows: number; cols: number } {
+  if (same) sameShapeActivation(op, out, x);
+  else {
+    expectDtype(op, "x", x, "f32");
+    expectDtype(op, "out", out, ...ACTIVATION_DTYPES);
+    expectShape(op, "x", x, out.shape);
+  }
+  if (x.shape.length === 0) fail(op, "x must have at least one dim");
+  const cols = x.shape[x.shape.length - 1]!;
+  return { rows: cols === 0 ? 0 : numelOf(x.shape) / cols, cols };
+}
 
 /** Elementwise ops: all tensors f32 with one shape. */
 export function sameShapeF32(op: string, out: Shaped, ...inputs: Shaped[]): number {
@@ -56,9 +82,10 @@ export function optionalVector(op: string, name: string, t: Shaped | null | unde
 /** M, N, K of a gemm, and with a split epilogue the width of each part (`split`, else 0). */
 export function gemmDims(out: Shaped, a: Shaped, w: Shaped, bias?: Shaped | null, epilogue?: GemmEpilogueParams | null) {
   const op = "gemm";
-  expectDtype(op, "a", a, "f32");
-  expectDtype(op, "out", out, "f32");
+  expectDtype(op, "a", a, ...ACTIVATION_DTYPES);
+  expectDtype(op, "out", out, ...ACTIVATION_DTYPES);
   expectDtype(op, "w", w, ...WEIGHT_DTYPES);
+  if (epilogue?.kind === "residual" && out.dtype !== "f32") fail(op, `out must be f32 with a residual epilogue (the residual stream), got ${out.dtype}`);
   if (w.shape.length !== 2) fail(op, `w must be [N, K], got ${fmt(w.shape)}`);
   const [N, K] = w.shape as [number, number];
   if (a.shape.length < 1 || a.shape[a.shape.length - 1] !== K) fail(op, `a ${fmt(a.shape)} does not end in K=${K}`);
@@ -84,9 +111,10 @@ export type Conv3dParams = Omit<Conv3dOptions, "prev"> & { prev?: Shaped };
 export function attentionDims(out: Shaped, q: Shaped, k: Shaped, v: Shaped, opts: AttentionParams) {
   const op = "attention";
   for (const [n, t] of [["out", out], ["q", q], ["k", k], ["v", v]] as const) {
-    expectDtype(op, n, t, "f32");
+    expectDtype(op, n, t, ...ACTIVATION_DTYPES);
     if (t.shape.length !== 4) fail(op, `${n} must be [B, L, H, D], got ${fmt(t.shape)}`);
   }
+  if (k.dtype !== q.dtype || v.dtype !== q.dtype) fail(op, `q, k and v must share one dtype, got ${q.dtype}, ${k.dtype}, ${v.dtype}`);
   const [B, Lq, H, D] = q.shape as [number, number, number, number];
   const Lk = k.shape[1]!;
   expectShape(op, "k", k, [B, Lk, H, D]);
@@ -127,13 +155,16 @@ export function gemmEpilogueDims(out: Shaped, e?: GemmEpilogueParams | null): { 
     expectShape("gemm", "residual", e.residual, out.shape);
     return none;
   }
-  const { L, G } = groupedDims("gemm", out, e.residual, [e.gate]);
+  const { L, G } = groupedDims("gemm", out, e.residual, [e.gate], ["f32"]);
   return { gelu: false, L, G };
 }
 
-/** For `layerNormModulate` and a gemm's gated residual: x [B, L, C], per-group table [B, G, C]. */
-export function groupedDims(op: string, out: Shaped, x: Shaped, tables: Shaped[]) {
-  sameShapeF32(op, out, x);
+/** For `layerNormModulate` and a gemm's gated residual: x [B, L, C] f32, per-group table [B, G, C], out
+ *  of one of `outDtypes` (layerNormModulate may store bf16: backend.ts). */
+export function groupedDims(op: string, out: Shaped, x: Shaped, tables: Shaped[], outDtypes: DType[] = ACTIVATION_DTYPES) {
+  expectDtype(op, "x", x, "f32");
+  expectDtype(op, "out", out, ...outDtypes);
+  expectShape(op, "x", x, out.shape);
   if (x.shape.length !== 3) fail(op, `x must be [B, L, C], got ${fmt(x.shape)}`);
   const [B, L, C] = x.shape as [number, number, number];
   const G = tables[0]!.shape[1]!;
@@ -146,7 +177,7 @@ export function groupedDims(op: string, out: Shaped, x: Shaped, tables: Shaped[]
 }
 
 export function ropeDims(out: Shaped, x: Shaped, o: RopeParams, op = "rope3d") {
-  sameShapeF32(op, out, x);
+  sameShapeActivation(op, out, x);
   if (x.shape.length !== 4) fail(op, `x must be [B, L, H, D], got ${fmt(x.shape)}`);
   const [B, L, H, D] = x.shape as [number, number, number, number];
   if (D % 2) fail(op, `head dim ${D} is odd`);

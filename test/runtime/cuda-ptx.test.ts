@@ -1,8 +1,9 @@
 // The tensor-core kernels as the compiler sees them, without a GPU: the Hopper kernels
 // (kernels/cuda/attention_wgmma.cu, and gemm_wgmma.cu with its epilogue) must really use the Hopper
-// instructions in their sm_90a build (wgmma, TMA bulk-tensor copies, register reallocation), and the
-// tensor-core convolution (conv_mma.cu) mma.sync on bf16 with ldmatrix and cp.async in both its sm_90a
-// and sm_80 builds; every kernel of each file must fit its registers without spilling, and the wgmma
+// instructions in their sm_90a build (wgmma, TMA bulk-tensor copies, register reallocation), the
+// mma.sync attention and GEMM (attention.cu, gemm_mma.cu) mma.sync on bf16 with ldmatrix and cp.async in
+// their sm_80 build, and the tensor-core convolution (conv_mma.cu) the same in both its sm_90a and
+// sm_80 builds; every kernel of each file must fit its registers without spilling, and the wgmma
 // pipeline must not be serialized — the failure modes that cost speed silently rather than breaking
 // results. Correctness on a GPU is tools/gpu-check.sh's job (and, for conv_mma.cu, also the CPU
 // emulator's: cuda-emulated.test.ts).
@@ -17,11 +18,15 @@ const root = resolve(import.meta.dir, "../..");
 const nvcc = findNvcc();
 const HOPPER_PTX = ["wgmma.mma_async", "cp.async.bulk.tensor", "setmaxnreg.dec", "setmaxnreg.inc"];
 const MMA_SYNC_BF16_PTX = ["mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "ldmatrix.sync.aligned.m8n8.x4.shared.b16", "cp.async.cg.shared.global"];
-/** Each file, its main kernel, how many instances of it the file compiles (attention: D 64 and 128;
- *  GEMM: bf16, f16; conv: three tile shapes), the target, and the instructions its PTX must contain. */
+/** Each file, its main kernel, how many instances of it the file compiles (each for an f32 and a bf16
+ *  output — backend.ts "Activations" — times: attention D 64 and 128, or D 16, 32, 64, 128 for
+ *  mma.sync; GEMM bf16 and f16 operands; conv: three tile shapes, f32 out), the target, and the
+ *  instructions its PTX must contain. */
 const KERNELS = [
-  { file: "attention_wgmma", kernel: "attention_wgmma_kernel", instances: 2, arch: "sm_90a", ptx: HOPPER_PTX, uses: "wgmma, TMA and setmaxnreg" },
-  { file: "gemm_wgmma", kernel: "gemm_wgmma_kernel", instances: 2, arch: "sm_90a", ptx: HOPPER_PTX, uses: "wgmma, TMA and setmaxnreg" },
+  { file: "attention_wgmma", kernel: "attention_wgmma_kernel", instances: 4, arch: "sm_90a", ptx: HOPPER_PTX, uses: "wgmma, TMA and setmaxnreg" },
+  { file: "gemm_wgmma", kernel: "gemm_wgmma_kernel", instances: 4, arch: "sm_90a", ptx: HOPPER_PTX, uses: "wgmma, TMA and setmaxnreg" },
+  { file: "attention", kernel: "attention_mma_kernel", instances: 8, arch: "sm_80", ptx: MMA_SYNC_BF16_PTX, uses: "mma.sync on bf16, ldmatrix and cp.async" },
+  { file: "gemm_mma", kernel: "gemm_mma_kernel", instances: 4, arch: "sm_80", ptx: MMA_SYNC_BF16_PTX, uses: "mma.sync on bf16, ldmatrix and cp.async" },
   ...["sm_90a", "sm_80"].map((arch) => (
     { file: "conv_mma", kernel: "conv_mma_kernel", instances: 3, arch, ptx: MMA_SYNC_BF16_PTX, uses: "mma.sync on bf16, ldmatrix and cp.async" })),
 ];

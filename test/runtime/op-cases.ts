@@ -5,6 +5,7 @@
 // |got − ref| ≤ atol + rtol · max|ref| (op-precision.ts).
 import * as R from "../../src/runtime/reference.ts";
 import { gemmEpilogueCases, layerNormModulateCases, rmsNormRopeCases } from "./op-cases-fused.ts";
+import { bf16AttentionCases, bf16GemmCases, bf16NormCases } from "./op-cases-bf16.ts";
 import { attentionCases, convCases, gemmCases } from "./op-cases-heavy.ts";
 import { type OpCase, asStored, host, rng, runOp, wanRopeTables } from "./op-helpers.ts";
 
@@ -190,5 +191,6 @@ export function allCases(): OpCase[] {
   return [
     ...gemmCases(), ...gemmEpilogueCases(), ...attentionCases(), ...convCases(), ...unaryCases(), ...normCases(),
     ...layerNormModulateCases(), ...ropeCases(), ...rmsNormRopeCases(), ...lookupCases(), ...layoutCases(), ...yuvCases(),
+    ...bf16GemmCases(), ...bf16AttentionCases(), ...bf16NormCases(),
   ];
 }

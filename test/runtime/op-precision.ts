@@ -79,6 +79,15 @@ export function tensorCoreAttention(q: R.Host, k: R.Host, v: R.Host, opts: HostA
   return { want: R.attention(q16, k16, v16, opts).f32, atol: 1e-5, rtol: 0, slack: weightOfV.map((x) => BF16_UNIT_ROUNDOFF * x) };
 }
 
+/** The same promise for an op that stores its result bf16 (backend.ts: activations): the f32 result
+ *  y, within `e` of `want`, rounded once more — |fl(y) − want| ≤ u·|want| + (1 + u)·(e's bound), u the
+ *  bf16 unit roundoff. */
+export function bf16Output(e: Expected): Expected {
+  const u = BF16_UNIT_ROUNDOFF;
+  const slack = e.want.map((w, i) => u * Math.abs(w) + (1 + u) * (e.slack?.[i] ?? 0));
+  return { want: e.want, atol: (1 + u) * e.atol, rtol: (1 + u) * e.rtol, slack };
+}
+
 /** max abs error, max abs error / max|want|, and `used`: the largest share of an element's
  *  tolerance taken (ok ⇔ used ≤ 1; NaN anywhere fails). */
 export function compare(got: Float32Array, e: Expected) {

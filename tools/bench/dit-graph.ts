@@ -1,14 +1,17 @@
-// The DiT forward as a CUDA graph, checked and timed at Wan2.1-1.3B's real size (random bf16 weights
-// made on the device, 832x480, 3-latent-frame chunks of 4680 tokens, 4 steps + the context pass, a
-// 21-frame window): two causal models over the same weights, one running its denoising forwards
-// eagerly and one as graphs (src/models/dit-graph.ts), fed the same latents. tools/gpu-check.sh runs
-// it; each check prints PASS or FAIL and a figure:
-//   1. graph launches give the eager forward's output bit for bit (every step of the chunks in
-//      --check, each compared whole);
-//   2. seconds per chunk both ways: the first chunk, and the median once the window is full;
-//   3. no cudaMalloc in the steady state (MemoryStats.systemAllocations flat from the end of the first
-//      chunk that evicts — both models ran it — to the end), and the blocks handed out per
-//      denoising step both ways.
+// The DiT forward as a CUDA graph and with bf16 activations, checked and timed at Wan2.1-1.3B's real
+// size (random bf16 weights made on the device, 832x480, 3-latent-frame chunks of 4680 tokens, 4 steps
+// + the context pass, a 21-frame window): four causal models over the same weights — eager and graphs
+// (src/models/dit-graph.ts), each with bf16 activations (the CUDA default, wan-dit.ts header) and with
+// f32 ones — fed the same latents. tools/gpu-check.sh runs it; each check prints PASS or FAIL and a
+// figure:
+//   1. graph launches give the eager forward's output bit for bit, for both activation dtypes (every
+//      step of the chunks in --check, each compared whole);
+//   2. the x0 prediction (x − σ·v) with bf16 activations within X0_BOUND (max abs error relative to
+//      max|x0|) of the f32-activation model's, every step of the checked chunks;
+//   3. seconds per chunk all four ways: the first chunk, and the median once the window is full;
+//   4. no cudaMalloc in the steady state (MemoryStats.systemAllocations flat from the end of the first
+//      chunk that evicts — every model ran it — to the end), and the blocks handed out per
+//      denoising step each way.
 // Exits 1 when a check fails; prints one skipped line without a GPU. `--cpu` runs the same checks on
 // the WebAssembly backend with a DiT of the same shape family but tiny widths at 64x64 (the script's
 // own test where no GPU is lent).
@@ -21,6 +24,7 @@ import { warpedSchedule } from "../../src/models/schedules.ts";
 import { CausalWanDiT } from "../../src/models/wan-dit-causal.ts";
 import { WanDiT } from "../../src/models/wan-dit.ts";
 import type { Backend } from "../../src/runtime/backend.ts";
+import type { Tensor } from "../../src/runtime/tensor.ts";
 import { openBackend } from "../../src/runtime/device.ts";
 import { WAN21_T2V_1_3B_TRANSFORMER, chunkGeometry, wan13bSpec } from "./model.ts";
 
@@ -51,90 +55,121 @@ if (!b.graphs) {
 }
 
 const g = chunkGeometry(spec);
-const dit = await WanDiT.load(new RandomWeights(b, { seed: 1, dtype: "bf16" }), spec.dit);
+const dit = await WanDiT.load(new RandomWeights(b, { seed: 1, dtype: "bf16" }), spec.dit, { activations: "bf16" });
+const dit32 = dit.withActivations("f32");
 const rng = new SeededRandom(1);
-const cross = await dit.crossAttnKV(rng.normal(spec.dit.textLen * spec.dit.textDim).map((v) => 0.1 * v));
+const context = rng.normal(spec.dit.textLen * spec.dit.textDim).map((v) => 0.1 * v);
+const crosses = { bf16: await dit.crossAttnKV(context), f32: await dit32.crossAttnKV(context) };
 const opts = { chunkFrames: spec.chunkFrames, windowFrames: spec.windowFrames, sinkFrames: spec.sinkFrames, height: g.latentHeight, width: g.latentWidth };
-const models = { eager: new CausalWanDiT(dit, opts), graphs: new CausalWanDiT(dit, { ...opts, graphs: true }) };
+const models = {
+  "eager bf16": new CausalWanDiT(dit, opts), "graphs bf16": new CausalWanDiT(dit, { ...opts, graphs: true }),
+  "eager f32": new CausalWanDiT(dit32, opts), "graphs f32": new CausalWanDiT(dit32, { ...opts, graphs: true }),
+};
 const { timesteps } = warpedSchedule(spec.steps, spec.shift);
 const latentShape = [spec.dit.inDim, spec.chunkFrames, g.latentHeight, g.latentWidth];
+/** max|x0(bf16 activations) − x0(f32)| / max|x0(f32)| allowed at every checked step: bf16 keeps 8 bits
+ *  (2⁻⁸ per rounding); the 2-layer golden DiT stays within 2.5e-3 (test/models/dit-activations.test.ts),
+ *  30 layers of residual updates may add up to several times that. */
+const X0_BOUND = 2e-2;
 
 type Way = keyof typeof models;
-const seconds: Record<Way, number[]> = { eager: [], graphs: [] };
-/** cudaMalloc calls so far, after each chunk of both models. */
+const ways = Object.keys(models) as Way[];
+const dtypeOf = (w: Way) => (w.endsWith("bf16") ? "bf16" : "f32");
+const seconds = Object.fromEntries(ways.map((w) => [w, [] as number[]])) as Record<Way, number[]>;
+/** cudaMalloc calls so far, after each chunk of every model. */
 const systemAllocations: number[] = [];
-const stepAllocations: Record<Way, number[]> = { eager: [], graphs: [] };
-let compared = 0, differing = 0, maxDiff = 0;
+const stepAllocations = Object.fromEntries(ways.map((w) => [w, [] as number[]])) as Record<Way, number[]>;
+let compared = 0, differing = 0, maxDiff = 0, x0Steps = 0, x0Worst = 0;
 
 /** One chunk on one model: 4 denoising steps (a sampler-like update of the latent after each) and the
- *  context pass, timed to its last kernel. With `keep`, every step's prediction is downloaded (after
- *  the timing) for the comparison. */
+ *  context pass, timed to its last kernel. With `keep`, every step's x0 prediction x − σ·v is
+ *  computed on the device and downloaded (after the timing) for the comparisons. */
 async function chunk(way: Way, values: Float32Array, keep: boolean): Promise<Float32Array[]> {
-  const m = models[way], x = b.upload(values, latentShape), kept: Float32Array[] = [];
-  const outs = [];
+  const m = models[way], cross = crosses[dtypeOf(way)], x = b.upload(values, latentShape), kept: Float32Array[] = [];
+  const outs: Tensor[] = [];
   await b.sync();
   const started = performance.now();
   for (const t of timesteps) {
     const before = b.memory().allocations;
     const v = (await m.forwardChunk(x, t, cross))!;
     stepAllocations[way].push(b.memory().allocations - before);
+    if (keep) {
+      const x0 = b.alloc(latentShape);
+      b.axpby(x0, x, v, 1, -t / 1000); // flow matching: x0 = x − σ·v, σ = t / 1000
+      outs.push(x0);
+    }
     b.axpby(x, x, v, 1, -0.05);
-    if (keep) outs.push(v);
-    else b.free(v);
+    b.free(v);
   }
   await m.forwardChunk(x, 0, cross, true);
   await b.sync();
   seconds[way].push((performance.now() - started) / 1000);
-  for (const v of outs) {
-    kept.push(await b.download(v));
-    b.free(v);
+  for (const x0 of outs) {
+    kept.push(await b.download(x0));
+    b.free(x0);
   }
   b.free(x);
   return kept;
 }
 
+const maxAbsDiff = (a: Float32Array, c: Float32Array) => {
+  let d = 0;
+  for (let j = 0; j < a.length; j++) d = Math.max(d, Math.abs(a[j]! - c[j]!));
+  return d;
+};
+
 for (let c = 0; c < chunks; c++) {
   const values = rng.normal(latentShape.reduce((a, n) => a * n, 1));
   const keep = checked.has(c);
-  const eager = await chunk("eager", values, keep);
-  const graphs = await chunk("graphs", values, keep);
+  const kept = {} as Record<Way, Float32Array[]>;
+  for (const w of ways) kept[w] = await chunk(w, values, keep);
   systemAllocations.push(b.memory().systemAllocations);
-  for (const [i, want] of eager.entries()) {
-    const got = graphs[i]!;
-    compared++;
-    let d = 0;
-    for (let j = 0; j < want.length; j++) d = Math.max(d, Math.abs(got[j]! - want[j]!));
-    if (d !== 0 || !Buffer.from(got.buffer).equals(Buffer.from(want.buffer))) differing++;
-    maxDiff = Math.max(maxDiff, d);
+  for (const dt of ["bf16", "f32"] as const) {
+    for (const [i, want] of kept[`eager ${dt}`].entries()) {
+      const got = kept[`graphs ${dt}`][i]!;
+      compared++;
+      const d = maxAbsDiff(got, want);
+      if (d !== 0 || !Buffer.from(got.buffer).equals(Buffer.from(want.buffer))) differing++;
+      maxDiff = Math.max(maxDiff, d);
+    }
   }
-  console.log(`chunk ${c}: eager ${seconds.eager[c]!.toFixed(3)} s, graphs ${seconds.graphs[c]!.toFixed(3)} s`);
+  for (const [i, want] of kept["eager f32"].entries()) {
+    x0Steps++;
+    x0Worst = Math.max(x0Worst, maxAbsDiff(kept["eager bf16"][i]!, want) / want.reduce((m, v) => Math.max(m, Math.abs(v)), 0));
+  }
+  console.log(`chunk ${c}: ${ways.map((w) => `${w} ${seconds[w][c]!.toFixed(3)} s`).join(", ")}`);
 }
 
-const stats = models.graphs.graph!.stats;
 let failed = false;
 const report = (ok: boolean, line: string) => {
   failed ||= !ok;
   console.log(`${ok ? "PASS" : "FAIL"} ${line}`);
 };
-report(differing === 0 && compared > 0 && stats.disabled === null,
-  `graph launches equal eager forwards bit for bit: ${compared - differing}/${compared} predictions identical (max abs diff ${maxDiff}); ` +
-  `graphs recorded ${stats.recorded}, updated in place ${stats.updated}, launched without recording ${stats.replayed}${stats.disabled ? `; disabled: ${stats.disabled}` : ""}`);
+const stats = (w: Way) => models[w].graph!.stats;
+const disabled = ways.map((w) => models[w].graph && stats(w).disabled).filter(Boolean);
+report(differing === 0 && compared > 0 && disabled.length === 0,
+  `graph launches equal eager forwards bit for bit (bf16 and f32 activations): ${compared - differing}/${compared} predictions identical (max abs diff ${maxDiff}); ` +
+  (["graphs bf16", "graphs f32"] as const).map((w) => `${w}: recorded ${stats(w).recorded}, updated in place ${stats(w).updated}, launched without recording ${stats(w).replayed}`).join("; ") +
+  (disabled.length ? `; disabled: ${disabled.join("; ")}` : ""));
+report(x0Steps > 0 && x0Worst <= X0_BOUND,
+  `x0 prediction with bf16 activations vs f32 activations: max abs err ${x0Worst.toExponential(2)} of max|x0| over ${x0Steps} steps (bound ${X0_BOUND})`);
 const steadyFrom = 1 + g.warmupChunks;
 const per = (w: Way) => median(seconds[w].slice(steadyFrom));
-console.log(`chunk time (4 steps + context pass, ${spec.width}x${spec.height}, window ${spec.windowFrames}): first chunk eager ${seconds.eager[0]!.toFixed(3)} s, graphs ${seconds.graphs[0]!.toFixed(3)} s; ` +
-  `steady (chunks ≥ ${steadyFrom}) eager ${per("eager").toFixed(3)} s, graphs ${per("graphs").toFixed(3)} s (${(per("eager") / per("graphs")).toFixed(3)}x), ` +
-  `${(g.videoFramesPerChunk / per("graphs")).toFixed(1)} video fps with graphs`);
+console.log(`chunk time (4 steps + context pass, ${spec.width}x${spec.height}, window ${spec.windowFrames}): first chunk ${ways.map((w) => `${w} ${seconds[w][0]!.toFixed(3)} s`).join(", ")}; ` +
+  `steady (chunks ≥ ${steadyFrom}) ${ways.map((w) => `${w} ${per(w).toFixed(3)} s`).join(", ")}; ` +
+  `speed-up of bf16 activations (f32 time / bf16 time): eager ${(per("eager f32") / per("eager bf16")).toFixed(3)}x, graphs ${(per("graphs f32") / per("graphs bf16")).toFixed(3)}x; ` +
+  `${(g.videoFramesPerChunk / per("graphs bf16")).toFixed(1)} video fps with graphs and bf16 activations`);
 // chunk steadyFrom is the first to evict (and makes the cache's eviction buffer): settled after it
 const settled = steadyFrom + 1;
 const steady = systemAllocations.slice(settled - 1);
 const perStep = (w: Way) => [...new Set(stepAllocations[w].slice(settled * timesteps.length))].join(", ");
 report(steady.length > 1 && new Set(steady).size === 1,
   `no ${cpu ? "memory growth" : "cudaMalloc"} in the steady state: ${cpu ? "wasm memory grows" : "cudaMalloc calls"} so far after chunks ${settled - 1}…${chunks - 1}: ${steady.join(" → ")}; ` +
-  `blocks handed out per denoising step: eager ${perStep("eager")}, graphs ${perStep("graphs")} (a recording step, then launches)`);
+  `blocks handed out per denoising step: ${ways.map((w) => `${w} ${perStep(w)}`).join(", ")} (graphs: a recording step, then launches)`);
 
-models.eager.free();
-models.graphs.free();
-dit.freeCross(cross);
+for (const w of ways) models[w].free();
+dit.freeCross(crosses.bf16);
+dit32.freeCross(crosses.f32);
 dit.free();
 b.dispose();
 process.exit(failed ? 1 : 0);

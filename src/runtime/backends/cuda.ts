@@ -137,6 +137,12 @@ export class CudaBackend implements Backend {
     this.#paths = next;
   }
 
+  /** bf16 where the tensor cores run (sm_80+) and GEMMs are not held to exact f32 (the SIMT path,
+   *  exact mode): their inputs are rounded to bf16 anyway, so storing them bf16 saves the pass. */
+  get activationDtype(): "f32" | "bf16" {
+    return this.smVersion >= 80 && this.#paths.gemm !== CUDA_KERNEL_PATHS.gemm.simt!.code ? "bf16" : "f32";
+  }
+
   /** The kernel the last `gemm` / `attention` / `conv3d` (or `conv2d`) call ran (a key of
    *  CUDA_KERNEL_PATHS[op]), or null when it ran none (an empty output, nothing visible). */
   ranKernel(op: KernelOp): string | null {
@@ -262,8 +268,8 @@ export class CudaBackend implements Backend {
     const residual = epilogue?.kind === "residual" ? epilogue : null;
     this.#ran.gemm = null;
     if (M === 0 || N === 0) return;
-    this.check(this.k.kc_gemm(this.ctx, out.ptr, a.ptr, DT.f32, w.ptr, DT[w.dtype], bias?.ptr ?? 0, M, N, K, e.gelu ? 1 : 0,
-      residual?.residual.ptr ?? 0, residual?.gate?.ptr ?? 0, e.L, e.G, split), "gemm");
+    this.check(this.k.kc_gemm(this.ctx, out.ptr, a.ptr, DT[a.dtype], w.ptr, DT[w.dtype], bias?.ptr ?? 0, M, N, K, e.gelu ? 1 : 0,
+      residual?.residual.ptr ?? 0, residual?.gate?.ptr ?? 0, e.L, e.G, split, DT[out.dtype]), "gemm");
     this.#record("gemm");
   }
 
@@ -271,35 +277,35 @@ export class CudaBackend implements Backend {
     const { B, Lq, Lk, kvLen, H, D } = P.attentionDims(out, q, k, v, opts);
     const bc = opts.blockCausal;
     this.#ran.attention = null;
-    this.check(this.k.kc_attention(this.ctx, out.ptr, q.ptr, k.ptr, v.ptr, DT.f32, opts.bias?.ptr ?? 0, B, Lq, Lk, kvLen, H, D,
-      opts.scale, bc?.blockSize ?? 0, bc?.qOffset ?? 0), "attention");
+    this.check(this.k.kc_attention(this.ctx, out.ptr, q.ptr, k.ptr, v.ptr, DT[q.dtype], opts.bias?.ptr ?? 0, B, Lq, Lk, kvLen, H, D,
+      opts.scale, bc?.blockSize ?? 0, bc?.qOffset ?? 0, DT[out.dtype]), "attention");
     this.#record("attention");
   }
 
   // ---- normalisation -----------------------------------------------------------------------------
   layerNorm(out: Tensor, x: Tensor, eps: number, weight?: Tensor | null, bias?: Tensor | null): void {
-    const { rows, cols } = P.rowsOf("layerNorm", out, x);
+    const { rows, cols } = P.activationRows("layerNorm", out, x, false);
     P.optionalVector("layerNorm", "weight", weight, cols);
     P.optionalVector("layerNorm", "bias", bias, cols);
-    this.check(this.k.kc_layer_norm(this.ctx, out.ptr, x.ptr, rows, cols, eps, weight?.ptr ?? 0, bias?.ptr ?? 0, 0, 0, 0, 0),
+    this.check(this.k.kc_layer_norm(this.ctx, out.ptr, x.ptr, rows, cols, eps, weight?.ptr ?? 0, bias?.ptr ?? 0, 0, 0, 0, 0, DT[out.dtype]),
       "layerNorm");
   }
 
   rmsNorm(out: Tensor, x: Tensor, eps: number, weight?: Tensor | null): void {
-    const { rows, cols } = P.rowsOf("rmsNorm", out, x);
+    const { rows, cols } = P.activationRows("rmsNorm", out, x, true);
     P.optionalVector("rmsNorm", "weight", weight, cols);
-    this.check(this.k.kc_rms_norm(this.ctx, out.ptr, x.ptr, rows, cols, eps, weight?.ptr ?? 0), "rmsNorm");
+    this.check(this.k.kc_rms_norm(this.ctx, out.ptr, x.ptr, rows, cols, eps, weight?.ptr ?? 0, DT[x.dtype]), "rmsNorm");
   }
 
   layerNormModulate(out: Tensor, x: Tensor, eps: number, scale: Tensor, shift: Tensor): void {
     const { B, L, C, G } = P.groupedDims("layerNormModulate", out, x, [scale, shift]);
-    this.check(this.k.kc_layer_norm(this.ctx, out.ptr, x.ptr, B * L, C, eps, 0, 0, scale.ptr, shift.ptr, L, G), "layerNormModulate");
+    this.check(this.k.kc_layer_norm(this.ctx, out.ptr, x.ptr, B * L, C, eps, 0, 0, scale.ptr, shift.ptr, L, G, DT[out.dtype]), "layerNormModulate");
   }
 
   rmsNormRope(out: Tensor, x: Tensor, eps: number, weight: Tensor | null, opts: RopeOptions): void {
     const d = P.rmsNormRopeDims(out, x, weight, opts);
     this.check(this.k.kc_rms_norm_rope(this.ctx, out.ptr, x.ptr, weight?.ptr ?? 0, eps, d.B, d.L, d.H, d.D, opts.cos.ptr, opts.sin.ptr,
-      d.pairs, d.pt, d.ph, d.pw, d.F, d.GH, d.GW, d.f0), "rmsNormRope");
+      d.pairs, d.pt, d.ph, d.pw, d.F, d.GH, d.GW, d.f0, DT[x.dtype]), "rmsNormRope");
   }
 
   l2NormChannels(out: Tensor, x: Tensor, eps: number, scale: number, gamma?: Tensor | null): void {
@@ -334,7 +340,8 @@ export class CudaBackend implements Backend {
   }
 
   axpby(out: Tensor, a: Tensor, b: Tensor, alpha: number, beta: number): void {
-    this.check(this.k.kc_axpby(this.ctx, out.ptr, a.ptr, b.ptr, alpha, beta, P.sameShapeF32("axpby", out, a, b)), "axpby");
+    const n = P.sameShapeActivation("axpby", out, a, b);
+    this.check(this.k.kc_axpby(this.ctx, out.ptr, a.ptr, b.ptr, alpha, beta, n, DT[out.dtype]), "axpby");
   }
 
   fill(out: Tensor, value: number): void {
@@ -344,7 +351,7 @@ export class CudaBackend implements Backend {
   rope3d(out: Tensor, x: Tensor, opts: RopeOptions): void {
     const d = P.ropeDims(out, x, opts);
     this.check(this.k.kc_rope3d(this.ctx, out.ptr, x.ptr, d.B, d.L, d.H, d.D, opts.cos.ptr, opts.sin.ptr, d.pairs, d.pt, d.ph, d.pw,
-      d.F, d.GH, d.GW, d.f0), "rope3d");
+      d.F, d.GH, d.GW, d.f0, DT[x.dtype]), "rope3d");
   }
 
   // ---- lookup and position bias ------------------------------------------------------------------

@@ -11,6 +11,7 @@ import type * as B from "../backend.ts";
 import { fromHalf, toHalf } from "../dtype.ts";
 import * as P from "../op-params.ts";
 import { DTYPE_BYTES, type DType, type Shape, Tensor, numelOf, stridesOf } from "../tensor.ts";
+import { type StagingHost, viaF32 } from "./wasm-bf16.ts";
 import { WasmHeap } from "./wasm-heap.ts";
 import { WasmGraphs } from "./wasm-graph.ts";
 import { PANEL, PackedWeights } from "./wasm-packed.ts";
@@ -77,6 +78,9 @@ class WasmBackend implements B.Backend {
   readonly #packed: PackedWeights;
   /** Recorded op sequences (wasm-graph.ts): the CUDA graph contract, kept on the CPU. */
   readonly graphs: WasmGraphs;
+  /** bf16 activations run on f32 copies (wasm-bf16.ts); the CPU itself prefers f32. */
+  readonly activationDtype = "f32" as const;
+  readonly #staging: StagingHost;
 
   constructor(
     readonly wasmMemory: WebAssembly.Memory,
@@ -88,6 +92,11 @@ class WasmBackend implements B.Backend {
   ) {
     this.#packed = packed;
     this.graphs = new WasmGraphs(heap, this as unknown as Record<string, unknown>);
+    this.#staging = {
+      heap,
+      adopt: (t) => this.#owned.add(t),
+      convert: (dst, dd, src, sd, n) => this.#run("kino_cast", [dst, DT_CODE[dd], src, DT_CODE[sd], n], n),
+    };
   }
 
   // ---- memory ------------------------------------------------------------------------------------
@@ -209,6 +218,7 @@ class WasmBackend implements B.Backend {
   gemm(out: Tensor, a: Tensor, w: Tensor, bias?: Tensor | null, epilogue?: B.GemmEpilogue | null): void {
     const { M, N, K, split } = P.gemmDims(out, a, w, bias, epilogue);
     const e = P.gemmEpilogueDims(out, epilogue);
+    if (viaF32(this.#staging, [a], [out], (f) => this.gemm(f(out), f(a), w, bias, epilogue))) return;
     const residual = epilogue?.kind === "residual" ? epilogue : null;
     const epi = [e.gelu ? 1 : 0, this.#opt(residual?.residual), this.#opt(residual?.gate), e.L, e.G];
     const dst = this.#dst(out);
@@ -231,6 +241,7 @@ class WasmBackend implements B.Backend {
 
   attention(out: Tensor, q: Tensor, k: Tensor, v: Tensor, o: B.AttentionOptions): void {
     const d = P.attentionDims(out, q, k, v, o);
+    if (viaF32(this.#staging, [q, k, v], [out], (f) => this.attention(f(out), f(q), f(k), f(v), o))) return;
     const bc = o.blockCausal;
     const args = [this.#dst(out), this.#ptr(q), this.#ptr(k), this.#ptr(v), this.#opt(o.bias), d.B, d.Lq, d.Lk,
       d.kvLen, d.H, d.D, o.scale, bc?.blockSize ?? 0, bc?.qOffset ?? 0];
@@ -238,26 +249,30 @@ class WasmBackend implements B.Backend {
   }
 
   layerNorm(out: Tensor, x: Tensor, eps: number, weight?: Tensor | null, bias?: Tensor | null): void {
-    const { rows, cols } = P.rowsOf("layerNorm", out, x);
+    const { rows, cols } = P.activationRows("layerNorm", out, x, false);
     P.optionalVector("layerNorm", "weight", weight, cols);
     P.optionalVector("layerNorm", "bias", bias, cols);
+    if (viaF32(this.#staging, [], [out], (f) => this.layerNorm(f(out), x, eps, weight, bias))) return;
     this.#run("kino_layer_norm", [this.#dst(out), this.#ptr(x), this.#opt(weight), this.#opt(bias), rows, cols, eps], rows * cols);
   }
 
   rmsNorm(out: Tensor, x: Tensor, eps: number, weight?: Tensor | null): void {
-    const { rows, cols } = P.rowsOf("rmsNorm", out, x);
+    const { rows, cols } = P.activationRows("rmsNorm", out, x, true);
     P.optionalVector("rmsNorm", "weight", weight, cols);
+    if (viaF32(this.#staging, [x], [out], (f) => this.rmsNorm(f(out), f(x), eps, weight))) return;
     this.#run("kino_rms_norm", [this.#dst(out), this.#ptr(x), this.#opt(weight), rows, cols, eps], rows * cols);
   }
 
   layerNormModulate(out: Tensor, x: Tensor, eps: number, scale: Tensor, shift: Tensor): void {
     const g = P.groupedDims("layerNormModulate", out, x, [scale, shift]);
+    if (viaF32(this.#staging, [], [out], (f) => this.layerNormModulate(f(out), x, eps, scale, shift))) return;
     const args = [this.#dst(out), this.#ptr(x), this.#ptr(scale), this.#ptr(shift), g.B, g.L, g.C, g.G, eps];
     this.#run("kino_layer_norm_modulate", args, x.numel);
   }
 
   rmsNormRope(out: Tensor, x: Tensor, eps: number, weight: Tensor | null, o: B.RopeOptions): void {
     const d = P.rmsNormRopeDims(out, x, weight, o);
+    if (viaF32(this.#staging, [x], [out], (f) => this.rmsNormRope(f(out), f(x), eps, weight, o))) return;
     const args = [this.#dst(out), this.#ptr(x), this.#opt(weight), eps, this.#ptr(o.cos), this.#ptr(o.sin), d.B, d.L, d.H, d.D,
       d.pairs, d.pt, d.ph, d.pw, d.F, d.GH, d.GW, d.f0];
     this.#run("kino_rms_norm_rope", args, x.numel);
@@ -294,7 +309,8 @@ class WasmBackend implements B.Backend {
   }
 
   axpby(out: Tensor, a: Tensor, b: Tensor, alpha: number, beta: number): void {
-    const n = P.sameShapeF32("axpby", out, a, b);
+    const n = P.sameShapeActivation("axpby", out, a, b);
+    if (viaF32(this.#staging, [a, b], [out], (f) => this.axpby(f(out), f(a), f(b), alpha, beta))) return;
     this.#run("kino_axpby", [this.#dst(out), this.#ptr(a), this.#ptr(b), n, alpha, beta], n);
   }
 
@@ -304,6 +320,7 @@ class WasmBackend implements B.Backend {
 
   rope3d(out: Tensor, x: Tensor, o: B.RopeOptions): void {
     const d = P.ropeDims(out, x, o);
+    if (viaF32(this.#staging, [x], [out], (f) => this.rope3d(f(out), f(x), o))) return;
     const args = [this.#dst(out), this.#ptr(x), this.#ptr(o.cos), this.#ptr(o.sin), d.B, d.L, d.H, d.D, d.pairs,
       d.pt, d.ph, d.pw, d.F, d.GH, d.GW, d.f0];
     this.#run("kino_rope3d", args, x.numel);

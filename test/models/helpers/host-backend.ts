@@ -15,6 +15,7 @@ export class HostBackend implements Backend {
   readonly name = "wasm" as const; // stands in for the CPU backend
   readonly device = "cpu" as const;
   readonly description = "TypeScript reference (host arrays)";
+  readonly activationDtype = "f32" as const;
   #next = 64;
   #mem = new Map<number, Uint8Array>();
   #inUse = 0;
