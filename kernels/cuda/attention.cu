@@ -75,8 +75,7 @@ __global__ void __launch_bounds__(WARPS * 32)
                          const __nv_bfloat16* __restrict__ v, const float* __restrict__ bias, int Lq, int Lkv,
                          int kv_len, int H, float scale, int block_size, int q_offset) {
   using T = Tile<D>;
-  extern __shared__ __align__(128) uint8_t smem[];
-  const uint32_t sq = kc_smem_addr(smem);
+  const uint32_t sq = kc_smem_addr(kc_dynamic_smem());
   auto sk = [&](int s) { return sq + T::BYTES_Q + s * T::BYTES_KV; };
   auto sv = [&](int s) { return sq + T::BYTES_Q + (2 + s) * T::BYTES_KV; };
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -146,7 +145,7 @@ __global__ void __launch_bounds__(WARPS * 32)
         int row = second ? row_b : row_a, lim = second ? lim_b : lim_a;
         float x = s[j][e] * sl2;
         if (bias && col < lim) x += bias[((int64_t)h * Lq + row) * kv_len + col] * KC_LOG2E;
-        x = col < lim ? x : -INFINITY;
+        x = (KC_PLANTED(4) ? col <= lim : col < lim) ? x : -INFINITY;
         s[j][e] = x;
         if (second) mx_b = fmaxf(mx_b, x);
         else mx_a = fmaxf(mx_a, x);
@@ -169,7 +168,7 @@ __global__ void __launch_bounds__(WARPS * 32)
     for (int j = 0; j < D / 8; j++) {
       o[j][0] *= alpha_a;
       o[j][1] *= alpha_a;
-      o[j][2] *= alpha_b;
+      o[j][2] *= KC_PLANTED(6) ? alpha_a : alpha_b;
       o[j][3] *= alpha_b;
     }
 #pragma unroll
@@ -192,7 +191,7 @@ __global__ void __launch_bounds__(WARPS * 32)
 #pragma unroll
       for (int dp = 0; dp < D / 16; dp++) {
         uint32_t vf[2][2];
-        int row = kstep * 16 + (lane % 8) + ((lane / 8) % 2) * 8, chunk = dp * 2 + lane / 16;
+        int row = kstep * 16 + (lane % 8) + (KC_PLANTED(5) ? lane / 16 : (lane / 8) % 2) * 8, chunk = dp * 2 + lane / 16;
         kc_ldmatrix_x4_trans(vs + T::at(row, chunk), vf[0][0], vf[0][1], vf[1][0], vf[1][1]);
         kc_mma_16816<false>(o[2 * dp], pf, vf[0]);
         kc_mma_16816<false>(o[2 * dp + 1], pf, vf[1]);

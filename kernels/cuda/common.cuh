@@ -110,7 +110,14 @@ __device__ __forceinline__ float kc_gelu_tanh(float v) {
   return 0.5f * v * (1.f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
 }
 
-#ifndef KC_EMULATE  // from here to the mma wrapper: the emulator's own versions replace these
+// A deliberate bug, numbered, that the emulator's tests plant to prove they catch it
+// (test/runtime/cuda-emulator: KC_PLANTED(n) is true there only in a run that asks for bug n). In every
+// real build it is the constant false, so the code it guards compiles away.
+#ifndef KC_PLANTED
+#define KC_PLANTED(n) false
+#endif
+
+// Warp shuffles are the hardware's (the emulator supplies __shfl_xor_sync with the same lane rules).
 __device__ __forceinline__ float kc_warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -151,6 +158,7 @@ __device__ __forceinline__ float kc_block_max(float v) {
   return kc_warp_max(v);
 }
 
+#ifndef KC_EMULATE  // from here to the mma wrapper: the emulator's own versions replace these
 __device__ __forceinline__ uint32_t kc_smem_addr(const void* p) {
   return (uint32_t)__cvta_generic_to_shared(p);
 }

@@ -21,8 +21,7 @@ template <bool F16, typename TO>
 __global__ void __launch_bounds__(THREADS) gemm_mma_kernel(TO* __restrict__ out, const uint16_t* __restrict__ a,
                                                          const uint16_t* __restrict__ w,
                                                          const KcGemmEpilogue epi, int M, int N, int K, bool pairs) {
-  extern __shared__ __align__(128) uint8_t smem[];
-  const uint32_t base = kc_smem_addr(smem);
+  const uint32_t base = kc_smem_addr(kc_dynamic_smem());
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int wm = warp / 4, wn = warp % 4;  // warp tile: rows wm*64, cols wn*32
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
@@ -49,7 +48,7 @@ __global__ void __launch_bounds__(THREADS) gemm_mma_kernel(TO* __restrict__ out,
 #pragma unroll
     for (int half = 0; half < 2; half++) {
       int m = m0 + wm * 64 + mi * 16 + lane / 4 + half * 8;
-      if (m >= M) continue;
+      if (KC_PLANTED(3) ? m > M : m >= M) continue;
       const float* gate_row = kc_epi_gate_row(epi, m, N);
 #pragma unroll
       for (int nj = 0; nj < 4; nj++) {

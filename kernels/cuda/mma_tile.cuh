@@ -30,7 +30,7 @@ __device__ __forceinline__ void kc_mma_load_rows(uint32_t dst, const uint16_t* s
     if (CHUNKS % THREADS != 0 && idx >= CHUNKS) break;
     int row = idx / KC_MMA_CHUNKS, chunk = idx % KC_MMA_CHUNKS;
     int r = r0 + row, k = k0 + chunk * 8;
-    bool ok = r < nrows && k < K;
+    bool ok = r < nrows && (KC_PLANTED(2) ? k <= K : k < K);
     const uint16_t* p = ok ? src + (int64_t)r * K + k : src;
     kc_cp_async16(dst + kc_mma_swizzle(row, chunk), p, ok ? 16 : 0);
   }
@@ -44,7 +44,8 @@ __device__ __forceinline__ void kc_mma_pipeline(int ktiles, Load&& load_stage, C
 #pragma unroll
   for (int s = 0; s < STAGES - 1; s++) load_stage(s);
   for (int kt = 0; kt < ktiles; kt++) {
-    kc_cp_async_wait<STAGES - 2>();
+    if (KC_PLANTED(7)) kc_cp_async_wait<STAGES - 1>();
+    else kc_cp_async_wait<STAGES - 2>();
     __syncthreads();                // tile kt landed for all threads; slot (kt-1)%STAGES is free again
     load_stage(kt + STAGES - 1);    // refill the slot consumed in the previous iteration
     compute(kt % STAGES);
@@ -69,7 +70,7 @@ __device__ __forceinline__ void kc_mma_warp_stage(uint32_t sa, uint32_t sb, int 
     }
 #pragma unroll
     for (int p = 0; p < NJ / 2; p++) {
-      int row = b_row0 + p * 16 + (lane % 8) + (lane / 16) * 8, chunk = kk * 2 + (lane / 8) % 2;
+      int row = b_row0 + p * 16 + (lane % 8) + (lane / 16) * 8, chunk = kk * 2 + (KC_PLANTED(1) ? lane / 16 : (lane / 8) % 2);
       kc_ldmatrix_x4(sb + kc_mma_swizzle(row, chunk), bf[2 * p][0], bf[2 * p][1], bf[2 * p + 1][0], bf[2 * p + 1][1]);
     }
 #pragma unroll

@@ -1,8 +1,9 @@
 // The CPU emulator of the CUDA kernels (emulator.h) as the tests use it: builds a harness with the host
-// compiler (g++ and the CUDA headers, which every machine with nvcc has), and a Backend whose conv3d /
-// conv2d run kernels/cuda/conv_mma.cu through it — every other op is the TypeScript reference
-// (HostBackend) — so that the op sweep's conv cases hold the tensor-core kernel to its promise on
-// machines without a GPU.
+// compiler (g++ and the CUDA headers, which every machine with nvcc has), runs it on one call's
+// inputs, and a Backend whose conv3d / conv2d run kernels/cuda/conv_mma.cu through it — every other
+// op is the TypeScript reference (HostBackend) — so that the op sweep's conv cases hold the
+// tensor-core kernel to its promise on machines without a GPU (GEMM and attention:
+// emulated-tensor-cores.ts).
 import { $ } from "bun";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -23,22 +24,55 @@ function cudaInclude(): string | null {
   return candidates.find((d) => d && existsSync(join(d, "cuda_bf16.h"))) ?? null;
 }
 
+const FLAGS = ["-std=c++17", "-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"];
+
 /**
  * Compiles the harness `name`.cpp of this folder (with AddressSanitizer) into build/cuda-emulator/,
- * again only when it or a kernel source changed. Returns its path, or why it cannot be built here.
+ * again only when it or a kernel source changed. `kernels` are files of kernels/cuda compiled as
+ * translation units of their own (emulator.h first) and linked in, as nvcc would build them. Returns
+ * the harness's path, or why it cannot be built here.
  */
-export async function buildEmulator(name: string): Promise<{ path: string } | { skip: string }> {
+export async function buildEmulator(name: string, kernels: string[] = []): Promise<{ path: string } | { skip: string }> {
   const include = cudaInclude();
   const gxx = Bun.which("g++");
   if (!include || !gxx) return { skip: `needs g++ and the CUDA headers (${!gxx ? "no g++" : "no cuda_bf16.h"})` };
   const out = join(root, "build/cuda-emulator", name);
-  const kernels = join(root, "kernels/cuda");
-  const sources = [join(here, `${name}.cpp`), join(here, "emulator.h"), ...readdirSync(kernels).map((f) => join(kernels, f))];
+  const kernelDir = join(root, "kernels/cuda");
+  const sources = [...readdirSync(here).filter((f) => /\.(h|cpp)$/.test(f)).map((f) => join(here, f)), ...readdirSync(kernelDir).map((f) => join(kernelDir, f))];
   if (existsSync(out) && sources.every((s) => statSync(s).mtimeMs < statSync(out).mtimeMs)) return { path: out };
-  mkdirSync(dirname(out), { recursive: true });
-  const r = await $`${gxx} -std=c++17 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I${include} ${join(here, `${name}.cpp`)} -o ${out}`.nothrow().quiet();
-  if (r.exitCode !== 0) throw new Error(`building the ${name} emulator failed:\n${r.stderr.toString()}`);
+  const objDir = join(root, "build/cuda-emulator", `${name}-obj`);
+  mkdirSync(objDir, { recursive: true });
+  const compile = async (args: string[], what: string) => {
+    const r = await $`${gxx} ${FLAGS} -I${include} ${args}`.nothrow().quiet();
+    if (r.exitCode !== 0) throw new Error(`building the ${name} emulator failed (${what}):\n${r.stderr.toString()}`);
+  };
+  const objects = [join(objDir, `${name}-harness.o`), ...kernels.map((k) => join(objDir, `${k}.o`))];
+  await Promise.all([
+    compile(["-c", join(here, `${name}.cpp`), "-o", objects[0]!], `${name}.cpp`),
+    ...kernels.map((k, i) => compile(["-include", join(here, "emulator.h"), "-x", "c++", "-c", join(kernelDir, `${k}.cu`), "-o", objects[i + 1]!], `${k}.cu`)),
+  ]);
+  await compile([...objects, "-o", out], "link");
   return { path: out };
+}
+
+/**
+ * Runs a harness on one call: `parts` concatenated as its input file, the output file's bytes back,
+ * and its stdout's lines (a line per kernel launch, and what else the harness prints). `plant` sets
+ * KC_EMU_PLANT (emulator.h: the number of a deliberate bug to switch on). Throws with the harness's
+ * stderr (the library's message, the sanitizer's report, the emulator's) when it fails.
+ */
+export function runHarness(harness: string, what: string, parts: ArrayBufferView[], plant = 0): { out: Uint8Array; lines: string[] } {
+  const dir = mkdtempSync(join(tmpdir(), "kino-emu-"));
+  try {
+    const input = join(dir, "in"), output = join(dir, "out");
+    writeFileSync(input, Buffer.concat(parts.map((p) => Buffer.from(p.buffer, p.byteOffset, p.byteLength))));
+    const env = { ...process.env, ASAN_OPTIONS: "detect_leaks=0", KC_EMU_PLANT: String(plant) };
+    const r = Bun.spawnSync([harness, input, output], { env });
+    if (r.exitCode !== 0) throw new Error(`emulated ${what} failed (${r.exitCode ?? r.signalCode}): ${r.stderr.toString().slice(0, 4000)}`);
+    return { out: new Uint8Array(readFileSync(output)), lines: r.stdout.toString().trim().split("\n") };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 const W_DT = { f32: 0, bf16: 1, f16: 2 } as const;
@@ -55,17 +89,9 @@ export class EmulatedConvBackend extends HostBackend {
     const head = new Int32Array([g.B, g.Cin, g.Cout, g.T, g.H, g.W, g.kt, g.kh, g.kw, g.st, g.sh, g.sw, g.timePad, g.top, g.left, g.To, g.Ho, g.Wo,
       W_DT[w.dtype as keyof typeof W_DT], opts.prev ? 1 : 0, bias ? 1 : 0]);
     const parts = [head, this.bytesOf(x), ...(opts.prev ? [this.bytesOf(opts.prev)] : []), this.bytesOf(w), ...(bias ? [this.bytesOf(bias)] : [])];
-    const dir = mkdtempSync(join(tmpdir(), "kino-emu-"));
-    try {
-      const input = join(dir, "in"), output = join(dir, "out");
-      writeFileSync(input, Buffer.concat(parts.map((p) => Buffer.from(p.buffer, p.byteOffset, p.byteLength))));
-      const r = Bun.spawnSync([this.harness, input, output], { env: { ...process.env, ASAN_OPTIONS: "detect_leaks=0" } });
-      if (r.exitCode !== 0) throw new Error(`emulated conv3d failed (${r.exitCode}): ${r.stderr.toString()}`);
-      this.launches.push(r.stdout.toString().trim().split("\n"));
-      this.bytesOf(out).set(readFileSync(output));
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const { out: bytes, lines } = runHarness(this.harness, "conv3d", parts);
+    this.launches.push(lines);
+    this.bytesOf(out).set(bytes);
   }
 
   override conv2d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts: Conv2dOptions = {}): void {
@@ -77,17 +103,8 @@ export class EmulatedConvBackend extends HostBackend {
 
 /** kc_rgb_to_yuv420 (kernels/cuda/yuv.cu) through the `yuv` harness: x [3, T, H, W] f32 → I420 bytes. */
 export function emulatedRgbToYuv420(harness: string, x: Float32Array, T: number, H: number, W: number, range: readonly [number, number]): Uint8Array {
-  const dir = mkdtempSync(join(tmpdir(), "kino-emu-"));
-  try {
-    const input = join(dir, "in"), output = join(dir, "out");
-    const head = Buffer.alloc(12 + 16);
-    [T, H, W].forEach((v, i) => head.writeInt32LE(v, 4 * i));
-    range.forEach((v, i) => head.writeDoubleLE(v, 12 + 8 * i));
-    writeFileSync(input, Buffer.concat([head, Buffer.from(x.buffer, x.byteOffset, x.byteLength)]));
-    const r = Bun.spawnSync([harness, input, output], { env: { ...process.env, ASAN_OPTIONS: "detect_leaks=0" } });
-    if (r.exitCode !== 0) throw new Error(`emulated rgbToYuv420 failed (${r.exitCode}): ${r.stderr.toString()}`);
-    return new Uint8Array(readFileSync(output));
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  const head = Buffer.alloc(12 + 16);
+  [T, H, W].forEach((v, i) => head.writeInt32LE(v, 4 * i));
+  range.forEach((v, i) => head.writeDoubleLE(v, 12 + 8 * i));
+  return runHarness(harness, "rgbToYuv420", [head, x]).out;
 }

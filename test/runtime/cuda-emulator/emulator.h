@@ -6,9 +6,11 @@
 // - A block's threads are fibers on one OS thread (x86-64: a six-register stack switch, announced to
 //   AddressSanitizer), switched at every barrier, so blocks run one after another and a kernel's
 //   static __shared__ arrays can be plain statics.
-// - __syncthreads waits for every live thread of the block; warp collectives (ldmatrix, mma.sync)
-//   exchange operands through per-thread slots (two sets, by barrier parity) at one warp barrier, with the operand layouts
-//   of the PTX ISA (m8n8 .b16 matrices; m16n8k16 A row-major, B column-major, f32 C/D).
+// - __syncthreads waits for every live thread of the block; warp collectives (ldmatrix, mma.sync,
+//   __shfl_xor_sync) exchange operands through per-thread slots (two sets, by barrier parity) at one
+//   warp barrier, with the operand layouts of the PTX ISA (m8n8 .b16 matrices; m16n8k16 A row-major,
+//   B column-major, f32 C/D) and the shuffles' lane rules of the CUDA programming guide. A collective
+//   needs the whole warp: a full mask and 32 live threads, or the emulator stops with the reason.
 // - cp.async copies are performed at the cp.async.wait_group that covers them, the latest moment the
 //   hardware allows, so a read of a stage before its wait sees the previous contents; dynamic shared
 //   memory starts as 0xFF bytes (a NaN in bf16, f16 and f32), so unfilled data shows in the result.
@@ -16,6 +18,9 @@
 //   differently, which the precision promises' f32-accumulation terms cover.
 // Built with -fsanitize=address: the "device" buffers are host allocations of their exact size, so
 // an access outside one is reported.
+// - KC_PLANTED(n) (common.cuh) is true when the environment has KC_EMU_PLANT=n: the tests plant a
+//   known bug in a kernel that way and check that their cases catch it.
+// A harness may be several translation units (one per kernel file, each with this header first).
 #pragma once
 #define KC_EMULATE 1
 #include <cuda_runtime.h>
@@ -46,13 +51,14 @@
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __shared__ static
+#define KC_PLANTED(n) (kc_emu::planted == (n))
 
 // kc_emu_switch(save, load): saves the callee-saved registers on this stack and its pointer in *save,
 // then continues on the stack `load` (made by kc_emu_switch, or by start() for a new fiber).
 extern "C" void kc_emu_switch(void** save, void* load);
 asm(R"(
   .text
-  .globl kc_emu_switch
+  .weak kc_emu_switch
   .type kc_emu_switch, @function
 kc_emu_switch:
   pushq %rbp
@@ -109,6 +115,7 @@ struct Block {
 };
 
 inline Block* block = nullptr;
+inline const int planted = getenv("KC_EMU_PLANT") ? atoi(getenv("KC_EMU_PLANT")) : 0;
 inline uint3 block_idx, block_dim, grid_dim;
 inline std::function<void()> body;
 constexpr size_t STACK_BYTES = 128 * 1024;
@@ -250,6 +257,13 @@ Launch<Kernel> launch(Kernel k, dim3 grid, dim3 threads, size_t smem) {
   return Launch<Kernel>{k, grid, threads, smem};
 }
 
+// A warp collective's entry checks: the whole warp takes part (the kernels here always name every
+// lane; a thread that left the kernel cannot answer a shuffle).
+inline void whole_warp(unsigned mask, const char* what) {
+  if (mask != 0xffffffffu) { fprintf(stderr, "emulator: %s with mask %08x: only full-warp masks are emulated\n", what, mask); abort(); }
+  if (block->warp_live[me().flat / 32] != 32) { fprintf(stderr, "emulator: %s in a warp where some threads have exited\n", what); abort(); }
+}
+
 inline float half_bits_to_float(uint16_t h, bool f16) {
   if (f16) {
     __half_raw r;
@@ -273,6 +287,7 @@ inline uint16_t smem_u16(uint32_t addr) {
 // register j, row t/4 columns 2(t%4), +1 of matrix j (of its transpose with .trans).
 inline void ldmatrix_x4(uint32_t addr, uint32_t* r, bool trans) {
   if (addr % 16) fail("ldmatrix row address not 16-byte aligned");
+  whole_warp(0xffffffffu, "ldmatrix");
   Thread& t = me();
   const int lane = t.flat % 32, base = t.flat - lane, p = block->warp_generation[t.flat / 32] & 1;
   t.slot[p][0] = addr;
@@ -290,6 +305,7 @@ inline void ldmatrix_x4(uint32_t addr, uint32_t* r, bool trans) {
 // a[1] (row g+8), a[2] (row g, k + 8), a[3] (row g+8, k + 8); B: b[0] (k 2t, 2t+1, column g),
 // b[1] (k + 8); C/D: (row g, columns 2t, 2t+1), then row g+8.
 inline void mma_16816(float* d, const uint32_t* a, const uint32_t* b, bool f16) {
+  whole_warp(0xffffffffu, "mma.sync");
   Thread& t = me();
   const int lane = t.flat % 32, base = t.flat - lane, p = block->warp_generation[t.flat / 32] & 1;
   for (int i = 0; i < 4; i++) t.slot[p][i] = a[i];
@@ -306,7 +322,31 @@ inline void mma_16816(float* d, const uint32_t* a, const uint32_t* b, bool f16) 
   }
 }
 
+// __shfl_xor_sync(mask, v, lane_mask, width): lane l reads v of lane l ^ lane_mask; with width < 32
+// the warp is cut into groups of `width` lanes, and a source lane in a later group than l's gives l
+// its own v back, one in an earlier group is read (the CUDA programming guide's rule).
+template <typename T>
+inline T shfl_xor(unsigned mask, T v, int lane_mask, int width) {
+  static_assert(sizeof(T) == 4, "32-bit shuffles only");
+  if (width <= 0 || width > 32 || (width & (width - 1))) fail("__shfl_xor_sync width not a power of two in 1..32");
+  whole_warp(mask, "__shfl_xor_sync");
+  Thread& t = me();
+  const int lane = t.flat % 32, base = t.flat - lane, p = block->warp_generation[t.flat / 32] & 1;
+  memcpy(&t.slot[p][0], &v, 4);
+  warp_barrier();
+  const int src = lane ^ (lane_mask & 31);
+  if (src / width > lane / width) return v;
+  T out;
+  memcpy(&out, &block->threads[base + src].slot[p][0], 4);
+  return out;
+}
+
 }  // namespace kc_emu
+
+template <typename T>
+inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
+  return kc_emu::shfl_xor(mask, v, lane_mask, width);
+}
 
 #define threadIdx (kc_emu::me().tid)
 #define blockIdx (kc_emu::block_idx)
@@ -320,6 +360,11 @@ template <typename T>
 cudaError_t cudaFuncSetAttribute(T* kernel, cudaFuncAttribute attr, int value) {
   return cudaFuncSetAttribute((const void*)kernel, attr, value);
 }
+
+// CUDA device functions the host library lacks.
+inline float rsqrtf(float x) { return 1.f / sqrtf(x); }
+inline int min(int a, int b) { return a < b ? a : b; }
+inline int max(int a, int b) { return a > b ? a : b; }
 
 #include "../../../kernels/cuda/common.cuh"
 

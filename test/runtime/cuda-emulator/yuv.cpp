@@ -5,7 +5,7 @@
 //   IN:  int32 T, H, W; f64 lo, hi; then f32 x [3, T, H, W]
 //   OUT: u8 yuv [T, H·W·3/2]
 // Prints one line per kernel launch; exits 1 with the library's message when the launch fails.
-#include "emulator.h"
+#include "host-runtime.h"
 
 // The correctly rounded double operations of the CUDA math API: on the host (x86-64 without -mfma,
 // so nothing is contracted) the plain operators round the same way.
@@ -14,13 +14,6 @@ inline double __dsub_rn(double a, double b) { return a - b; }
 inline double __dmul_rn(double a, double b) { return a * b; }
 
 #include "../../../kernels/cuda/yuv.cu"
-
-extern "C" cudaError_t cudaGetLastError(void) { return cudaSuccess; }
-extern "C" const char* cudaGetErrorString(cudaError_t) { return "emulated"; }
-int kc_fail(KcContext* ctx, int code, const char* where, const char* detail) {
-  snprintf(ctx->error, sizeof ctx->error, "%s: %s", where, detail ? detail : "failed");
-  return code;
-}
 
 int main(int argc, char** argv) {
   if (argc != 3) kc_emu::fail("usage: yuv IN OUT");

@@ -1,0 +1,100 @@
+// The CUDA mma.sync GEMM (kernels/cuda/gemm_mma.cu, with mma_tile.cuh and the epilogues of
+// gemm_epilogue.cuh) and mma.sync attention (attention.cu) without a GPU: the CPU emulator
+// (cuda-emulator/emulator.h) runs the library's own kc_gemm and kc_attention — dispatch, the rounding
+// of f32 operands to 16 bits, the kernels as written — on every op-sweep case these kernels take and
+// on the cases of op-cases-tensor-cores.ts, which cross every edge of their tiles (M, N, K not
+// multiples of the tile, K under one step and over many ring turns; Lq ≠ Lk, kvLen < Lk,
+// block-causal masks, the T5 bias, D 16 to 128, several heads and batch items), with f32 and bf16
+// inputs and outputs and every GEMM epilogue. Each result must keep its tensor-core promise
+// (op-precision.ts); the harnesses are built with AddressSanitizer, so a read or write outside any
+// buffer fails a case too.
+//
+// The last tests plant known bugs in the kernels (KC_PLANTED, common.cuh: fragment indices, the K
+// tail, the M edge, the cp.async wait, the key mask, the softmax rescale) and require the cases to
+// catch each one: the evidence that a passing run means something.
+import { describe, expect, test } from "bun:test";
+import { attentionCases, gemmCases } from "./op-cases-heavy.ts";
+import { gemmEpilogueCases } from "./op-cases-fused.ts";
+import { bf16AttentionCases, bf16GemmCases } from "./op-cases-bf16.ts";
+import { tensorCoreAttentionCases, tensorCoreGemmCases } from "./op-cases-tensor-cores.ts";
+import type { OpCase } from "./op-helpers.ts";
+import { compare } from "./op-precision.ts";
+import { EmulatedTensorCoreBackend, buildTensorCoreEmulators } from "./cuda-emulator/emulated-tensor-cores.ts";
+
+const built = await buildTensorCoreEmulators();
+const skip = "skip" in built ? built.skip : undefined;
+if (skip) console.log(`cuda-emulated-tensor-cores.test.ts: skipped, ${skip}`);
+const harness = "skip" in built ? null : built;
+
+/** Whether kc_gemm / kc_attention send a case to mma.sync (gemm.cu, attention.cu): GEMM with bf16/f16
+ *  weights and K a positive multiple of 8; attention with D 16, 32, 64 or 128 and a key to see. */
+function takesMmaSync(c: OpCase): boolean {
+  if (c.op === "gemm") {
+    const m = / K (\d+) w (bf16|f16)/.exec(c.name);
+    return !!m && Number(m[1]) > 0 && Number(m[1]) % 8 === 0;
+  }
+  const d = / D (\d+)/.exec(c.name);
+  return c.op === "attention" && !!d && [16, 32, 64, 128].includes(Number(d[1])) && !/kvLen 0\b/.test(c.name);
+}
+
+const gemms = [...gemmCases(), ...gemmEpilogueCases(), ...bf16GemmCases()].filter(takesMmaSync).concat(tensorCoreGemmCases());
+const attentions = [...attentionCases(), ...bf16AttentionCases()].filter(takesMmaSync).concat(tensorCoreAttentionCases());
+
+/** Runs a case; null when it kept its promise, else how it failed (the promise, or the harness). */
+async function failure(be: EmulatedTensorCoreBackend, c: OpCase): Promise<string | null> {
+  let got: Float32Array;
+  try {
+    got = await c.run(be);
+  } catch (e) {
+    return `the harness failed: ${(e as Error).message.split("\n").find((l) => /ERROR|emulator:|kc_/.test(l)) ?? (e as Error).message.slice(0, 200)}`;
+  }
+  const r = compare(got, c.tensorCores!());
+  return r.ok ? null : `max abs ${r.maxAbs.toExponential(2)}, ${(100 * r.used).toFixed(0)} % of the tolerance`;
+}
+
+describe.skipIf(!harness)("the mma.sync GEMM and attention on the CPU emulator", () => {
+  const be = harness && new EmulatedTensorCoreBackend(harness);
+  for (const c of [...gemms, ...attentions]) {
+    test(`${c.op} ${c.name} runs mma.sync and keeps the tensor-core promise`, async () => {
+      const why = await failure(be!, c);
+      expect(be!.calls.at(-1)?.kernel).toBe("mma.sync");
+      expect(why).toBeNull();
+    }, 60_000);
+  }
+
+  test("the cases reach every tile edge: several tiles in M and N, a ring that wraps, several key tiles and query blocks", () => {
+    const grids = (op: string) => be!.calls.filter((c) => c.op === op).flatMap((c) => c.launches).map((l) => /grid (\d+),(\d+),(\d+)/.exec(l)!.slice(1).map(Number));
+    expect(grids("gemm").some(([x, y]) => x! >= 3 && y! >= 2)).toBe(true); // N and M over several 128 tiles
+    expect(grids("attention").some(([x, y, z]) => x! >= 3 && y! >= 2 && z! >= 2)).toBe(true); // query blocks × heads × batch
+    expect(be!.calls.every((c) => c.launches.length === 1)).toBe(true); // one kernel per call: nothing fell back
+  });
+});
+
+// Each planted bug (KC_PLANTED(n) in the kernel source) with the op whose cases must catch it.
+const PLANTED: [number, "gemm" | "attention", string][] = [
+  [1, "gemm", "B fragment: ldmatrix takes the k half of the A layout (mma_tile.cuh)"],
+  [2, "gemm", "K tail: the chunk at k = K is loaded instead of zero-filled (mma_tile.cuh)"],
+  [3, "gemm", "M edge: row M is stored (gemm_mma.cu epilogue)"],
+  [7, "gemm", "cp.async ring: waits for one group too few (mma_tile.cuh)"],
+  [4, "attention", "key mask: col ≤ lim instead of col < lim (attention.cu)"],
+  [5, "attention", "V fragment: ldmatrix.trans takes the wrong 8-key half (attention.cu)"],
+  [6, "attention", "online softmax: the second row's output is rescaled by the first row's factor (attention.cu)"],
+];
+
+describe.skipIf(!harness)("the emulated cases catch planted kernel bugs", () => {
+  for (const [n, op, what] of PLANTED) {
+    test(`bug ${n}, ${what}`, async () => {
+      const planted = new EmulatedTensorCoreBackend(harness!, n);
+      let caught: string | null = null;
+      for (const c of op === "gemm" ? gemms : attentions) {
+        const why = await failure(planted, c);
+        if (why) {
+          caught = `${c.name}: ${why}`;
+          break;
+        }
+      }
+      console.log(`planted bug ${n} caught by ${caught}`);
+      expect(caught).not.toBeNull();
+    }, 120_000);
+  }
+});

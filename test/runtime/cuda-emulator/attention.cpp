@@ -1,0 +1,54 @@
+// kc_attention (kernels/cuda/attention.cu, the library's own entry point) on the CPU emulator, for
+// test/runtime/cuda-emulated-attention.test.ts: the mma.sync kernel with both output types, and the
+// f32 → bf16 rounding of q, k, v (elementwise.cu) — each file compiled as it is, one translation
+// unit each. The Hopper kernel is not linked (this context is sm_80, which never asks for it).
+//
+//   attention IN OUT
+//   IN:  int32 B, Lq, Lk, kv_len, H, D, dt, out_dt (0 f32, 1 bf16), has_bias, block_size, q_offset,
+//        attention_path (context.cu); f32 scale; then q [B, Lq, H, D], k and v [B, Lk, H, D] (dt),
+//        f32 bias [H, Lq, kv_len]
+//   OUT: out [B, Lq, H, D] (out_dt)
+// Prints one line per kernel launch and then `kernel <name>` (what kc_attention ran); exits 1 with the
+// library's message when the call fails.
+#include "host-runtime.h"
+#include "../../../kernels/cuda/attention.cuh"
+
+bool kc_attention_wgmma_supported(const KcContext*, int) { return false; }
+int kc_attention_wgmma_launch(KcContext* ctx, void*, bool, const void*, const void*, const void*, const float*, int, int, int,
+                              int, int, int, float, int, int) {
+  return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention", "the wgmma kernel is not part of this emulator build");
+}
+extern "C" int kc_attention(KcContext* ctx, void* out, const void* q, const void* k, const void* v, int dt, const float* bias,
+                            int B, int Lq, int Lk, int kv_len, int H, int D, float scale, int block_size, int q_offset,
+                            int out_dt);
+
+int main(int argc, char** argv) {
+  if (argc != 3) kc_emu::fail("usage: attention IN OUT");
+  kc_emu::Reader in(argv[1]);
+  int32_t h[12];
+  memcpy(h, in.take(sizeof h), sizeof h);
+  float scale;
+  memcpy(&scale, in.take(4), 4);
+  const int B = h[0], Lq = h[1], Lk = h[2], kv_len = h[3], H = h[4], D = h[5], dt = h[6], out_dt = h[7], has_bias = h[8];
+  const size_t e = dt == KC_F32 ? 4 : 2, q_n = (size_t)B * Lq * H * D, kv_n = (size_t)B * Lk * H * D;
+  const void* q = in.take(e * q_n);
+  const void* k = in.take(e * kv_n);
+  const void* v = in.take(e * kv_n);
+  const float* bias = has_bias ? (const float*)in.take(4 * (size_t)H * Lq * kv_len) : nullptr;
+  in.end();
+  const size_t out_bytes = (out_dt == KC_F32 ? 4 : 2) * q_n;
+  void* out = malloc(out_bytes ? out_bytes : 1);
+  memset(out, 0xFF, out_bytes);  // NaN: an output the kernel does not write shows
+
+  KcContext ctx{};
+  ctx.sm_major = 8, ctx.sm_count = 2;
+  ctx.attention_path = h[11];
+  const int rc = kc_attention(&ctx, out, q, k, v, dt, bias, B, Lq, Lk, kv_len, H, D, scale, h[9], h[10], out_dt);
+  if (rc) {
+    fprintf(stderr, "kc_attention: %s (%d)\n", ctx.error, rc);
+    return 1;
+  }
+  printf("kernel %s\n", ctx.last_attention);
+  kc_emu::write_file(argv[2], out, out_bytes);
+  return 0;
+}

@@ -1,0 +1,64 @@
+// kc_gemm (kernels/cuda/gemm.cu, the library's own entry point) on the CPU emulator, for
+// test/runtime/cuda-emulated-gemm.test.ts: the mma.sync kernel (gemm_mma.cu) with its epilogues and
+// both output types, and the f32 → bf16/f16 rounding of the activations (elementwise.cu) — each file
+// compiled as it is, one translation unit each. The wgmma and SIMT kernels are not linked: a call
+// that would pick one fails.
+//
+//   gemm IN OUT
+//   IN:  int32 M, N, K, a_dt, w_dt, out_dt (0 f32, 1 bf16, 2 f16), has_bias, gelu, residual (0 none,
+//        1 an array of its own, 2 the output itself: in place), has_gate, L, G, split, gemm_path
+//        (context.cu); then a [M, K] (a_dt), w [N, K] (w_dt), f32 bias [N], f32 residual [M, N] (the
+//        output's first contents when in place), f32 gate [M / L · G, N]
+//   OUT: out [M, N] (out_dt; a split's parts one after another)
+// Prints one line per kernel launch and then `kernel <name>` (what kc_gemm ran); exits 1 with the
+// library's message when the call fails.
+#include "host-runtime.h"
+#include "../../../kernels/cuda/gemm.cuh"
+
+int kc_gemm_simt_launch(KcContext* ctx, void*, bool, const void*, int, const void*, int, const KcGemmEpilogue&, int, int, int) {
+  return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_gemm", "the SIMT kernel is not part of this emulator build");
+}
+int kc_gemm_wgmma_launch(KcContext* ctx, void*, bool, const void*, const void*, bool, const KcGemmEpilogue&, int, int, int) {
+  return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_gemm", "the wgmma kernel is not part of this emulator build");
+}
+extern "C" int kc_gemm(KcContext* ctx, void* out, const void* a, int a_dt, const void* w, int w_dt, const float* bias, int M,
+                       int N, int K, int gelu, const float* residual, const float* gate, int L, int G, int split, int out_dt);
+
+static size_t elem(int dt) { return dt == KC_F32 ? 4 : 2; }
+
+int main(int argc, char** argv) {
+  if (argc != 3) kc_emu::fail("usage: gemm IN OUT");
+  kc_emu::Reader in(argv[1]);
+  int32_t h[14];
+  memcpy(h, in.take(sizeof h), sizeof h);
+  const int M = h[0], N = h[1], K = h[2], a_dt = h[3], w_dt = h[4], out_dt = h[5], has_bias = h[6], gelu = h[7];
+  const int residual = h[8], has_gate = h[9], L = h[10], G = h[11], split = h[12], path = h[13];
+  const void* a = in.take(elem(a_dt) * M * K);
+  const void* w = in.take(elem(w_dt) * N * K);
+  const float* bias = has_bias ? (const float*)in.take(4 * (size_t)N) : nullptr;
+  const size_t out_bytes = elem(out_dt) * M * N;
+  void* out;
+  const float* res = nullptr;
+  if (residual == 2) {
+    out = in.take(out_bytes);
+    res = (const float*)out;
+  } else {
+    if (residual == 1) res = (const float*)in.take(4 * (size_t)M * N);
+    out = malloc(out_bytes ? out_bytes : 1);
+    memset(out, 0xFF, out_bytes);  // NaN: an output the kernel does not write shows
+  }
+  const float* gate = has_gate ? (const float*)in.take(4 * (size_t)(M / L) * G * N) : nullptr;
+  in.end();
+
+  KcContext ctx{};
+  ctx.sm_major = 8, ctx.sm_count = 2;  // sm_80: no wgmma; two SMs: the conversion's grid-stride loop takes turns
+  ctx.gemm_path = path;
+  const int rc = kc_gemm(&ctx, out, a, a_dt, w, w_dt, bias, M, N, K, gelu, res, gate, L, G, split, out_dt);
+  if (rc) {
+    fprintf(stderr, "kc_gemm: %s (%d)\n", ctx.error, rc);
+    return 1;
+  }
+  printf("kernel %s\n", ctx.last_gemm);
+  kc_emu::write_file(argv[2], out, out_bytes);
+  return 0;
+}
