@@ -193,6 +193,12 @@ export interface Backend {
   download(t: Tensor): Promise<Float32Array>;
   /** The raw bytes, any dtype (u8 frames, bf16 bits). */
   downloadRaw(t: Tensor): Promise<Uint8Array>;
+  /** downloadRaw that leaves the calling thread free while the bytes travel (CUDA: a copy on a second
+   *  stream, its event polled, src/runtime/backends/cuda-transfers.ts): it returns at once, ops
+   *  enqueued afterwards run beside the copy, and the promise settles when the bytes have arrived.
+   *  `t` must stay allocated and unwritten until then. Absent where a readback cannot overlap (the
+   *  CPU, whose ops run as they are called): callers use downloadRaw there. */
+  readbackRaw?(t: Tensor): Promise<Uint8Array>;
   /** Give allocations back. Views cannot be freed; a freed tensor (and its views) must not be used. */
   free(...tensors: Tensor[]): void;
   /** Wait until every enqueued op has finished. */

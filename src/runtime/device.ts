@@ -29,7 +29,7 @@ export interface OpenBackendOptions {
 async function openCuda(gpu = 0): Promise<Backend> {
   let mod: { openCudaBackend(options: { device?: number }): Promise<Backend> };
   try {
-    mod = await import("./backends/cuda.ts");
+    mod = await import("./backends/cuda-open.ts");
   } catch (e) {
     throw new Error(`the CUDA backend did not load: ${(e as Error).message}`);
   }

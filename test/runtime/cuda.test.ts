@@ -8,7 +8,8 @@ import { dlopen } from "bun:ffi";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { CUDA_GRAPH_SYMBOLS, CUDA_SYMBOLS, openCudaBackend } from "../../src/runtime/backends/cuda.ts";
+import { CUDA_GRAPH_SYMBOLS, CUDA_READBACK_SYMBOLS, CUDA_SYMBOLS } from "../../src/runtime/backends/cuda.ts";
+import { openCudaBackend } from "../../src/runtime/backends/cuda-open.ts";
 import * as ref from "../../src/runtime/reference.ts";
 import { buildCudaLib, findNvcc } from "../../tools/build/cuda.ts";
 
@@ -25,7 +26,7 @@ async function tryOpen() {
 }
 
 describe.skipIf(!hasNvcc)("libkino_cuda.so", () => {
-  test("builds with nvcc and exports every symbol the backend binds, the graph symbols included", async () => {
+  test("builds with nvcc and exports every symbol the backend binds, the graph and readback symbols included", async () => {
     const rel = await buildCudaLib();
     expect(rel).toBe("build/libkino_cuda.so");
     const lib = dlopen(join(root, rel!), CUDA_SYMBOLS);
@@ -33,6 +34,9 @@ describe.skipIf(!hasNvcc)("libkino_cuda.so", () => {
     const graphs = dlopen(join(root, rel!), CUDA_GRAPH_SYMBOLS);
     for (const name of Object.keys(CUDA_GRAPH_SYMBOLS)) expect(typeof graphs.symbols[name as keyof typeof CUDA_GRAPH_SYMBOLS]).toBe("function");
     graphs.close();
+    const readbacks = dlopen(join(root, rel!), CUDA_READBACK_SYMBOLS);
+    for (const name of Object.keys(CUDA_READBACK_SYMBOLS)) expect(typeof readbacks.symbols[name as keyof typeof CUDA_READBACK_SYMBOLS]).toBe("function");
+    readbacks.close();
     try {
       for (const name of Object.keys(CUDA_SYMBOLS)) expect(typeof lib.symbols[name as keyof typeof CUDA_SYMBOLS]).toBe("function");
       // Error strings come from the library itself, also without a device.
@@ -170,6 +174,30 @@ describe("on a GPU", () => {
     expect(e).toEqual({ kernel: "simt", err: expect.any(Number) });
     expect(e.err).toBeLessThan(1e-5);
     exact.dispose();
+  });
+
+  test.skipIf(!backend)("readbackRaw: the bytes downloadRaw gives, while ops enqueued after it run; refused while recording", async () => {
+    const b = backend!;
+    const frames = b.alloc([3, 1, 272, 480]), yuv = b.alloc([1, (272 * 480 * 3) / 2], "u8"), big = b.alloc([2048, 2048]);
+    try {
+      b.write(frames, seeded(frames.numel, 9));
+      b.rgbToYuv420(yuv, frames, [-1, 1]);
+      const pending = b.readbackRaw!(yuv);
+      let settled = false;
+      void pending.then(() => (settled = true));
+      for (let i = 0; i < 20; i++) b.gemm(big, big, big); // work after the readback, enqueued without waiting
+      const got = await pending;
+      expect(settled).toBe(true);
+      expect(Buffer.from(got).equals(Buffer.from(await b.downloadRaw(yuv)))).toBe(true);
+      // several in flight at once, each its own slot; an empty tensor settles at once
+      const many = await Promise.all([b.readbackRaw!(yuv), b.readbackRaw!(frames), b.readbackRaw!(b.alloc([0]))]);
+      expect(Buffer.from(many[0]).equals(Buffer.from(got))).toBe(true);
+      expect(Buffer.from(many[1]).equals(Buffer.from(await b.downloadRaw(frames)))).toBe(true);
+      expect(many[2].length).toBe(0);
+      expect(() => b.graphs!.record(() => b.readbackRaw!(yuv))).toThrow(/readbackRaw/);
+    } finally {
+      b.free(frames, yuv, big);
+    }
   });
 
   test.skipIf(!backend)("dispose releases the device", () => {

@@ -39,7 +39,8 @@
 //   rgbToYuv420 exact (the H.264 encoder's bytes); yuv420ToRgb 1e-5
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Backend } from "../../src/runtime/backend.ts";
-import { CUDA_KERNEL_PATHS, type CudaBackend, type KernelOp, openCudaBackend } from "../../src/runtime/backends/cuda.ts";
+import { CUDA_KERNEL_PATHS, type CudaBackend, type KernelOp } from "../../src/runtime/backends/cuda.ts";
+import { openCudaBackend } from "../../src/runtime/backends/cuda-open.ts";
 import { buildCpuWasm } from "../../tools/build/cpu.ts";
 import { allCases } from "./op-cases.ts";
 import type { OpCase } from "./op-helpers.ts";

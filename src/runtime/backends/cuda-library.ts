@@ -7,8 +7,9 @@
 // libkino_cuda.so beside the executable. It is resolved at run time, not imported, so a checkout built
 // without nvcc still starts (and opening the backend then fails with "CUDA library unavailable:").
 //
-// The graph symbols (kernels/cuda/graph.cu, the pools of alloc.cu) are bound apart from the rest and
-// only where the library has them, so a library built before them still opens, without graphs.
+// The graph symbols (kernels/cuda/graph.cu, the pools of alloc.cu) and the readback symbols
+// (readback.cu) are bound apart from the rest and only where the library has them, so a library built
+// before them still opens, without graphs or overlapped readbacks.
 
 import { dlopen, FFIType } from "bun:ffi";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
@@ -81,6 +82,28 @@ export const CUDA_GRAPH_SYMBOLS = {
 } as const;
 
 export type CudaGraphLibrary = ReturnType<typeof dlopen<typeof CUDA_GRAPH_SYMBOLS>>;
+
+/** Readbacks on a second stream (kernels/cuda/readback.cu). kc_readback_poll answers 0 (landed),
+ *  READBACK_PENDING (cudaErrorNotReady) or an error code. */
+export const CUDA_READBACK_SYMBOLS = {
+  kc_readbacks_create: { args: [ptr], returns: ptr },
+  kc_readbacks_destroy: { args: [ptr, ptr], returns: FFIType.void },
+  kc_readback_start: { args: [ptr, ptr, dev, u64], returns: i32 },
+  kc_readback_poll: { args: [ptr, ptr, i32], returns: i32 },
+  kc_readback_finish: { args: [ptr, ptr, i32, ptr, u64], returns: i32 },
+} as const;
+
+export type CudaReadbackLibrary = ReturnType<typeof dlopen<typeof CUDA_READBACK_SYMBOLS>>;
+export const READBACK_PENDING = 600;
+
+/** The library's readback symbols, or null when this build of it has none. */
+export function bindReadbackSymbols(path: string): CudaReadbackLibrary | null {
+  try {
+    return dlopen(path, CUDA_READBACK_SYMBOLS);
+  } catch {
+    return null;
+  }
+}
 
 /** The library's graph symbols, or null when this build of it has none. */
 export function bindGraphSymbols(path: string): CudaGraphLibrary | null {

@@ -1,10 +1,11 @@
 // The CUDA backend: kino's Backend over build/libkino_cuda.so (kernels/cuda; found and bound by
-// cuda-library.ts), called through bun:ffi. Every op validates its shapes with op-params.ts (the same
+// cuda-library.ts, opened by cuda-open.ts), called through bun:ffi. Every op validates its shapes with op-params.ts (the same
 // checks as the wasm backend), then enqueues kernels on the library's one stream; only download* and
-// sync wait. Device memory comes from the library's caching allocator; CUDA graphs (`graphs`) from
-// cuda-graph.ts where the library has them.
+// sync wait (readbackRaw does not: cuda-transfers.ts). Device memory comes from the library's caching
+// allocator; CUDA graphs (`graphs`) from cuda-graph.ts where the library has them; which kernel an op
+// runs from cuda-kernel-paths.ts.
 
-import { type Pointer, dlopen } from "bun:ffi";
+import type { Pointer } from "bun:ffi";
 import type {
   AttentionOptions, Backend, Conv2dOptions, Conv3dOptions, FrameRange, GemmEpilogue, HostData, MemoryStats, ResizeOptions, RopeOptions,
   T5BiasOptions,
@@ -12,75 +13,12 @@ import type {
 import * as P from "../op-params.ts";
 import { type DType, type Shape, DTYPE_BYTES, Tensor, numelOf } from "../tensor.ts";
 import { CudaGraphs } from "./cuda-graph.ts";
-import { CUDA_SYMBOLS, type CudaGraphLibrary, type CudaLibrary, bindGraphSymbols, locateCudaLibrary } from "./cuda-library.ts";
+import { KernelPaths, type KernelOp } from "./cuda-kernel-paths.ts";
+import type { CudaGraphLibrary, CudaLibrary, CudaReadbackLibrary } from "./cuda-library.ts";
+import { CudaTransfers, DT } from "./cuda-transfers.ts";
 
-export { CUDA_GRAPH_SYMBOLS, CUDA_SYMBOLS, type CudaLibrary, locateCudaLibrary } from "./cuda-library.ts";
-
-/** The ops whose kernel can be chosen, and their code in kc_last_kernel (conv2d runs conv3d's). */
-export type KernelOp = "gemm" | "attention" | "conv3d";
-const KERNEL_OP: Record<KernelOp, number> = { gemm: 0, attention: 1, conv3d: 2 };
-
-/**
- * The kernels kc_set_paths can force, per op, by the name kc_last_kernel reports: the C code of each
- * path (kernels/cuda/context.cu) and whether the kernel rounds f32 operands to 16 bits for the tensor
- * cores (GEMM: the activations to the weight's bf16/f16; attention: q, k, v and P to bf16; conv3d:
- * x, prev and the weights to bf16) or multiplies them as f32. A forced tensor-core path still falls back where a call's shape or dtypes
- * rule its kernel out (`ranKernel` says what ran). The op sweep runs every case of an op on every
- * path here, so a new kernel is one entry.
- */
-export const CUDA_KERNEL_PATHS: Readonly<Record<KernelOp, Readonly<Record<string, { code: number; rounds: boolean }>>>> = {
-  gemm: { wgmma: { code: 3, rounds: true }, "mma.sync": { code: 1, rounds: true }, simt: { code: 2, rounds: false } },
-  attention: { wgmma: { code: 2, rounds: true }, "mma.sync": { code: 3, rounds: true }, simt: { code: 1, rounds: false } },
-  conv3d: { "mma.sync": { code: 2, rounds: true }, simt: { code: 1, rounds: false } },
-};
-/** The path codes that let the library choose per call (kc_create's default). */
-const AUTO_PATHS: Record<KernelOp, number> = { gemm: 0, attention: 0, conv3d: 0 };
-
-/** Dtype codes of the C ABI (kernels/cuda/common.cuh KcDtype; u8 only as a conversion source). */
-const DT: Record<DType, number> = { f32: 0, bf16: 1, f16: 2, u8: 3 };
-
-export interface CudaOptions {
-  /** GPU index (default 0). */
-  device?: number;
-  /** Exact f32 arithmetic: GEMMs with half weights multiply f32 activations on the SIMT kernel, and
-   *  attention and convolutions run their f32 kernels, instead of rounding activations (attention's P,
-   *  convolution weights) to bf16 for the tensor cores. Several times slower; for tests that hold every
-   *  backend to f32 tolerances. */
-  exact?: boolean;
-}
-
-/** Opens a GPU. Rejects with "CUDA library unavailable: …" when the library cannot be found or
- *  loaded, and "no device: …" when it loads but no GPU answers (no driver: CUDA error 35).
- *  By default GEMMs with bf16/f16 weights round the f32 activations to that type for the tensor cores,
- *  attention rounds q, k, v and P to bf16, and the large convolutions (kernels/cuda/conv.cu: the
- *  Wan-VAE's) round x and w to bf16 (f32 accumulation throughout); see `exact`. */
-export async function openCudaBackend(options: CudaOptions = {}): Promise<CudaBackend> {
-  const device = options.device ?? 0;
-  const where = await locateCudaLibrary();
-  if ("missing" in where) throw new Error(`CUDA library unavailable: ${where.missing}`);
-  let lib: CudaLibrary;
-  let graphLib: CudaGraphLibrary | null = null;
-  try {
-    lib = dlopen(where.path, CUDA_SYMBOLS);
-    graphLib = bindGraphSymbols(where.path);
-  } catch (e) {
-    throw new Error(`CUDA library unavailable: ${(e as Error).message}`);
-  } finally {
-    where.cleanup(); // the mapping stays valid after the temp file is gone
-  }
-  const code = new Int32Array(1);
-  const message = new Uint8Array(512);
-  const ctx = lib.symbols.kc_create(device, code, message, message.length);
-  if (!ctx) {
-    graphLib?.close();
-    lib.close();
-    const text = new TextDecoder().decode(message.subarray(0, message.indexOf(0)));
-    throw new Error(`no device: ${text}`);
-  }
-  const backend = new CudaBackend(lib, ctx as Pointer, graphLib);
-  if (options.exact) backend.setKernelPaths({ gemm: "simt", attention: "simt", conv3d: "simt" });
-  return backend;
-}
+export { CUDA_KERNEL_PATHS, type KernelOp } from "./cuda-kernel-paths.ts";
+export { CUDA_GRAPH_SYMBOLS, CUDA_READBACK_SYMBOLS, CUDA_SYMBOLS, type CudaLibrary, locateCudaLibrary } from "./cuda-library.ts";
 
 export class CudaBackend implements Backend {
   readonly name = "cuda" as const;
@@ -90,14 +28,19 @@ export class CudaBackend implements Backend {
   /** The GPU's PCI bus id ("0000:19:00.0"): the same physical device under any CUDA_VISIBLE_DEVICES index. */
   readonly pciBusId: string;
   #disposed = false;
-  #paths: Record<KernelOp, number> = { ...AUTO_PATHS };
-  #ran: Record<KernelOp, string | null> = { gemm: null, attention: null, conv3d: null };
+  readonly #paths: KernelPaths;
+  readonly #io: CudaTransfers;
   /** CUDA graphs, where the library has the graph symbols (a library built before them has none). */
   readonly graphs?: CudaGraphs;
+  /** Backend.readbackRaw, where the library has the readback symbols. */
+  readonly readbackRaw?: (t: Tensor) => Promise<Uint8Array>;
 
   /** lib and ctx are public for benchmarks (tools/gpu-check) that call the C ABI with bf16 buffers. */
-  constructor(readonly lib: CudaLibrary, readonly ctx: Pointer, graphLib: CudaGraphLibrary | null = null) {
+  constructor(readonly lib: CudaLibrary, readonly ctx: Pointer, graphLib: CudaGraphLibrary | null = null, readbackLib: CudaReadbackLibrary | null = null) {
     if (graphLib) this.graphs = new CudaGraphs(this, graphLib);
+    this.#paths = new KernelPaths(() => this.k, ctx, (rc, op) => this.check(rc, op));
+    this.#io = new CudaTransfers({ symbols: () => this.k, ctx, check: (rc, op) => this.check(rc, op), alloc: (sh, dt) => this.alloc(sh, dt), free: (t) => this.free(t) }, readbackLib);
+    if (this.#io.canReadBack) this.readbackRaw = (t) => this.#readbackRaw(t);
     const name = new Uint8Array(256);
     const info = new BigInt64Array(8);
     this.check(lib.symbols.kc_device_info(ctx, name, name.length, info), "device info");
@@ -127,30 +70,19 @@ export class CudaBackend implements Backend {
    * a kernel at all (wgmma on anything but sm_90).
    */
   setKernelPaths(paths: Partial<Record<KernelOp, string>>): void {
-    const next = { ...this.#paths };
-    for (const [op, kernel] of Object.entries(paths) as [KernelOp, string][]) {
-      const code = kernel === "auto" ? AUTO_PATHS[op] : CUDA_KERNEL_PATHS[op][kernel]?.code;
-      if (code === undefined) throw new Error(`cuda: no ${op} kernel "${kernel}" (${Object.keys(CUDA_KERNEL_PATHS[op]).join(", ")}, auto)`);
-      next[op] = code;
-    }
-    this.check(this.k.kc_set_paths(this.ctx, next.gemm, next.attention, next.conv3d), "setKernelPaths");
-    this.#paths = next;
+    this.#paths.set(paths);
   }
 
   /** bf16 where the tensor cores run (sm_80+) and GEMMs are not held to exact f32 (the SIMT path,
    *  exact mode): their inputs are rounded to bf16 anyway, so storing them bf16 saves the pass. */
   get activationDtype(): "f32" | "bf16" {
-    return this.smVersion >= 80 && this.#paths.gemm !== CUDA_KERNEL_PATHS.gemm.simt!.code ? "bf16" : "f32";
+    return this.smVersion >= 80 && !this.#paths.forced("gemm", "simt") ? "bf16" : "f32";
   }
 
   /** The kernel the last `gemm` / `attention` / `conv3d` (or `conv2d`) call ran (a key of
    *  CUDA_KERNEL_PATHS[op]), or null when it ran none (an empty output, nothing visible). */
   ranKernel(op: KernelOp): string | null {
-    return this.#ran[op];
-  }
-
-  #record(op: KernelOp): void {
-    this.#ran[op] = String(this.k.kc_last_kernel(this.ctx, KERNEL_OP[op])) || null;
+    return this.#paths.ran(op);
   }
 
   // ---- memory ------------------------------------------------------------------------------------
@@ -179,54 +111,25 @@ export class CudaBackend implements Backend {
 
   write(t: Tensor, data: HostData): void {
     this.graphs?.refuse("write");
-    if (data.length !== t.numel) throw new Error(`write: ${data.length} values for ${t}`);
-    if (t.numel === 0) return;
-    const raw = (data instanceof Float32Array && t.dtype === "f32") || (data instanceof Uint16Array && (t.dtype === "bf16" || t.dtype === "f16")) ||
-      (data instanceof Uint8Array && t.dtype === "u8");
-    if (raw) return this.check(this.k.kc_upload(this.ctx, t.ptr, data, data.byteLength), "upload");
-    if (!(data instanceof Float32Array) || t.dtype === "u8") throw new Error(`write: cannot store ${data.constructor.name} in ${t}`);
-    // f32 values into a bf16/f16 tensor: round on the device (round-to-nearest-even, like dtype.ts).
-    const staging = this.upload(data, t.shape, "f32");
-    try {
-      this.check(this.k.kc_convert(this.ctx, t.ptr, DT[t.dtype], staging.ptr, DT.f32, t.numel), "write (convert)");
-    } finally {
-      this.free(staging);
-    }
+    this.#io.write(t, data);
   }
 
   /** Refused synchronously while a graph records (a recording cannot wait for its results). */
   download(t: Tensor): Promise<Float32Array> {
     this.graphs?.refuse("download");
-    return this.#download(t);
-  }
-
-  async #download(t: Tensor): Promise<Float32Array> {
-    const out = new Float32Array(t.numel);
-    if (t.numel === 0) return out;
-    if (t.dtype === "f32") {
-      this.check(this.k.kc_download(this.ctx, out, t.ptr, t.bytes), "download");
-      return out;
-    }
-    const wide = this.alloc(t.shape, "f32");
-    try {
-      this.check(this.k.kc_convert(this.ctx, wide.ptr, DT.f32, t.ptr, DT[t.dtype], t.numel), "download (convert)");
-      this.check(this.k.kc_download(this.ctx, out, wide.ptr, wide.bytes), "download");
-    } finally {
-      this.free(wide);
-    }
-    return out;
+    return this.#io.download(t);
   }
 
   /** Refused synchronously while a graph records (a recording cannot wait for its results). */
   downloadRaw(t: Tensor): Promise<Uint8Array> {
     this.graphs?.refuse("downloadRaw");
-    return this.#downloadRaw(t);
+    return this.#io.downloadRaw(t);
   }
 
-  async #downloadRaw(t: Tensor): Promise<Uint8Array> {
-    const out = new Uint8Array(t.bytes);
-    if (t.bytes > 0) this.check(this.k.kc_download(this.ctx, out, t.ptr, t.bytes), "downloadRaw");
-    return out;
+  /** Refused synchronously while a graph records (a copy on another stream cannot join it). */
+  #readbackRaw(t: Tensor): Promise<Uint8Array> {
+    this.graphs?.refuse("readbackRaw");
+    return this.#io.readbackRaw(t);
   }
 
   free(...tensors: Tensor[]): void {
@@ -256,6 +159,7 @@ export class CudaBackend implements Backend {
   dispose(): void {
     if (this.#disposed) return;
     this.graphs?.dispose();
+    this.#io.dispose();
     this.lib.symbols.kc_destroy(this.ctx);
     this.lib.close();
     this.#disposed = true;
@@ -266,20 +170,20 @@ export class CudaBackend implements Backend {
     const { M, N, K, split } = P.gemmDims(out, a, w, bias, epilogue);
     const e = P.gemmEpilogueDims(out, epilogue);
     const residual = epilogue?.kind === "residual" ? epilogue : null;
-    this.#ran.gemm = null;
+    this.#paths.clear("gemm");
     if (M === 0 || N === 0) return;
     this.check(this.k.kc_gemm(this.ctx, out.ptr, a.ptr, DT[a.dtype], w.ptr, DT[w.dtype], bias?.ptr ?? 0, M, N, K, e.gelu ? 1 : 0,
       residual?.residual.ptr ?? 0, residual?.gate?.ptr ?? 0, e.L, e.G, split, DT[out.dtype]), "gemm");
-    this.#record("gemm");
+    this.#paths.record("gemm");
   }
 
   attention(out: Tensor, q: Tensor, k: Tensor, v: Tensor, opts: AttentionOptions): void {
     const { B, Lq, Lk, kvLen, H, D } = P.attentionDims(out, q, k, v, opts);
     const bc = opts.blockCausal;
-    this.#ran.attention = null;
+    this.#paths.clear("attention");
     this.check(this.k.kc_attention(this.ctx, out.ptr, q.ptr, k.ptr, v.ptr, DT[q.dtype], opts.bias?.ptr ?? 0, B, Lq, Lk, kvLen, H, D,
       opts.scale, bc?.blockSize ?? 0, bc?.qOffset ?? 0, DT[out.dtype]), "attention");
-    this.#record("attention");
+    this.#paths.record("attention");
   }
 
   // ---- normalisation -----------------------------------------------------------------------------
@@ -380,7 +284,7 @@ export class CudaBackend implements Backend {
     const g = P.conv3dGeometry(out, x, w, bias, opts);
     const geom = new Int32Array([g.Cin, g.Cout, g.T, g.H, g.W, g.kt, g.kh, g.kw, g.st, g.sh, g.sw, g.timePad, g.top, g.left, g.To, g.Ho, g.Wo]);
     this.check(this.k.kc_conv3d(this.ctx, out.ptr, x.ptr, opts.prev?.ptr ?? 0, w.ptr, DT[w.dtype], bias?.ptr ?? 0, g.B, geom), "conv3d");
-    this.#record("conv3d");
+    this.#paths.record("conv3d");
   }
 
   conv2d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts: Conv2dOptions = {}): void {

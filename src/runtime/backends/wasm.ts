@@ -1,21 +1,21 @@
-// The WebAssembly CPU backend: kernels/cpu/*.c compiled to wasm32 + SIMD128 (tools/build/cpu.ts),
-// tensors in the module's linear memory, work split over a pool of threads sharing that memory
-// (wasm-pool.ts). Every op checks its operands with op-params.ts, then runs its kernel (a stride-1
+// The WebAssembly CPU backend: kernels/cpu/*.c compiled to wasm32 + SIMD128 (tools/build/cpu.ts,
+// loaded by wasm-module.ts), tensors in the module's linear memory, work split over a pool of threads
+// sharing that memory (wasm-pool.ts). Every op checks its operands with op-params.ts, then runs its kernel (a stride-1
 // conv pads its input first; a multi-row GEMM reads a packed copy of its weight, wasm-packed.ts); all
 // ops are synchronous, so `download` and `sync` resolve at once. Without SharedArrayBuffer the single-threaded
 // build (no shared memory) runs on the calling thread.
 
-import wasmPath from "../../../build/kino-cpu.wasm" with { type: "file" };
-import wasmSingleThreadPath from "../../../build/kino-cpu-st.wasm" with { type: "file" };
 import type * as B from "../backend.ts";
 import { fromHalf, toHalf } from "../dtype.ts";
 import * as P from "../op-params.ts";
 import { DTYPE_BYTES, type DType, type Shape, Tensor, numelOf, stridesOf } from "../tensor.ts";
 import { type StagingHost, viaF32 } from "./wasm-bf16.ts";
-import { WasmHeap } from "./wasm-heap.ts";
+import { type WasmKernels, wasmConv2d, wasmConv3d } from "./wasm-conv.ts";
+import type { WasmHeap } from "./wasm-heap.ts";
 import { WasmGraphs } from "./wasm-graph.ts";
+import { DT_CODE, loadWasmModule } from "./wasm-module.ts";
 import { PANEL, PackedWeights } from "./wasm-packed.ts";
-import { WasmPool, slicesFor } from "./wasm-pool.ts";
+import type { WasmPool } from "./wasm-pool.ts";
 
 export interface WasmBackendOptions {
   /** Pool size; default min(2, hardware threads). 1 = no workers. */
@@ -30,45 +30,12 @@ export interface WasmBackendOptions {
   packedWeightBytes?: number;
 }
 
-const KERNELS = [
-  "kino_gemm", "kino_attention", "kino_layer_norm", "kino_layer_norm_modulate", "kino_rms_norm", "kino_rms_norm_rope",
-  "kino_softmax", "kino_l2norm_channels", "kino_gelu", "kino_gelu_exact", "kino_silu", "kino_mul", "kino_axpby", "kino_fill", "kino_rope3d",
-  "kino_embedding", "kino_t5_bias", "kino_conv3d", "kino_conv3d_pad", "kino_conv3d_direct", "kino_pack_w",
-  "kino_gemm_packed", "kino_copy_rows", "kino_permute", "kino_upsample_nearest", "kino_resize", "kino_cast", "kino_rgb_to_yuv420",
-  "kino_yuv420_to_rgb",
-];
-const DT_CODE: Record<DType, number> = { f32: 0, bf16: 1, f16: 2, u8: 3 };
-const MAX_PAGES = 65536; // wasm32: 4 GiB
-const WORKER_STACK = 1 << 20;
 /** Below this much work an op runs on the calling thread: waking the pool costs more than it saves. */
 const PARALLEL_MIN_WORK = 1 << 15;
-/** Floats past each padded conv input (XP_TAIL in kernels/cpu/conv_direct.c). */
-const CONV_XP_TAIL = 8;
-
-function sharedMemoryAvailable(): boolean {
-  try {
-    return typeof SharedArrayBuffer !== "undefined" && new WebAssembly.Memory({ initial: 1, maximum: 1, shared: true }) !== null;
-  } catch {
-    return false;
-  }
-}
 
 export async function openWasmBackend(opts: WasmBackendOptions = {}): Promise<B.Backend> {
-  const shared = opts.sharedMemory !== false && sharedMemoryAvailable();
-  const want = Math.max(1, Math.floor(opts.threads ?? Math.min(2, navigator.hardwareConcurrency || 1)));
-  const module = await WebAssembly.compile(await Bun.file(shared ? wasmPath : wasmSingleThreadPath).arrayBuffer());
-  const memory = new WebAssembly.Memory({ initial: 256, maximum: MAX_PAGES, shared });
-  const instance = await WebAssembly.instantiate(module, { env: { memory } });
-  const exports = instance.exports as Record<string, any>;
-  const heap = new WasmHeap(memory, exports.__heap_base.value as number, MAX_PAGES * 65536);
-  const threads = shared ? want : 1;
-  const scratchBytes = exports.kino_scratch_bytes() as number;
-  exports.kino_set_scratch(heap.alloc(scratchBytes * slicesFor(threads))); // one block per slice of an op
-  const stacks = Array.from({ length: threads - 1 }, () => heap.alloc(WORKER_STACK) + WORKER_STACK);
-  const pool = await WasmPool.start(module, memory, exports, KERNELS, stacks);
-  const why = shared ? "" : " (no shared memory: single-threaded)";
-  const description = `WebAssembly SIMD128, ${threads} thread${threads > 1 ? "s" : ""}${why}`;
-  return new WasmBackend(memory, heap, pool, description, opts.parallelMinWork ?? PARALLEL_MIN_WORK, new PackedWeights(heap, opts.packedWeightBytes));
+  const m = await loadWasmModule(opts.threads, opts.sharedMemory !== false);
+  return new WasmBackend(m.memory, m.heap, m.pool, m.description, opts.parallelMinWork ?? PARALLEL_MIN_WORK, new PackedWeights(m.heap, opts.packedWeightBytes));
 }
 
 class WasmBackend implements B.Backend {
@@ -81,6 +48,8 @@ class WasmBackend implements B.Backend {
   /** bf16 activations run on f32 copies (wasm-bf16.ts); the CPU itself prefers f32. */
   readonly activationDtype = "f32" as const;
   readonly #staging: StagingHost;
+  /** What the ops kept in other files (wasm-conv.ts) run kernels with. */
+  readonly #kernels: WasmKernels;
 
   constructor(
     readonly wasmMemory: WebAssembly.Memory,
@@ -97,6 +66,7 @@ class WasmBackend implements B.Backend {
       adopt: (t) => this.#owned.add(t),
       convert: (dst, dd, src, sd, n) => this.#run("kino_cast", [dst, DT_CODE[dd], src, DT_CODE[sd], n], n),
     };
+    this.#kernels = { heap, ptr: (t) => this.#ptr(t), dst: (t) => this.#dst(t), opt: (t) => this.#opt(t), run: (k, args, work) => this.#run(k, args, work) };
   }
 
   // ---- memory ------------------------------------------------------------------------------------
@@ -345,41 +315,11 @@ class WasmBackend implements B.Backend {
   }
 
   conv3d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts: B.Conv3dOptions = {}): void {
-    const g = P.conv3dGeometry(out, x, w, bias, opts);
-    if (out.numel === 0) return;
-    if (g.st === 1 && g.sh === 1 && g.sw === 1) return this.#conv3dDirect(out, x, w, bias, opts.prev, g);
-    const args = [this.#dst(out), this.#ptr(x), this.#opt(opts.prev), this.#ptr(w), DT_CODE[w.dtype], this.#opt(bias),
-      g.B, g.Cin, g.Cout, g.T, g.H, g.W, g.kt, g.kh, g.kw, g.st, g.sh, g.sw, g.timePad, g.top, g.left, g.To, g.Ho, g.Wo];
-    this.#run("kino_conv3d", args, (out.numel * g.Cin * g.kt * g.kh * g.kw) / 16);
-  }
-
-  /** Stride 1 (kernels/cpu/conv_direct.c): x and prev copied once into a zero-padded buffer, then
-   *  the conv reads its taps from there at constant offsets instead of packing im2col panels. */
-  #conv3dDirect(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, prev: Tensor | undefined, g: P.ConvGeometry): void {
-    const Tp = g.timePad + g.T, Hp = g.Ho + g.kh - 1, Wp = g.Wo + g.kw - 1;
-    const item = g.Cin * Tp * Hp * Wp + CONV_XP_TAIL, f = DTYPE_BYTES.f32;
-    const xp = this.heap.alloc(g.B * item * f);
-    try {
-      for (let b = 0; b < g.B; b++) {
-        const args = [xp + b * item * f, this.#ptr(x) + b * g.Cin * g.T * g.H * g.W * f, prev ? this.#ptr(prev) + b * g.Cin * g.timePad * g.H * g.W * f : 0,
-          g.Cin, g.T, g.H, g.W, g.timePad, Hp, Wp, g.top, g.left];
-        this.#run("kino_conv3d_pad", args, item);
-      }
-      const args = [this.#dst(out), xp, this.#ptr(w), DT_CODE[w.dtype], this.#opt(bias), g.B, g.Cin, g.Cout, Tp, Hp, Wp, g.kt, g.kh, g.kw, g.To, g.Ho, g.Wo];
-      this.#run("kino_conv3d_direct", args, (out.numel * g.Cin * g.kt * g.kh * g.kw) / 16);
-    } finally {
-      this.heap.free(xp);
-    }
+    wasmConv3d(this.#kernels, out, x, w, bias, opts);
   }
 
   conv2d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts: B.Conv2dOptions = {}): void {
-    const as5 = (t: Tensor, op: string) => {
-      if (t.rank !== 4) P.fail("conv2d", `${op} must be rank 4, got ${t}`);
-      const [a, b, c, d] = t.shape as [number, number, number, number];
-      return t.reshape([a, b, 1, c, d]);
-    };
-    const [sh, sw] = opts.stride ?? [1, 1];
-    this.conv3d(as5(out, "out"), as5(x, "x"), as5(w, "w"), bias, { stride: [1, sh, sw], pad: opts.pad, timePad: 0 });
+    wasmConv2d(this.#kernels, out, x, w, bias, opts);
   }
 
   upsampleNearest(out: Tensor, x: Tensor): void {
