@@ -25,7 +25,8 @@
 //
 // Video frames leave the backend as I420 (FrameFormat): the VAE's output is converted there and read
 // back at 1.5 bytes a pixel instead of 12 (f32 RGB), and the H.264 encoder takes the planes as they
-// are — the same bytes its own RGB24 conversion makes. Images are read back as RGB24.
+// are — the same bytes its own RGB24 conversion makes. Images are read back as RGB24. Where the backend
+// can (readback-overlap.ts, opt-in), a chunk's readback runs while the next chunk's steps are enqueued.
 import { ditGraphsWanted } from "../models/dit-graph.ts";
 import { rgb24ToPlanarCrop, videoToRgb24 } from "../models/frames.ts";
 import { continuationStart, scheduleFor } from "../models/kino-config.ts";
@@ -33,6 +34,7 @@ import { applyGuidance, createSampler, seededNoise } from "../models/samplers.ts
 import { CausalWanDiT } from "../models/wan-dit-causal.ts";
 import type { CrossAttnKV } from "../models/wan-dit.ts";
 import { renderSize, type Size } from "./native-size.ts";
+import { type PendingChunk, readbackOverlapWanted, startReadback } from "./readback-overlap.ts";
 import type { WanModel } from "../models/wan-model.ts";
 import type { Backend } from "../runtime/backend.ts";
 import type { Tensor } from "../runtime/tensor.ts";
@@ -163,6 +165,9 @@ export class WanStreamingPipeline implements Pipeline {
     const totalChunks = 1 + Math.max(0, Math.ceil((totalFrames - firstFrames) / perChunk));
     const guided = req.guidance_scale > 1;
     const format = frameFormatFor(req, this.streamFormat);
+    const overlap = format === "i420" && readbackOverlapWanted(b);
+    // chunk i on its way back from the device while chunk i + 1 is enqueued (overlap only)
+    let pending: PendingChunk | null = null;
     const causal = new CausalWanDiT(dit, {
       chunkFrames: N, windowFrames: window, sinkFrames: kino.sinkFrames, height: h, width: w, batch: guided ? 2 : 1, graphs: ditGraphsWanted(),
     });
@@ -207,27 +212,55 @@ export class WanStreamingPipeline implements Pipeline {
             ctx.onProgress({ fraction: Math.min(1, (index + (i + 1 - start) / (steps - start)) / totalChunks), stage: "denoise" });
             await tick();
             ctx.signal.throwIfAborted();
+            if (pending?.settled) {
+              const landed = pending;
+              pending = null;
+              yield await landed.chunk();
+            }
           }
           // the context pass: the clean chunk at t = 0 writes its keys and values into the cache
           await causal.forwardChunk(x, 0, context, true, cut && kino.sinkReanchorOnCut);
+          // the previous chunk goes out before this one's readback starts
+          if (pending) {
+            const previousChunk = pending;
+            pending = null;
+            yield await previousChunk.chunk();
+          }
           const decodeStart = performance.now();
           durations.denoise += (decodeStart - started) / 1000;
-          const frames = await decodeFrames(this.model, x, req, format);
+          let chunk: GenerationChunk | null = null;
+          if (overlap && index > 0) {
+            // enqueued, not awaited: the frames come back while the next chunk's steps are enqueued
+            const { yuv, frameBytes, T } = await decodeToI420(this.model, x, req);
+            const keep = Math.min(T, totalFrames - produced);
+            pending = startReadback(b, yuv, index, format, frameBytes, keep);
+            produced += keep;
+          } else {
+            const frames = await decodeFrames(this.model, x, req, format);
+            const keep = frames.slice(0, totalFrames - produced);
+            produced += keep.length;
+            chunk = { generation_chunk_index: index, format, frames: keep };
+          }
           durations.decode += (performance.now() - decodeStart) / 1000;
-          const keep = frames.slice(0, totalFrames - produced);
-          produced += keep.length;
           if (continueAt > 0) {
             if (previous) b.free(previous);
             previous = x;
             kept = true;
           }
-          yield { generation_chunk_index: index, format, frames: keep };
+          if (chunk) yield chunk;
         } finally {
           sampler.free();
           if (!kept) b.free(x);
         }
       }
+      if (pending) {
+        const last = pending;
+        pending = null;
+        yield await last.chunk();
+      }
     } finally {
+      // a run that stops with a chunk in flight waits for its copy before freeing what the run holds
+      await pending?.drain();
       if (cross) dit.freeCross(cross);
       if (uncond) dit.freeCross(uncond);
       if (previous) b.free(previous);
@@ -269,15 +302,44 @@ export async function encodeFirstFrame(model: WanModel, image: RgbImage, size: S
  */
 export async function decodeFrames(model: WanModel, latent: Tensor, size: Size, format: FrameFormat): Promise<Uint8Array[]> {
   const b = model.backend;
+  const video = await decodeToSize(model, latent, size);
+  try {
+    if (format === "i420") return await readI420(b, video);
+    const [, T, H, W] = video.shape as [number, number, number, number];
+    return videoToRgb24(await b.download(video), T, H, W);
+  } finally {
+    b.free(video);
+  }
+}
+
+/** The VAE's frames [3, T, H, W] of latent frames, resampled on the backend to `size` if needed. */
+async function decodeToSize(model: WanModel, latent: Tensor, size: Size): Promise<Tensor> {
+  const b = model.backend;
   const video = await model.vae.decode(latent);
   const [C, T, H, W] = video.shape as [number, number, number, number];
-  const out = H === size.height && W === size.width ? video : b.alloc([C, T, size.height, size.width]);
+  if (H === size.height && W === size.width) return video;
   try {
-    if (out !== video) b.resize(out, video);
-    if (format === "i420") return await readI420(b, out);
-    return videoToRgb24(await b.download(out), T, size.height, size.width);
+    const out = b.alloc([C, T, size.height, size.width]);
+    b.resize(out, video);
+    return out;
   } finally {
-    b.free(...(out === video ? [video] : [video, out]));
+    b.free(video);
+  }
+}
+
+/** Decodes latent frames into I420 frames on the backend, enqueued only: the caller reads `yuv`
+ *  [T, frameBytes] back (and frees it). */
+async function decodeToI420(model: WanModel, latent: Tensor, size: Size): Promise<{ yuv: Tensor; T: number; frameBytes: number }> {
+  const b = model.backend;
+  const video = await decodeToSize(model, latent, size);
+  try {
+    const [, T, H, W] = video.shape as [number, number, number, number];
+    const frameBytes = (H * W * 3) / 2;
+    const yuv = b.alloc([T, frameBytes], "u8");
+    b.rgbToYuv420(yuv, video, VAE_RANGE);
+    return { yuv, T, frameBytes };
+  } finally {
+    b.free(video);
   }
 }
 
