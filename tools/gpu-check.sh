@@ -22,7 +22,10 @@
 #   5. times the Wan2.1 VAE decoder (random weights, real geometry) at 832x480, ms per 3-latent-frame
 #      chunk, and each chunk's readback for the encoder in bytes and ms — I420 converted on the device
 #      (what the pipeline does) beside f32 RGB made into RGB24 on the host (what it did) —
-#      (tools/bench/vae-decode.ts), when bun is available;
+#      (tools/bench/vae-decode.ts), when bun is available; then the readback of chunk i overlapped
+#      with the DiT of chunk i + 1 (KINO_READBACK_OVERLAP=1, tools/bench/readback-overlap.ts, < 20 s):
+#      kino-tiny's realtime stream at 832x480 both ways, PASS/FAIL that the bytes are the synchronous
+#      readback's, and the first chunk's time and the steady chunk interval each way;
 #   6. the DiT forward as a CUDA graph and with bf16 activations (tools/bench/dit-graph.ts, ≤ 150 s):
 #      Wan2.1-1.3B at real size (random bf16 weights, 832x480, 3-frame chunks, 4 steps + context pass,
 #      window 21), eager and with its denoising forwards recorded as graphs, each with bf16 and with
@@ -365,6 +368,13 @@ timeout 150 python3 tools/gpu-check-conv.py || status=1
 step "Wan2.1 VAE decode and the frames' readback at 832x480 (bun)"
 if [ -n "$BUN" ]; then
   timeout 120 "$BUN" tools/bench/vae-decode.ts --width 832 --height 480 --chunk 3 --chunks 4 || status=1
+else
+  echo "skipped: no bun on this machine (carry .gpu/bun.gz or set KINO_BUN)"
+fi
+
+step "readback of chunk i overlapped with the DiT of chunk i + 1 (bun)"
+if [ -n "$BUN" ]; then
+  timeout 60 "$BUN" tools/bench/readback-overlap.ts --chunks 12 --runs 2 || status=1
 else
   echo "skipped: no bun on this machine (carry .gpu/bun.gz or set KINO_BUN)"
 fi

@@ -1,5 +1,5 @@
 // kc_conv3d's tensor-core path (kernels/cuda/conv_mma.cu, the file itself) on the CPU emulator, for
-// test/runtime/conv-emulated.test.ts: reads one call's inputs, runs kc_conv3d_mma_launch with host
+// test/runtime/cuda-emulated.test.ts: reads one call's inputs, runs kc_conv3d_mma_launch with host
 // buffers standing in for device memory, writes the output.
 //
 //   conv IN OUT
