@@ -110,6 +110,7 @@ struct Block {
   int arrived = 0;
   unsigned generation = 0;
   int warp_arrived[32] = {}, warp_live[32] = {};
+  int warp_released_live[32] = {};  // the warp's live threads when its barrier last let it through
   unsigned warp_generation[32] = {};
   std::vector<uint8_t> smem;
 };
@@ -165,6 +166,7 @@ inline void warp_barrier() {
   const unsigned g = block->warp_generation[w];
   if (++block->warp_arrived[w] == block->warp_live[w]) {
     block->warp_arrived[w] = 0;
+    block->warp_released_live[w] = block->warp_live[w];
     block->warp_generation[w]++;
   } else {
     while (block->warp_generation[w] == g) yield();
@@ -184,7 +186,7 @@ inline void warp_barrier() {
   // A thread that exits no longer holds up a barrier the others wait at.
   if (block->arrived && block->arrived == block->live) block->arrived = 0, block->generation++;
   if (block->warp_arrived[w] && block->warp_arrived[w] == block->warp_live[w])
-    block->warp_arrived[w] = 0, block->warp_generation[w]++;
+    block->warp_arrived[w] = 0, block->warp_released_live[w] = block->warp_live[w], block->warp_generation[w]++;
   yield(true);
   fail("a finished fiber was resumed");
 }
@@ -257,11 +259,17 @@ Launch<Kernel> launch(Kernel k, dim3 grid, dim3 threads, size_t smem) {
   return Launch<Kernel>{k, grid, threads, smem};
 }
 
-// A warp collective's entry checks: the whole warp takes part (the kernels here always name every
-// lane; a thread that left the kernel cannot answer a shuffle).
+// A warp collective needs the whole warp (the kernels here always name every lane; a thread that left
+// the kernel cannot answer a shuffle): the mask is checked on entry, and the warp's live threads as
+// the collective's barrier let it through — a thread that exits instead of arriving releases the
+// barrier, and only then is it known that the warp was not whole (a thread that exits after the
+// release, before the others resume, is not counted against it).
 inline void whole_warp(unsigned mask, const char* what) {
   if (mask != 0xffffffffu) { fprintf(stderr, "emulator: %s with mask %08x: only full-warp masks are emulated\n", what, mask); abort(); }
-  if (block->warp_live[me().flat / 32] != 32) { fprintf(stderr, "emulator: %s in a warp where some threads have exited\n", what); abort(); }
+}
+inline void collective_barrier(const char* what) {
+  warp_barrier();
+  if (block->warp_released_live[me().flat / 32] != 32) { fprintf(stderr, "emulator: %s in a warp where some threads have exited\n", what); abort(); }
 }
 
 inline float half_bits_to_float(uint16_t h, bool f16) {
@@ -287,11 +295,10 @@ inline uint16_t smem_u16(uint32_t addr) {
 // register j, row t/4 columns 2(t%4), +1 of matrix j (of its transpose with .trans).
 inline void ldmatrix_x4(uint32_t addr, uint32_t* r, bool trans) {
   if (addr % 16) fail("ldmatrix row address not 16-byte aligned");
-  whole_warp(0xffffffffu, "ldmatrix");
   Thread& t = me();
   const int lane = t.flat % 32, base = t.flat - lane, p = block->warp_generation[t.flat / 32] & 1;
   t.slot[p][0] = addr;
-  warp_barrier();
+  collective_barrier("ldmatrix");
   for (int j = 0; j < 4; j++) {
     r[j] = 0;
     for (int e = 0; e < 2; e++) {
@@ -305,12 +312,11 @@ inline void ldmatrix_x4(uint32_t addr, uint32_t* r, bool trans) {
 // a[1] (row g+8), a[2] (row g, k + 8), a[3] (row g+8, k + 8); B: b[0] (k 2t, 2t+1, column g),
 // b[1] (k + 8); C/D: (row g, columns 2t, 2t+1), then row g+8.
 inline void mma_16816(float* d, const uint32_t* a, const uint32_t* b, bool f16) {
-  whole_warp(0xffffffffu, "mma.sync");
   Thread& t = me();
   const int lane = t.flat % 32, base = t.flat - lane, p = block->warp_generation[t.flat / 32] & 1;
   for (int i = 0; i < 4; i++) t.slot[p][i] = a[i];
   t.slot[p][4] = b[0], t.slot[p][5] = b[1];
-  warp_barrier();
+  collective_barrier("mma.sync");
   auto half = [&](int l, int reg, int hi) { return half_bits_to_float((uint16_t)(block->threads[base + l].slot[p][reg] >> (16 * hi)), f16); };
   auto A = [&](int row, int k) { return half((row % 8) * 4 + (k % 8) / 2, (row >= 8) + 2 * (k >= 8), k % 2); };
   auto B = [&](int k, int n) { return half(n * 4 + (k % 8) / 2, 4 + (k >= 8), k % 2); };
@@ -333,7 +339,7 @@ inline T shfl_xor(unsigned mask, T v, int lane_mask, int width) {
   Thread& t = me();
   const int lane = t.flat % 32, base = t.flat - lane, p = block->warp_generation[t.flat / 32] & 1;
   memcpy(&t.slot[p][0], &v, 4);
-  warp_barrier();
+  collective_barrier("__shfl_xor_sync");
   const int src = lane ^ (lane_mask & 31);
   if (src / width > lane / width) return v;
   T out;
