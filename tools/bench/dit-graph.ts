@@ -1,7 +1,7 @@
 // The DiT forward as a CUDA graph and with bf16 activations, checked and timed at Wan2.1-1.3B's real
 // size (random bf16 weights made on the device, 832x480, 3-latent-frame chunks of 4680 tokens, 4 steps
 // + the context pass, a 21-frame window): four causal models over the same weights — eager and graphs
-// (src/models/dit-graph.ts), each with bf16 activations (the CUDA default, wan-dit.ts header) and with
+// (src/models/dit-graph.ts), each with bf16 activations (the CUDA default once verified: dit-activations.ts) and with
 // f32 ones — fed the same latents. tools/gpu-check.sh runs it; each check prints PASS or FAIL and a
 // figure:
 //   1. graph launches give the eager forward's output bit for bit, for both activation dtypes (every
