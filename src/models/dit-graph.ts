@@ -5,8 +5,9 @@
 // a Wan-1.3B forward, and nothing is allocated.
 //
 // A graph reads and writes the tensors it was recorded with, so the forward runs on input tensors
-// kept here: each call copies the latent and the time embedding into them, launches, and copies the
-// graph's output into a tensor the caller owns (the graph overwrites its own at the next launch).
+// kept here: each call copies its inputs (the latent and the time embedding; for a bidirectional
+// clip the conditioning's cross-attention K/V too, wan-dit-graphed.ts) into them, launches, and copies
+// the graph's output into a tensor the caller owns (the graph overwrites its own at the next launch).
 // What else the recorded ops depend on is the caller's key: when it changes (the next chunk: a new
 // RoPE offset, a longer cache; a new prompt's cross-attention K/V) the forward is recorded again into
 // the same graph, which the backend updates in place when only addresses and scalars moved.
@@ -15,7 +16,6 @@
 // launches match eager forwards bit for bit; GRAPHS_VERIFIED then makes it the default.
 import type { Backend, OpGraph } from "../runtime/backend.ts";
 import type { Tensor } from "../runtime/tensor.ts";
-import type { TimeEmbedding } from "./wan-dit.ts";
 
 /** Set once a device run of tools/gpu-check.sh ("DiT forward as a CUDA graph") passed on an H200. */
 export const GRAPHS_VERIFIED = false;
@@ -37,8 +37,8 @@ export interface ForwardGraphStats {
 export class ForwardGraph {
   #graph: OpGraph | null = null;
   #key: string | null = null;
-  /** Inputs the graph reads (latent, e, e0) and the output it writes, all kept between launches. */
-  #inputs: { latent: Tensor; time: TimeEmbedding } | null = null;
+  /** Inputs the graph reads and the output it writes, all kept between launches. */
+  #inputs: Tensor[] | null = null;
   #output: Tensor | null = null;
   readonly stats: ForwardGraphStats = { recorded: 0, updated: 0, replayed: 0, disabled: null };
 
@@ -51,22 +51,21 @@ export class ForwardGraph {
   }
 
   /**
-   * The forward's output for `latent` at `time`: `forward` enqueues it (synchronously, on the tensors
-   * it is given) and returns its output tensor. It is recorded when `key` differs from the last call's,
-   * then launched. Returns a tensor the caller owns, or null when graphs are off or recording failed
-   * (the caller then runs the forward itself).
+   * The forward's output for `inputs`: `forward` enqueues it (synchronously, on the kept copies of the
+   * inputs it is given, in the same order) and returns its output tensor. It is recorded when `key`
+   * differs from the last call's (or the inputs' shapes or dtypes do), then launched. Returns a tensor
+   * the caller owns, or null when graphs are off or recording failed (the caller then runs the forward
+   * itself).
    */
-  run(key: string, latent: Tensor, time: TimeEmbedding, forward: (latent: Tensor, time: TimeEmbedding) => Tensor): Tensor | null {
+  run(key: string, inputs: readonly Tensor[], forward: (kept: Tensor[]) => Tensor): Tensor | null {
     if (!this.enabled) return null;
     const b = this.b;
-    const inputs = this.#inputsFor(latent, time);
-    copy(b, inputs.latent, latent);
-    copy(b, inputs.time.e, time.e);
-    copy(b, inputs.time.e0, time.e0);
+    const kept = this.#inputsFor(inputs);
+    for (const [i, t] of inputs.entries()) copy(b, kept[i]!, t);
     if (key !== this.#key || !this.#graph) {
       let rec;
       try {
-        rec = b.graphs!.record(() => forward(inputs.latent, inputs.time), this.#graph);
+        rec = b.graphs!.record(() => forward(kept), this.#graph);
       } catch (e) {
         this.#graph = null; // record() freed it
         this.#disable(`recording the forward failed: ${(e as Error).message}`);
@@ -86,14 +85,13 @@ export class ForwardGraph {
     return out;
   }
 
-  /** The kept inputs, new ones (and a new graph) when the shapes changed. */
-  #inputsFor(latent: Tensor, time: TimeEmbedding): { latent: Tensor; time: TimeEmbedding } {
+  /** The kept inputs, new ones (and a new graph) when their number, shapes or dtypes changed. */
+  #inputsFor(inputs: readonly Tensor[]): Tensor[] {
     const have = this.#inputs;
-    const same = (a: Tensor, x: Tensor) => a.shape.join() === x.shape.join();
-    if (have && same(have.latent, latent) && same(have.time.e, time.e) && same(have.time.e0, time.e0)) return have;
+    const same = (a: Tensor, x: Tensor) => a.dtype === x.dtype && a.shape.join() === x.shape.join();
+    if (have && have.length === inputs.length && inputs.every((t, i) => same(have[i]!, t))) return have;
     this.free();
-    const b = this.b;
-    this.#inputs = { latent: b.alloc(latent.shape), time: { e: b.alloc(time.e.shape), e0: b.alloc(time.e0.shape), groups: time.groups } };
+    this.#inputs = inputs.map((t) => this.b.alloc(t.shape, t.dtype));
     return this.#inputs;
   }
 
@@ -108,7 +106,7 @@ export class ForwardGraph {
     const b = this.b;
     if (this.#output) b.free(this.#output);
     this.#graph?.free();
-    if (this.#inputs) b.free(this.#inputs.latent, this.#inputs.time.e, this.#inputs.time.e0);
+    if (this.#inputs) b.free(...this.#inputs);
     this.#output = this.#graph = this.#inputs = null;
     this.#key = null;
   }

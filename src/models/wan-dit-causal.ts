@@ -97,7 +97,7 @@ export class CausalWanDiT {
       // rope table, grown here if it must, outside the recording), and the conditioning's K/V
       const rope = dit.rope.options(grid, this.cache.nextFrame);
       const key = [this.cache.heldFrames, this.cache.nextFrame, crossId(cross), rope.cos.ptr].join(":");
-      const out = this.graph.run(key, latent, time, (l, tm) => this.#forwardNow(l, grid, tm, cross, false)!);
+      const out = this.graph.run(key, [latent, time.e, time.e0], ([l, e, e0]) => this.#forwardNow(l!, grid, { e: e!, e0: e0!, groups: time.groups }, cross, false)!);
       if (out) return out;
     }
     return this.#forwardNow(latent, grid, time, cross, false);

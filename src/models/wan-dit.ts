@@ -418,20 +418,44 @@ export class WanDiT {
   async forwardSequence(latent: Tensor, timesteps: readonly number[], cross: CrossAttnKV, attention: Pick<AttentionOptions, "blockCausal">, tap?: Tap): Promise<Tensor> {
     const grid = this.grid(latent.shape);
     const time = await this.timeEmbedding(timesteps, tap);
-    const x = await this.patchify(latent, tap);
+    try {
+      if (!tap) return this.sequenceNow(latent, time, cross, attention);
+      const x = await this.patchify(latent, tap);
+      try {
+        await this.blocks(x, grid, 0, time, cross, this.#selfAttention(attention), { tap });
+        return await this.head(x, grid, time, tap);
+      } finally {
+        this.backend.free(x);
+      }
+    } finally {
+      this.freeTime(time);
+    }
+  }
+
+  /**
+   * `forwardSequence` for a time embedding made before (timeEmbedding), without taps, every op
+   * enqueued before it returns: what a recorded graph replays (wan-dit-graphed.ts). The RoPE table
+   * must already cover the grid (rope.options grows it with an upload).
+   */
+  sequenceNow(latent: Tensor, time: TimeEmbedding, cross: CrossAttnKV, attention: Pick<AttentionOptions, "blockCausal"> = {}): Tensor {
+    const grid = this.grid(latent.shape);
+    const x = this.patchifyNow(latent);
+    try {
+      this.blocksNow(x, grid, 0, time, cross, this.#selfAttention(attention));
+      return this.headNow(x, grid, time);
+    } finally {
+      this.backend.free(x);
+    }
+  }
+
+  /** Self-attention over the forward's own keys (no cache): each layer attends to what it just stored. */
+  #selfAttention(attention: Pick<AttentionOptions, "blockCausal">): SelfAttention {
     const scale = 1 / Math.sqrt(this.headDim);
     const kv: Tensor[] = [];
-    const self: SelfAttention = {
+    return {
       store: (_layer, k, v) => void kv.splice(0, 2, k, v),
       attend: (_layer, out, q) => this.backend.attention(out, q, kv[0]!, kv[1]!, { ...attention, scale }),
     };
-    try {
-      await this.blocks(x, grid, 0, time, cross, self, { tap });
-      return await this.head(x, grid, time, tap);
-    } finally {
-      this.backend.free(x);
-      this.freeTime(time);
-    }
   }
 }
 

@@ -3,9 +3,11 @@
 // step, combined as uncond + g·(cond − uncond), then the sampler's step — and the per-clip
 // bookkeeping (one clip for a video, one single-frame clip per image, progress, stage timings,
 // VAE decode at the requested size).
+import { ditGraphsWanted } from "../models/dit-graph.ts";
 import { scheduleFor } from "../models/kino-config.ts";
 import { type NoiseSource, type Sampler, applyGuidance, createSampler } from "../models/samplers.ts";
-import type { CrossAttnKV } from "../models/wan-dit.ts";
+import type { CrossAttnKV, WanDiT } from "../models/wan-dit.ts";
+import { GraphedForwards } from "../models/wan-dit-graphed.ts";
 import type { WanModel } from "../models/wan-model.ts";
 import type { Backend } from "../runtime/backend.ts";
 import type { Tensor } from "../runtime/tensor.ts";
@@ -33,6 +35,12 @@ export interface GuidedRun {
   afterStep?: (x: Tensor, step: number) => void | Promise<void>;
   onStep?(fraction: number): void;
   signal?: AbortSignal;
+}
+
+/** A clip's DiT forwards: one recorded graph launched for every step when DiT graphs are on
+ *  (KINO_DIT_GRAPHS, dit-graph.ts), else the eager forwards. The caller frees it at the clip's end. */
+export function clipForwards(dit: WanDiT): GraphedForwards {
+  return new GraphedForwards(dit, { graphs: ditGraphsWanted() });
 }
 
 /** The request's sampler: its steps and flow_shift on the model's schedule (the caller frees it). */

@@ -14,11 +14,12 @@ import { cropToAspect, rgb24ToUnitRange } from "../models/frames.ts";
 import { i2vCondition } from "../models/i2v-condition.ts";
 import { seededNoise } from "../models/samplers.ts";
 import type { CrossAttnKV, WanDiT } from "../models/wan-dit.ts";
+import type { DitForwards } from "../models/wan-dit-graphed.ts";
 import type { WanModel } from "../models/wan-model.ts";
 import type { Tensor } from "../runtime/tensor.ts";
 import { renderSize } from "./native-size.ts";
 import type { GenerationRequest, GenerationResult, ModelCard, Pipeline, RunContext } from "./pipeline.ts";
-import { type Predict, denoiseClip, generateClips, requestSampler, requireImage } from "./wan-clips.ts";
+import { type Predict, clipForwards, denoiseClip, generateClips, requestSampler, requireImage } from "./wan-clips.ts";
 import { wanCard } from "./wan-card.ts";
 
 export class WanI2VPipeline implements Pipeline {
@@ -66,20 +67,23 @@ export class WanI2VPipeline implements Pipeline {
     const x = b.alloc([dit.config.outDim, ...y.shape.slice(1)]);
     const noise = seededNoise(b, clip.seed);
     noise(x);
+    const forwards = clipForwards(dit);
     try {
-      return await denoiseClip(b, requestSampler(this.model, req, noise), { x, ...context, guidanceScale: req.guidance_scale, predict: conditionedPredict(dit, y), onStep, signal: ctx.signal });
+      return await denoiseClip(b, requestSampler(this.model, req, noise), { x, ...context, guidanceScale: req.guidance_scale, predict: conditionedPredict(dit, y, forwards), onStep, signal: ctx.signal });
     } finally {
+      forwards.free();
       b.free(y);
     }
   }
 }
 
-/** The i2v DiT's call at every step: the noisy latent followed by y (mask and image latent). */
-export function conditionedPredict(dit: WanDiT, y: Tensor): Predict {
+/** The i2v DiT's call at every step: the noisy latent followed by y (mask and image latent), run by
+ *  `forwards` (the clip's graph, or the DiT's eager forward). */
+export function conditionedPredict(dit: WanDiT, y: Tensor, forwards: DitForwards = dit): Predict {
   return async (latent, t, cross) => {
     const input = dit.withCondition(latent, y);
     try {
-      return await dit.forward(input, t, cross);
+      return await forwards.forward(input, t, cross);
     } finally {
       dit.backend.free(input);
     }

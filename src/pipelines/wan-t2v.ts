@@ -9,7 +9,7 @@ import type { Tensor } from "../runtime/tensor.ts";
 import type { GenerationRequest, GenerationResult, ModelCard, Pipeline, RunContext } from "./pipeline.ts";
 import { wanCard } from "./wan-card.ts";
 import { renderSize } from "./native-size.ts";
-import { denoiseClip, generateClips, requestSampler } from "./wan-clips.ts";
+import { clipForwards, denoiseClip, generateClips, requestSampler } from "./wan-clips.ts";
 
 export class WanT2VPipeline implements Pipeline {
   readonly card: ModelCard;
@@ -42,7 +42,12 @@ export class WanT2VPipeline implements Pipeline {
     const noise = seededNoise(b, seed);
     const x = b.alloc(shape);
     noise(x);
-    const predict = (latent: Tensor, t: number, cross: CrossAttnKV) => dit.forward(latent, t, cross);
-    return denoiseClip(b, requestSampler(this.model, req, noise), { x, cond, uncond, guidanceScale: req.guidance_scale, predict, onStep, signal: ctx.signal });
+    const forwards = clipForwards(dit);
+    const predict = (latent: Tensor, t: number, cross: CrossAttnKV) => forwards.forward(latent, t, cross);
+    try {
+      return await denoiseClip(b, requestSampler(this.model, req, noise), { x, cond, uncond, guidanceScale: req.guidance_scale, predict, onStep, signal: ctx.signal });
+    } finally {
+      forwards.free();
+    }
   }
 }

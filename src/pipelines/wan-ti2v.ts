@@ -12,11 +12,12 @@
 import { seededNoise } from "../models/samplers.ts";
 import { firstFrameLatent, firstFrameTimesteps, injectFirstFrame } from "../models/ti2v-condition.ts";
 import type { CrossAttnKV, WanDiT } from "../models/wan-dit.ts";
+import type { DitForwards } from "../models/wan-dit-graphed.ts";
 import type { WanModel } from "../models/wan-model.ts";
 import type { Tensor } from "../runtime/tensor.ts";
 import { type Size, renderSize } from "./native-size.ts";
 import type { GenerationRequest, GenerationResult, ModelCard, Pipeline, RunContext } from "./pipeline.ts";
-import { type GuidedRun, denoiseClip, generateClips, requestSampler } from "./wan-clips.ts";
+import { type GuidedRun, clipForwards, denoiseClip, generateClips, requestSampler } from "./wan-clips.ts";
 import { wanCard } from "./wan-card.ts";
 
 export class WanTI2VPipeline implements Pipeline {
@@ -60,27 +61,33 @@ export class WanTI2VPipeline implements Pipeline {
     const noise = seededNoise(b, clip.seed);
     noise(x);
     const sampler = requestSampler(this.model, req, noise);
-    const run: GuidedRun = { x, ...context, guidanceScale: req.guidance_scale, predict: (latent, t, cross) => dit.forward(latent, t, cross), onStep, signal: ctx.signal };
+    const forwards = clipForwards(dit);
+    const run: GuidedRun = { x, ...context, guidanceScale: req.guidance_scale, predict: (latent, t, cross) => forwards.forward(latent, t, cross), onStep, signal: ctx.signal };
     if (z && latentFrames > 1) {
-      Object.assign(run, firstFrameRun(dit, x, z));
+      Object.assign(run, firstFrameRun(dit, x, z, forwards));
     } else if (z) {
       // one frame from an image: start from it, noised to the middle of the schedule
       run.start = Math.floor(sampler.schedule.timesteps.length / 2);
       const sigma = sampler.schedule.sigmas[run.start]!;
       b.axpby(x, z, x, 1 - sigma, sigma);
     }
-    return denoiseClip(b, sampler, run);
+    try {
+      return await denoiseClip(b, sampler, run);
+    } finally {
+      forwards.free();
+    }
   }
 }
 
 /**
  * Image-to-video on TI2V: z written into frame 0 of the noise x now, that frame's tokens at t = 0 in
- * every call, and z written back after every sampler step.
+ * every call (run by `forwards`: the clip's graph, or the DiT's eager forward), and z written back
+ * after every sampler step.
  */
-export function firstFrameRun(dit: WanDiT, x: Tensor, z: Tensor): Pick<GuidedRun, "predict" | "afterStep"> {
+export function firstFrameRun(dit: WanDiT, x: Tensor, z: Tensor, forwards: DitForwards = dit): Pick<GuidedRun, "predict" | "afterStep"> {
   injectFirstFrame(dit.backend, x, z);
   return {
-    predict: (latent, t, cross) => dit.forwardPerToken(latent, firstFrameTimesteps(dit.grid(latent.shape), t), cross),
+    predict: (latent, t, cross) => forwards.forwardPerToken(latent, firstFrameTimesteps(dit.grid(latent.shape), t), cross),
     afterStep: (latent) => injectFirstFrame(dit.backend, latent, z),
   };
 }
