@@ -1,56 +1,44 @@
 #!/usr/bin/env bash
-# The one prepared check for a GPU machine (`npm run gpu:check`), sized for a lent H200 (< 6 minutes
-# including the build). In order, each step reporting even when a later one fails:
-#   1. builds build/libkino_cuda.so (tools/build/cuda.ts through bun when bun is there, else the same
-#      nvcc flags directly) and counts wgmma (HGMMA) instructions in its sm_90a code;
-#   2. checks the CUDA kernels against PyTorch (fp64/fp32 references on the GPU) at awkward shapes —
-#      every GEMM path (wgmma, mma.sync, SIMT; bf16 and f32 activations; the GELU and gated-residual
-#      epilogues, in place; split outputs, the fused q|k|v projection, with even and odd parts) and
-#      the attention kernels
-#      (D 16…128, Lq ≠ Lk, kvLen < Lk, block-causal, T5 bias, SIMT head sizes), each tensor-core
-#      attention result also against its precision promise (attention.cu: |err| ≤ 2^-7 · max|v|);
-#   3. benchmarks bf16 GEMM (4096³ and the Wan-1.3B shapes at M = 4680) and attention (12 heads × 128,
-#      Lq 4680, Lk 4680/18720/32760, one block-causal case) in TFLOP/s, side by side with PyTorch
-#      (cuBLAS, SDPA) in the same run, as one table;
-#   then the same checks and benchmarks for the Hopper attention kernel (attention path 2, wgmma; not
-#   yet chosen by auto), last and under a watchdog: a hang there prints what was measured and fails
-#   the step instead of eating the time of the rest;
-#   4. conv3d in a process of its own (tools/gpu-check-conv.py, so that a fault there cannot take the
-#      checks above with it): both paths (tensor cores, SIMT) against PyTorch at awkward shapes and the
-#      Wan-VAE decoder's, each against its promise (conv.cuh), and TFLOP/s beside cuDNN at the
-#      decoder's 832x480 levels;
-#   5. times the Wan2.1 VAE decoder (random weights, real geometry) at 832x480, ms per 3-latent-frame
-#      chunk, and each chunk's readback for the encoder in bytes and ms — I420 converted on the device
-#      (what the pipeline does) beside f32 RGB made into RGB24 on the host (what it did) —
-#      (tools/bench/vae-decode.ts), when bun is available; then the readback of chunk i overlapped
-#      with the DiT of chunk i + 1 (KINO_READBACK_OVERLAP=1, tools/bench/readback-overlap.ts, < 20 s):
-#      kino-tiny's realtime stream at 832x480 both ways, PASS/FAIL that the bytes are the synchronous
-#      readback's, and the first chunk's time and the steady chunk interval each way;
-#   6. the DiT forward as a CUDA graph and with bf16 activations (tools/bench/dit-graph.ts, ≤ 150 s):
-#      Wan2.1-1.3B at real size (random bf16 weights, 832x480, 3-frame chunks, 4 steps + context pass,
-#      window 21), eager and with its denoising forwards recorded as graphs, each with bf16 and with
-#      f32 activations, on the same latents — PASS/FAIL that every launch's prediction equals the
-#      eager one bit for bit (chunks 0, 1, 7), PASS/FAIL that the x0 prediction with bf16 activations
-#      is within 2e-2 (relative to max|x0|) of the f32 one, seconds per chunk all four ways (first and
-#      steady), PASS/FAIL that no cudaMalloc happens once the window is full, and the blocks handed
-#      out per step; then the op sweep (test/runtime/ops.test.ts + the bf16-activation cases,
-#      cuda.test.ts, test/models/dit-activations.test.ts: the golden DiT with bf16 activations, and
-#      test/models/dit-graph.test.ts: graphs on the golden model, bit for bit
-#      through a stream, steady-state allocations, what a recording refuses);
-#   7. multi-GPU (≤ 20 s): with ≥ 2 GPUs in `nvidia-smi -L`, starts `kino serve` with num_gpus = that
-#      count on kino-tiny and checks that every worker reports CUDA on a distinct GPU (its PCI bus id,
-#      against nvidia-smi's) and that nvidia-smi shows each worker process on the GPU it reported; with
-#      one GPU it checks instead that num_gpus 2 is refused naming worker 1's CUDA_VISIBLE_DEVICES=1
-#      (each worker really sees only its own GPU). Needs bun and node_modules, or dist/kino.
+# The one prepared check for a GPU machine (`npm run gpu:check`), sized for a lent H200: one command
+# of at most 600 s in a session of 15 minutes including the machine's start. It runs under one
+# wall-clock budget (KINO_GPU_CHECK_BUDGET, default 540 s) with a cap per step (tools/gpu-check-steps.sh):
+# a step past its cap is cut and reported TIMEOUT with what it had printed so far, a step the budget
+# can no longer fit is SKIPPED, and the summary at the end lists every step with PASS / FAIL /
+# TIMEOUT / SKIPPED and its seconds. The steps run in the order of what a run is for — first what no
+# device has verified yet, the long op sweep last:
+#    1. device: nvidia-smi's name, driver, memory and clock;
+#    2. build: build/libkino_cuda.so (tools/build/cuda.ts through bun when bun is there, else the same
+#       nvcc flags directly), and the HGMMA / TMA / HMMA instruction counts of its sm_90a code;
+#    3. wgmma attention (tools/gpu-check-kernels.py wgmma): the Hopper kernel (attention path 2, not
+#       yet chosen by auto) at awkward shapes against PyTorch and its precision promise, f32 and bf16
+#       inputs, then its TFLOP/s beside SDPA; a watchdog prints what was measured if it hangs;
+#    4. causal DiT as CUDA graphs and with bf16 activations (tools/bench/dit-graph.ts): Wan2.1-1.3B at
+#       real size, 832x480, 3-frame chunks, 4 steps + context pass, window 21 — launches bit for bit
+#       against eager, bf16 against f32 activations, seconds per chunk four ways, no cudaMalloc in the
+#       steady state;
+#    5. bidirectional DiT clip as one CUDA graph (tools/bench/dit-clip-graph.ts): Wan2.1-1.3B t2v at
+#       832x480, 81 frames, 3 guided UniPC steps, eager and graphed — bit for bit, s/step both ways;
+#    6. the readback of chunk i overlapped with the DiT of chunk i + 1 (tools/bench/readback-overlap.ts):
+#       the same bytes as the synchronous readback, first chunk and steady interval each way;
+#    7. conv3d (tools/gpu-check-conv.py): both paths against PyTorch and their promise (conv.cuh), and
+#       TFLOP/s beside cuDNN at the Wan-VAE decoder's 832x480 levels;
+#    8. kernels vs PyTorch (tools/gpu-check-kernels.py verify): every GEMM path (wgmma, mma.sync, SIMT;
+#       bf16 and f32 activations; epilogues; split outputs) and the attention kernels;
+#    9. kernel benchmarks (tools/gpu-check-kernels.py bench): bf16 GEMM at 4096³ and the Wan shapes,
+#       mma.sync attention at the Wan shapes, TFLOP/s beside cuBLAS and SDPA;
+#   10. Wan2.1 VAE decode at 832x480 per 3-latent-frame chunk and the frames' readback (tools/bench/vae-decode.ts);
+#   11. multi-GPU: with ≥ 2 GPUs, `kino serve` with num_gpus = that count on kino-tiny, every worker
+#       on a distinct GPU; with one, num_gpus 2 refused naming worker 1's CUDA_VISIBLE_DEVICES=1;
+#   12. the op sweep on CUDA (bun test): test/runtime/ops.test.ts with every kernel path forced,
+#       cuda.test.ts, the golden DiT with bf16 activations, DiT graphs causal and bidirectional.
 # GPU machines of the lab image have python3 + torch but no bun: carry one compressed
-# (`gzip -9 -c node_modules/bun/bin/bun.exe > .gpu/bun.gz`, ~50 MB) or set KINO_BUN.
-# Results are also written to $OUT/gpu-check.log when OUT is set.
+# (`gzip -9 -c node_modules/bun/bin/bun.exe > .gpu/bun.gz`, ~50 MB) or set KINO_BUN; the bun steps
+# are SKIPPED without it. Results are also written to $OUT/gpu-check.log when OUT is set.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LOG="${OUT:-/tmp}/gpu-check.log"
 exec > >(tee "$LOG") 2>&1
-status=0
-step() { echo; echo "== $*"; }
+source tools/gpu-check-steps.sh
 
 find_bun() {
   if [ -n "${KINO_BUN:-}" ]; then echo "$KINO_BUN"; return; fi
@@ -64,350 +52,91 @@ find_bun() {
   done
 }
 BUN="$(find_bun)"
+export BUN
 
-step "device"
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader || status=1
+# Each step is a function run by run_step in a process of its own (hence the exports); it exits 0 for
+# PASS, 77 for SKIPPED and anything else for FAIL.
+need_bun() {
+  if [ -z "$BUN" ]; then
+    echo "skipped: no bun on this machine (carry .gpu/bun.gz or set KINO_BUN)"
+    exit 77
+  fi
+}
 
-step "build (nvcc)"
-start=$(date +%s)
-if [ -n "$BUN" ]; then
-  "$BUN" tools/build/cuda.ts || exit 1
-else
-  # Same flags as tools/build/cuda.ts (kept in step with it).
-  mkdir -p build/cuda-obj
-  flags=(-O3 -std=c++17 --expt-relaxed-constexpr -Xcompiler -fPIC -Xcompiler -fvisibility=hidden
-    -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_80,code=sm_80 -gencode arch=compute_80,code=compute_80)
-  for f in kernels/cuda/*.cu; do
-    nvcc "${flags[@]}" -c "$f" -o "build/cuda-obj/$(basename "${f%.cu}").o" &
-  done
-  wait || true
-  echo '{ global: kc_*; local: *; };' >build/cuda-obj/exports.map
-  nvcc -shared -cudart static -Xlinker --version-script=build/cuda-obj/exports.map -o build/libkino_cuda.so build/cuda-obj/*.o || exit 1
-fi
-echo "built in $(( $(date +%s) - start )) s: $(ls -la build/libkino_cuda.so)"
-if command -v cuobjdump >/dev/null; then
-  sass=$(cuobjdump --dump-sass --gpu-architecture sm_90a build/libkino_cuda.so 2>/dev/null)
-  echo "sm_90a SASS: $(grep -c HGMMA <<<"$sass") HGMMA, $(grep -c UTMALDG <<<"$sass") UTMALDG (TMA), $(grep -c 'HMMA' <<<"$sass") HMMA instructions"
-fi
+device() {
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
+}
 
-step "kernels vs PyTorch, then benchmarks"
-timeout 300 python3 - <<'PY' || status=1
-import ctypes as C, math, os, sys, threading
-import torch
+build() {
+  local start=$SECONDS
+  if [ -n "$BUN" ]; then
+    "$BUN" tools/build/cuda.ts || exit 1
+  else
+    # Same flags as tools/build/cuda.ts (kept in step with it).
+    mkdir -p build/cuda-obj
+    local flags=(-O3 -std=c++17 --expt-relaxed-constexpr -Xcompiler -fPIC -Xcompiler -fvisibility=hidden
+      -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_80,code=sm_80 -gencode arch=compute_80,code=compute_80)
+    for f in kernels/cuda/*.cu; do
+      nvcc "${flags[@]}" -c "$f" -o "build/cuda-obj/$(basename "${f%.cu}").o" &
+    done
+    wait || true
+    echo '{ global: kc_*; local: *; };' >build/cuda-obj/exports.map
+    nvcc -shared -cudart static -Xlinker --version-script=build/cuda-obj/exports.map -o build/libkino_cuda.so build/cuda-obj/*.o || exit 1
+  fi
+  echo "built in $((SECONDS - start)) s: $(ls -la build/libkino_cuda.so)"
+  if command -v cuobjdump >/dev/null; then
+    local sass
+    sass=$(cuobjdump --dump-sass --gpu-architecture sm_90a build/libkino_cuda.so 2>/dev/null)
+    echo "sm_90a SASS: $(grep -c HGMMA <<<"$sass") HGMMA, $(grep -c UTMALDG <<<"$sass") UTMALDG (TMA), $(grep -c 'HMMA' <<<"$sass") HMMA instructions"
+  fi
+}
 
-torch.backends.cuda.matmul.allow_tf32 = False
-torch.backends.cudnn.allow_tf32 = False
-lib = C.CDLL(os.path.abspath("build/libkino_cuda.so"))
-vp, i32, i64, f32 = C.c_void_p, C.c_int, C.c_int64, C.c_float
-lib.kc_create.restype = vp
-lib.kc_create.argtypes = [i32, C.POINTER(C.c_int32), C.c_char_p, i32]
-lib.kc_last_error.restype = C.c_char_p
-lib.kc_last_error.argtypes = [vp]
-lib.kc_synchronize.argtypes = [vp]
-lib.kc_timer_start.argtypes = [vp]
-lib.kc_timer_stop.argtypes = [vp]
-lib.kc_timer_stop.restype = C.c_double
-lib.kc_gemm.argtypes = [vp, vp, vp, i32, vp, i32, vp, i32, i32, i32, i32, vp, vp, i32, i32, i32, i32]  # last: out dtype
-lib.kc_attention.argtypes = [vp, vp, vp, vp, vp, i32, vp, i32, i32, i32, i32, i32, i32, f32, i32, i32, i32]  # last: out dtype
-lib.kc_set_paths.argtypes = [vp, i32, i32, i32]
-F32, BF16 = 0, 1
-failures = []
+wgmma_attention() { python3 tools/gpu-check-kernels.py wgmma; }
+causal_graphs() { need_bun; "$BUN" tools/bench/dit-graph.ts; }
+clip_graph() { need_bun; "$BUN" tools/bench/dit-clip-graph.ts --steps 3; }
+readback_overlap() { need_bun; "$BUN" tools/bench/readback-overlap.ts --chunks 12 --runs 2; }
+conv3d() { python3 tools/gpu-check-conv.py; }
+kernels_verify() { python3 tools/gpu-check-kernels.py verify; }
+kernels_bench() { python3 tools/gpu-check-kernels.py bench; }
+vae_decode() { need_bun; "$BUN" tools/bench/vae-decode.ts --width 832 --height 480 --chunk 3 --chunks 4; }
 
-def context(gemm_path, attention_path=None):
-    for var, value in (("KINO_CUDA_GEMM", gemm_path), ("KINO_CUDA_ATTENTION", attention_path)):
-        if value: os.environ[var] = value
-        else: os.environ.pop(var, None)
-    code, msg = C.c_int32(0), C.create_string_buffer(512)
-    ctx = lib.kc_create(0, C.byref(code), msg, 512)
-    os.environ.pop("KINO_CUDA_ATTENTION", None)
-    if not ctx: sys.exit(f"kc_create failed: {msg.value.decode()}")
-    return ctx
-
-def call(ctx, rc, what):
-    if rc != 0: raise RuntimeError(f"{what}: {lib.kc_last_error(ctx).decode()}")
-    rc = lib.kc_synchronize(ctx)
-    if rc != 0: raise RuntimeError(f"{what} (sync): {lib.kc_last_error(ctx).decode()}")
-
-def p(t): return C.c_void_p(t.data_ptr()) if t is not None else None
-
-def report(name, err, tol):
-    ok = err <= tol and math.isfinite(err)
-    if not ok: failures.append(name)
-    print(f"  {'ok  ' if ok else 'FAIL'} {name:58s} rel err {err:.2e} (tol {tol:.0e})", flush=True)
-
-def rel(got, want):
-    return ((got.double() - want.double()).abs().max() / want.double().abs().max().clamp_min(1e-30)).item()
-
-def report_promise(name, got, want, v, kv):
-    # attention.cu's promise for the tensor-core paths against the reference on bf16-rounded inputs:
-    # |out − ref| ≤ 2u · max|v| with u = 2^-8 (reported as a fraction of 2^-7 · max|v|, so ≤ 1 passes).
-    vmax = v[:, :kv].double().abs().max().clamp_min(1e-30)
-    report("  promise " + name, ((got.double() - want.double()).abs().max() / (2 ** -7 * vmax)).item(), 1)
-
-def kino_gemm(ctx, a, w, bias, gelu=0, residual=None, gate=None, L=1, G=1, parts=0):
-    M, K = a.shape; N = w.shape[0]
-    out = residual if residual is not None else torch.empty(M, N, device="cuda", dtype=torch.float32)  # in place
-    torch.cuda.synchronize()
-    call(ctx, lib.kc_gemm(ctx, p(out), p(a), F32 if a.dtype == torch.float32 else BF16, p(w),
-                          F32 if w.dtype == torch.float32 else BF16, p(bias), M, N, K, gelu, p(residual), p(gate), L, G,
-                          N // parts if parts else 0, F32),
-         f"gemm {M}x{N}x{K}")
-    # a split output is [parts, M, N / parts]: back to [M, N] to compare
-    return out.view(parts, M, N // parts).permute(1, 0, 2).reshape(M, N) if parts else out
-
-def attention_rc(ctx, out, q, k, v, kv_len, scale, bias=None, block=0, qoff=0):
-    B, Lq, H, D = q.shape; Lk = k.shape[1]
-    return lib.kc_attention(ctx, p(out), p(q), p(k), p(v), F32 if q.dtype == torch.float32 else BF16, p(bias),
-                            B, Lq, Lk, kv_len, H, D, scale, block, qoff, F32)
-
-def kino_attention(ctx, q, k, v, kv_len, scale, bias=None, block=0, qoff=0):
-    out = torch.empty(*q.shape, device="cuda", dtype=torch.float32)
-    torch.cuda.synchronize()
-    call(ctx, attention_rc(ctx, out, q, k, v, kv_len, scale, bias, block, qoff), f"attention {tuple(q.shape)}")
-    return out
-
-def ref_attention(q, k, v, kv_len, scale, bias=None, block=0, qoff=0):
-    q, k, v = (t.double().transpose(1, 2) for t in (q, k[:, :kv_len], v[:, :kv_len]))  # [B, H, L, D]
-    s = q @ k.transpose(-1, -2) * scale
-    if bias is not None: s = s + bias.double()
-    Lq = q.shape[2]
-    if block:
-        i = torch.arange(Lq, device="cuda")[:, None]; j = torch.arange(kv_len, device="cuda")[None, :]
-        s = s.masked_fill(j // block > (qoff + i) // block, float("-inf"))
-    w = torch.softmax(s, -1).nan_to_num(0.0)
-    return (w @ v).transpose(1, 2)
-
-gen = torch.Generator(device="cuda").manual_seed(0)
-def rnd(*shape, dtype=torch.float32): return (torch.rand(*shape, device="cuda", generator=gen) * 2 - 1).to(dtype)
-bf = lambda t: t.to(torch.bfloat16).float()
-
-ctxs = {"mma.sync": context("mma"), "simt": context("simt"), "auto (wgmma on sm_90)": context(None)}
-os.environ.pop("KINO_CUDA_GEMM", None)
-print("GEMM correctness (out = a·wᵀ + bias):")
-shapes = [(1, 8, 8), (133, 264, 200), (77, 40, 24), (4680, 1536, 1536), (4680, 4608, 1536), (300, 1536, 8960), (257, 520, 4104)]
-for path in ["mma.sync", "auto (wgmma on sm_90)", "simt"]:
-    ctx = ctxs[path]
-    for M, N, K in shapes:
-        if path == "simt" and M * N * K > 2e9: continue
-        a, w, bias = rnd(M, K), rnd(N, K, dtype=torch.bfloat16), rnd(N)
-        # Tensor-core paths round f32 activations to bf16 first; SIMT multiplies them exactly.
-        want = (a.double() if path == "simt" else bf(a).double()) @ w.double().T + bias.double()
-        report(f"{path}: a f32 {M}x{N}x{K}", rel(kino_gemm(ctx, a, w, bias), want), 2e-3)
-        report(f"{path}: a bf16 {M}x{N}x{K}", rel(kino_gemm(ctx, a.to(torch.bfloat16), w, None), bf(a) @ w.float().T), 2e-3)
-    # epilogues (gemm_epilogue.cuh): GELU; out = residual + gate·y in place, 2 items × 150 tokens, 3 gate rows each
-    M, N, K = 300, 264, 200
-    a, w, bias = rnd(M, K), rnd(N, K, dtype=torch.bfloat16), rnd(N)
-    y = (a.double() if path == "simt" else bf(a).double()) @ w.double().T + bias.double()
-    gelu_ref = 0.5 * y * (1 + torch.tanh(math.sqrt(2 / math.pi) * (y + 0.044715 * y ** 3)))
-    report(f"{path}: +GELU {M}x{N}x{K}", rel(kino_gemm(ctx, a, w, bias, gelu=1), gelu_ref), 2e-3)
-    res, gate = rnd(M, N), rnd(2, 3, N)
-    want = res.double() + gate.double().repeat_interleave(50, dim=1).reshape(M, N) * y
-    report(f"{path}: gated residual in place {M}x{N}x{K}", rel(kino_gemm(ctx, a, w, bias, residual=res.clone(), gate=gate, L=150, G=3), want), 2e-3)
-    # split outputs (the fused q|k|v projection): 3 parts of 88 columns, and 8 odd parts of 33
-    report(f"{path}: split into 3 parts {M}x{N}x{K}", rel(kino_gemm(ctx, a, w, bias, parts=3), y), 2e-3)
-    report(f"{path}: split into 8 parts (odd width) {M}x{N}x{K}", rel(kino_gemm(ctx, a, w, bias, parts=8), y), 2e-3)
-ctx = ctxs["auto (wgmma on sm_90)"]
-for M, N, K in [(133, 264, 200), (64, 96, 13)]:  # f32 weights (SIMT), K off 8
-    a, w = rnd(M, K), rnd(N, K)
-    report(f"f32 weights {M}x{N}x{K}", rel(kino_gemm(ctx, a, w, None), a.double() @ w.double().T), 1e-5)
-
-print("attention correctness:")
-for D in (16, 32, 64, 128, 80):
-    for (B, Lq, Lk, kv, H, block, qoff, with_bias) in [(2, 100, 230, 200, 3, 0, 0, False), (1, 130, 260, 260, 2, 50, 100, False),
-                                                      (1, 64, 512, 300, 2, 0, 0, True), (1, 1, 7, 7, 1, 0, 0, False)]:
-        q, k, v = rnd(B, Lq, H, D), rnd(B, Lk, H, D), rnd(B, Lk, H, D)
-        bias = rnd(H, Lq, kv) * 3 if with_bias else None
-        scale = 1 / math.sqrt(D)
-        got = kino_attention(ctx, q, k, v, kv, scale, bias, block, qoff)
-        tc = D in (16, 32, 64, 128)
-        want = ref_attention(bf(q), bf(k), bf(v), kv, scale, bias, block, qoff) if tc else ref_attention(q, k, v, kv, scale, bias, block, qoff)
-        name = f"D={D} B={B} Lq={Lq} Lk={Lk} kv={kv} H={H} block={block}/{qoff}{' bias' if with_bias else ''}"
-        report(("bf16 mma " if tc else "f32 simt ") + name, rel(got, want), 2e-2 if tc else 1e-5)
-        if tc: report_promise("bf16 mma " + name, got, want, v, kv)
-exact = context("simt")
-lib.kc_set_paths(exact, 2, 1, 1)  # what openCudaBackend({ exact: true }) does
-q, k, v = rnd(1, 100, 2, 128), rnd(1, 230, 2, 128), rnd(1, 230, 2, 128)
-report("f32 simt (exact mode) D=128 Lq=100 Lk=230 block=50/100",
-       rel(kino_attention(exact, q, k, v, 230, 128 ** -0.5, None, 50, 100), ref_attention(q, k, v, 230, 128 ** -0.5, None, 50, 100)), 1e-5)
-
-def bench(ctx, fn, flops, iters=20):
-    for _ in range(3): fn()
-    torch.cuda.synchronize()
-    lib.kc_timer_start(ctx)
-    for _ in range(iters): fn()
-    ms = lib.kc_timer_stop(ctx) / iters
-    return flops / (ms * 1e-3) / 1e12
-
-def torch_bench(fn, flops, iters=20):
-    for _ in range(3): fn()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    for _ in range(iters): fn()
-    e.record(); e.synchronize()
-    return flops / (s.elapsed_time(e) / iters * 1e-3) / 1e12
-
-rows = []
-print("\nbenchmarks (bf16 inputs, f32 accumulation and output):", flush=True)
-for label, (M, N, K) in [("4096³", (4096, 4096, 4096)), ("Wan QKV", (4680, 4608, 1536)), ("Wan O / cross-Q", (4680, 1536, 1536)),
-                         ("Wan FFN up", (4680, 8960, 1536)), ("Wan FFN down", (4680, 1536, 8960))]:
-    a, w = rnd(M, K, dtype=torch.bfloat16), rnd(N, K, dtype=torch.bfloat16)
-    out = torch.empty(M, N, device="cuda")
-    flops = 2 * M * N * K
-    for path in ["auto (wgmma on sm_90)", "mma.sync"] if label == "4096³" else ["auto (wgmma on sm_90)"]:
-        c = ctxs[path]
-        kt = bench(c, lambda: lib.kc_gemm(c, p(out), p(a), BF16, p(w), BF16, None, M, N, K, 0, None, None, 1, 1, 0, F32), flops)
-        tt = torch_bench(lambda: torch.matmul(a, w.T), flops)
-        rows.append((f"gemm {label} {M}x{N}x{K} [{path.split()[0]}]", kt, tt))
-# (label, Lq, Lk, block size, q offset): Wan 1.3B self-attention (12 heads × 128) at 4680 tokens a
-# chunk, against 1, 4 and 7 chunks of keys; and a 4-chunk block-causal pass (later chunks see more).
-attention_shapes = [(f"Lq=4680 Lk={Lk}", 4680, Lk, 0, 0) for Lk in (4680, 18720, 32760)]
-attention_shapes.append(("Lq=Lk=18720 block-causal 4680", 18720, 18720, 4680, 0))
-sdpa = {}
-
-def attention_bench(ctx, label, Lq, Lk, block, qoff):
-    B, H, D = 1, 12, 128
-    g = torch.Generator(device="cuda").manual_seed(1)
-    q, k, v = ((torch.rand(B, L, H, D, device="cuda", generator=g) * 2 - 1).to(torch.bfloat16) for L in (Lq, Lk, Lk))
-    out = torch.empty(B, Lq, H, D, device="cuda")
-    visible = sum(min(Lk, ((qoff + i) // block + 1) * block) for i in range(0, Lq, 1)) if block else Lq * Lk
-    flops = 4 * B * H * visible * D
-    kt = bench(ctx, lambda: attention_rc(ctx, out, q, k, v, Lk, D ** -0.5, None, block, qoff), flops, 10)
-    if label not in sdpa:
-        qt, kt_, vt = (t.transpose(1, 2) for t in (q, k, v))
-        mask = None
-        if block:
-            i = torch.arange(Lq, device="cuda")[:, None]; j = torch.arange(Lk, device="cuda")[None, :]
-            mask = j // block <= (qoff + i) // block
-        sdpa[label] = torch_bench(lambda: torch.nn.functional.scaled_dot_product_attention(qt, kt_, vt, attn_mask=mask), flops, 10)
-    return kt, sdpa[label]
-
-for label, Lq, Lk, block, qoff in attention_shapes:
-    kt, tt = attention_bench(ctx, label, Lq, Lk, block, qoff)
-    rows.append((f"attention 12x128 {label} [mma.sync]", kt, tt))
-
-
-def print_table():
-    print(f"\n| {'op':60s} | kino TFLOP/s | torch TFLOP/s | kino/torch |")
-    print(f"|{'-' * 62}|--------------|---------------|------------|")
-    for name, k_, t_ in rows:
-        print(f"| {name:60s} | {k_:12.1f} | {t_:13.1f} | {k_ / t_:10.2f} |")
-    print(f"\ntargets: GEMM ≥ 600, attention ≥ 450 TFLOP/s", flush=True)
-
-# The Hopper attention kernel (attention path 2), last: it has not run on a GPU before this check, so a
-# watchdog reports a hang (with the table so far) instead of letting the step time out silently.
-def diagnose(got, want):
-    # Where a wrong result is wrong, in the kernel's terms: query rows by 16-row warp slice of the
-    # 128-row tile (consumer 0: slices 0-3, consumer 1: 4-7) and features by 8-column fragment.
-    err = (got.double() - want.double()).abs().nan_to_num(float("inf"))  # [B, Lq, H, D]
-    Lq, D = err.shape[1], err.shape[3]
-    rows = torch.zeros(8, dtype=torch.float64, device="cuda")
-    for r in range(8):
-        idx = [i for i in range(Lq) if (i % 128) // 16 == r]
-        if idx: rows[r] = err[:, idx].max()
-    cols = err.amax(dim=(0, 1, 2)).view(D // 8, 8).amax(dim=1)
-    print(f"    nan/inf: {(~got.isfinite()).sum().item()}, max err by row slice: {[f'{x:.1e}' for x in rows.tolist()]}")
-    print(f"    max err by 8-feature group: {[f'{x:.1e}' for x in cols.tolist()]}", flush=True)
-
-def hung():
-    print("\nFAIL wgmma attention did not finish within 120 s (deadlock?); results so far:", flush=True)
-    print_table()
-    os._exit(1)
-watchdog = threading.Timer(120, hung)
-watchdog.start()
-print("\nwgmma attention (path 2, sm_90a) correctness:", flush=True)
-try:
-    wg = context(None, "wgmma")
-    if torch.cuda.get_device_capability()[0] != 9:
-        print("  skipped: not an sm_90 GPU")
-    else:
-        out = torch.empty(1, 8, 1, 80, device="cuda")
-        q80 = rnd(1, 8, 1, 80)
-        rc = attention_rc(wg, out, q80, q80, q80, 8, 0.1)
-        msg = lib.kc_last_error(wg).decode()
-        report(f"forced wgmma, D=80 refused ({msg[:40]}…)", 0.0 if rc != 0 and "path 2" in msg else 1.0, 0.5)
-        cases = [(1, 128, 128, 128, 1, 0, 0, False),       # one item, one key tile: the simplest thing first
-                 (2, 100, 230, 200, 3, 0, 0, False), (1, 130, 260, 260, 2, 50, 100, False), (1, 64, 512, 300, 2, 0, 0, True),
-                 (1, 1, 7, 7, 1, 0, 0, False), (1, 135, 130, 130, 2, 0, 0, False), (1, 33, 200, 200, 2, 0, 0, True),
-                 (1, 135, 130, 130, 2, 64, 0, True),
-                 (2, 1000, 1100, 1030, 12, 0, 0, False),     # 192 work items: several per persistent block
-                 (1, 1560, 1560, 1560, 12, 520, 0, True)]   # block-causal with bias, items of unequal length
-        for D in (64, 128):
-            for (B, Lq, Lk, kv, H, block, qoff, with_bias) in cases:
-                q, k, v = rnd(B, Lq, H, D), rnd(B, Lk, H, D), rnd(B, Lk, H, D)
-                bias = rnd(H, Lq, kv) * 3 if with_bias else None
-                scale = 1 / math.sqrt(D)
-                want = ref_attention(bf(q), bf(k), bf(v), kv, scale, bias, block, qoff)
-                name = f"D={D} B={B} Lq={Lq} Lk={Lk} kv={kv} H={H} block={block}/{qoff}{' bias' if with_bias else ''}"
-                for dt in (torch.float32, torch.bfloat16):  # bf16 inputs keep Lk as the batch stride of k and v
-                    got = kino_attention(wg, q.to(dt), k.to(dt), v.to(dt), kv, scale, bias, block, qoff)
-                    tag = f"wgmma {'f32' if dt == torch.float32 else 'bf16'} in "
-                    report(tag + name, rel(got, want), 2e-2)
-                    report_promise(tag + name, got, want, v, kv)
-                    if rel(got, want) > 2e-2: diagnose(got, want)
-        if not any("wgmma" in f for f in failures):
-            for label, Lq, Lk, block, qoff in attention_shapes:
-                kt, tt = attention_bench(wg, label, Lq, Lk, block, qoff)
-                rows.append((f"attention 12x128 {label} [wgmma]", kt, tt))
-        else:
-            print("  wgmma benchmarks skipped: its correctness checks failed")
-except Exception as e:  # a fault in the kernel leaves the context unusable: report it and move on
-    print(f"  FAIL wgmma attention: {e}")
-    failures.append(f"wgmma attention: {e}")
-watchdog.cancel()
-
-print_table()
-if failures:
-    print(f"\n{len(failures)} correctness check(s) FAILED: {failures}")
-    sys.exit(1)
-print("\nall correctness checks passed")
-PY
-
-step "conv3d vs PyTorch, then benchmarks"
-timeout 150 python3 tools/gpu-check-conv.py || status=1
-
-step "Wan2.1 VAE decode and the frames' readback at 832x480 (bun)"
-if [ -n "$BUN" ]; then
-  timeout 120 "$BUN" tools/bench/vae-decode.ts --width 832 --height 480 --chunk 3 --chunks 4 || status=1
-else
-  echo "skipped: no bun on this machine (carry .gpu/bun.gz or set KINO_BUN)"
-fi
-
-step "readback of chunk i overlapped with the DiT of chunk i + 1 (bun)"
-if [ -n "$BUN" ]; then
-  timeout 60 "$BUN" tools/bench/readback-overlap.ts --chunks 12 --runs 2 || status=1
-else
-  echo "skipped: no bun on this machine (carry .gpu/bun.gz or set KINO_BUN)"
-fi
-
-step "DiT forward as a CUDA graph and with bf16 activations, Wan2.1-1.3B at 832x480 (bun)"
-if [ -n "$BUN" ]; then
-  timeout 150 "$BUN" tools/bench/dit-graph.ts || status=1
-else
-  echo "skipped: no bun on this machine (carry .gpu/bun.gz or set KINO_BUN)"
-fi
-
-step "op sweep (bun test)"
-if [ -n "$BUN" ]; then
-  sweep=(test/runtime/cuda.test.ts test/models/dit-graph.test.ts test/models/dit-activations.test.ts)
-  [ -f test/runtime/ops.test.ts ] && sweep+=(test/runtime/ops.test.ts)
-  timeout 180 "$BUN" test --timeout 120000 "${sweep[@]}" || status=1
-else
-  echo "skipped: no bun on this machine (carry .gpu/bun.gz or set KINO_BUN)"
-fi
-
-step "multi-GPU (one worker per GPU)"
-gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
-kino=()
-if [ -n "$BUN" ] && [ -d node_modules/elysia ]; then kino=("$BUN" src/cli/main.ts)
-elif [ -x dist/kino ]; then kino=(dist/kino); fi
-if [ "$gpus" -lt 2 ]; then echo "multi-GPU: $gpus GPU on this machine, skipped"; fi
-if [ "$gpus" -lt 1 ]; then :
-elif [ ${#kino[@]} -eq 0 ]; then
-  echo "multi-GPU: no way to run kino serve here (needs bun with node_modules, or dist/kino), skipped"
-else
+multi_gpu() {
+  local gpus kino=()
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+  if [ -n "$BUN" ] && [ -d node_modules/elysia ]; then kino=("$BUN" src/cli/main.ts)
+  elif [ -x dist/kino ]; then kino=(dist/kino); fi
+  if [ "$gpus" -lt 1 ]; then echo "multi-GPU: no GPU answers nvidia-smi"; exit 1; fi
+  if [ ${#kino[@]} -eq 0 ]; then
+    echo "multi-GPU: no way to run kino serve here (needs bun with node_modules, or dist/kino), skipped"
+    exit 77
+  fi
+  [ "$gpus" -lt 2 ] && echo "multi-GPU: $gpus GPU on this machine: checking that num_gpus 2 is refused instead"
   # The worker pins come from the server's own environment when it has CUDA_VISIBLE_DEVICES: start clean.
-  env -u CUDA_VISIBLE_DEVICES timeout 40 python3 tools/gpu-check-multi.py "$gpus" builtin:kino-tiny cuda "${kino[@]}" || status=1
-fi
+  env -u CUDA_VISIBLE_DEVICES python3 tools/gpu-check-multi.py "$gpus" builtin:kino-tiny cuda "${kino[@]}"
+}
 
-step "done (status $status)"
-exit $status
+op_sweep() {
+  need_bun
+  local sweep=(test/runtime/cuda.test.ts test/models/dit-graph.test.ts test/models/dit-sequence-graph.test.ts test/models/dit-activations.test.ts)
+  [ -f test/runtime/ops.test.ts ] && sweep+=(test/runtime/ops.test.ts)
+  "$BUN" test --timeout 120000 "${sweep[@]}"
+}
+
+export -f need_bun device build wgmma_attention causal_graphs clip_graph readback_overlap conv3d kernels_verify kernels_bench vae_decode multi_gpu op_sweep
+
+run_step "device" 20 device
+run_step "build (nvcc)" 240 build
+# Without the library no later step has anything to run.
+[ "${STEP_RESULTS[-1]}" = PASS ] || GPU_CHECK_OFF="the build failed"
+export GPU_CHECK_OFF
+run_step "wgmma attention vs PyTorch, then its benchmarks" 150 wgmma_attention
+run_step "causal DiT as CUDA graphs and with bf16 activations, Wan2.1-1.3B at 832x480 (bun)" 150 causal_graphs
+run_step "bidirectional t2v clip as one CUDA graph, Wan2.1-1.3B at 832x480, 81 frames (bun)" 60 clip_graph
+run_step "readback of chunk i overlapped with the DiT of chunk i + 1 (bun)" 60 readback_overlap
+run_step "conv3d vs PyTorch, then benchmarks" 150 conv3d
+run_step "GEMM and attention kernels vs PyTorch" 150 kernels_verify
+run_step "GEMM and attention benchmarks beside cuBLAS and SDPA" 90 kernels_bench
+run_step "Wan2.1 VAE decode and the frames' readback at 832x480 (bun)" 120 vae_decode
+run_step "multi-GPU (one worker per GPU)" 45 multi_gpu
+run_step "op sweep on CUDA (bun test)" 300 op_sweep
+summary

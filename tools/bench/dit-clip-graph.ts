@@ -7,7 +7,7 @@
 //   1. every forward of the graphed clip (the first records, the others launch) equals the eager
 //      one bit for bit, and the final latents are equal;
 //   2. seconds per step (both forwards, synced) each way: the first step, and the later steps' median.
-// Exits 1 when a check fails; prints one skipped line without a GPU. `--cpu` runs the same checks on
+// Exits 1 when a check fails; prints one skipped line and exits 77 without a GPU. `--cpu` runs the same checks on
 // the WebAssembly backend with a tiny DiT of the same family at 64x64 and 9 frames (the script's own
 // test where no GPU is lent).
 //
@@ -47,7 +47,7 @@ try {
   backend = await openBackend(cpu ? "cpu" : "cuda", { log: () => {} });
 } catch (e) {
   console.log(`bidirectional DiT graph: skipped, the CUDA backend did not open (${(e as Error).message})`);
-  process.exit(0);
+  process.exit(77); // skipped: what tools/gpu-check-steps.sh reports as SKIPPED
 }
 const b = backend;
 if (!b.graphs) {

@@ -12,7 +12,7 @@
 //   4. no cudaMalloc in the steady state (MemoryStats.systemAllocations flat from the end of the first
 //      chunk that evicts — every model ran it — to the end), and the blocks handed out per
 //      denoising step each way.
-// Exits 1 when a check fails; prints one skipped line without a GPU. `--cpu` runs the same checks on
+// Exits 1 when a check fails; prints one skipped line and exits 77 without a GPU. `--cpu` runs the same checks on
 // the WebAssembly backend with a DiT of the same shape family but tiny widths at 64x64 (the script's
 // own test where no GPU is lent).
 //
@@ -46,7 +46,7 @@ try {
   backend = await openBackend(cpu ? "cpu" : "cuda", { log: () => {} });
 } catch (e) {
   console.log(`DiT graphs: skipped, the CUDA backend did not open (${(e as Error).message})`);
-  process.exit(0);
+  process.exit(77); // skipped: what tools/gpu-check-steps.sh reports as SKIPPED
 }
 const b = backend;
 if (!b.graphs) {

@@ -122,7 +122,7 @@ if (import.meta.main) {
     backend = await openBackend(arg("device", "cuda") as "cuda" | "cpu", { log: () => {} });
   } catch (e) {
     console.log(`VAE decode — skipped: the backend did not open (${(e as Error).message})`);
-    process.exit(0);
+    process.exit(77); // skipped: what tools/gpu-check-steps.sh reports as SKIPPED
   }
   try {
     console.log(`${backend.description}:`);

@@ -1,0 +1,90 @@
+// tools/gpu-check.sh's time budget (tools/gpu-check-steps.sh), where no GPU is: the harness itself run
+// on stand-in steps — a step that passes, one that fails, one that finds nothing to check, one past its
+// cap (cut, with its children, and its last lines quoted), one whose cap the budget cuts, and one the
+// budget no longer fits — and the real script in its dry-run mode: every step in order, the
+// unverified kernels and paths before the long op sweep, and a small budget cutting the tail.
+import { expect, test } from "bun:test";
+import { existsSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+const root = resolve(import.meta.dir, "../..");
+
+function bash(script: string, env: Record<string, string>) {
+  const r = Bun.spawnSync(["bash", "-c", script], { cwd: root, env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" });
+  return { rc: r.exitCode, out: r.stdout.toString() + r.stderr.toString() };
+}
+
+/** The summary's rows: [result, seconds, name + note]. */
+function summaryRows(out: string): [string, number, string][] {
+  const table = out.slice(out.lastIndexOf("== summary"));
+  return [...table.matchAll(/^(PASS|FAIL|TIMEOUT|SKIPPED) +(\d+) s {2}(.*)$/gm)].map((m) => [m[1]!, Number(m[2]), m[3]!]);
+}
+
+test("steps under caps and one budget: PASS, FAIL, SKIPPED, TIMEOUT with what was measured, the rest skipped once the budget is spent", () => {
+  const dir = mkdtempSync(join(tmpdir(), "kino-gpu-steps-"));
+  const late = join(dir, "child-outlived-its-step");
+  const script = `
+    source tools/gpu-check-steps.sh
+    passes() { echo "attention 171.5 TFLOP/s"; }
+    fails() { echo "FAIL gemm 97x70x520"; return 3; }
+    no_bun() { echo "skipped: no bun"; return 77; }
+    hangs() { echo "chunk 0: 0.379 s"; echo "chunk 1: 1.101 s"; (sleep 3; touch "${late}") & sleep 30; }
+    long() { echo "sweep: 40 pass"; sleep 30; }
+    export -f passes fails no_bun hangs long
+    run_step "passes" 3 passes
+    run_step "fails" 3 fails
+    run_step "no bun" 3 no_bun
+    run_step "hangs" 1 hangs
+    run_step "long" 30 long
+    run_step "too late" 10 passes
+    summary`;
+  const started = performance.now();
+  const { rc, out } = bash(script, { KINO_GPU_CHECK_BUDGET: "5", KINO_GPU_CHECK_MIN_STEP: "2" });
+  const took = (performance.now() - started) / 1000;
+  expect(rc).toBe(1); // a step failed or timed out
+  // the hung step is cut at its cap, and what it printed is quoted under the TIMEOUT line
+  expect(out).toContain("TIMEOUT after 1 s (hangs); what was measured so far:\n  > chunk 0: 0.379 s\n  > chunk 1: 1.101 s");
+  const rows = summaryRows(out);
+  expect(rows.map(([r, , n]) => `${r} ${n}`)).toEqual([
+    "PASS passes",
+    "FAIL fails (exit 3)",
+    "SKIPPED no bun (nothing to check here)",
+    "TIMEOUT hangs (cap 1 s)",
+    expect.stringMatching(/^TIMEOUT long \(cap cut to the budget's [34] s\)$/),
+    "SKIPPED too late (budget spent)",
+  ]);
+  expect(rows[3]![1]).toBeLessThanOrEqual(2);
+  // the whole run kept to the budget (plus the harness's own second or so)
+  expect(took).toBeLessThan(8);
+  // the hung step's child went with it: it never got to write its file
+  Bun.sleepSync(3500 - (performance.now() - started - took * 1000));
+  expect(existsSync(late)).toBe(false);
+}, 30_000);
+
+test("gpu-check.sh dry run: every step in order, the unverified paths first and the op sweep last; a small budget skips the tail", () => {
+  const out1 = mkdtempSync(join(tmpdir(), "kino-gpu-check-"));
+  const all = bash("bash tools/gpu-check.sh", { KINO_GPU_CHECK_DRY_RUN: "1", OUT: out1 });
+  expect(all.rc).toBe(0);
+  const names = summaryRows(all.out).map(([r, , n]) => `${r} ${n}`);
+  expect(names.length).toBe(12);
+  expect(names.every((n) => n.startsWith("PASS "))).toBe(true);
+  const at = (s: string) => names.findIndex((n) => n.includes(s));
+  for (const s of ["wgmma attention", "causal DiT as CUDA graphs", "bidirectional t2v clip", "readback of chunk i", "conv3d"]) {
+    expect(at(s), s).toBeGreaterThan(at("build"));
+    expect(at(s), s).toBeLessThan(at("GEMM and attention kernels vs PyTorch"));
+  }
+  expect(at("op sweep")).toBe(11);
+  expect(all.out).toContain("dry run: would run clip_graph");
+  // the log lands in $OUT too
+  expect(existsSync(join(out1, "gpu-check.log"))).toBe(true);
+
+  const short = bash("bash tools/gpu-check.sh", { KINO_GPU_CHECK_DRY_RUN: "1", KINO_GPU_CHECK_DRY_SLEEP: "1", KINO_GPU_CHECK_BUDGET: "6", KINO_GPU_CHECK_MIN_STEP: "2", OUT: mkdtempSync(join(tmpdir(), "kino-gpu-check-")) });
+  const rows = summaryRows(short.out);
+  expect(rows.length).toBe(12);
+  const ran = rows.filter(([r]) => r === "PASS").length;
+  expect(ran).toBeGreaterThanOrEqual(3);
+  expect(ran).toBeLessThanOrEqual(6);
+  expect(rows.slice(ran).every(([r, , n]) => r === "SKIPPED" && n.endsWith("(budget spent)"))).toBe(true);
+  expect(short.rc).toBe(0); // skipped for time is not a failure
+}, 60_000);
