@@ -71,9 +71,11 @@ const ATTENTION_SHAPES: AttentionShape[] = [
   { B: 1, Lq: 48, Lk: 200, H: 2, D: 64, rising: true, in: "f32", out: "f32", label: "logits rising along the keys: every tile rescales the last" },
 ];
 
-export function tensorCoreAttentionCases(): OpCase[] {
+/** The attention cases, or those of the head sizes in `dims` (a forced wgmma path takes D 64 and 128
+ *  only, and refuses the others by contract: attention.cu). */
+export function tensorCoreAttentionCases(dims?: readonly number[]): OpCase[] {
   const r = rng(32);
-  return ATTENTION_SHAPES.map((s) => {
+  const cases = ATTENTION_SHAPES.map((s) => {
     const { B, Lq, Lk, H, D } = s;
     const kvLen = s.kvLen ?? Lk;
     const q = host([B, Lq, H, D], r(B * Lq * H * D)), v = host([B, Lk, H, D], r(B * Lk * H * D));
@@ -99,4 +101,6 @@ export function tensorCoreAttentionCases(): OpCase[] {
       }),
     };
   });
+  // filtered after all are made, so that each case's random inputs are the same either way
+  return dims ? cases.filter((_, i) => dims.includes(ATTENTION_SHAPES[i]!.D)) : cases;
 }

@@ -6,7 +6,8 @@
 // copies, wasm-packed.ts). CUDA runs every case once on the library's own kernel choice, and the GEMM,
 // attention and convolution cases once more on each kernel path it can force (CUDA_KERNEL_PATHS in
 // src/runtime/backends/cuda.ts: GEMM wgmma, mma.sync, SIMT; attention wgmma, mma.sync, SIMT; conv3d
-// and conv2d mma.sync, SIMT); a path this
+// and conv2d mma.sync, SIMT); the edges of the tensor-core tiles (op-cases-tensor-cores.ts) run on
+// CUDA only, on its own choice and on every tensor-core path; a path this
 // device cannot run, and everything CUDA where no device answers, is declared skipped with the reason.
 // Every tensor an op writes lies between guard bytes that must come back untouched (op-guards.ts).
 // Prints max abs / rel error per op, shape, backend and kernel; rel = max|got − ref| / max|ref|.
@@ -43,6 +44,7 @@ import { CUDA_KERNEL_PATHS, type CudaBackend, type KernelOp } from "../../src/ru
 import { openCudaBackend } from "../../src/runtime/backends/cuda-open.ts";
 import { buildCpuWasm } from "../../tools/build/cpu.ts";
 import { allCases } from "./op-cases.ts";
+import { tensorCoreAttentionCases, tensorCoreGemmCases } from "./op-cases-tensor-cores.ts";
 import type { OpCase } from "./op-helpers.ts";
 import { type Expected, compare } from "./op-precision.ts";
 
@@ -67,6 +69,17 @@ interface Pass {
 }
 
 const cases = allCases();
+/** The edges of the tensor-core kernels' tiles (op-cases-tensor-cores.ts): cases the library sends to
+ *  a tensor-core kernel, held to that kernel's promise only. CUDA runs them on its own choice and on
+ *  every tensor-core path it can force; the CPU emulator runs them where no GPU answers
+ *  (cuda-emulated-tensor-cores.test.ts), so the wasm passes do not. */
+const tensorCoreGemms = tensorCoreGemmCases(), tensorCoreAttentions = tensorCoreAttentionCases();
+const wgmmaAttentions = tensorCoreAttentionCases([64, 128]);
+const tensorCoreCases = [...tensorCoreGemms, ...tensorCoreAttentions];
+/** The tensor-core cases a forced path takes: none on an exact path; D 64 and 128 alone for wgmma attention. */
+const tensorCoreCasesFor = (op: KernelOp, kernel: string) =>
+  !CUDA_KERNEL_PATHS[op][kernel]!.rounds ? [] : op === "attention" && kernel === "wgmma" ? wgmmaAttentions : tensorCoreCases;
+const tensorCoreOnly = new Set([...tensorCoreCases, ...wgmmaAttentions]);
 const rows: Row[] = [];
 
 await buildCpuWasm(); // no-op when build/ is up to date; lets `bun test test/runtime` run on its own
@@ -108,10 +121,11 @@ const pathOpOf = (op: string): KernelOp | undefined => pathOps.find((p) => p ===
 
 const passes: Pass[] = [
   ...wasm.map(([label, be]) => ({ label, be, cases })),
-  { label: "cuda", be: cuda, cases, skip: noCuda },
+  { label: "cuda", be: cuda, cases: [...cases, ...tensorCoreCases], skip: noCuda },
   ...pathOps.flatMap((op) =>
     Object.keys(CUDA_KERNEL_PATHS[op]).map((kernel) => ({
-      label: `cuda, ${op} on ${kernel}`, be: cuda, cases: cases.filter((c) => pathOpOf(c.op) === op), path: { op, kernel },
+      label: `cuda, ${op} on ${kernel}`, be: cuda, path: { op, kernel },
+      cases: [...cases, ...tensorCoreCasesFor(op, kernel)].filter((c) => pathOpOf(c.op) === op),
       skip: noCuda ?? (cuda ? unsupported(cuda, op, kernel) : undefined),
     }))),
 ];
@@ -120,6 +134,9 @@ const passes: Pass[] = [
 function expectation(c: OpCase, be: Backend, refs: Map<OpCase, Float32Array>): { e: Expected; kernel: string } {
   const op = pathOpOf(c.op);
   const ran = be === cuda && op ? cuda.ranKernel(op) : null;
+  if (tensorCoreOnly.has(c) && !(ran && op && CUDA_KERNEL_PATHS[op][ran]?.rounds)) {
+    throw new Error(`${c.op} ${c.name} ran ${ran ?? "no kernel"}, not a tensor-core kernel: the case is one the library must send to the tensor cores`);
+  }
   if (ran && op && CUDA_KERNEL_PATHS[op][ran]?.rounds) {
     if (!c.tensorCores) throw new Error(`${c.op} ${c.name} ran ${ran}, a tensor-core kernel, but the case has no tensor-core reference`);
     return { e: c.tensorCores(), kernel: ran };
