@@ -89,6 +89,7 @@ export function bf16AttentionCases(): OpCase[] {
       const [qr, kr, vr] = [q, k, v].map((h) => (inDt === "bf16" ? asStored(h, "bf16") : h)) as [R.Host, R.Host, R.Host];
       const ref = () => R.attention(qr, kr, vr, opts).f32;
       cases.push(withStoredRef({
+        headDim: D,
         op: "attention", name: `B ${B} Lq ${Lq} Lk ${Lk} H ${H} D ${D}${c.kvLen ? `, kvLen ${c.kvLen}` : ""}${c.block ? `, block ${c.block}` : ""}, q/k/v ${inDt} → ${outDt}`,
         atol: 1e-5, rtol: 0, ref,
         tensorCores: () => stored(tensorCoreAttention(qr, kr, vr, opts), outDt),

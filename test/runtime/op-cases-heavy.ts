@@ -92,6 +92,7 @@ export function attentionCases(): OpCase[] {
     const extras = [c.kvLen !== undefined && `kvLen ${kvLen}`, c.block && `block ${c.block[0]} q+${c.block[1]}`, c.bias && "bias"];
     return {
       op: "attention",
+      headDim: D,
       name: `B ${B} Lq ${Lq} Lk ${Lk} H ${H} D ${D}${extras.filter(Boolean).map((e) => `, ${e}`).join("")}`,
       atol: 1e-5, rtol: 0,
       ref: () => R.attention(q, k, v, { ...opts, bias }).f32,

@@ -6,7 +6,7 @@
 // mma.sync (GEMM: bf16/f16 weights, K % 8 = 0; attention: D ∈ {16, 32, 64, 128}), in every mix of
 // f32 and bf16 activations and outputs the DiT uses. cuda-emulated-tensor-cores.test.ts runs them
 // on the CPU emulator.
-import type { GemmEpilogue } from "../../src/runtime/backend.ts";
+import type { Backend, GemmEpilogue } from "../../src/runtime/backend.ts";
 import type { HalfKind } from "../../src/runtime/dtype.ts";
 import * as R from "../../src/runtime/reference.ts";
 import type { DType } from "../../src/runtime/tensor.ts";
@@ -90,11 +90,12 @@ export function tensorCoreAttentionCases(dims?: readonly number[]): OpCase[] {
     const [qr, kr, vr] = [q, k, v].map((h) => asStored(h, s.in)) as [R.Host, R.Host, R.Host];
     const extras = [s.kvLen !== undefined && `kvLen ${kvLen}`, s.block && `block ${s.block[0]} q+${s.block[1]}`, s.bias && "bias"].filter(Boolean);
     return {
+      headDim: D,
       op: "attention", name: `B ${B} Lq ${Lq} Lk ${Lk} H ${H} D ${D}${extras.map((e) => `, ${e}`).join("")}, ${s.in} → ${s.out} (${s.label})`,
       atol: 0, rtol: 0,
       ref: () => R.attention(qr, kr, vr, { ...opts, bias }).f32,
       tensorCores: () => stored(tensorCoreAttention(qr, kr, vr, { ...opts, bias }), s.out),
-      run: (be) => runOp(be, (up, alloc) => {
+      run: (be: Backend) => runOp(be, (up, alloc) => {
         const o = alloc([B, Lq, H, D], s.out);
         be.attention(o, up(q, s.in), up(k, s.in), up(v, s.in), { ...opts, bias: bias && up(bias) });
         return o;

@@ -19,6 +19,9 @@ export interface OpCase {
    *  more rounding (op-precision.ts bf16Output). */
   expected?: () => Expected;
   tensorCores?: () => Expected;
+  /** An attention case's head size: the wgmma kernel takes D 64 and 128 only (attention.cu refuses
+   *  the rest where that path is forced). */
+  headDim?: number;
   run: (be: Backend) => Promise<Float32Array>;
 }
 

@@ -119,13 +119,18 @@ const pathOps = Object.keys(CUDA_KERNEL_PATHS) as KernelOp[];
 /** The op whose kernel path a case runs on (conv2d is conv3d with one frame), if it has paths. */
 const pathOpOf = (op: string): KernelOp | undefined => pathOps.find((p) => p === (op === "conv2d" ? "conv3d" : op));
 
+/** Whether a forced kernel takes the case at all: the wgmma attention kernel refuses head sizes
+ *  other than 64 and 128 by design (attention.cu); every other kernel takes every case of its op. */
+const takes = (op: KernelOp, kernel: string, c: OpCase) =>
+  !(op === "attention" && kernel === "wgmma") || c.headDim === 64 || c.headDim === 128;
+
 const passes: Pass[] = [
   ...wasm.map(([label, be]) => ({ label, be, cases })),
   { label: "cuda", be: cuda, cases: [...cases, ...tensorCoreCases], skip: noCuda },
   ...pathOps.flatMap((op) =>
     Object.keys(CUDA_KERNEL_PATHS[op]).map((kernel) => ({
       label: `cuda, ${op} on ${kernel}`, be: cuda, path: { op, kernel },
-      cases: [...cases, ...tensorCoreCasesFor(op, kernel)].filter((c) => pathOpOf(c.op) === op),
+      cases: [...cases, ...tensorCoreCasesFor(op, kernel)].filter((c) => pathOpOf(c.op) === op && takes(op, kernel, c)),
       skip: noCuda ?? (cuda ? unsupported(cuda, op, kernel) : undefined),
     }))),
 ];

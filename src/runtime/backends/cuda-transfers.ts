@@ -88,7 +88,7 @@ export class CudaTransfers {
     if (t.bytes === 0) return Promise.resolve(new Uint8Array(0));
     const k = lib.symbols, ctx = this.be.ctx;
     if (!this.#readbacks) {
-      const r = k.kc_readbacks_create(ctx);
+      const r = k.kc_readbacks_create(ctx) as Pointer | null;
       if (!r) throw new Error(`cuda readbackRaw: ${this.#k.kc_last_error(ctx)}`);
       this.#readbacks = r;
     }
