@@ -4,66 +4,21 @@
 # at awkward shapes and at the Wan2.1 VAE decoder's, each result held to its stated promise
 # (kernels/cuda/conv.cuh), which kernel auto picks; then conv3d TFLOP/s beside cuDNN at the decoder's
 # 832x480 levels, as a table. Exits 1 when a check fails.
-import ctypes as C, math, os, sys
+import ctypes as C, sys
 import torch
 
-torch.backends.cudnn.allow_tf32 = False
-lib = C.CDLL(os.path.abspath("build/libkino_cuda.so"))
-vp, i32 = C.c_void_p, C.c_int
-lib.kc_create.restype = vp
-lib.kc_create.argtypes = [i32, C.POINTER(C.c_int32), C.c_char_p, i32]
-lib.kc_last_error.restype = C.c_char_p
-lib.kc_last_error.argtypes = [vp]
-lib.kc_synchronize.argtypes = [vp]
-lib.kc_timer_start.argtypes = [vp]
-lib.kc_timer_stop.argtypes = [vp]
-lib.kc_timer_stop.restype = C.c_double
-lib.kc_set_paths.argtypes = [vp, i32, i32, i32]
+from gpu_check_common import bench, bf, call, create_context, failures, i32, lib, p, rel, report as report_line, rnd, rows, torch_bench, vp
+
 lib.kc_conv3d.argtypes = [vp, vp, vp, vp, vp, i32, vp, i32, C.POINTER(C.c_int32)]
 lib.kc_last_kernel.restype = C.c_char_p
 lib.kc_last_kernel.argtypes = [vp, i32]
-failures, rows = [], []
+# the conv checks' lines are wider, and their errors are ratios to a promise, not relative errors
+def report(name, err, tol): report_line(name, err, tol, width=70, what="")
 
 def context(conv_path):
-    code, msg = C.c_int32(0), C.create_string_buffer(512)
-    ctx = lib.kc_create(0, C.byref(code), msg, 512)
-    if not ctx: sys.exit(f"kc_create failed: {msg.value.decode()}")
+    ctx = create_context()
     if lib.kc_set_paths(ctx, 0, 0, conv_path): sys.exit(f"kc_set_paths: {lib.kc_last_error(ctx).decode()}")
     return ctx
-
-def call(ctx, rc, what):
-    if rc != 0: raise RuntimeError(f"{what}: {lib.kc_last_error(ctx).decode()}")
-    rc = lib.kc_synchronize(ctx)
-    if rc != 0: raise RuntimeError(f"{what} (sync): {lib.kc_last_error(ctx).decode()}")
-
-def p(t): return C.c_void_p(t.data_ptr()) if t is not None else None
-
-def report(name, err, tol):
-    ok = err <= tol and math.isfinite(err)
-    if not ok: failures.append(name)
-    print(f"  {'ok  ' if ok else 'FAIL'} {name:70s} {err:.2e} (tol {tol:.0e})", flush=True)
-
-def rel(got, want):
-    return ((got.double() - want.double()).abs().max() / want.double().abs().max().clamp_min(1e-30)).item()
-
-gen = torch.Generator(device="cuda").manual_seed(0)
-def rnd(*shape): return torch.rand(*shape, device="cuda", generator=gen) * 2 - 1
-bf = lambda t: t.to(torch.bfloat16).float()
-
-def bench(ctx, fn, flops, iters=10):
-    for _ in range(3): fn()
-    torch.cuda.synchronize()
-    lib.kc_timer_start(ctx)
-    for _ in range(iters): fn()
-    return flops / (lib.kc_timer_stop(ctx) / iters * 1e-3) / 1e12
-
-def torch_bench(fn, flops, iters=10):
-    for _ in range(3): fn()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    for _ in range(iters): fn()
-    e.record(); e.synchronize()
-    return flops / (s.elapsed_time(e) / iters * 1e-3) / 1e12
 
 # ---- conv3d (kernels/cuda/conv.cuh): the tensor-core path (conv_path 2) and SIMT (1) against
 # PyTorch's conv3d in float64, each held to its stated promise per element:

@@ -12,52 +12,23 @@
 # Each part prints its own table; exit 1 when a correctness check failed.
 #
 #   python3 tools/gpu-check-kernels.py wgmma|verify|bench ...
-import ctypes as C, math, os, sys, threading
+import math, os, sys, threading
 import torch
 
-torch.backends.cuda.matmul.allow_tf32 = False
-torch.backends.cudnn.allow_tf32 = False
-lib = C.CDLL(os.path.abspath("build/libkino_cuda.so"))
-vp, i32, i64, f32 = C.c_void_p, C.c_int, C.c_int64, C.c_float
-lib.kc_create.restype = vp
-lib.kc_create.argtypes = [i32, C.POINTER(C.c_int32), C.c_char_p, i32]
-lib.kc_last_error.restype = C.c_char_p
-lib.kc_last_error.argtypes = [vp]
-lib.kc_synchronize.argtypes = [vp]
-lib.kc_timer_start.argtypes = [vp]
-lib.kc_timer_stop.argtypes = [vp]
-lib.kc_timer_stop.restype = C.c_double
+from gpu_check_common import (bench, bf, call, create_context, f32, failures, i32, lib, p, rel, report, rnd, rows,
+                              torch_bench, vp)
+
 lib.kc_gemm.argtypes = [vp, vp, vp, i32, vp, i32, vp, i32, i32, i32, i32, vp, vp, i32, i32, i32, i32]  # last: out dtype
 lib.kc_attention.argtypes = [vp, vp, vp, vp, vp, i32, vp, i32, i32, i32, i32, i32, i32, f32, i32, i32, i32]  # last: out dtype
-lib.kc_set_paths.argtypes = [vp, i32, i32, i32]
 F32, BF16 = 0, 1
-failures = []
-rows = []
 
 def context(gemm_path, attention_path=None):
     for var, value in (("KINO_CUDA_GEMM", gemm_path), ("KINO_CUDA_ATTENTION", attention_path)):
         if value: os.environ[var] = value
         else: os.environ.pop(var, None)
-    code, msg = C.c_int32(0), C.create_string_buffer(512)
-    ctx = lib.kc_create(0, C.byref(code), msg, 512)
+    ctx = create_context()
     os.environ.pop("KINO_CUDA_ATTENTION", None)
-    if not ctx: sys.exit(f"kc_create failed: {msg.value.decode()}")
     return ctx
-
-def call(ctx, rc, what):
-    if rc != 0: raise RuntimeError(f"{what}: {lib.kc_last_error(ctx).decode()}")
-    rc = lib.kc_synchronize(ctx)
-    if rc != 0: raise RuntimeError(f"{what} (sync): {lib.kc_last_error(ctx).decode()}")
-
-def p(t): return C.c_void_p(t.data_ptr()) if t is not None else None
-
-def report(name, err, tol):
-    ok = err <= tol and math.isfinite(err)
-    if not ok: failures.append(name)
-    print(f"  {'ok  ' if ok else 'FAIL'} {name:58s} rel err {err:.2e} (tol {tol:.0e})", flush=True)
-
-def rel(got, want):
-    return ((got.double() - want.double()).abs().max() / want.double().abs().max().clamp_min(1e-30)).item()
 
 def report_promise(name, got, want, v, kv):
     # attention.cu's promise for the tensor-core paths against the reference on bf16-rounded inputs:
@@ -98,28 +69,8 @@ def ref_attention(q, k, v, kv_len, scale, bias=None, block=0, qoff=0):
     w = torch.softmax(s, -1).nan_to_num(0.0)
     return (w @ v).transpose(1, 2)
 
-gen = torch.Generator(device="cuda").manual_seed(0)
-def rnd(*shape, dtype=torch.float32): return (torch.rand(*shape, device="cuda", generator=gen) * 2 - 1).to(dtype)
-bf = lambda t: t.to(torch.bfloat16).float()
-
 ctxs = {"mma.sync": context("mma"), "simt": context("simt"), "auto (wgmma on sm_90)": context(None)}
 os.environ.pop("KINO_CUDA_GEMM", None)
-def bench(ctx, fn, flops, iters=20):
-    for _ in range(3): fn()
-    torch.cuda.synchronize()
-    lib.kc_timer_start(ctx)
-    for _ in range(iters): fn()
-    ms = lib.kc_timer_stop(ctx) / iters
-    return flops / (ms * 1e-3) / 1e12
-
-def torch_bench(fn, flops, iters=20):
-    for _ in range(3): fn()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    for _ in range(iters): fn()
-    e.record(); e.synchronize()
-    return flops / (s.elapsed_time(e) / iters * 1e-3) / 1e12
-
 # (label, Lq, Lk, block size, q offset): Wan 1.3B self-attention (12 heads × 128) at 4680 tokens a
 # chunk, against 1, 4 and 7 chunks of keys; and a 4-chunk block-causal pass (later chunks see more).
 attention_shapes = [(f"Lq=4680 Lk={Lk}", 4680, Lk, 0, 0) for Lk in (4680, 18720, 32760)]
