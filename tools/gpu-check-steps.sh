@@ -1,7 +1,6 @@
 # The step harness of tools/gpu-check.sh (sourced by it; test/tools/gpu-check-steps.test.ts runs it with
-# stand-in steps). A lent GPU gives one command at most 600 s and a session 15 minutes including the
-# machine's start, so the check runs under one wall-clock budget (KINO_GPU_CHECK_BUDGET seconds,
-# default 540) and every step under a cap of its own, cut to what the budget has left. A step that
+# stand-in steps). The check must report within one timed command on a GPU machine, so it runs under
+# one wall-clock budget (KINO_GPU_CHECK_BUDGET seconds, default 540) and every step under a cap of its own, cut to what the budget has left. A step that
 # runs past its cap is killed and reported as TIMEOUT with the last lines it printed (what it had
 # measured so far); a step that would start with less than KINO_GPU_CHECK_MIN_STEP seconds left (default
 # 15) is SKIPPED without running; either way the later steps still get their turn, and summary()

@@ -9,7 +9,7 @@
 //   2. seconds per step (both forwards, synced) each way: the first step, and the later steps' median.
 // Exits 1 when a check fails; prints one skipped line and exits 77 without a GPU. `--cpu` runs the same checks on
 // the WebAssembly backend with a tiny DiT of the same family at 64x64 and 9 frames (the script's own
-// test where no GPU is lent).
+// test on a machine without a GPU).
 //
 //   bun tools/bench/dit-clip-graph.ts [--steps 3] [--frames 81] [--activations bf16|f32] [--cpu]
 import { parseDitConfig } from "../../src/models/configs.ts";

@@ -14,7 +14,7 @@
 //      denoising step each way.
 // Exits 1 when a check fails; prints one skipped line and exits 77 without a GPU. `--cpu` runs the same checks on
 // the WebAssembly backend with a DiT of the same shape family but tiny widths at 64x64 (the script's
-// own test where no GPU is lent).
+// own test on a machine without a GPU).
 //
 //   bun tools/bench/dit-graph.ts [--chunks 10] [--check 0,1,7] [--window 21] [--cpu]
 import { parseDitConfig } from "../../src/models/configs.ts";
