@@ -14,7 +14,7 @@
 import type { Backend } from "../runtime/backend.ts";
 import type { Tensor } from "../runtime/tensor.ts";
 import { ForwardGraph } from "./dit-graph.ts";
-import { type CrossAttnKV, type TimeEmbedding, type WanDiT, timestepGroups } from "./wan-dit.ts";
+import type { CrossAttnKV, TimeEmbedding, WanDiT } from "./wan-dit.ts";
 
 /** The calls a bidirectional pipeline makes of its DiT: a WanDiT itself, or a GraphedForwards over it. */
 export interface DitForwards {
@@ -55,9 +55,7 @@ export class GraphedForwards implements DitForwards {
   }
 
   forwardPerToken(latent: Tensor, tokenTimesteps: readonly number[], cross: CrossAttnKV): Promise<Tensor> {
-    const [f, h, w] = this.dit.grid(latent.shape);
-    if (tokenTimesteps.length !== f * h * w) throw new Error(`${tokenTimesteps.length} timesteps for the ${f * h * w} tokens of a ${f}x${h}x${w} grid`);
-    return this.#forward(latent, timestepGroups(tokenTimesteps), cross);
+    return this.#forward(latent, this.dit.tokenTimestepGroups(latent, tokenTimesteps), cross);
   }
 
   async #forward(latent: Tensor, timesteps: readonly number[], cross: CrossAttnKV): Promise<Tensor> {

@@ -405,9 +405,14 @@ export class WanDiT {
    * values, at the cost of one row per frame rather than per token when whole frames agree.
    */
   async forwardPerToken(latent: Tensor, tokenTimesteps: readonly number[], cross: CrossAttnKV, tap?: Tap): Promise<Tensor> {
+    return this.forwardSequence(latent, this.tokenTimestepGroups(latent, tokenTimesteps), cross, {}, tap);
+  }
+
+  /** forwardPerToken's timesteps, one per token of the latent's grid, as forwardSequence takes them. */
+  tokenTimestepGroups(latent: Tensor, tokenTimesteps: readonly number[]): number[] {
     const [f, h, w] = this.grid(latent.shape);
     if (tokenTimesteps.length !== f * h * w) throw new Error(`${tokenTimesteps.length} timesteps for the ${f * h * w} tokens of a ${f}x${h}x${w} grid`);
-    return this.forwardSequence(latent, timestepGroups(tokenTimesteps), cross, {}, tap);
+    return timestepGroups(tokenTimesteps);
   }
 
   /**
