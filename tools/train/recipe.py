@@ -7,9 +7,9 @@
 Every phase resumes from its own checkpoint, so a run can be stopped (SIGTERM reaches the running
 stage, which saves) and started again; a phase whose artifact is done is skipped. --dry-run prints
 every phase with its state (done, run, not needed) and the commands it runs. --phases runs only the
-named phases (still skipping done ones). --from-export rebuilds, when the build has no DiT
-checkpoint, the checkpoints a continuation past the export needs from models/kino-tiny
-(import_model.py): the DiT at its exported step and the VAE the export decodes with.
+named phases (still skipping done ones). --from-export rebuilds, when the build lacks it, what a
+continuation past the export needs from models/kino-tiny (import_model.py): the exported DiT at its
+step, as the artifact the export phase takes, and the VAE the export decodes with.
 """
 import argparse
 import datetime
@@ -83,6 +83,8 @@ def is_done(phase, recipe, opts, paths):
     if phase["run"] == "encode_data.py":
         return all(os.path.exists(f"{where}/shard_{first + i:03d}.pt")
                    for first, count, _, _ in shard_sets(recipe, phase, opts) for i in range(count))
+    if "steps" not in phase["args"]:  # made in one go (blend.py): done once written
+        return os.path.exists(f"{where}/ckpt.pt")
     ck = checkpoint_state(f"{where}/ckpt.pt")
     if ck is None:
         return None if os.path.exists(f"{where}/ckpt.pt") else False
@@ -165,15 +167,17 @@ def run_together(cmds):
 
 
 def from_export(recipe, opts, paths):
-    """The DiT and the export's VAE rebuilt from models/kino-tiny when the build has no DiT."""
-    if os.path.exists(os.path.join(paths["build"], "dit", "ckpt.pt")):
-        return
+    """The exported DiT (into the artifact the export phase's --ckpt names) and the export's VAE rebuilt
+    from models/kino-tiny when the build has neither."""
     export = next(ph for ph in recipe["phase"] if ph["run"] == "export.py")
+    dit = BUILD_PATH.match(export["args"].get("ckpt", "{build}/dit/ckpt.pt")).group(1)
+    if os.path.exists(os.path.join(paths["build"], dit, "ckpt.pt")):
+        return
     vae = BUILD_PATH.match(export["args"]["vae"]).group(1)
     vae_step = max(ph["args"]["steps"] for ph in recipe["phase"] if ph.get("makes") == vae)
     subprocess.run([sys.executable, os.path.join("tools", "train", "import_model.py"),
                     "--model", os.path.join(ROOT, "models", "kino-tiny"),
-                    "--dit", os.path.join(paths["build"], "dit", "ckpt.pt"),
+                    "--dit", os.path.join(paths["build"], dit, "ckpt.pt"),
                     "--vae-out", os.path.join(paths["build"], vae, "ckpt.pt"), "--vae-step", str(vae_step)],
                    check=True)
 
