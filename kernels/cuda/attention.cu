@@ -344,8 +344,8 @@ namespace {
 // bf16 q, k, v: the tensor-core kernel the attention path asks for.
 int launch_tensor_core(KcContext* ctx, void* out, bool out_bf16, const void* q, const void* k, const void* v, const float* bias,
                        int B, int Lq, int Lkv, int kv_len, int H, int D, float scale, int block_size, int q_offset) {
-  const bool wgmma = ctx->attention_path == 2 ||
-                     (ctx->attention_path == 0 && WGMMA_ATTENTION_VERIFIED && kc_attention_wgmma_supported(ctx, D));
+  const bool wgmma = ctx->attention_path == 2 || (ctx->attention_path == 0 && WGMMA_ATTENTION_VERIFIED &&
+                                                   kc_attention_wgmma_supported(ctx, D) && kc_attention_wgmma_aligned(q, k, v));
   ctx->last_attention = wgmma ? "wgmma" : "mma.sync";
   if (wgmma)
     return kc_attention_wgmma_launch(ctx, out, out_bf16, q, k, v, bias, B, Lq, Lkv, kv_len, H, D, scale, block_size,

@@ -16,9 +16,13 @@ __device__ __forceinline__ int kc_visible_keys(int i, int kv_len, int block_size
 
 // The Hopper kernel runs only on sm_90 with the driver's tensor-map encoder, for D 64 and 128.
 bool kc_attention_wgmma_supported(const KcContext* ctx, int D);
+// ... and reads q, k, v with TMA, which (with its 128-byte swizzle) needs them 128-byte aligned.
+static inline bool kc_attention_wgmma_aligned(const void* q, const void* k, const void* v) {
+  return (((uintptr_t)q | (uintptr_t)k | (uintptr_t)v) & 127) == 0;
+}
 // bf16 q [B, Lq, H, D], k and v [B, Lkv, H, D] (keys from kv_len on are never read), f32 or bf16 out
 // (out_bf16); fails with KC_E_UNSUPPORTED where kc_attention_wgmma_supported is false or a buffer is
-// misaligned.
+// misaligned (kc_attention_wgmma_aligned, out 8-byte aligned).
 int kc_attention_wgmma_launch(KcContext* ctx, void* out, bool out_bf16, const void* q, const void* k, const void* v,
                               const float* bias, int B, int Lq, int Lkv, int kv_len, int H, int D, float scale,
                               int block_size, int q_offset);

@@ -49,14 +49,6 @@ struct Layout {
   static constexpr int SMEM = Q_BYTES + 2 * STAGES * KV_BYTES + 1024;  // + slack to align to 1024 (swizzle atom)
 };
 
-// 2^x on the special-function unit alone: results below 2^-126 flush to 0, which changes no softmax
-// weight that matters (exp2f adds denormal handling around the same instruction).
-__device__ __forceinline__ float exp2_ftz(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
 struct Work {
   int q0, h, b, ntiles;
 };
@@ -85,9 +77,8 @@ __global__ void __launch_bounds__(THREADS, 1)
                            int block_size, int q_offset) {
 #ifdef KC_HAS_WGMMA
   using L = Layout<D>;
-  extern __shared__ uint8_t smem_raw[];
   __shared__ __align__(8) uint64_t bars[2 + 4 * STAGES];
-  const uint32_t sq = (kc_smem_addr(smem_raw) + 1023) & ~1023u;
+  const uint32_t sq = (kc_smem_addr(kc_dynamic_smem()) + 1023) & ~1023u;
   auto sk = [&](int s) { return sq + L::Q_BYTES + s * L::KV_BYTES; };
   auto sv = [&](int s) { return sq + L::Q_BYTES + (STAGES + s) * L::KV_BYTES; };
   const uint32_t bar0 = kc_smem_addr(bars), q_full = bar0, q_empty = bar0 + 8;
@@ -170,7 +161,8 @@ __global__ void __launch_bounds__(THREADS, 1)
       auto issue_pv = [&](int stage) {
         const uint32_t vb = sv(stage);
 #pragma unroll
-        for (int kk = 0; kk < BKV / 16; kk++) kc_wgmma_rs_tb<D>(o, p[kk], kc_desc_sw128(vb + kk * 16 * 128, L::KV_BOX));
+        for (int kk = 0; kk < BKV / 16; kk++)
+          kc_wgmma_rs_tb<D>(o, p[kk], kc_desc_sw128(vb + kk * 16 * 128, KC_PLANTED(11) ? L::KV_BOX / 2 : L::KV_BOX));
         kc_wgmma_commit();
       };
       // The softmax of key tile t, in place: s becomes the unnormalized probabilities (f32); m, l and
@@ -211,18 +203,18 @@ __global__ void __launch_bounds__(THREADS, 1)
         const float new0 = fmaxf(m0, mx0 * mul), new1 = fmaxf(m1, mx1 * mul);
         // A row with nothing visible yet keeps max -inf; subtracting 0 instead keeps exp2 at 0, not NaN.
         const float base0 = new0 == -INFINITY ? 0.f : new0, base1 = new1 == -INFINITY ? 0.f : new1;
-        alpha0 = exp2_ftz(m0 - base0);
-        alpha1 = exp2_ftz(m1 - base1);
+        alpha0 = kc_exp2_ftz(m0 - base0);
+        alpha1 = kc_exp2_ftz(m1 - base1);
         m0 = new0;
         m1 = new1;
         l0 *= alpha0;
         l1 *= alpha1;
 #pragma unroll
         for (int j = 0; j < BKV / 8; j++) {
-          s[4 * j] = exp2_ftz(fmaf(s[4 * j], mul, -base0));
-          s[4 * j + 1] = exp2_ftz(fmaf(s[4 * j + 1], mul, -base0));
-          s[4 * j + 2] = exp2_ftz(fmaf(s[4 * j + 2], mul, -base1));
-          s[4 * j + 3] = exp2_ftz(fmaf(s[4 * j + 3], mul, -base1));
+          s[4 * j] = kc_exp2_ftz(fmaf(s[4 * j], mul, -base0));
+          s[4 * j + 1] = kc_exp2_ftz(fmaf(s[4 * j + 1], mul, -base0));
+          s[4 * j + 2] = kc_exp2_ftz(fmaf(s[4 * j + 2], mul, -base1));
+          s[4 * j + 3] = kc_exp2_ftz(fmaf(s[4 * j + 3], mul, -base1));
           l0 += s[4 * j] + s[4 * j + 1];
           l1 += s[4 * j + 2] + s[4 * j + 3];
         }
@@ -272,11 +264,13 @@ __global__ void __launch_bounds__(THREADS, 1)
           issue_s(stage(cur));
           issue_pv(stage(prev));
         });
+        if (KC_PLANTED(12)) softmax(t);                     // planted: S(t) read before it retired
+        if (KC_PLANTED(13) && t == w.ntiles - 1) kc_mbar_arrive(q_empty);  // planted: q released while S(t) reads it
         kc_wgmma_wait<1>();  // groups retire in order: S(t) is done, P(t-1)·V(t-1) may still run
         kc_fence_regs(s);
         kc_mbar_arrive(k_empty(stage(cur)));
-        if (t == w.ntiles - 1) kc_mbar_arrive(q_empty);  // both consumers done with q: the next item's may land
-        softmax(t);
+        if (!KC_PLANTED(13) && t == w.ntiles - 1) kc_mbar_arrive(q_empty);  // both consumers done with q: the next item's may land
+        if (!KC_PLANTED(12)) softmax(t);
         kc_wgmma_wait<0>();
         kc_fence_regs(o);
         kc_fence_regs(s);  // the packing into p, too, stays behind the wait
@@ -344,7 +338,8 @@ int launch(KcContext* ctx, void* out, const void* q, const void* k, const void* 
   const int64_t items = (int64_t)((Lq + BQ - 1) / BQ) * H * B;
   if (items > INT32_MAX) return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention", "too many attention work items");
   const unsigned grid = (unsigned)(items < ctx->sm_count ? items : ctx->sm_count);
-  attention_wgmma_kernel<D, TO><<<grid, THREADS, Layout<D>::SMEM, ctx->stream>>>(
+  auto kernel = attention_wgmma_kernel<D, TO>;
+  KC_LAUNCH(kernel, grid, THREADS, Layout<D>::SMEM, ctx->stream)(
       map_q, map_k, map_v, (TO*)out, bias, Lq, kv_len, H, (int)items, scale, block_size, q_offset);
   return kc_launched(ctx, "attention_wgmma_kernel");
 }
@@ -360,10 +355,12 @@ int kc_attention_wgmma_launch(KcContext* ctx, void* out, bool out_bf16, const vo
   if (!kc_attention_wgmma_supported(ctx, D))
     return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention",
                    "the wgmma attention kernel needs an sm_90 GPU, the driver's cuTensorMapEncodeTiled and D 64 or 128");
-  // TMA reads from 16-byte aligned addresses; the epilogue stores pairs (float2, or two bf16).
-  if ((((uintptr_t)q | (uintptr_t)k | (uintptr_t)v) & 15) || ((uintptr_t)out & 7))
+  // TMA with the 128-byte swizzle reads from 128-byte aligned global memory only (the CUDA programming
+  // guide's TMA swizzle requirements; the driver's encoder itself checks for 16); the epilogue stores
+  // pairs (float2, or two bf16).
+  if (!kc_attention_wgmma_aligned(q, k, v) || ((uintptr_t)out & 7))
     return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention",
-                   "the wgmma attention kernel needs 16-byte aligned q, k, v and an 8-byte aligned out");
+                   "the wgmma attention kernel needs 128-byte aligned q, k, v and an 8-byte aligned out");
   if (out_bf16) {
     if (D == 64) return launch<64, __nv_bfloat16>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
     return launch<128, __nv_bfloat16>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);

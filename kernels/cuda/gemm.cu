@@ -3,7 +3,8 @@
 //   w f32, or K % 8 != 0 (K = 0 too), or a device older than sm_80  → SIMT (exact f32 products)
 //   w bf16/f16: a of another type (f32; bf16 a with f16 w) is first rounded to w's type in scratch
 //   memory, then
-//     sm_90 (+ driver tensor-map entry point), N (and a split's part) even, out 8-byte aligned → wgmma + TMA
+//     sm_90 (+ driver tensor-map entry point), N (and a split's part) even, out 8-byte aligned, a (as
+//     rounded) and w 128-byte aligned                  → wgmma + TMA
 //     otherwise                                       → mma.sync
 // KINO_CUDA_GEMM=mma or =simt (read at kc_create), or kc_set_paths, forces a path: mma.sync to compare
 // against, SIMT for exact f32 products, wgmma (sm_90 only) to test it where auto would choose it.
@@ -11,6 +12,10 @@
 #include "gemm.cuh"
 
 static bool aligned16(const void* p) { return ((uintptr_t)p & 15) == 0; }
+// TMA with the 128-byte swizzle reads from 128-byte aligned global memory only (the CUDA programming
+// guide's TMA swizzle requirements; the driver's encoder itself checks for 16): a view that starts
+// elsewhere goes to mma.sync.
+static bool aligned128(const void* p) { return ((uintptr_t)p & 127) == 0; }
 
 // The epilogue (gemm_epilogue.cuh): gelu, or residual [M, N] (may be out) with gate [B, G, N] (or null)
 // whose row for output row m is (m / L)·G + (m % L) / (L / G), or split > 0: out is [N / split, M, split].
@@ -53,7 +58,7 @@ KC_API int kc_gemm(KcContext* ctx, void* out, const void* a, int a_dt, const voi
   const bool f16 = w_dt == KC_F16;
   int rc;
   if (ctx->sm_major == 9 && ctx->encode_tensor_map && (ctx->gemm_path == 0 || ctx->gemm_path == 3) && N % 2 == 0 &&
-      split % 2 == 0 && ((uintptr_t)out & 7) == 0) {
+      split % 2 == 0 && ((uintptr_t)out & 7) == 0 && aligned128(a16) && aligned128(w)) {
     ctx->last_gemm = "wgmma";
     rc = kc_gemm_wgmma_launch(ctx, out, out_bf16, a16, w, f16, epi, M, N, K);
   } else {

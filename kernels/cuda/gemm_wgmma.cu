@@ -29,9 +29,8 @@ __global__ void __launch_bounds__(THREADS, 1)
     gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_w,
                       TO* __restrict__ out, const KcGemmEpilogue epi, int M, int N, int K) {
 #ifdef KC_HAS_WGMMA
-  extern __shared__ uint8_t smem_raw[];
   __shared__ __align__(8) uint64_t full_bar[STAGES], empty_bar[STAGES];
-  const uint32_t base = (kc_smem_addr(smem_raw) + 1023) & ~1023u;
+  const uint32_t base = (kc_smem_addr(kc_dynamic_smem()) + 1023) & ~1023u;
   auto stage_a = [&](int s) { return base + s * A_STAGE; };
   auto stage_w = [&](int s) { return base + STAGES * A_STAGE + s * B_STAGE; };
   auto full = [&](int s) { return kc_smem_addr(&full_bar[s]); };
@@ -61,7 +60,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     if (threadIdx.x == 0) {
       for (int kt = 0; kt < ktiles; kt++) {
         int s = kt % STAGES;
-        kc_mbar_wait(empty(s), ((kt / STAGES) & 1) ^ 1);  // first round passes: phase "-1" counts as done
+        if (!KC_PLANTED(9)) kc_mbar_wait(empty(s), ((kt / STAGES) & 1) ^ 1);  // first round passes: phase "-1" counts as done
         kc_mbar_expect_tx(full(s), A_STAGE + B_STAGE);
         kc_tma_load_2d(stage_a(s), &map_a, full(s), kt * BK, tile_m * BM);
         kc_tma_load_2d(stage_w(s), &map_w, full(s), kt * BK, tile_n * BN);
@@ -75,12 +74,12 @@ __global__ void __launch_bounds__(THREADS, 1)
     for (int i = 0; i < 128; i++) d[i] = 0.f;
     for (int kt = 0; kt < ktiles; kt++) {
       int s = kt % STAGES;
-      kc_mbar_wait(full(s), (kt / STAGES) & 1);
+      kc_mbar_wait(full(s), ((kt / STAGES) & 1) ^ (KC_PLANTED(8) ? 1 : 0));
       kc_wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < BK / 16; kk++) {
         // A K step of 16 bf16 is 32 bytes along the swizzled row: the descriptor start moves by 32 B.
-        uint64_t da = kc_desc_kmajor_sw128(stage_a(s) + c * 64 * 128 + kk * 32);
+        uint64_t da = kc_desc_kmajor_sw128(stage_a(s) + c * 64 * 128 + kk * (KC_PLANTED(10) ? 16 : 32));
         uint64_t dw = kc_desc_kmajor_sw128(stage_w(s) + kk * 32);
         kc_wgmma_ss<BN, F16>(d, da, dw, 1);
       }
@@ -143,14 +142,14 @@ int launch(KcContext* ctx, void* out, const void* a, const void* w, const KcGemm
   KC_TRY(encode_map(ctx, &map_a, a, F16, M, K, BM));
   KC_TRY(encode_map(ctx, &map_w, w, F16, N, K, BN));
   unsigned blocks = (unsigned)(((M + BM - 1) / BM) * ((N + BN - 1) / BN));
-  kernel<<<blocks, THREADS, SMEM_BYTES, ctx->stream>>>(map_a, map_w, (TO*)out, epi, M, N, K);
+  KC_LAUNCH(kernel, blocks, THREADS, SMEM_BYTES, ctx->stream)(map_a, map_w, (TO*)out, epi, M, N, K);
   return kc_launched(ctx, "gemm_wgmma_kernel");
 }
 }  // namespace
 
 // Needs: sm_90 with the driver's cuTensorMapEncodeTiled, K % 8 == 0 and N (and a split's part) even
-// (16-byte TMA rows, pair stores), 16-byte aligned a and w, 8-byte aligned out. gemm.cu checks these
-// and otherwise uses the mma.sync kernel.
+// (16-byte TMA rows, pair stores), 128-byte aligned a and w (TMA with a swizzle), 8-byte aligned out.
+// gemm.cu checks these and otherwise uses the mma.sync kernel.
 int kc_gemm_wgmma_launch(KcContext* ctx, void* out, bool out_bf16, const void* a, const void* w, bool f16,
                          const KcGemmEpilogue& epi, int M, int N, int K) {
   if (f16) return out_bf16 ? launch<true, __nv_bfloat16>(ctx, out, a, w, epi, M, N, K) : launch<true, float>(ctx, out, a, w, epi, M, N, K);

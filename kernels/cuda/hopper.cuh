@@ -5,11 +5,16 @@
 // Everything here exists only where KC_HAS_WGMMA is defined: the sm_90a pass of nvcc. The sm_80 and
 // compute_80 passes see kernels with empty bodies, so the host must launch them only on sm_90 (the
 // launchers check ctx->sm_major == 9; an sm_90a cubin does not load on later chips either).
+// The CPU emulator (test/runtime/cuda-emulator, KC_EMULATE) defines KC_HAS_WGMMA too and supplies the
+// primitives below itself (hopper-sync.h, hopper-tma.h, hopper-wgmma.h there), all but the descriptor
+// encoders, which it decodes as the PTX ISA defines them.
 //
 // Conventions the kernels rely on:
 //   - TMA writes tiles with the 128-byte swizzle (CU_TENSOR_MAP_SWIZZLE_128B): rows of 128 bytes
 //     (64 16-bit elements), and inside each 1024-byte atom of 8 rows the 16-byte chunk c of row r sits
-//     at chunk c ^ (r % 8). Tile bases are 1024-byte aligned, so the descriptors' base offset is 0.
+//     at chunk c ^ (r % 8). Tile bases are 1024-byte aligned, so the descriptors' base offset is 0. The
+//     global tensors must start 128-byte aligned (the CUDA programming guide's requirement for a TMA
+//     swizzle; the driver's encoder accepts 16): the launchers' callers check it.
 //   - The wgmma descriptors name the same swizzle (mode 1), so neither side has bank conflicts and no
 //     thread ever touches operand data.
 //   - An mbarrier is "full" when the TMA byte count it expects has landed, "empty" when every consumer
@@ -18,11 +23,11 @@
 #include "common.cuh"
 #include <cuda.h>
 
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#if defined(KC_EMULATE) || (defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL))
 #define KC_HAS_WGMMA 1
 #endif
 
-#ifdef KC_HAS_WGMMA
+#if defined(KC_HAS_WGMMA) && !defined(KC_EMULATE)
 // ---- mbarriers ---------------------------------------------------------------------------------------
 __device__ __forceinline__ void kc_mbar_init(uint32_t bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
@@ -89,6 +94,16 @@ __device__ __forceinline__ void kc_bar_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
+// 2^x on the special-function unit alone: results below 2^-126 flush to 0 (exp2f adds denormal handling
+// around the same instruction).
+__device__ __forceinline__ float kc_exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+#endif  // KC_HAS_WGMMA && !KC_EMULATE
+
+#ifdef KC_HAS_WGMMA
 // ---- wgmma ---------------------------------------------------------------------------------------------
 // Shared-memory matrix descriptors for 128-byte-swizzled tiles (start address, leading byte offset,
 // stride byte offset = 1024 between 8-row groups, swizzle mode 1).
@@ -101,6 +116,9 @@ __device__ __forceinline__ uint64_t kc_desc_sw128(uint32_t addr, uint32_t leadin
          ((uint64_t)(1024 >> 4) << 32) | ((uint64_t)1 << 62);
 }
 __device__ __forceinline__ uint64_t kc_desc_kmajor_sw128(uint32_t addr) { return kc_desc_sw128(addr, 16); }
+#endif  // KC_HAS_WGMMA
+
+#if defined(KC_HAS_WGMMA) && !defined(KC_EMULATE)
 
 __device__ __forceinline__ void kc_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void kc_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }

@@ -84,7 +84,7 @@ const PLANTED: [number, "gemm" | "attention", string][] = [
 describe.skipIf(!harness)("the emulated cases catch planted kernel bugs", () => {
   for (const [n, op, what] of PLANTED) {
     test(`bug ${n}, ${what}`, async () => {
-      const planted = new EmulatedTensorCoreBackend(harness!, n);
+      const planted = new EmulatedTensorCoreBackend(harness!, { plant: n });
       let caught: string | null = null;
       for (const c of op === "gemm" ? gemms : attentions) {
         const why = await failure(planted, c);

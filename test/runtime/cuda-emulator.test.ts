@@ -1,5 +1,6 @@
-// The CPU emulator's own warp shuffle (cuda-emulator/emulator.h), apart from the kernels that use it:
-// __shfl_xor_sync gives every lane the value of lane ^ mask, and with a width below 32 a lane whose
+// The CPU emulator's own primitives, apart from the kernels that use them (its Hopper primitives: the
+// second half). Its warp shuffle (cuda-emulator/collectives.h): __shfl_xor_sync gives every lane the
+// value of lane ^ mask, and with a width below 32 a lane whose
 // source lies in a later group of `width` lanes keeps its own value (the CUDA programming guide's
 // rule); a shuffle in a warp where some threads have exited, or with a mask that leaves lanes out,
 // stops the emulator with the reason instead of inventing a value.
@@ -32,4 +33,58 @@ describe.skipIf(!harness)("the emulator's __shfl_xor_sync", () => {
     expect(() => runHarness(harness!, "shuffle", [], 0, ["exited"])).toThrow("__shfl_xor_sync in a warp where some threads have exited");
     expect(() => runHarness(harness!, "shuffle", [], 0, ["mask"])).toThrow("__shfl_xor_sync with mask 0000ffff: only full-warp masks are emulated");
   });
+});
+
+// The emulator's Hopper primitives (cuda-emulator/hopper-sync.h, hopper-tma.h, hopper-wgmma.h) apart
+// from the kernels: a TMA copy lands in the layout the CUDA programming guide gives for the 128-byte
+// swizzle (chunk x of row y of a buffer at shared address p at chunk ((y + p/128) % 8) ^ x), zeros
+// where the box leaves the tensor, and only once a thread waits on its barrier (before that the
+// destination reads as 0xFF bytes); misuse of mbarriers, TMA, wgmma, named barriers and setmaxnreg
+// stops the emulator with the reason.
+const hopperBuilt = await buildEmulator("hopper-primitives");
+const hopper = "path" in hopperBuilt ? hopperBuilt.path : null;
+
+describe.skipIf(!hopper)("the emulator's Hopper primitives", () => {
+  // hopper-primitives.cpp: element (r, c) of the [20, 72] tensor is r·256 + c; the box is 16 × 64 from
+  // (row 10, column 16), at a shared address 384 past a 1024-byte boundary.
+  const element = (y: number, j: number) => (10 + y < 20 && 16 + j < 72 ? (10 + y) * 256 + 16 + j : 0);
+  const image = (mode: string) => new Uint16Array(runHarness(hopper!, mode, [], 0, [mode]).out.buffer);
+
+  test("a TMA copy with the 128-byte swizzle: the programming guide's chunk order, zeros outside the tensor", () => {
+    const got = image("tma"), offset = (1024 + 384) / 128 % 8;
+    for (let y = 0; y < 16; y++)
+      for (let x = 0; x < 8; x++)
+        for (let e = 0; e < 8; e++) expect({ y, x, e, v: got[y * 64 + (((y + offset) % 8) ^ x) * 8 + e] }).toEqual({ y, x, e, v: element(y, 8 * x + e) });
+  });
+
+  test("without a swizzle the box lands row after row", () => {
+    const got = image("plain");
+    for (let y = 0; y < 16; y++) for (let j = 0; j < 64; j++) expect({ y, j, v: got[y * 64 + j] }).toEqual({ y, j, v: element(y, j) });
+  });
+
+  test("the data arrives when a thread waits on the barrier: before, the destination reads as NaN bytes", () => {
+    const got = image("early"), after = got.subarray(0, 1024), before = got.subarray(1024);
+    expect(before.every((v) => v === 0xffff)).toBe(true);
+    expect(Array.from(after).some((v) => v !== 0xffff)).toBe(true);
+    expect(Array.from(after)).toEqual(Array.from(image("tma")));
+  });
+
+  const MISUSE: [string, string | RegExp][] = [
+    ["arrivals", /mbarrier\.arrive on mbarrier 0x[0-9a-f]+: more arrivals than its count \(1\) in phase 0/],
+    ["tx", "phase 0 received 1024 transaction bytes more than its expect_tx announced"],
+    ["uninit", "where no mbarrier.init of this block initialised an mbarrier"],
+    ["deadlock", /deadlock in block 0,0,0: every live thread waits and none can go on; thread 0: mbarrier 0x[0-9a-f]+ parity 0/],
+    ["unfenced", "whose mbarrier.init no fence.mbarrier_init made visible to TMA"],
+    ["wgmma-fence", "wgmma.mma_async without a wgmma.fence before it"],
+    ["wgmma-exit", "thread 0 exits with wgmma operations it never waited for"],
+    ["wgmma-exited", "a wgmma collective in a warpgroup where some threads have exited"],
+    ["descriptor", "lies in row 2 of a 128-byte swizzle pattern, but the base offset is 0"],
+    ["named", "the block exits with named barrier 1 half-arrived (64 of 128)"],
+    ["maxnreg", "setmaxnreg not executed alike by every thread of warpgroup 0"],
+  ];
+  for (const [mode, message] of MISUSE) {
+    test(`misuse "${mode}" stops the emulator with the reason`, () => {
+      expect(() => runHarness(hopper!, mode, [], 0, [mode])).toThrow(message);
+    });
+  }
 });

@@ -1,7 +1,9 @@
 // kc_attention (kernels/cuda/attention.cu, the library's own entry point) on the CPU emulator, for
-// test/runtime/cuda-emulated-attention.test.ts: the mma.sync kernel with both output types, and the
-// f32 → bf16 rounding of q, k, v (elementwise.cu) — each file compiled as it is, one translation
-// unit each. The Hopper kernel is not linked (this context is sm_80, which never asks for it).
+// test/runtime/cuda-emulated-tensor-cores.test.ts and cuda-emulated-wgmma.test.ts: the mma.sync kernel
+// and the Hopper kernel (attention_wgmma.cu) with both output types, and the f32 → bf16 rounding of q,
+// k, v (elementwise.cu) — each file compiled as it is, one translation unit each. The context is an
+// sm_80 GPU, or an sm_90 one with the driver's tensor-map encoder (host-runtime.h) where the path asks
+// for wgmma (2); two multiprocessors either way (the Hopper kernel's persistent grid: two blocks).
 //
 //   attention IN OUT
 //   IN:  int32 B, Lq, Lk, kv_len, H, D, dt, out_dt (0 f32, 1 bf16), has_bias, block_size, q_offset,
@@ -13,11 +15,6 @@
 #include "host-runtime.h"
 #include "../../../kernels/cuda/attention.cuh"
 
-bool kc_attention_wgmma_supported(const KcContext*, int) { return false; }
-int kc_attention_wgmma_launch(KcContext* ctx, void*, bool, const void*, const void*, const void*, const float*, int, int, int,
-                              int, int, int, float, int, int) {
-  return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention", "the wgmma kernel is not part of this emulator build");
-}
 extern "C" int kc_attention(KcContext* ctx, void* out, const void* q, const void* k, const void* v, int dt, const float* bias,
                             int B, int Lq, int Lk, int kv_len, int H, int D, float scale, int block_size, int q_offset,
                             int out_dt);
@@ -37,11 +34,12 @@ int main(int argc, char** argv) {
   const float* bias = has_bias ? (const float*)in.take(4 * (size_t)H * Lq * kv_len) : nullptr;
   in.end();
   const size_t out_bytes = (out_dt == KC_F32 ? 4 : 2) * q_n;
-  void* out = malloc(out_bytes ? out_bytes : 1);
+  void* out = kc_emu::device_alloc(out_bytes);
   memset(out, 0xFF, out_bytes);  // NaN: an output the kernel does not write shows
 
   KcContext ctx{};
-  ctx.sm_major = 8, ctx.sm_count = 2;
+  ctx.sm_major = h[11] == 2 ? 9 : 8, ctx.sm_count = 2;
+  if (h[11] == 2) ctx.encode_tensor_map = (void*)&kc_emu_encode_tiled;
   ctx.attention_path = h[11];
   const int rc = kc_attention(&ctx, out, q, k, v, dt, bias, B, Lq, Lk, kv_len, H, D, scale, h[9], h[10], out_dt);
   if (rc) {

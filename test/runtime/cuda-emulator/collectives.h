@@ -33,9 +33,8 @@ inline float half_bits_to_float(uint16_t h, bool f16) {
 }
 
 inline uint16_t smem_u16(uint32_t addr) {
-  if (addr + 2 > block->smem.size()) fail("ldmatrix outside dynamic shared memory");
   uint16_t v;
-  memcpy(&v, block->smem.data() + addr, 2);
+  memcpy(&v, smem_at(addr, 2, "ldmatrix"), 2);
   return v;
 }
 

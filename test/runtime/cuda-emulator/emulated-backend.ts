@@ -59,15 +59,17 @@ export async function buildEmulator(name: string, kernels: string[] = []): Promi
  * Runs a harness on one call: `parts` concatenated as its input file, the output file's bytes back,
  * and its stdout's lines (a line per kernel launch, and what else the harness prints). `plant` sets
  * KC_EMU_PLANT (emulator.h: the number of a deliberate bug to switch on); `args` replace the input
- * file's path on the command line. Throws with the harness's
+ * file's path on the command line; `env` adds to the harness's environment (KC_EMU_MISALIGN:
+ * host-runtime.h). Throws with the harness's
  * stderr (the library's message, the sanitizer's report, the emulator's) when it fails.
  */
-export function runHarness(harness: string, what: string, parts: ArrayBufferView[], plant = 0, args?: string[]): { out: Uint8Array; lines: string[] } {
+export function runHarness(harness: string, what: string, parts: ArrayBufferView[], plant = 0, args?: string[],
+  env: Record<string, string> = {}): { out: Uint8Array; lines: string[] } {
   const dir = mkdtempSync(join(tmpdir(), "kino-emu-"));
   try {
     const input = join(dir, "in"), output = join(dir, "out");
     writeFileSync(input, Buffer.concat(parts.map((p) => Buffer.from(p.buffer, p.byteOffset, p.byteLength))));
-    const env = { ...process.env, ASAN_OPTIONS: "detect_leaks=0", KC_EMU_PLANT: String(plant) };
+    env = { ...process.env, ASAN_OPTIONS: "detect_leaks=0", KC_EMU_PLANT: String(plant), ...env };
     const r = Bun.spawnSync([harness, ...(args ?? [input]), output], { env });
     if (r.exitCode !== 0) throw new Error(`emulated ${what} failed (${r.exitCode ?? r.signalCode}): ${r.stderr.toString().slice(0, 4000)}`);
     return { out: new Uint8Array(readFileSync(output)), lines: r.stdout.toString().trim().split("\n") };

@@ -1,7 +1,8 @@
 // A Backend whose gemm and attention run the CUDA library's own entry points (kc_gemm, kc_attention)
-// on the CPU emulator — the mma.sync kernels of kernels/cuda/gemm_mma.cu and attention.cu, as
-// written — and every other op the TypeScript reference (HostBackend). The arguments reach the C
-// functions exactly as src/runtime/backends/cuda.ts passes them, after the same shape checks.
+// on the CPU emulator — the mma.sync kernels of kernels/cuda/gemm_mma.cu and attention.cu, or the
+// Hopper kernels of gemm_wgmma.cu and attention_wgmma.cu, as written — and every other op the
+// TypeScript reference (HostBackend). The arguments reach the C functions exactly as
+// src/runtime/backends/cuda.ts passes them, after the same shape checks.
 import type { AttentionOptions, GemmEpilogue } from "../../../src/runtime/backend.ts";
 import * as P from "../../../src/runtime/op-params.ts";
 import type { DType, Tensor } from "../../../src/runtime/tensor.ts";
@@ -10,38 +11,55 @@ import { buildEmulator, runHarness } from "./emulated-backend.ts";
 
 /** Dtype codes of the C ABI (kernels/cuda/common.cuh KcDtype). */
 const DT: Partial<Record<DType, number>> = { f32: 0, bf16: 1, f16: 2 };
-/** The mma.sync path codes of kc_set_paths (context.cu): GEMM 1, attention 3. */
-const MMA_SYNC = { gemm: 1, attention: 3 } as const;
+/** The path codes of kc_set_paths (context.cu) that force each family: mma.sync GEMM 1, attention 3;
+ *  wgmma GEMM 3, attention 2 (the harnesses then make the context an sm_90 GPU). */
+const PATHS = { "mma.sync": { gemm: 1, attention: 3 }, wgmma: { gemm: 3, attention: 2 } } as const;
+export type TensorCoreKernels = keyof typeof PATHS;
 
 /** Both harnesses, built (or why they cannot be here). */
 export async function buildTensorCoreEmulators(): Promise<{ gemm: string; attention: string } | { skip: string }> {
-  const gemm = await buildEmulator("gemm", ["gemm", "gemm_mma"]);
+  const gemm = await buildEmulator("gemm", ["gemm", "gemm_mma", "gemm_wgmma"]);
   if ("skip" in gemm) return gemm;
-  const attention = await buildEmulator("attention", ["attention"]);
+  const attention = await buildEmulator("attention", ["attention", "attention_wgmma"]);
   if ("skip" in attention) return attention;
   return { gemm: gemm.path, attention: attention.path };
 }
 
 export interface EmulatedCall {
   op: "gemm" | "attention";
-  /** What the library says it ran (kc_last_kernel): "mma.sync" for every call these tests make. */
+  /** What the library says it ran (kc_last_kernel): "mma.sync" or "wgmma". */
   kernel: string;
   /** One line per kernel launch: grid, threads, dynamic shared memory. */
   launches: string[];
+  /** GEMM: N and the columns of a split output's part (0: no split), which decide whether kc_gemm may
+   *  take wgmma (both even), and K. */
+  N?: number;
+  split?: number;
+  K?: number;
 }
 
 export class EmulatedTensorCoreBackend extends HostBackend {
   readonly calls: EmulatedCall[] = [];
 
-  /** `plant`: the number of a deliberate kernel bug to switch on (KC_PLANTED in the kernels), 0 none. */
-  constructor(private readonly harness: { gemm: string; attention: string }, private readonly plant = 0) {
+  readonly #kernels: TensorCoreKernels;
+  readonly #plant: number;
+  readonly #env: Record<string, string>;
+
+  /** `kernels`: the family the paths force (mma.sync unless given); `plant`: the number of a deliberate
+   *  kernel bug to switch on (KC_PLANTED in the kernels), 0 none; `misalign`: every buffer starts 16
+   *  bytes past a 128-byte boundary, as a view may, instead of 256-byte aligned as an allocation. */
+  constructor(private readonly harness: { gemm: string; attention: string },
+    opts: { kernels?: TensorCoreKernels; plant?: number; misalign?: boolean } = {}) {
     super();
+    this.#kernels = opts.kernels ?? "mma.sync";
+    this.#plant = opts.plant ?? 0;
+    this.#env = opts.misalign ? { KC_EMU_MISALIGN: "1" } : {};
   }
 
-  #run(op: EmulatedCall["op"], parts: ArrayBufferView[]): Uint8Array {
-    const { out, lines } = runHarness(this.harness[op], op, parts, this.plant);
+  #run(op: EmulatedCall["op"], parts: ArrayBufferView[], dims: { N?: number; split?: number; K?: number } = {}): Uint8Array {
+    const { out, lines } = runHarness(this.harness[op], op, parts, this.#plant, undefined, this.#env);
     const kernel = /^kernel ?(.*)$/.exec(lines[lines.length - 1] ?? "")?.[1] ?? "?";
-    this.calls.push({ op, kernel, launches: lines.slice(0, -1) });
+    this.calls.push({ op, kernel, launches: lines.slice(0, -1), ...dims });
     return out;
   }
 
@@ -52,19 +70,19 @@ export class EmulatedTensorCoreBackend extends HostBackend {
     if (M === 0 || N === 0) return;
     const inPlace = residual !== null && residual.residual.ptr === out.ptr;
     const head = new Int32Array([M, N, K, DT[a.dtype]!, DT[w.dtype]!, DT[out.dtype]!, bias ? 1 : 0, e.gelu ? 1 : 0,
-      !residual ? 0 : inPlace ? 2 : 1, residual?.gate ? 1 : 0, e.L, e.G, split, MMA_SYNC.gemm]);
+      !residual ? 0 : inPlace ? 2 : 1, residual?.gate ? 1 : 0, e.L, e.G, split, PATHS[this.#kernels].gemm]);
     const parts: ArrayBufferView[] = [head, this.bytesOf(a), this.bytesOf(w)];
     if (bias) parts.push(this.bytesOf(bias));
     if (residual) parts.push(this.bytesOf(residual.residual));
     if (residual?.gate) parts.push(this.bytesOf(residual.gate));
-    this.bytesOf(out).set(this.#run("gemm", parts));
+    this.bytesOf(out).set(this.#run("gemm", parts, { N, split, K }));
   }
 
   override attention(out: Tensor, q: Tensor, k: Tensor, v: Tensor, opts: AttentionOptions): void {
     const { B, Lq, Lk, kvLen, H, D } = P.attentionDims(out, q, k, v, opts);
     const bc = opts.blockCausal;
     const head = new Int32Array([B, Lq, Lk, kvLen, H, D, DT[q.dtype]!, DT[out.dtype]!, opts.bias ? 1 : 0, bc?.blockSize ?? 0, bc?.qOffset ?? 0,
-      MMA_SYNC.attention]);
+      PATHS[this.#kernels].attention]);
     const parts: ArrayBufferView[] = [head, new Float32Array([opts.scale]), this.bytesOf(q), this.bytesOf(k), this.bytesOf(v)];
     if (opts.bias) parts.push(this.bytesOf(opts.bias));
     this.bytesOf(out).set(this.#run("attention", parts));

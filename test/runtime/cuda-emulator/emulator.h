@@ -21,9 +21,18 @@
 // an access outside one is reported.
 // - KC_PLANTED(n) (common.cuh) is true when the environment has KC_EMU_PLANT=n: the tests plant a
 //   known bug in a kernel that way and check that their cases catch it.
+// - Hopper (sm_90a): mbarriers and named barriers (hopper-sync.h), TMA tensor copies (hopper-tma.h) and
+//   wgmma (hopper-wgmma.h) — each performed at the latest moment the PTX ISA allows, so that a kernel
+//   reading data before its barrier or wait shows it.
+// - Every wait yields its fiber (a spin on an mbarrier cannot hang the one OS thread); a scheduler round
+//   in which every live thread waits and nothing changed is a deadlock, reported with what each waits for.
+// - Shared addresses: dynamic shared memory starts at DYN_BASE (128-byte aligned, not 1024: a kernel that
+//   needs a 1024-byte swizzle atom must align it itself, as on the GPU); a static __shared__ object gets
+//   an address in a window of its own, good for mbarriers only.
 // A harness may be several translation units (one per kernel file, each with this header first).
 #pragma once
 #define KC_EMULATE 1
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -36,6 +45,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <string>
+#include <unordered_map>
 #include <memory>
 #include <vector>
 
@@ -52,6 +63,8 @@
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __shared__ static
+#undef __grid_constant__
+#define __grid_constant__
 #define KC_PLANTED(n) (kc_emu::planted == (n))
 
 // kc_emu_switch(save, load): saves the callee-saved registers on this stack and its pointer in *save,
@@ -93,6 +106,10 @@ struct Copy {
   int bytes;
 };
 
+}  // namespace kc_emu
+#include "hopper-state.h"
+namespace kc_emu {
+
 struct Thread {
   void* sp = nullptr;  // saved stack pointer while switched out
   char* stack = nullptr;
@@ -102,6 +119,8 @@ struct Thread {
   std::vector<Copy> open;                  // cp.async copies not yet committed
   std::vector<std::vector<Copy>> groups;   // committed groups, oldest first
   uint32_t slot[2][8];  // operands a warp collective exchanges, by the parity of the warp's barrier count
+  const char* waiting = nullptr;  // what the thread waits for while switched out at a wait, else null
+  HopperThread hopper;
 };
 
 struct Block {
@@ -113,7 +132,12 @@ struct Block {
   int warp_arrived[32] = {}, warp_live[32] = {};
   int warp_released_live[32] = {};  // the warp's live threads when its barrier last let it through
   unsigned warp_generation[32] = {};
+  // Warpgroups (4 warps): the wgmma collectives' barrier, as the warps' above.
+  int wg_arrived[8] = {}, wg_live[8] = {}, wg_released_live[8] = {};
+  unsigned wg_generation[8] = {};
+  unsigned long changes = 0;  // bumped by every event that can let a waiting thread go on
   std::vector<uint8_t> smem;
+  HopperBlock hopper;
 };
 
 inline Block* block = nullptr;
@@ -121,6 +145,8 @@ inline const int planted = getenv("KC_EMU_PLANT") ? atoi(getenv("KC_EMU_PLANT"))
 inline uint3 block_idx, block_dim, grid_dim;
 inline std::function<void()> body;
 constexpr size_t STACK_BYTES = 128 * 1024;
+// The shared address of dynamic shared memory's first byte, and the window of static __shared__ objects.
+constexpr uint32_t DYN_BASE = 384, STATIC_BASE = 0x80000000u;
 // Fiber stacks, kept from block to block (allocating them per block costs more than running it).
 inline std::vector<std::unique_ptr<char[]>> stacks;
 
@@ -145,32 +171,75 @@ inline void yield(bool finished = false) {
   after_switch(fake, nullptr, nullptr);
 }
 
+// A thread that cannot go on until another does something: `what` names it for a deadlock report.
+inline void wait_yield(const char* what) {
+  me().waiting = what;
+  yield();
+  me().waiting = nullptr;
+}
+
+// `bytes` of dynamic shared memory at shared address `addr`, or the emulator stops: `what` is outside.
+inline uint8_t* smem_at(uint32_t addr, size_t bytes, const char* what) {
+  if (addr < DYN_BASE || addr - DYN_BASE > block->smem.size() || bytes > block->smem.size() - (addr - DYN_BASE)) {
+    fprintf(stderr, "emulator: %s outside dynamic shared memory (shared address %u, %zu bytes; dynamic: %u .. %zu)\n", what, addr,
+            bytes, DYN_BASE, DYN_BASE + block->smem.size());
+    abort();
+  }
+  return block->smem.data() + (addr - DYN_BASE);
+}
+
 inline void perform(const Copy& c) {
-  if (c.dst % 16 || c.dst + 16 > block->smem.size()) fail("cp.async destination outside dynamic shared memory");
-  uint8_t* d = block->smem.data() + c.dst;
+  if (c.dst % 16) fail("cp.async destination not 16-byte aligned");
+  uint8_t* d = smem_at(c.dst, 16, "cp.async destination");
   if (c.bytes) memcpy(d, c.src, (size_t)c.bytes);
   memset(d + c.bytes, 0, (size_t)(16 - c.bytes));
 }
 
 inline void barrier() {
   const unsigned g = block->generation;
+  block->changes++;
   if (++block->arrived == block->live) {
     block->arrived = 0;
     block->generation++;
   } else {
-    while (block->generation == g) yield();
+    while (block->generation == g) wait_yield("__syncthreads");
   }
 }
 
 inline void warp_barrier() {
   const int w = me().flat / 32;
   const unsigned g = block->warp_generation[w];
+  block->changes++;
   if (++block->warp_arrived[w] == block->warp_live[w]) {
     block->warp_arrived[w] = 0;
     block->warp_released_live[w] = block->warp_live[w];
     block->warp_generation[w]++;
   } else {
-    while (block->warp_generation[w] == g) yield();
+    while (block->warp_generation[w] == g) wait_yield("a warp collective");
+  }
+}
+
+// The barrier of a warpgroup's collectives (wgmma.wait_group): the last thread to arrive lets every
+// other thread of the block run once more (the asynchronous work completes as late as it may: a
+// producer that refills an operand too early does it before the work reads it), then runs `on_release`
+// for the whole warpgroup while the others are parked, and lets them go. Every one of the 128 threads
+// must arrive: a warpgroup with exited threads stops the emulator.
+template <typename F>
+inline void warpgroup_barrier(const char* what, F&& on_release) {
+  const int g = me().flat / 128;
+  const unsigned gen = block->wg_generation[g];
+  block->changes++;
+  if (++block->wg_arrived[g] == block->wg_live[g]) {
+    if (block->wg_live[g] != 128) {
+      fprintf(stderr, "emulator: %s in a warpgroup of %d live threads: all 128 must take part\n", what, block->wg_live[g]);
+      abort();
+    }
+    wait_yield(what);  // one scheduler round (a change was counted above: not a deadlock)
+    on_release();
+    block->wg_arrived[g] = 0;
+    block->wg_generation[g]++;
+  } else {
+    while (block->wg_generation[g] == gen) wait_yield(what);
   }
 }
 
@@ -180,14 +249,19 @@ inline void warp_barrier() {
   Thread& t = me();
   for (auto& g : t.groups) for (auto& c : g) perform(c);
   for (auto& c : t.open) perform(c);
+  hopper_thread_exit(t);
   t.done = true;
   block->live--;
+  block->changes++;
   const int w = t.flat / 32;
   block->warp_live[w]--;
+  block->wg_live[w / 4]--;
   // A thread that exits no longer holds up a barrier the others wait at.
   if (block->arrived && block->arrived == block->live) block->arrived = 0, block->generation++;
   if (block->warp_arrived[w] && block->warp_arrived[w] == block->warp_live[w])
     block->warp_arrived[w] = 0, block->warp_released_live[w] = block->warp_live[w], block->warp_generation[w]++;
+  if (block->wg_arrived[w / 4] && block->wg_arrived[w / 4] == block->wg_live[w / 4])
+    fail("a wgmma collective in a warpgroup where some threads have exited: all 128 must take part");
   yield(true);
   fail("a finished fiber was resumed");
 }
@@ -202,6 +276,22 @@ inline void* start(Thread& t) {
   return sp;
 }
 
+[[noreturn]] inline void deadlock(Block& b) {
+  std::string why;
+  int shown = 0;
+  for (size_t i = 0; i < b.threads.size() && shown < 6; i++) {
+    const Thread& t = b.threads[i];
+    if (t.done || (i > 0 && !b.threads[i - 1].done && b.threads[i - 1].waiting == t.waiting)) continue;
+    size_t j = i;
+    while (j + 1 < b.threads.size() && !b.threads[j + 1].done && b.threads[j + 1].waiting == t.waiting) j++;
+    why += "; thread" + (j > i ? "s " + std::to_string(i) + ".." + std::to_string(j) : " " + std::to_string(i)) + ": " + t.waiting;
+    shown++;
+  }
+  fprintf(stderr, "emulator: deadlock in block %u,%u,%u: every live thread waits and none can go on%s\n", block_idx.x, block_idx.y,
+          block_idx.z, why.c_str());
+  abort();
+}
+
 inline void run_block(dim3 dim, size_t smem_bytes) {
   Block b;
   block = &b;
@@ -210,7 +300,8 @@ inline void run_block(dim3 dim, size_t smem_bytes) {
   b.smem.assign(smem_bytes, 0xFF);
   b.threads.resize(n);
   b.live = n;
-  for (int w = 0; w < n / 32; w++) b.warp_live[w] = 32;
+  if (n > 1024) fail("more than 1024 threads in a block");
+  for (int w = 0; w < n / 32; w++) b.warp_live[w] = 32, b.wg_live[w / 4] += 32;
   for (int i = 0; i < n; i++) {
     Thread& t = b.threads[i];
     t.flat = i;
@@ -220,7 +311,8 @@ inline void run_block(dim3 dim, size_t smem_bytes) {
     t.sp = start(t);
   }
   while (b.live > 0) {
-    bool progressed = false;
+    bool progressed = false, all_waiting = true;
+    const unsigned long changes = b.changes;
     for (int i = 0; i < n; i++) {
       if (b.threads[i].done) continue;
       b.current = i;
@@ -229,9 +321,13 @@ inline void run_block(dim3 dim, size_t smem_bytes) {
       kc_emu_switch(&b.scheduler_sp, b.threads[i].sp);
       after_switch(fake, nullptr, nullptr);
       progressed = true;
+      if (!b.threads[i].waiting) all_waiting = false;
     }
     if (!progressed) fail("no thread can run");
+    // Every thread looked at what it waits for in this round, and nothing changed: none ever will go on.
+    if (all_waiting && b.changes == changes) deadlock(b);
   }
+  hopper_block_exit(b);
   block = nullptr;
 }
 
@@ -284,37 +380,7 @@ inline int max(int a, int b) { return a > b ? a : b; }
 
 #include "../../../kernels/cuda/common.cuh"
 
-// The primitives common.cuh leaves to the emulator.
-inline uint32_t kc_smem_addr(const void* p) { return (uint32_t)((const uint8_t*)p - kc_emu::block->smem.data()); }
-inline uint8_t* kc_dynamic_smem() { return kc_emu::block->smem.data(); }
-inline void kc_cp_async16(uint32_t dst, const void* src, int src_bytes) {
-  if (src_bytes < 0 || src_bytes > 16) kc_emu::fail("cp.async source size outside 0..16");
-  kc_emu::me().open.push_back({dst, src, src_bytes});
-}
-inline void kc_cp_async_commit() {
-  auto& t = kc_emu::me();
-  t.groups.push_back(std::move(t.open));
-  t.open.clear();
-}
-template <int N>
-inline void kc_cp_async_wait() {
-  auto& t = kc_emu::me();
-  while ((int)t.groups.size() > N) {
-    for (auto& c : t.groups.front()) kc_emu::perform(c);
-    t.groups.erase(t.groups.begin());
-  }
-}
-inline void kc_ldmatrix_x4(uint32_t addr, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
-  uint32_t r[4];
-  kc_emu::ldmatrix_x4(addr, r, false);
-  r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
-}
-inline void kc_ldmatrix_x4_trans(uint32_t addr, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
-  uint32_t r[4];
-  kc_emu::ldmatrix_x4(addr, r, true);
-  r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
-}
-template <bool IS_F16>
-inline void kc_mma_16816(float* d, const uint32_t* a, const uint32_t* b) {
-  kc_emu::mma_16816(d, a, b, IS_F16);
-}
+#include "sm80-primitives.h"
+#include "hopper-sync.h"
+#include "hopper-tma.h"
+#include "hopper-wgmma.h"

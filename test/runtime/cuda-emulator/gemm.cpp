@@ -1,8 +1,10 @@
 // kc_gemm (kernels/cuda/gemm.cu, the library's own entry point) on the CPU emulator, for
-// test/runtime/cuda-emulated-gemm.test.ts: the mma.sync kernel (gemm_mma.cu) with its epilogues and
-// both output types, and the f32 → bf16/f16 rounding of the activations (elementwise.cu) — each file
-// compiled as it is, one translation unit each. The wgmma and SIMT kernels are not linked: a call
-// that would pick one fails.
+// test/runtime/cuda-emulated-tensor-cores.test.ts and cuda-emulated-wgmma.test.ts: the mma.sync kernel
+// (gemm_mma.cu) and the Hopper kernel (gemm_wgmma.cu) with their epilogues and both output types, and
+// the f32 → bf16/f16 rounding of the activations (elementwise.cu) — each file compiled as it is, one
+// translation unit each. The SIMT kernel is not linked: a call that would pick it fails. The context
+// is an sm_80 GPU, or an sm_90 one with the driver's tensor-map encoder (host-runtime.h) where the
+// path asks for wgmma (3); two multiprocessors either way.
 //
 //   gemm IN OUT
 //   IN:  int32 M, N, K, a_dt, w_dt, out_dt (0 f32, 1 bf16, 2 f16), has_bias, gelu, residual (0 none,
@@ -17,9 +19,6 @@
 
 int kc_gemm_simt_launch(KcContext* ctx, void*, bool, const void*, int, const void*, int, const KcGemmEpilogue&, int, int, int) {
   return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_gemm", "the SIMT kernel is not part of this emulator build");
-}
-int kc_gemm_wgmma_launch(KcContext* ctx, void*, bool, const void*, const void*, bool, const KcGemmEpilogue&, int, int, int) {
-  return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_gemm", "the wgmma kernel is not part of this emulator build");
 }
 extern "C" int kc_gemm(KcContext* ctx, void* out, const void* a, int a_dt, const void* w, int w_dt, const float* bias, int M,
                        int N, int K, int gelu, const float* residual, const float* gate, int L, int G, int split, int out_dt);
@@ -44,14 +43,15 @@ int main(int argc, char** argv) {
     res = (const float*)out;
   } else {
     if (residual == 1) res = (const float*)in.take(4 * (size_t)M * N);
-    out = malloc(out_bytes ? out_bytes : 1);
+    out = kc_emu::device_alloc(out_bytes);
     memset(out, 0xFF, out_bytes);  // NaN: an output the kernel does not write shows
   }
   const float* gate = has_gate ? (const float*)in.take(4 * (size_t)(M / L) * G * N) : nullptr;
   in.end();
 
   KcContext ctx{};
-  ctx.sm_major = 8, ctx.sm_count = 2;  // sm_80: no wgmma; two SMs: the conversion's grid-stride loop takes turns
+  ctx.sm_major = path == 3 ? 9 : 8, ctx.sm_count = 2;  // two SMs: the conversion's grid-stride loop takes turns
+  if (path == 3) ctx.encode_tensor_map = (void*)&kc_emu_encode_tiled;
   ctx.gemm_path = path;
   const int rc = kc_gemm(&ctx, out, a, a_dt, w, w_dt, bias, M, N, K, gelu, res, gate, L, G, split, out_dt);
   if (rc) {

@@ -1,0 +1,131 @@
+// The Hopper (sm_90a) GEMM and attention (kernels/cuda/gemm_wgmma.cu, attention_wgmma.cu, on the
+// primitives of hopper.cuh) without a GPU: the CPU emulator (cuda-emulator/emulator.h with
+// hopper-sync.h, hopper-tma.h, hopper-wgmma.h: mbarriers, TMA with its 128-byte swizzle, wgmma from its
+// matrix descriptors, each performed at the latest moment the PTX ISA allows) runs the library's own
+// kc_gemm and kc_attention on an emulated sm_90 context with the wgmma paths forced — the kernels as
+// written, the warp-specialized producer, the stage rings, the ping-pong consumers and the persistent
+// grid (two multiprocessors: two blocks take turns at the work items). The cases are the op sweep's and
+// op-cases-tensor-cores.ts's GEMM cases that take tensor cores (every epilogue, bf16 output, several
+// 128×256 tiles, K over several ring turns) and attention cases of head size 64 and 128 (block-causal,
+// kvLen < Lk, the T5 bias, Lq ≠ Lk, tails off the 128-row tiles); each must keep the tensor-core
+// promise (op-precision.ts), as on the mma.sync kernels (cuda-emulated-tensor-cores.test.ts).
+//
+// TMA with a 128-byte swizzle needs 128-byte aligned global memory (the CUDA programming guide); a view
+// 16 bytes past such a boundary must not reach the wgmma kernels. The last tests plant known bugs in the
+// Hopper kernels (KC_PLANTED, common.cuh) and require the cases to catch each one.
+import { describe, expect, test } from "bun:test";
+import { attentionCases, gemmCases } from "./op-cases-heavy.ts";
+import { gemmEpilogueCases } from "./op-cases-fused.ts";
+import { bf16AttentionCases, bf16GemmCases } from "./op-cases-bf16.ts";
+import { tensorCoreAttentionCases, tensorCoreGemmCases } from "./op-cases-tensor-cores.ts";
+import type { OpCase } from "./op-helpers.ts";
+import { compare } from "./op-precision.ts";
+import { EmulatedTensorCoreBackend, buildTensorCoreEmulators } from "./cuda-emulator/emulated-tensor-cores.ts";
+
+const built = await buildTensorCoreEmulators();
+const skip = "skip" in built ? built.skip : undefined;
+if (skip) console.log(`cuda-emulated-wgmma.test.ts: skipped, ${skip}`);
+const harness = "skip" in built ? null : built;
+
+/** Whether a case reaches the tensor-core kernels at all (gemm.cu, attention.cu): GEMM with bf16/f16
+ *  weights and K a positive multiple of 8; attention with D 64 or 128 (what a forced wgmma path takes)
+ *  and a key to see. */
+function takesTensorCores(c: OpCase): boolean {
+  if (c.op === "gemm") {
+    const m = / K (\d+) w (bf16|f16)/.exec(c.name);
+    return !!m && Number(m[1]) > 0 && Number(m[1]) % 8 === 0;
+  }
+  return c.op === "attention" && (c.headDim === 64 || c.headDim === 128 || /\bD (64|128)\b/.test(c.name)) && !/kvLen 0\b/.test(c.name);
+}
+
+const gemms = [...gemmCases(), ...gemmEpilogueCases(), ...bf16GemmCases()].filter(takesTensorCores).concat(tensorCoreGemmCases());
+const attentions = [...attentionCases(), ...bf16AttentionCases()].filter(takesTensorCores).concat(tensorCoreAttentionCases([64, 128]));
+
+/** Runs a case; null when it kept its promise, else how it failed (the promise, or the harness). */
+async function failure(be: EmulatedTensorCoreBackend, c: OpCase): Promise<string | null> {
+  let got: Float32Array;
+  try {
+    got = await c.run(be);
+  } catch (e) {
+    return `the harness failed: ${(e as Error).message.split("\n").find((l) => /ERROR|emulator:|kc_/.test(l)) ?? (e as Error).message.slice(0, 200)}`;
+  }
+  const r = compare(got, c.tensorCores!());
+  return r.ok ? null : `max abs ${r.maxAbs.toExponential(2)}, ${(100 * r.used).toFixed(0)} % of the tolerance`;
+}
+
+describe.skipIf(!harness)("the wgmma GEMM and attention on the CPU emulator", () => {
+  const be = harness && new EmulatedTensorCoreBackend(harness, { kernels: "wgmma" });
+  for (const c of gemms) {
+    test(`gemm ${c.name} keeps the tensor-core promise, on wgmma where N and a split's part are even`, async () => {
+      const why = await failure(be!, c);
+      expect(why).toBeNull();
+      const call = be!.calls.at(-1)!;
+      // gemm.cu: wgmma needs pair stores that stay inside one part; otherwise the forced path runs mma.sync
+      expect(call.kernel).toBe(call.N! % 2 === 0 && call.split! % 2 === 0 ? "wgmma" : "mma.sync");
+    }, 60_000);
+  }
+  for (const c of attentions) {
+    test(`attention ${c.name} runs wgmma and keeps the tensor-core promise`, async () => {
+      const why = await failure(be!, c);
+      expect(be!.calls.at(-1)?.kernel).toBe("wgmma");
+      expect(why).toBeNull();
+    }, 60_000);
+  }
+
+  test("the cases reach every edge: several 128×256 tiles, the 4-stage ring wrapping, blocks with several work items", () => {
+    const launches = (op: string) => be!.calls.filter((c) => c.op === op && c.kernel === "wgmma").flatMap((c) => c.launches);
+    const grid = (l: string) => /grid (\d+),(\d+),(\d+) threads (\d+)/.exec(l)!.slice(1).map(Number);
+    expect(launches("gemm").every((l) => grid(l)[3] === 384)).toBe(true);
+    expect(launches("gemm").some((l) => grid(l)[0]! >= 4)).toBe(true); // 2 × 2 tiles and more
+    expect(be!.calls.some((c) => c.kernel === "wgmma" && c.K! > 2 * 4 * 64)).toBe(true); // the 4-stage ring of K steps of 64 turns twice
+    // attention: a persistent grid of one block per multiprocessor (2), each taking several items
+    expect(launches("attention").length).toBe(attentions.length);
+    expect(launches("attention").every((l) => grid(l)[0]! <= 2 && grid(l)[3] === 384)).toBe(true);
+    expect(be!.calls.every((c) => c.launches.length === 1)).toBe(true); // one kernel per call: nothing fell back
+  });
+});
+
+describe.skipIf(!harness)("operands 16 bytes past a 128-byte boundary (a view into a block)", () => {
+  const be = harness && new EmulatedTensorCoreBackend(harness, { kernels: "wgmma", misalign: true });
+  test("the GEMM leaves them to mma.sync, which keeps its promise", async () => {
+    const bf16 = gemms.filter((c) => / w bf16, a bf16/.test(c.name) || /bf16 → /.test(c.name)).slice(0, 3);
+    for (const c of [gemms.find((c) => /wrap/.test(c.name))!, ...bf16]) {
+      expect(await failure(be!, c)).toBeNull();
+      expect(be!.calls.at(-1)?.kernel).toBe("mma.sync");
+    }
+  }, 60_000);
+  test("the forced wgmma attention refuses bf16 q, k, v there with the reason (f32 ones are copied, aligned)", async () => {
+    const bf16 = attentions.find((c) => /bf16 →/.test(c.name))!, f32 = attentions.find((c) => /f32 →/.test(c.name))!;
+    expect(await failure(be!, bf16)).toContain("needs 128-byte aligned q, k, v");
+    expect(await failure(be!, f32)).toBeNull();
+    expect(be!.calls.at(-1)?.kernel).toBe("wgmma");
+  }, 60_000);
+});
+
+// Each planted bug (KC_PLANTED(n) in the kernel source) with the op whose cases must catch it.
+const PLANTED: [number, "gemm" | "attention", string][] = [
+  [8, "gemm", "a consumer waits on its stage's full barrier with the flipped parity (gemm_wgmma.cu)"],
+  [9, "gemm", "the producer refills a stage without waiting on its empty barrier (gemm_wgmma.cu)"],
+  [10, "gemm", "the A descriptor steps 16 bytes per K step instead of 32 (gemm_wgmma.cu)"],
+  [11, "attention", "v's descriptor: the leading byte offset half a box (attention_wgmma.cu, D 128)"],
+  [12, "attention", "the softmax reads S(t) before the wait_group that retires it (attention_wgmma.cu)"],
+  [13, "attention", "q released to the producer before the last S(t) reading it retired (attention_wgmma.cu)"],
+];
+
+describe.skipIf(!harness)("the emulated cases catch planted Hopper kernel bugs", () => {
+  for (const [n, op, what] of PLANTED) {
+    test(`bug ${n}, ${what}`, async () => {
+      const planted = new EmulatedTensorCoreBackend(harness!, { kernels: "wgmma", plant: n });
+      let caught: string | null = null;
+      for (const c of op === "gemm" ? gemms : attentions) {
+        const why = await failure(planted, c);
+        if (why) {
+          caught = `${c.name}: ${why}`;
+          break;
+        }
+      }
+      console.log(`planted bug ${n} caught by ${caught}`);
+      expect(caught).not.toBeNull();
+    }, 120_000);
+  }
+});
