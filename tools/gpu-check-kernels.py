@@ -2,6 +2,10 @@
 # separate steps (each under its own time cap, the unverified kernels first):
 #   wgmma   the Hopper attention kernel (attention path 2, sm_90a; not yet chosen by auto): its
 #           correctness at awkward shapes and its precision promise, then its TFLOP/s beside SDPA;
+#   persistent  the persistent Hopper GEMM (gemm path 4, gemm_wgmma_persistent.cu; not yet chosen by
+#           auto): correctness at awkward and Wan shapes with every epilogue and a bf16 output, then
+#           its TFLOP/s at 4096³ and the Wan shapes (with their GELU and gated-residual epilogues)
+#           beside the one-block-per-tile wgmma kernel and cuBLAS;
 #   verify  every GEMM path (wgmma, mma.sync, SIMT; bf16 and f32 activations; the GELU and
 #           gated-residual epilogues, in place; split outputs with even and odd parts) and the
 #           attention kernels (D 16…128, Lq ≠ Lk, kvLen < Lk, block-causal, T5 bias, SIMT head
@@ -11,7 +15,7 @@
 #           Lq 4680, Lk 4680/18720/32760, one block-causal case) in TFLOP/s beside cuBLAS and SDPA.
 # Each part prints its own table; exit 1 when a correctness check failed.
 #
-#   python3 tools/gpu-check-kernels.py wgmma|verify|bench ...
+#   python3 tools/gpu-check-kernels.py wgmma|persistent|verify|bench ...
 import math, os, sys, threading
 import torch
 
@@ -20,6 +24,8 @@ from gpu_check_common import (bench, bf, call, create_context, f32, failures, i3
 
 lib.kc_gemm.argtypes = [vp, vp, vp, i32, vp, i32, vp, i32, i32, i32, i32, vp, vp, i32, i32, i32, i32]  # last: out dtype
 lib.kc_attention.argtypes = [vp, vp, vp, vp, vp, i32, vp, i32, i32, i32, i32, i32, i32, f32, i32, i32, i32]  # last: out dtype
+lib.kc_last_kernel.restype = C.c_char_p
+lib.kc_last_kernel.argtypes = [vp, i32]
 F32, BF16 = 0, 1
 
 def context(gemm_path, attention_path=None):
@@ -36,13 +42,13 @@ def report_promise(name, got, want, v, kv):
     vmax = v[:, :kv].double().abs().max().clamp_min(1e-30)
     report("  promise " + name, ((got.double() - want.double()).abs().max() / (2 ** -7 * vmax)).item(), 1)
 
-def kino_gemm(ctx, a, w, bias, gelu=0, residual=None, gate=None, L=1, G=1, parts=0):
+def kino_gemm(ctx, a, w, bias, gelu=0, residual=None, gate=None, L=1, G=1, parts=0, out_dtype=torch.float32):
     M, K = a.shape; N = w.shape[0]
-    out = residual if residual is not None else torch.empty(M, N, device="cuda", dtype=torch.float32)  # in place
+    out = residual if residual is not None else torch.empty(M, N, device="cuda", dtype=out_dtype)  # in place
     torch.cuda.synchronize()
     call(ctx, lib.kc_gemm(ctx, p(out), p(a), F32 if a.dtype == torch.float32 else BF16, p(w),
                           F32 if w.dtype == torch.float32 else BF16, p(bias), M, N, K, gelu, p(residual), p(gate), L, G,
-                          N // parts if parts else 0, F32),
+                          N // parts if parts else 0, F32 if out_dtype == torch.float32 else BF16),
          f"gemm {M}x{N}x{K}")
     # a split output is [parts, M, N / parts]: back to [M, N] to compare
     return out.view(parts, M, N // parts).permute(1, 0, 2).reshape(M, N) if parts else out
@@ -236,7 +242,72 @@ def wgmma():
     watchdog.cancel()
 
 
-parts = {"wgmma": wgmma, "verify": verify, "bench": benchmarks}
+# The persistent Hopper GEMM (gemm path 4) had not run on a GPU before this check: a watchdog reports a
+# hang with the table so far, and the benchmarks run only once every correctness check passed.
+def persistent():
+    def hung():
+        print("\nFAIL persistent wgmma GEMM did not finish within 120 s (deadlock?); results so far:", flush=True)
+        print_table()
+        os._exit(1)
+    watchdog = threading.Timer(120, hung)
+    watchdog.start()
+    print("\npersistent wgmma GEMM (path 4, sm_90a) correctness:", flush=True)
+    try:
+        if torch.cuda.get_device_capability()[0] != 9:
+            print("  skipped: not an sm_90 GPU")
+            watchdog.cancel()
+            return
+        pc, wc = context("wgmma-persistent"), context("wgmma")
+        os.environ.pop("KINO_CUDA_GEMM", None)
+        def ran(ctx): return lib.kc_last_kernel(ctx, 0).decode()
+        # one tile; tails in M, N and K; several tiles per block (132 blocks); the Wan shapes
+        for M, N, K in [(1, 8, 8), (133, 264, 200), (257, 520, 4104), (4680, 1536, 1536), (4680, 4608, 1536),
+                        (4680, 8960, 1536), (4680, 1536, 8960), (20000, 1024, 264)]:
+            a, w, bias = rnd(M, K), rnd(N, K, dtype=torch.bfloat16), rnd(N)
+            want = bf(a).double() @ w.double().T + bias.double()
+            got = kino_gemm(pc, a, w, bias)
+            report(f"persistent: a f32 {M}x{N}x{K} [{ran(pc)}]", rel(got, want), 2e-3)
+            got = kino_gemm(pc, a.to(torch.bfloat16), w, bias, out_dtype=torch.bfloat16)
+            report(f"persistent: a bf16 → bf16 {M}x{N}x{K}", rel(got, want), 8e-3)
+        for M, N, K in [(300, 264, 200), (4680, 1536, 8960), (4680, 8960, 1536)]:
+            a, w, bias = rnd(M, K), rnd(N, K, dtype=torch.bfloat16), rnd(N)
+            y = bf(a).double() @ w.double().T + bias.double()
+            gelu_ref = 0.5 * y * (1 + torch.tanh(math.sqrt(2 / math.pi) * (y + 0.044715 * y ** 3)))
+            report(f"persistent: +GELU {M}x{N}x{K}", rel(kino_gemm(pc, a, w, bias, gelu=1), gelu_ref), 2e-3)
+            Lg = M // 2 if M % 6 == 0 else M
+            B_, G_ = M // Lg, 3
+            res, gate = rnd(M, N), rnd(B_, G_, N)
+            want = res.double() + gate.double().repeat_interleave(Lg // G_, dim=1).reshape(M, N) * y
+            report(f"persistent: gated residual in place {M}x{N}x{K}",
+                   rel(kino_gemm(pc, a, w, bias, residual=res.clone(), gate=gate, L=Lg, G=G_), want), 2e-3)
+            report(f"persistent: split into 2 parts {M}x{N}x{K}", rel(kino_gemm(pc, a, w, bias, parts=2), y), 2e-3)
+        if ran(pc) != "wgmma-persistent": report(f"persistent path ran {ran(pc)}", 1.0, 0.5)
+        if any("persistent" in f for f in failures):
+            print("  persistent GEMM benchmarks skipped: its correctness checks failed")
+        else:
+            print("\npersistent GEMM benchmarks (bf16 in, f32 out; the torch column is cuBLAS without the epilogue):", flush=True)
+            for label, (M, N, K), epi in [("4096³", (4096, 4096, 4096), ""), ("Wan QKV", (4680, 4608, 1536), ""),
+                                          ("Wan O / cross-Q", (4680, 1536, 1536), ""), ("Wan FFN up", (4680, 8960, 1536), "gelu"),
+                                          ("Wan FFN down", (4680, 1536, 8960), "gated residual")]:
+                a, w = rnd(M, K, dtype=torch.bfloat16), rnd(N, K, dtype=torch.bfloat16)
+                bias, gate = rnd(N), rnd(1, 3, N)
+                out = torch.empty(M, N, device="cuda")
+                flops = 2 * M * N * K
+                tt = torch_bench(lambda: torch.matmul(a, w.T), flops)
+                for name, c in (("wgmma", wc), ("persistent", pc)):
+                    plain = lambda: lib.kc_gemm(c, p(out), p(a), BF16, p(w), BF16, None, M, N, K, 0, None, None, 1, 1, 0, F32)
+                    rows.append((f"gemm {label} {M}x{N}x{K} [{name}]", bench(c, plain, flops), tt))
+                    if epi:
+                        fused = lambda: lib.kc_gemm(c, p(out), p(a), BF16, p(w), BF16, p(bias), M, N, K, int(epi == "gelu"),
+                                                    p(out) if epi != "gelu" else None, p(gate) if epi != "gelu" else None, M, 3, 0, F32)
+                        rows.append((f"gemm {label} +{epi} [{name}]", bench(c, fused, flops), tt))
+    except Exception as e:  # a fault in the kernel leaves the context unusable: report it and move on
+        print(f"  FAIL persistent wgmma GEMM: {e}")
+        failures.append(f"persistent wgmma GEMM: {e}")
+    watchdog.cancel()
+
+
+parts = {"wgmma": wgmma, "persistent": persistent, "verify": verify, "bench": benchmarks}
 unknown = [a for a in sys.argv[1:] if a not in parts]
 if unknown or len(sys.argv) < 2: sys.exit(f"usage: gpu-check-kernels.py {'|'.join(parts)} ... (got {sys.argv[1:]})")
 for part in sys.argv[1:]: parts[part]()

@@ -9,9 +9,12 @@
 #    1. device: nvidia-smi's name, driver, memory and clock;
 #    2. build: build/libkino_cuda.so (tools/build/cuda.ts through bun when bun is there, else the same
 #       nvcc flags directly), and the HGMMA / TMA / HMMA instruction counts of its sm_90a code;
-#    3. wgmma attention (tools/gpu-check-kernels.py wgmma): the Hopper kernel (attention path 2, not
-#       yet chosen by auto) at awkward shapes against PyTorch and its precision promise, f32 and bf16
-#       inputs, then its TFLOP/s beside SDPA; a watchdog prints what was measured if it hangs;
+#    3. the unverified Hopper kernels (tools/gpu-check-kernels.py persistent, then wgmma): the
+#       persistent GEMM (gemm path 4) at awkward and Wan shapes with every epilogue against PyTorch,
+#       then its TFLOP/s at the Wan shapes beside the one-block-per-tile wgmma GEMM and cuBLAS; the
+#       attention kernel (attention path 2) at awkward shapes against PyTorch and its precision
+#       promise, f32 and bf16 inputs, then its TFLOP/s beside SDPA; neither is chosen by auto yet, and
+#       a watchdog in each prints what was measured if it hangs;
 #    4. causal DiT as CUDA graphs and with bf16 activations (tools/bench/dit-graph.ts): Wan2.1-1.3B at
 #       real size, 832x480, 3-frame chunks, 4 steps + context pass, window 21 — launches bit for bit
 #       against eager, bf16 against f32 activations, seconds per chunk four ways, no cudaMalloc in the
@@ -91,7 +94,12 @@ build() {
   fi
 }
 
-wgmma_attention() { python3 tools/gpu-check-kernels.py wgmma; }
+unverified_hopper() {
+  local rc=0
+  python3 tools/gpu-check-kernels.py persistent || rc=1
+  python3 tools/gpu-check-kernels.py wgmma || rc=1
+  return $rc
+}
 causal_graphs() { need_bun; "$BUN" tools/bench/dit-graph.ts; }
 clip_graph() { need_bun; "$BUN" tools/bench/dit-clip-graph.ts --steps 3; }
 readback_overlap() { need_bun; "$BUN" tools/bench/readback-overlap.ts --chunks 12 --runs 2; }
@@ -122,14 +130,14 @@ op_sweep() {
   "$BUN" test --timeout 120000 "${sweep[@]}"
 }
 
-export -f need_bun device build wgmma_attention causal_graphs clip_graph readback_overlap conv3d kernels_verify kernels_bench vae_decode multi_gpu op_sweep
+export -f need_bun device build unverified_hopper causal_graphs clip_graph readback_overlap conv3d kernels_verify kernels_bench vae_decode multi_gpu op_sweep
 
 run_step "device" 20 device
 run_step "build (nvcc)" 240 build
 # Without the library no later step has anything to run.
 [ "${STEP_RESULTS[-1]}" = PASS ] || GPU_CHECK_OFF="the build failed"
 export GPU_CHECK_OFF
-run_step "wgmma attention vs PyTorch, then its benchmarks" 150 wgmma_attention
+run_step "persistent wgmma GEMM and wgmma attention vs PyTorch, then their benchmarks" 180 unverified_hopper
 run_step "causal DiT as CUDA graphs and with bf16 activations, Wan2.1-1.3B at 832x480 (bun)" 150 causal_graphs
 run_step "bidirectional t2v clip as one CUDA graph, Wan2.1-1.3B at 832x480, 81 frames (bun)" 60 clip_graph
 run_step "readback of chunk i overlapped with the DiT of chunk i + 1 (bun)" 60 readback_overlap

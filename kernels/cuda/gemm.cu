@@ -4,10 +4,13 @@
 //   w bf16/f16: a of another type (f32; bf16 a with f16 w) is first rounded to w's type in scratch
 //   memory, then
 //     sm_90 (+ driver tensor-map entry point), N (and a split's part) even, out 8-byte aligned, a (as
-//     rounded) and w 128-byte aligned                  → wgmma + TMA
+//     rounded) and w 128-byte aligned                  → wgmma + TMA: one block per tile (gemm_wgmma.cu),
+//                                                        or the persistent grid (gemm_wgmma_persistent.cu)
+//                                                        once GEMM_PERSISTENT_VERIFIED (below)
 //     otherwise                                       → mma.sync
-// KINO_CUDA_GEMM=mma or =simt (read at kc_create), or kc_set_paths, forces a path: mma.sync to compare
-// against, SIMT for exact f32 products, wgmma (sm_90 only) to test it where auto would choose it.
+// KINO_CUDA_GEMM=mma, =simt, =wgmma or =wgmma-persistent (read at kc_create), or kc_set_paths (gemm
+// path 1, 2, 3, 4), forces a path: mma.sync to compare against, SIMT for exact f32 products, either
+// wgmma kernel (sm_90 only) to test or time it where the shape allows wgmma.
 // ctx->last_gemm names the kernel each call ran.
 #include "gemm.cuh"
 
@@ -20,6 +23,11 @@ static bool aligned128(const void* p) { return ((uintptr_t)p & 127) == 0; }
 // The epilogue (gemm_epilogue.cuh): gelu, or residual [M, N] (may be out) with gate [B, G, N] (or null)
 // whose row for output row m is (m / L)·G + (m % L) / (L / G), or split > 0: out is [N / split, M, split].
 // a_dt f32 or bf16 (f16 with f16 w), out_dt f32 or bf16 (f32 with a residual).
+// The persistent kernel has not yet run on a GPU: auto keeps the one-block-per-tile kernel until the
+// device check (tools/gpu-check-kernels.py persistent, which forces it: KINO_CUDA_GEMM=wgmma-persistent)
+// passed on an H200 and measured it faster at the Wan shapes. Set to true then.
+constexpr bool GEMM_PERSISTENT_VERIFIED = false;
+
 KC_API int kc_gemm(KcContext* ctx, void* out, const void* a, int a_dt, const void* w, int w_dt, const float* bias,
                    int M, int N, int K, int gelu, const float* residual, const float* gate, int L, int G, int split,
                    int out_dt) {
@@ -57,10 +65,16 @@ KC_API int kc_gemm(KcContext* ctx, void* out, const void* a, int a_dt, const voi
   }
   const bool f16 = w_dt == KC_F16;
   int rc;
-  if (ctx->sm_major == 9 && ctx->encode_tensor_map && (ctx->gemm_path == 0 || ctx->gemm_path == 3) && N % 2 == 0 &&
-      split % 2 == 0 && ((uintptr_t)out & 7) == 0 && aligned128(a16) && aligned128(w)) {
-    ctx->last_gemm = "wgmma";
-    rc = kc_gemm_wgmma_launch(ctx, out, out_bf16, a16, w, f16, epi, M, N, K);
+  const bool wgmma_path = ctx->gemm_path == 0 || ctx->gemm_path == 3 || ctx->gemm_path == 4;
+  if (ctx->sm_major == 9 && ctx->encode_tensor_map && wgmma_path && N % 2 == 0 && split % 2 == 0 &&
+      ((uintptr_t)out & 7) == 0 && aligned128(a16) && aligned128(w)) {
+    if (ctx->gemm_path == 4 || (ctx->gemm_path == 0 && GEMM_PERSISTENT_VERIFIED)) {
+      ctx->last_gemm = "wgmma-persistent";
+      rc = kc_gemm_wgmma_persistent_launch(ctx, out, out_bf16, a16, w, f16, epi, M, N, K);
+    } else {
+      ctx->last_gemm = "wgmma";
+      rc = kc_gemm_wgmma_launch(ctx, out, out_bf16, a16, w, f16, epi, M, N, K);
+    }
   } else {
     ctx->last_gemm = "mma.sync";
     rc = kc_gemm_mma_launch(ctx, out, out_bf16, a16, w, f16, epi, M, N, K);

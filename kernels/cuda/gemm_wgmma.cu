@@ -11,16 +11,16 @@
 // side has bank conflicts and no thread ever touches operand data. TMA zero-fills outside the matrix,
 // which handles M = 4680 style tails and the K tail; the epilogue (gemm_epilogue.cuh: bias, GELU or a
 // gated residual, on the accumulator registers) bounds-checks its stores.
-// Tiles are visited in groups of 8 row-tiles so that neighbouring blocks share operands in L2.
+// Tiles are visited in groups of 8 row-tiles so that neighbouring blocks share operands in L2
+// (gemm_wgmma.cuh, with the epilogue and the operands' tensor maps, shared with the persistent kernel).
 //
 // Why 128×256: with 2 consumer warpgroups it is the largest tile whose accumulators fit the register
 // file (2 × 128 × 128 floats), and the wider N halves how often each a tile is re-read from shared
 // memory compared to 128×128. 4 stages × 48 KiB = 192 KiB of the 227 KiB available.
-#include "gemm.cuh"
-#include "hopper.cuh"
+#include "gemm_wgmma.cuh"
 
 namespace {
-constexpr int BM = 128, BN = 256, BK = 64, STAGES = 4, THREADS = 384;
+constexpr int BM = KC_GEMM_BM, BN = 256, BK = KC_GEMM_BK, STAGES = 4, THREADS = KC_GEMM_THREADS;
 constexpr int A_STAGE = BM * BK * 2, B_STAGE = BN * BK * 2;  // bytes: 16 KiB, 32 KiB
 constexpr int SMEM_BYTES = STAGES * (A_STAGE + B_STAGE) + 1024;  // + slack to align to 1024 (swizzle atom)
 
@@ -36,13 +36,8 @@ __global__ void __launch_bounds__(THREADS, 1)
   auto full = [&](int s) { return kc_smem_addr(&full_bar[s]); };
   auto empty = [&](int s) { return kc_smem_addr(&empty_bar[s]); };
 
-  constexpr int GROUP_M = 8;
-  // Grouped tile order: GROUP_M row-tiles × all column-tiles, column-major inside the group.
-  const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
-  const int per_group = GROUP_M * tiles_n, group = blockIdx.x / per_group;
-  const int first_m = group * GROUP_M, group_rows = min(tiles_m - first_m, GROUP_M);
-  const int tile_m = first_m + (blockIdx.x % per_group) % group_rows;
-  const int tile_n = (blockIdx.x % per_group) / group_rows;
+  const KcGemmTileAt tile = kc_gemm_tile_at(blockIdx.x, (M + BM - 1) / BM, (N + BN - 1) / BN);
+  const int tile_m = tile.m, tile_n = tile.n;
   const int ktiles = (K + BK - 1) / BK;
   const int wg = threadIdx.x / 128;
 
@@ -91,42 +86,9 @@ __global__ void __launch_bounds__(THREADS, 1)
     kc_wgmma_wait<0>();
     kc_fence_regs(d);
 
-    // Accumulator layout (per warp of the warpgroup: 16 rows): d[4j..4j+3] hold
-    // (r, 8j + 2q), (r, 8j + 2q + 1), (r + 8, 8j + 2q), (r + 8, 8j + 2q + 1), r = lane/4, q = lane%4.
-    const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
-    // The epilogue (gemm_epilogue.cuh) runs on the registers before the store; each thread's two rows
-    // look up their gate rows once.
-    const int row0 = tile_m * BM + c * 64 + warp * 16 + lane / 4;
-    const int col0 = tile_n * BN + (lane % 4) * 2;
-    const float* gate_rows[2] = {kc_epi_gate_row(epi, row0, N), kc_epi_gate_row(epi, row0 + 8, N)};
-#pragma unroll
-    for (int j = 0; j < BN / 8; j++) {
-      int n = col0 + j * 8;
-      if (n >= N) break;
-      float b0 = kc_epi_bias(epi, n), b1 = n + 1 < N ? kc_epi_bias(epi, n + 1) : 0.f;
-#pragma unroll
-      for (int half = 0; half < 2; half++) {
-        int m = row0 + half * 8;
-        if (m >= M) continue;
-        TO* o = out + kc_epi_out(epi, m, n, N);
-        float v0 = kc_epi_apply(epi, d[4 * j + 2 * half] + b0, m, n, N, gate_rows[half]);
-        if (n + 1 < N) {  // N and a split's parts are even: a pair is whole, in one part, aligned
-          float v1 = kc_epi_apply(epi, d[4 * j + 2 * half + 1] + b1, m, n + 1, N, gate_rows[half]);
-          kc_put2(o, v0, v1);
-        } else {
-          kc_put(o, v0);
-        }
-      }
-    }
+    kc_wgmma_gemm_store<BN>(d, out, epi, M, N, tile_m, tile_n, c);
   }
 #endif
-}
-
-// A [rows, K] K-major 16-bit matrix as TMA sees it: boxes of box_rows × 64 elements.
-int encode_map(KcContext* ctx, CUtensorMap* map, const void* ptr, bool f16, int rows, int K, int box_rows) {
-  const cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)rows}, strides[1] = {(cuuint64_t)K * 2};
-  const cuuint32_t box[2] = {BK, (cuuint32_t)box_rows};
-  return kc_encode_tma(ctx, map, ptr, f16, 2, dims, strides, box, "could not describe a GEMM operand");
 }
 
 template <bool F16, typename TO>
@@ -139,8 +101,8 @@ int launch(KcContext* ctx, void* out, const void* a, const void* w, const KcGemm
     configured = true;
   }
   CUtensorMap map_a, map_w;
-  KC_TRY(encode_map(ctx, &map_a, a, F16, M, K, BM));
-  KC_TRY(encode_map(ctx, &map_w, w, F16, N, K, BN));
+  KC_TRY(kc_gemm_encode_operand(ctx, &map_a, a, F16, M, K, BM));
+  KC_TRY(kc_gemm_encode_operand(ctx, &map_w, w, F16, N, K, BN));
   unsigned blocks = (unsigned)(((M + BM - 1) / BM) * ((N + BN - 1) / BN));
   KC_LAUNCH(kernel, blocks, THREADS, SMEM_BYTES, ctx->stream)(map_a, map_w, (TO*)out, epi, M, N, K);
   return kc_launched(ctx, "gemm_wgmma_kernel");

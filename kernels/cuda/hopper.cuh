@@ -147,14 +147,33 @@ __device__ __forceinline__ void kc_fence_regs(float (&d)[N]) {
   "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, " \
   "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, " \
   "%63}"
-#define KC_WGMMA_D128                                                                                         \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, " \
-  "%23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "   \
-  "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, "   \
-  "%65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, "   \
-  "%86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, " \
-  "%106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, "      \
-  "%123, %124, %125, %126, %127}"
+#define KC_WGMMA_D112 \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
+  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, " \
+  "%43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, " \
+  "%85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, " \
+  "%105, %106, %107, %108, %109, %110, %111}"
+#define KC_WGMMA_D128 \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
+  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, " \
+  "%43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, " \
+  "%85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, " \
+  "%105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, " \
+  "%122, %123, %124, %125, %126, %127}"
+// The accumulator operands of an m64nNk16 with N/2 registers (N = 224: 112, N = 256: 128).
+#define KC_ACC16(i) KC_ACC8(i), KC_ACC8(i + 8)
+#define KC_ACC112 KC_ACC32(0), KC_ACC32(32), KC_ACC32(64), KC_ACC16(96)
+#define KC_ACC128 KC_ACC32(0), KC_ACC32(32), KC_ACC32(64), KC_ACC32(96)
+// One wgmma.mma_async with A and B from shared memory: SHAPE "m64nNk16", T "bf16"/"f16", D the
+// accumulator list, IA/IB/IC the operand numbers of desc_a, desc_b and accumulate, the rest the
+// accumulator operands.
+#define KC_WGMMA_SS_ASM(SHAPE, T, D, IA, IB, IC, ...)                                                         \
+  asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %" IC ", 0;\n"                                           \
+               "wgmma.mma_async.sync.aligned." SHAPE ".f32." T "." T " " D ", %" IA ", %" IB ", p, 1, 1, 0, 0;\n}\n" \
+               : __VA_ARGS__                                                                                  \
+               : "l"(desc_a), "l"(desc_b), "r"(accumulate))
 
 // Accumulator layout of every m64nNk16 below (f32, N/2 registers per thread): warp w of the warpgroup
 // owns rows 16w .. 16w+15; with r = 16w + lane/4 and q = lane%4, d[4j + 0..3] hold
@@ -164,23 +183,16 @@ __device__ __forceinline__ void kc_fence_regs(float (&d)[N]) {
 // overwrites d (the first K step of a fresh product).
 template <int N, bool F16 = false>
 __device__ __forceinline__ void kc_wgmma_ss(float* d, uint64_t desc_a, uint64_t desc_b, int accumulate) {
-  static_assert(N == 128 || N == 256, "instantiated shapes: m64n128k16, m64n256k16");
+  static_assert(N == 128 || N == 224 || N == 256, "instantiated shapes: m64n128k16, m64n224k16, m64n256k16");
   if constexpr (N == 128) {
-    static_assert(!F16, "bf16 only at N = 128");
-    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " KC_WGMMA_D64 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
-                 : KC_ACC32(0), KC_ACC32(32)
-                 : "l"(desc_a), "l"(desc_b), "r"(accumulate));
-  } else if constexpr (F16) {
-    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " KC_WGMMA_D128 ", %128, %129, p, 1, 1, 0, 0;\n}\n"
-                 : KC_ACC32(0), KC_ACC32(32), KC_ACC32(64), KC_ACC32(96)
-                 : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+    if constexpr (F16) KC_WGMMA_SS_ASM("m64n128k16", "f16", KC_WGMMA_D64, "64", "65", "66", KC_ACC32(0), KC_ACC32(32));
+    else KC_WGMMA_SS_ASM("m64n128k16", "bf16", KC_WGMMA_D64, "64", "65", "66", KC_ACC32(0), KC_ACC32(32));
+  } else if constexpr (N == 224) {
+    if constexpr (F16) KC_WGMMA_SS_ASM("m64n224k16", "f16", KC_WGMMA_D112, "112", "113", "114", KC_ACC112);
+    else KC_WGMMA_SS_ASM("m64n224k16", "bf16", KC_WGMMA_D112, "112", "113", "114", KC_ACC112);
   } else {
-    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 " KC_WGMMA_D128 ", %128, %129, p, 1, 1, 0, 0;\n}\n"
-                 : KC_ACC32(0), KC_ACC32(32), KC_ACC32(64), KC_ACC32(96)
-                 : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+    if constexpr (F16) KC_WGMMA_SS_ASM("m64n256k16", "f16", KC_WGMMA_D128, "128", "129", "130", KC_ACC128);
+    else KC_WGMMA_SS_ASM("m64n256k16", "bf16", KC_WGMMA_D128, "128", "129", "130", KC_ACC128);
   }
 }
 

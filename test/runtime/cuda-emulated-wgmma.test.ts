@@ -5,53 +5,26 @@
 // kc_gemm and kc_attention on an emulated sm_90 context with the wgmma paths forced — the kernels as
 // written, the warp-specialized producer, the stage rings, the ping-pong consumers and the persistent
 // grid (two multiprocessors: two blocks take turns at the work items). The cases are the op sweep's and
-// op-cases-tensor-cores.ts's GEMM cases that take tensor cores (every epilogue, bf16 output, several
-// 128×256 tiles, K over several ring turns) and attention cases of head size 64 and 128 (block-causal,
+// op-cases-tensor-cores.ts's GEMM cases that take tensor cores (cuda-emulator/wgmma-cases.ts: every
+// epilogue, bf16 output, several 128×256 tiles, K over several ring turns) and attention cases of head size 64 and 128 (block-causal,
 // kvLen < Lk, the T5 bias, Lq ≠ Lk, tails off the 128-row tiles); each must keep the tensor-core
-// promise (op-precision.ts), as on the mma.sync kernels (cuda-emulated-tensor-cores.test.ts).
+// promise (op-precision.ts), as on the mma.sync kernels (cuda-emulated-tensor-cores.test.ts). The
+// persistent GEMM (gemm_wgmma_persistent.cu): cuda-emulated-wgmma-persistent.test.ts.
 //
 // TMA with a 128-byte swizzle needs 128-byte aligned global memory (the CUDA programming guide); a view
 // 16 bytes past such a boundary must not reach the wgmma kernels. The last tests plant known bugs in the
 // Hopper kernels (KC_PLANTED, common.cuh) and require the cases to catch each one.
 import { describe, expect, test } from "bun:test";
-import { attentionCases, gemmCases } from "./op-cases-heavy.ts";
-import { gemmEpilogueCases } from "./op-cases-fused.ts";
-import { bf16AttentionCases, bf16GemmCases } from "./op-cases-bf16.ts";
-import { tensorCoreAttentionCases, tensorCoreGemmCases } from "./op-cases-tensor-cores.ts";
-import type { OpCase } from "./op-helpers.ts";
-import { compare } from "./op-precision.ts";
 import { EmulatedTensorCoreBackend, buildTensorCoreEmulators } from "./cuda-emulator/emulated-tensor-cores.ts";
+import { failure, wgmmaAttentionCases, wgmmaGemmCases } from "./cuda-emulator/wgmma-cases.ts";
 
 const built = await buildTensorCoreEmulators();
 const skip = "skip" in built ? built.skip : undefined;
 if (skip) console.log(`cuda-emulated-wgmma.test.ts: skipped, ${skip}`);
 const harness = "skip" in built ? null : built;
 
-/** Whether a case reaches the tensor-core kernels at all (gemm.cu, attention.cu): GEMM with bf16/f16
- *  weights and K a positive multiple of 8; attention with D 64 or 128 (what a forced wgmma path takes)
- *  and a key to see. */
-function takesTensorCores(c: OpCase): boolean {
-  if (c.op === "gemm") {
-    const m = / K (\d+) w (bf16|f16)/.exec(c.name);
-    return !!m && Number(m[1]) > 0 && Number(m[1]) % 8 === 0;
-  }
-  return c.op === "attention" && (c.headDim === 64 || c.headDim === 128 || /\bD (64|128)\b/.test(c.name)) && !/kvLen 0\b/.test(c.name);
-}
-
-const gemms = [...gemmCases(), ...gemmEpilogueCases(), ...bf16GemmCases()].filter(takesTensorCores).concat(tensorCoreGemmCases());
-const attentions = [...attentionCases(), ...bf16AttentionCases()].filter(takesTensorCores).concat(tensorCoreAttentionCases([64, 128]));
-
-/** Runs a case; null when it kept its promise, else how it failed (the promise, or the harness). */
-async function failure(be: EmulatedTensorCoreBackend, c: OpCase): Promise<string | null> {
-  let got: Float32Array;
-  try {
-    got = await c.run(be);
-  } catch (e) {
-    return `the harness failed: ${(e as Error).message.split("\n").find((l) => /ERROR|emulator:|kc_/.test(l)) ?? (e as Error).message.slice(0, 200)}`;
-  }
-  const r = compare(got, c.tensorCores!());
-  return r.ok ? null : `max abs ${r.maxAbs.toExponential(2)}, ${(100 * r.used).toFixed(0)} % of the tolerance`;
-}
+const gemms = wgmmaGemmCases();
+const attentions = wgmmaAttentionCases();
 
 describe.skipIf(!harness)("the wgmma GEMM and attention on the CPU emulator", () => {
   const be = harness && new EmulatedTensorCoreBackend(harness, { kernels: "wgmma" });

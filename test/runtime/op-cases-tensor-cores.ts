@@ -15,7 +15,7 @@ import { type Expected, bf16Output, tensorCoreAttention, tensorCoreGemmEpilogue 
 
 const stored = (e: Expected, out: DType) => (out === "bf16" ? bf16Output(e) : e);
 
-interface GemmShape {
+export interface GemmShape {
   B: number; L: number; K: number; N: number; w: HalfKind; a: DType; out: DType;
   epi?: "gelu" | "residual" | "residual in place" | { split: number }; G?: number; bias?: boolean; label: string;
 }
@@ -30,9 +30,10 @@ const GEMM_SHAPES: GemmShape[] = [
   { B: 1, L: 1, K: 16, N: 7, w: "f16", a: "f32", out: "f32", epi: "residual", label: "one row, N odd, a residual of its own" },
 ];
 
-export function tensorCoreGemmCases(): OpCase[] {
-  const r = rng(31);
-  return GEMM_SHAPES.map((s) => {
+/** GEMM_SHAPES as cases; other shapes (a kernel's own edges) the same way, with their own seed. */
+export function tensorCoreGemmCases(shapes: GemmShape[] = GEMM_SHAPES, seed = 31): OpCase[] {
+  const r = rng(seed);
+  return shapes.map((s) => {
     const { B, L, K, N } = s;
     const a = host([B, L, K], r(B * L * K)), w = host([N, K], r(N * K)), bias = s.bias ? host([N], r(N)) : null;
     const res = host([B, L, N], r(B * L * N)), gate = s.G ? host([B, s.G, N], r(B * s.G * N)) : null;

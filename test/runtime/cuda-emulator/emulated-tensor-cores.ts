@@ -1,6 +1,6 @@
 // A Backend whose gemm and attention run the CUDA library's own entry points (kc_gemm, kc_attention)
 // on the CPU emulator — the mma.sync kernels of kernels/cuda/gemm_mma.cu and attention.cu, or the
-// Hopper kernels of gemm_wgmma.cu and attention_wgmma.cu, as written — and every other op the
+// Hopper kernels of gemm_wgmma.cu, gemm_wgmma_persistent.cu and attention_wgmma.cu, as written — and every other op the
 // TypeScript reference (HostBackend). The arguments reach the C functions exactly as
 // src/runtime/backends/cuda.ts passes them, after the same shape checks.
 import type { AttentionOptions, GemmEpilogue } from "../../../src/runtime/backend.ts";
@@ -12,13 +12,18 @@ import { buildEmulator, runHarness } from "./emulated-backend.ts";
 /** Dtype codes of the C ABI (kernels/cuda/common.cuh KcDtype). */
 const DT: Partial<Record<DType, number>> = { f32: 0, bf16: 1, f16: 2 };
 /** The path codes of kc_set_paths (context.cu) that force each family: mma.sync GEMM 1, attention 3;
- *  wgmma GEMM 3, attention 2 (the harnesses then make the context an sm_90 GPU). */
-const PATHS = { "mma.sync": { gemm: 1, attention: 3 }, wgmma: { gemm: 3, attention: 2 } } as const;
+ *  wgmma GEMM 3 (one block per tile) or 4 (the persistent grid), attention 2 (the harnesses then make
+ *  the context an sm_90 GPU). */
+const PATHS = {
+  "mma.sync": { gemm: 1, attention: 3 },
+  wgmma: { gemm: 3, attention: 2 },
+  "wgmma-persistent": { gemm: 4, attention: 2 },
+} as const;
 export type TensorCoreKernels = keyof typeof PATHS;
 
 /** Both harnesses, built (or why they cannot be here). */
 export async function buildTensorCoreEmulators(): Promise<{ gemm: string; attention: string } | { skip: string }> {
-  const gemm = await buildEmulator("gemm", ["gemm", "gemm_mma", "gemm_wgmma"]);
+  const gemm = await buildEmulator("gemm", ["gemm", "gemm_mma", "gemm_wgmma", "gemm_wgmma_persistent"]);
   if ("skip" in gemm) return gemm;
   const attention = await buildEmulator("attention", ["attention", "attention_wgmma"]);
   if ("skip" in attention) return attention;
@@ -27,12 +32,13 @@ export async function buildTensorCoreEmulators(): Promise<{ gemm: string; attent
 
 export interface EmulatedCall {
   op: "gemm" | "attention";
-  /** What the library says it ran (kc_last_kernel): "mma.sync" or "wgmma". */
+  /** What the library says it ran (kc_last_kernel): "mma.sync", "wgmma" or "wgmma-persistent". */
   kernel: string;
   /** One line per kernel launch: grid, threads, dynamic shared memory. */
   launches: string[];
-  /** GEMM: N and the columns of a split output's part (0: no split), which decide whether kc_gemm may
-   *  take wgmma (both even), and K. */
+  /** GEMM: M; N and the columns of a split output's part (0: no split), which decide whether kc_gemm
+   *  may take wgmma (both even); and K. */
+  M?: number;
   N?: number;
   split?: number;
   K?: number;
@@ -56,7 +62,7 @@ export class EmulatedTensorCoreBackend extends HostBackend {
     this.#env = opts.misalign ? { KC_EMU_MISALIGN: "1" } : {};
   }
 
-  #run(op: EmulatedCall["op"], parts: ArrayBufferView[], dims: { N?: number; split?: number; K?: number } = {}): Uint8Array {
+  #run(op: EmulatedCall["op"], parts: ArrayBufferView[], dims: { M?: number; N?: number; split?: number; K?: number } = {}): Uint8Array {
     const { out, lines } = runHarness(this.harness[op], op, parts, this.#plant, undefined, this.#env);
     const kernel = /^kernel ?(.*)$/.exec(lines[lines.length - 1] ?? "")?.[1] ?? "?";
     this.calls.push({ op, kernel, launches: lines.slice(0, -1), ...dims });
@@ -75,7 +81,7 @@ export class EmulatedTensorCoreBackend extends HostBackend {
     if (bias) parts.push(this.bytesOf(bias));
     if (residual) parts.push(this.bytesOf(residual.residual));
     if (residual?.gate) parts.push(this.bytesOf(residual.gate));
-    this.bytesOf(out).set(this.#run("gemm", parts, { N, split, K }));
+    this.bytesOf(out).set(this.#run("gemm", parts, { M, N, split, K }));
   }
 
   override attention(out: Tensor, q: Tensor, k: Tensor, v: Tensor, opts: AttentionOptions): void {

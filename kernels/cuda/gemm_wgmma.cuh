@@ -1,0 +1,66 @@
+// What the two Hopper GEMM kernels share (gemm_wgmma.cu: one block per output tile;
+// gemm_wgmma_persistent.cu: one block per multiprocessor walking the tiles): the block shape, the
+// grouped tile order, the epilogue from the wgmma accumulator registers and the TMA description of an
+// operand. Reference and semantics: gemm.cuh; the epilogue's ops: gemm_epilogue.cuh.
+#pragma once
+#include "gemm.cuh"
+#include "hopper.cuh"
+
+// 128 rows × BN columns per tile, K steps of 64 (one 128-byte swizzled row of 16-bit elements),
+// 3 warpgroups: a TMA producer and two consumers of 64 rows each.
+constexpr int KC_GEMM_BM = 128, KC_GEMM_BK = 64, KC_GEMM_THREADS = 384;
+// Tiles are visited in groups of 8 row-tiles × every column-tile, column-major inside a group, so that
+// the blocks running at one time share their a rows and w columns in L2.
+constexpr int KC_GEMM_GROUP_M = 8;
+
+struct KcGemmTileAt {
+  int m, n;  // row-tile and column-tile
+};
+
+__device__ __forceinline__ KcGemmTileAt kc_gemm_tile_at(int t, int tiles_m, int tiles_n) {
+  const int per_group = KC_GEMM_GROUP_M * tiles_n, group = t / per_group;
+  const int first_m = group * KC_GEMM_GROUP_M, group_rows = min(tiles_m - first_m, KC_GEMM_GROUP_M);
+  return {first_m + (t % per_group) % group_rows, (t % per_group) / group_rows};
+}
+
+#ifdef KC_HAS_WGMMA
+// Stores consumer c's 64 × BN accumulators of tile (tile_m, tile_n) through the epilogue. Accumulator
+// layout (per warp of the warpgroup: 16 rows): d[4j..4j+3] hold (r, 8j + 2q), (r, 8j + 2q + 1),
+// (r + 8, 8j + 2q), (r + 8, 8j + 2q + 1), r = lane/4, q = lane%4. Each thread's two rows look up their
+// gate rows once; rows past M and columns past N are not stored (TMA zero-filled them).
+template <int BN, typename TO>
+__device__ __forceinline__ void kc_wgmma_gemm_store(const float* d, TO* __restrict__ out, const KcGemmEpilogue& epi,
+                                                    int M, int N, int tile_m, int tile_n, int c) {
+  const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+  const int row0 = tile_m * KC_GEMM_BM + c * 64 + warp * 16 + lane / 4;
+  const int col0 = tile_n * BN + (lane % 4) * 2;
+  const float* gate_rows[2] = {kc_epi_gate_row(epi, row0, N), kc_epi_gate_row(epi, row0 + 8, N)};
+#pragma unroll
+  for (int j = 0; j < BN / 8; j++) {
+    int n = col0 + j * 8;
+    if (n >= N) break;
+    float b0 = kc_epi_bias(epi, n), b1 = n + 1 < N ? kc_epi_bias(epi, n + 1) : 0.f;
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+      int m = row0 + half * 8;
+      if (m >= M) continue;
+      TO* o = out + kc_epi_out(epi, m, n, N);
+      float v0 = kc_epi_apply(epi, d[4 * j + 2 * half] + b0, m, n, N, gate_rows[half]);
+      if (n + 1 < N) {  // N and a split's parts are even: a pair is whole, in one part, aligned
+        float v1 = kc_epi_apply(epi, d[4 * j + 2 * half + 1] + b1, m, n + 1, N, gate_rows[half]);
+        kc_put2(o, v0, v1);
+      } else {
+        kc_put(o, v0);
+      }
+    }
+  }
+}
+#endif
+
+// A [rows, K] K-major 16-bit matrix as TMA sees it: boxes of box_rows × 64 elements, zeros outside.
+static inline int kc_gemm_encode_operand(KcContext* ctx, CUtensorMap* map, const void* ptr, bool f16, int rows, int K,
+                                         int box_rows) {
+  const cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)rows}, strides[1] = {(cuuint64_t)K * 2};
+  const cuuint32_t box[2] = {KC_GEMM_BK, (cuuint32_t)box_rows};
+  return kc_encode_tma(ctx, map, ptr, f16, 2, dims, strides, box, "could not describe a GEMM operand");
+}
