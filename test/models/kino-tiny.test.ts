@@ -170,31 +170,32 @@ describe.skipIf(!exported)("kino-tiny through the server", () => {
 // of copies a DiT draws when its token grid is stretched past its training size); input images are
 // refused naming the field, as the README says, until the model takes images.
 /** Connected regions (4-neighbour) of pixels that differ from the frame's border colour by more than
- *  60 (summed over channels), with their sizes, largest first. */
-function objectRegions(rgb: Uint8Array, width: number, height: number): number[] {
+ *  60 (summed over channels): their sizes and whether they touch the frame's edge, largest first. */
+function objectRegions(rgb: Uint8Array, width: number, height: number): { size: number; onEdge: boolean }[] {
   const border: number[][] = [];
   for (let x = 0; x < width; x++) for (const y of [0, height - 1]) border.push([...rgb.subarray((y * width + x) * 3, (y * width + x) * 3 + 3)]);
   const bg = [0, 1, 2].map((c) => border.map((p) => p[c]!).sort((a, b) => a - b)[border.length >> 1]!);
   const isObject = (i: number) => Math.abs(rgb[i * 3]! - bg[0]!) + Math.abs(rgb[i * 3 + 1]! - bg[1]!) + Math.abs(rgb[i * 3 + 2]! - bg[2]!) > 60;
   const seen = new Uint8Array(width * height);
-  const sizes: number[] = [];
+  const regions: { size: number; onEdge: boolean }[] = [];
   for (let start = 0; start < width * height; start++) {
     if (seen[start] || !isObject(start)) continue;
-    let size = 0;
+    let size = 0, onEdge = false;
     const stack = [start];
     seen[start] = 1;
     while (stack.length) {
       const i = stack.pop()!;
       size++;
       const x = i % width, y = (i / width) | 0;
+      onEdge ||= x === 0 || y === 0 || x === width - 1 || y === height - 1;
       for (const [nx, ny] of [[x - 1, y], [x + 1, y], [x, y - 1], [x, y + 1]] as const) {
         const n = ny * width + nx;
         if (nx >= 0 && ny >= 0 && nx < width && ny < height && !seen[n] && isObject(n)) (seen[n] = 1), stack.push(n);
       }
     }
-    sizes.push(size);
+    regions.push({ size, onEdge });
   }
-  return sizes.sort((a, b) => b - a);
+  return regions.sort((a, b) => b.size - a.size);
 }
 
 describe.skipIf(!exported)("kino-tiny at other sizes", () => {
@@ -207,10 +208,15 @@ describe.skipIf(!exported)("kino-tiny at other sizes", () => {
       });
       expect(res.status).toBe(200);
       const frame = (await decodeFrames(new Uint8Array(await res.arrayBuffer()), width, height)).at(-1)!;
-      const [largest = 0, ...rest] = objectRegions(frame, width, height);
-      // One object covering a real share of the frame; anything else is a speck of at most 2 % of it.
-      expect(largest).toBeGreaterThan(0.02 * width * height);
-      expect(rest.filter((size) => size > 0.02 * largest)).toEqual([]);
+      const [largest, ...rest] = objectRegions(frame, width, height);
+      // One object covering a real share of the frame. Anything else more than a speck (2 % of it) is
+      // at most one piece on the frame's edge: objects leaving the frame re-enter on the other side,
+      // and a piece of one that wrapped around can linger there (docs/MODEL.md, Limits). A grid of
+      // copies has them inside the frame.
+      expect(largest?.size ?? 0).toBeGreaterThan(0.02 * width * height);
+      const others = rest.filter((region) => region.size > 0.02 * largest!.size);
+      expect(others.filter((region) => !region.onEdge).map((region) => region.size)).toEqual([]);
+      expect(others.length).toBeLessThanOrEqual(1);
     }, 60000);
   }
 });
