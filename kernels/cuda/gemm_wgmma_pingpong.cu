@@ -32,10 +32,13 @@
 // warpgroups: 128 · (producer + 2 · consumer) ≤ 65536, so with the producer at 40 a consumer may have
 // 232 (counts are multiples of 8). Here one warpgroup holds a whole tile: BM · BN / 128 f32
 // accumulators per thread. The cooperative 128×256 tile would need 256 (more than a thread can
-// address); 128×224 224 and 128×192 192, leaving 8 or 40 for the descriptors, barrier addresses,
-// loop state and the epilogue's row pointers and bias pairs, and 128×192 bounds poorly at N = 1536
-// (73.9 %, below). 128×112 needs 112, under half the budget, so nothing spills (cuda-ptx.test.ts
-// checks ptxas) and its wave bound is the best of the tilings below at every Wan shape.
+// address), 128×224 224, leaving 8 for the descriptors, barrier addresses, loop state and the
+// epilogue's row pointers and bias pairs; so at most about 192. Among the tilings with BM 64 or 128,
+// BN a multiple of 8, at most 192 accumulators and at least 64×128 in area, the ones whose wave bound
+// (below) is 94.9 % or more at all four Wan shapes are 64×128, 128×64, 64×224 and 128×112. The last
+// two have the largest area and so move the fewest bytes per multiply-add (0.0804 and 0.0826, against
+// 0.0938 and 0.1094: below), and of those 128×112 bounds far better at 4096³ (98.5 % against 88.7 %).
+// Its 112 accumulators are under half the budget: nothing spills (cuda-ptx.test.ts checks ptxas).
 //
 // Wave quantization: the block's mainloops run one after another, each the same length (same K), so
 // with S multiprocessors the tensor cores are busy ⌈tiles / S⌉ mainloops long and the share spent on
@@ -49,7 +52,7 @@
 //   FFN up 4680×8960×1536       2960 22.42→23  96.3%     2960 22.42→23  96.3%     2590 19.62→20  96.9%
 //   FFN down 4680×1536×8960      518  3.92→4   95.0%      518  3.92→4   95.0%      444  3.36→4   83.1%
 // (the one-block-per-tile 128×256 kernel: 83.1 % at QKV, O and FFN down; gemm_wgmma_persistent.cu's
-// table.) 64×224, with the same 112 accumulators, ties at the Wan shapes and loses at 4096³.
+// table.)
 // Bytes through shared memory per multiply-add, derived from the shapes: the TMA writes
 // 2·(BM + BN) / (BM·BN) (128×112: 0.0335; 64×224: 0.0402; the cooperative 128×256: 0.0234) and an
 // m64nNk16 from shared memory reads (64 + N)·32 / (1024·N) (N = 112: 0.0491; 224: 0.0402; 256:
