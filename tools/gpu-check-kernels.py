@@ -2,10 +2,11 @@
 # separate steps (each under its own time cap, the unverified kernels first):
 #   wgmma   the Hopper attention kernel (attention path 2, sm_90a; not yet chosen by auto): its
 #           correctness at awkward shapes and its precision promise, then its TFLOP/s beside SDPA;
-#   persistent  the persistent Hopper GEMM (gemm path 4, gemm_wgmma_persistent.cu; not yet chosen by
-#           auto): correctness at awkward and Wan shapes with every epilogue and a bf16 output, then
-#           its TFLOP/s at 4096³ and the Wan shapes (with their GELU and gated-residual epilogues)
-#           beside the one-block-per-tile wgmma kernel and cuBLAS;
+#   persistent, pingpong  the Hopper GEMMs auto does not choose yet: the persistent grid (gemm path
+#           4, gemm_wgmma_persistent.cu) or the ping-pong kernel (path 5, gemm_wgmma_pingpong.cu):
+#           correctness at awkward and Wan shapes with every epilogue and a bf16 output, then its
+#           TFLOP/s at 4096³ and the Wan shapes (with their GELU and gated-residual epilogues) beside
+#           the one-block-per-tile wgmma kernel and cuBLAS;
 #   verify  every GEMM path (wgmma, mma.sync, SIMT; bf16 and f32 activations; the GELU and
 #           gated-residual epilogues, in place; split outputs with even and odd parts) and the
 #           attention kernels (D 16…128, Lq ≠ Lk, kvLen < Lk, block-causal, T5 bias, SIMT head
@@ -15,7 +16,7 @@
 #           Lq 4680, Lk 4680/18720/32760, one block-causal case) in TFLOP/s beside cuBLAS and SDPA.
 # Each part prints its own table; exit 1 when a correctness check failed.
 #
-#   python3 tools/gpu-check-kernels.py wgmma|persistent|verify|bench ...
+#   python3 tools/gpu-check-kernels.py wgmma|persistent|pingpong|verify|bench ...
 import math, os, sys, threading
 import torch
 
@@ -242,22 +243,29 @@ def wgmma():
     watchdog.cancel()
 
 
-# The persistent Hopper GEMM (gemm path 4) had not run on a GPU before this check: a watchdog reports a
-# hang with the table so far, and the benchmarks run only once every correctness check passed.
-def persistent():
+# The Hopper GEMM kernels auto does not pick yet (gemm.cu: GEMM_PERSISTENT_VERIFIED,
+# GEMM_PINGPONG_VERIFIED), by their part name: the KINO_CUDA_GEMM value that forces each, which is
+# also what kc_last_kernel names it. Neither had run on a GPU before this check, so each is its own
+# part (tools/gpu-check.sh runs them as separate processes: a fault in one leaves the CUDA context
+# unusable for the rest of its process), a watchdog reports a hang with the table so far, and the
+# benchmarks run only once every correctness check passed.
+UNVERIFIED_GEMMS = {"persistent": "wgmma-persistent", "pingpong": "wgmma-pingpong"}
+
+def unverified_gemm(name):
+    path = UNVERIFIED_GEMMS[name]
     def hung():
-        print("\nFAIL persistent wgmma GEMM did not finish within 120 s (deadlock?); results so far:", flush=True)
+        print(f"\nFAIL {path} GEMM did not finish within 120 s (deadlock?); results so far:", flush=True)
         print_table()
         os._exit(1)
     watchdog = threading.Timer(120, hung)
     watchdog.start()
-    print("\npersistent wgmma GEMM (path 4, sm_90a) correctness:", flush=True)
+    print(f"\n{path} GEMM (sm_90a) correctness:", flush=True)
     try:
         if torch.cuda.get_device_capability()[0] != 9:
             print("  skipped: not an sm_90 GPU")
             watchdog.cancel()
             return
-        pc, wc = context("wgmma-persistent"), context("wgmma")
+        pc, wc = context(path), context("wgmma")
         os.environ.pop("KINO_CUDA_GEMM", None)
         def ran(ctx): return lib.kc_last_kernel(ctx, 0).decode()
         # one tile; tails in M, N and K; several tiles per block (132 blocks); the Wan shapes
@@ -266,26 +274,26 @@ def persistent():
             a, w, bias = rnd(M, K), rnd(N, K, dtype=torch.bfloat16), rnd(N)
             want = bf(a).double() @ w.double().T + bias.double()
             got = kino_gemm(pc, a, w, bias)
-            report(f"persistent: a f32 {M}x{N}x{K} [{ran(pc)}]", rel(got, want), 2e-3)
+            report(f"{name}: a f32 {M}x{N}x{K} [{ran(pc)}]", rel(got, want), 2e-3)
             got = kino_gemm(pc, a.to(torch.bfloat16), w, bias, out_dtype=torch.bfloat16)
-            report(f"persistent: a bf16 → bf16 {M}x{N}x{K}", rel(got, want), 8e-3)
+            report(f"{name}: a bf16 → bf16 {M}x{N}x{K}", rel(got, want), 8e-3)
         for M, N, K in [(300, 264, 200), (4680, 1536, 8960), (4680, 8960, 1536)]:
             a, w, bias = rnd(M, K), rnd(N, K, dtype=torch.bfloat16), rnd(N)
             y = bf(a).double() @ w.double().T + bias.double()
             gelu_ref = 0.5 * y * (1 + torch.tanh(math.sqrt(2 / math.pi) * (y + 0.044715 * y ** 3)))
-            report(f"persistent: +GELU {M}x{N}x{K}", rel(kino_gemm(pc, a, w, bias, gelu=1), gelu_ref), 2e-3)
+            report(f"{name}: +GELU {M}x{N}x{K}", rel(kino_gemm(pc, a, w, bias, gelu=1), gelu_ref), 2e-3)
             Lg = M // 2 if M % 6 == 0 else M
             B_, G_ = M // Lg, 3
             res, gate = rnd(M, N), rnd(B_, G_, N)
             want = res.double() + gate.double().repeat_interleave(Lg // G_, dim=1).reshape(M, N) * y
-            report(f"persistent: gated residual in place {M}x{N}x{K}",
+            report(f"{name}: gated residual in place {M}x{N}x{K}",
                    rel(kino_gemm(pc, a, w, bias, residual=res.clone(), gate=gate, L=Lg, G=G_), want), 2e-3)
-            report(f"persistent: split into 2 parts {M}x{N}x{K}", rel(kino_gemm(pc, a, w, bias, parts=2), y), 2e-3)
-        if ran(pc) != "wgmma-persistent": report(f"persistent path ran {ran(pc)}", 1.0, 0.5)
-        if any("persistent" in f for f in failures):
-            print("  persistent GEMM benchmarks skipped: its correctness checks failed")
+            report(f"{name}: split into 2 parts {M}x{N}x{K}", rel(kino_gemm(pc, a, w, bias, parts=2), y), 2e-3)
+        if ran(pc) != path: report(f"{name} path ran {ran(pc)}", 1.0, 0.5)
+        if any(f.startswith(f"{name}:") or f.startswith(f"{name} ") for f in failures):
+            print(f"  {name} GEMM benchmarks skipped: its correctness checks failed")
         else:
-            print("\npersistent GEMM benchmarks (bf16 in, f32 out; the torch column is cuBLAS without the epilogue):", flush=True)
+            print(f"\n{name} GEMM benchmarks (bf16 in, f32 out; the torch column is cuBLAS without the epilogue):", flush=True)
             for label, (M, N, K), epi in [("4096³", (4096, 4096, 4096), ""), ("Wan QKV", (4680, 4608, 1536), ""),
                                           ("Wan O / cross-Q", (4680, 1536, 1536), ""), ("Wan FFN up", (4680, 8960, 1536), "gelu"),
                                           ("Wan FFN down", (4680, 1536, 8960), "gated residual")]:
@@ -294,20 +302,21 @@ def persistent():
                 out = torch.empty(M, N, device="cuda")
                 flops = 2 * M * N * K
                 tt = torch_bench(lambda: torch.matmul(a, w.T), flops)
-                for name, c in (("wgmma", wc), ("persistent", pc)):
+                for kernel, c in (("wgmma", wc), (name, pc)):
                     plain = lambda: lib.kc_gemm(c, p(out), p(a), BF16, p(w), BF16, None, M, N, K, 0, None, None, 1, 1, 0, F32)
-                    rows.append((f"gemm {label} {M}x{N}x{K} [{name}]", bench(c, plain, flops), tt))
+                    rows.append((f"gemm {label} {M}x{N}x{K} [{kernel}]", bench(c, plain, flops), tt))
                     if epi:
                         fused = lambda: lib.kc_gemm(c, p(out), p(a), BF16, p(w), BF16, p(bias), M, N, K, int(epi == "gelu"),
                                                     p(out) if epi != "gelu" else None, p(gate) if epi != "gelu" else None, M, 3, 0, F32)
-                        rows.append((f"gemm {label} +{epi} [{name}]", bench(c, fused, flops), tt))
+                        rows.append((f"gemm {label} +{epi} [{kernel}]", bench(c, fused, flops), tt))
     except Exception as e:  # a fault in the kernel leaves the context unusable: report it and move on
-        print(f"  FAIL persistent wgmma GEMM: {e}")
-        failures.append(f"persistent wgmma GEMM: {e}")
+        print(f"  FAIL {path} GEMM: {e}")
+        failures.append(f"{name} wgmma GEMM: {e}")
     watchdog.cancel()
 
 
-parts = {"wgmma": wgmma, "persistent": persistent, "verify": verify, "bench": benchmarks}
+parts = {"wgmma": wgmma, "persistent": lambda: unverified_gemm("persistent"), "pingpong": lambda: unverified_gemm("pingpong"),
+         "verify": verify, "bench": benchmarks}
 unknown = [a for a in sys.argv[1:] if a not in parts]
 if unknown or len(sys.argv) < 2: sys.exit(f"usage: gpu-check-kernels.py {'|'.join(parts)} ... (got {sys.argv[1:]})")
 for part in sys.argv[1:]: parts[part]()

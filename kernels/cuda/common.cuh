@@ -28,8 +28,8 @@ struct KcContext {
   cudaStream_t stream;
   KcAllocator* alloc;
   void* encode_tensor_map;     // cuTensorMapEncodeTiled from the driver (sm_90 kernels), or null
-  int gemm_path;               // 0 auto, 1 force mma.sync, 2 force SIMT, 3 force wgmma, 4 force persistent wgmma
-                               // (KINO_CUDA_GEMM=mma|simt|wgmma|wgmma-persistent)
+  int gemm_path;               // 0 auto, 1 force mma.sync, 2 force SIMT, 3 force wgmma, 4 force persistent wgmma,
+                               // 5 force ping-pong wgmma (KINO_CUDA_GEMM=mma|simt|wgmma|wgmma-persistent|wgmma-pingpong)
   int attention_path;          // 0 auto, 1 force the f32 SIMT kernel, 2 force wgmma, 3 force mma.sync
                                // (KINO_CUDA_ATTENTION=f32|wgmma)
   int conv_path;               // 0 auto, 1 force the f32 SIMT kernel, 2 force mma.sync (KINO_CUDA_CONV=simt|mma)

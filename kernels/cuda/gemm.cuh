@@ -10,6 +10,9 @@
 //   gemm_wgmma.cu  sm_90a: TMA loads + wgmma, warp-specialized, 128×256×64 tiles, 4-stage pipeline.
 //   gemm_wgmma_persistent.cu  the same on a persistent grid (one block per multiprocessor walking the
 //                  tiles), 128×256 or 128×224 tiles chosen per shape against wave quantization.
+//   gemm_wgmma_pingpong.cu  persistent too, each consumer warpgroup on a 128×112 tile of its own,
+//                  the two taking turns on the tensor cores so that one's epilogue hides behind the
+//                  other's mainloop.
 //   gemm_mma.cu    sm_80+: cp.async + ldmatrix + mma.sync m16n8k16, 128×128×32 tiles, 4 stages.
 //   gemm_simt.cu   any dtype mix and any K: f32 FMA tiles; the path for f32 weights.
 // The tensor-core kernels take a and w in the same 16-bit type (bf16 or f16); gemm.cu first rounds
@@ -37,3 +40,5 @@ int kc_gemm_wgmma_launch(KcContext* ctx, void* out, bool out_bf16, const void* a
                          const KcGemmEpilogue& epi, int M, int N, int K);
 int kc_gemm_wgmma_persistent_launch(KcContext* ctx, void* out, bool out_bf16, const void* a, const void* w, bool f16,
                                     const KcGemmEpilogue& epi, int M, int N, int K);
+int kc_gemm_wgmma_pingpong_launch(KcContext* ctx, void* out, bool out_bf16, const void* a, const void* w, bool f16,
+                                  const KcGemmEpilogue& epi, int M, int N, int K);

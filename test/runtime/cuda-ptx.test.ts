@@ -1,5 +1,6 @@
 // The tensor-core kernels as the compiler sees them, without a GPU: the Hopper kernels
-// (kernels/cuda/attention_wgmma.cu, gemm_wgmma.cu and gemm_wgmma_persistent.cu with their epilogue) must really use the Hopper
+// (kernels/cuda/attention_wgmma.cu, gemm_wgmma.cu, gemm_wgmma_persistent.cu and gemm_wgmma_pingpong.cu with their
+// epilogue) must really use the Hopper
 // instructions in their sm_90a build (wgmma, TMA bulk-tensor copies, register reallocation), the
 // mma.sync attention and GEMM (attention.cu, gemm_mma.cu) mma.sync on bf16 with ldmatrix and cp.async in
 // their sm_80 build, and the tensor-core convolution (conv_mma.cu) the same in both its sm_90a and
@@ -27,6 +28,8 @@ const KERNELS = [
   { file: "gemm_wgmma", kernel: "gemm_wgmma_kernel", instances: 4, arch: "sm_90a", ptx: HOPPER_PTX, uses: "wgmma, TMA and setmaxnreg" },
   // tile widths 224 and 256, each for bf16 and f16 operands and both outputs
   { file: "gemm_wgmma_persistent", kernel: "gemm_wgmma_persistent_kernel", instances: 8, arch: "sm_90a", ptx: HOPPER_PTX, uses: "wgmma, TMA and setmaxnreg" },
+  // one tile shape (128×112 per consumer), bf16 and f16 operands, both outputs; the turns are named barriers
+  { file: "gemm_wgmma_pingpong", kernel: "gemm_wgmma_pingpong_kernel", instances: 4, arch: "sm_90a", ptx: [...HOPPER_PTX, "wgmma.mma_async.sync.aligned.m64n112k16", "bar.sync", "bar.arrive"], uses: "wgmma m64n112k16, TMA, setmaxnreg and named barriers" },
   { file: "attention", kernel: "attention_mma_kernel", instances: 8, arch: "sm_80", ptx: MMA_SYNC_BF16_PTX, uses: "mma.sync on bf16, ldmatrix and cp.async" },
   { file: "gemm_mma", kernel: "gemm_mma_kernel", instances: 4, arch: "sm_80", ptx: MMA_SYNC_BF16_PTX, uses: "mma.sync on bf16, ldmatrix and cp.async" },
   ...["sm_90a", "sm_80"].map((arch) => (

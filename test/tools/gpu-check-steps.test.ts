@@ -70,7 +70,7 @@ test("gpu-check.sh dry run: every step in order, the unverified paths first and 
   expect(names.length).toBe(12);
   expect(names.every((n) => n.startsWith("PASS "))).toBe(true);
   const at = (s: string) => names.findIndex((n) => n.includes(s));
-  for (const s of ["persistent wgmma GEMM", "wgmma attention", "causal DiT as CUDA graphs", "bidirectional t2v clip", "readback of chunk i", "conv3d"]) {
+  for (const s of ["persistent wgmma GEMM", "ping-pong wgmma GEMM", "wgmma attention", "causal DiT as CUDA graphs", "bidirectional t2v clip", "readback of chunk i", "conv3d"]) {
     expect(at(s), s).toBeGreaterThan(at("build"));
     expect(at(s), s).toBeLessThan(at("GEMM and attention kernels vs PyTorch"));
   }

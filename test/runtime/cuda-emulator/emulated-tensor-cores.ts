@@ -1,6 +1,7 @@
 // A Backend whose gemm and attention run the CUDA library's own entry points (kc_gemm, kc_attention)
 // on the CPU emulator — the mma.sync kernels of kernels/cuda/gemm_mma.cu and attention.cu, or the
-// Hopper kernels of gemm_wgmma.cu, gemm_wgmma_persistent.cu and attention_wgmma.cu, as written — and every other op the
+// Hopper kernels of gemm_wgmma.cu, gemm_wgmma_persistent.cu, gemm_wgmma_pingpong.cu and attention_wgmma.cu, as
+// written — and every other op the
 // TypeScript reference (HostBackend). The arguments reach the C functions exactly as
 // src/runtime/backends/cuda.ts passes them, after the same shape checks.
 import type { AttentionOptions, GemmEpilogue } from "../../../src/runtime/backend.ts";
@@ -12,18 +13,19 @@ import { buildEmulator, runHarness } from "./emulated-backend.ts";
 /** Dtype codes of the C ABI (kernels/cuda/common.cuh KcDtype). */
 const DT: Partial<Record<DType, number>> = { f32: 0, bf16: 1, f16: 2 };
 /** The path codes of kc_set_paths (context.cu) that force each family: mma.sync GEMM 1, attention 3;
- *  wgmma GEMM 3 (one block per tile) or 4 (the persistent grid), attention 2 (the harnesses then make
- *  the context an sm_90 GPU). */
+ *  wgmma GEMM 3 (one block per tile), 4 (the persistent grid) or 5 (ping-pong), attention 2 (the
+ *  harnesses then make the context an sm_90 GPU). */
 const PATHS = {
   "mma.sync": { gemm: 1, attention: 3 },
   wgmma: { gemm: 3, attention: 2 },
   "wgmma-persistent": { gemm: 4, attention: 2 },
+  "wgmma-pingpong": { gemm: 5, attention: 2 },
 } as const;
 export type TensorCoreKernels = keyof typeof PATHS;
 
 /** Both harnesses, built (or why they cannot be here). */
 export async function buildTensorCoreEmulators(): Promise<{ gemm: string; attention: string } | { skip: string }> {
-  const gemm = await buildEmulator("gemm", ["gemm", "gemm_mma", "gemm_wgmma", "gemm_wgmma_persistent"]);
+  const gemm = await buildEmulator("gemm", ["gemm", "gemm_mma", "gemm_wgmma", "gemm_wgmma_persistent", "gemm_wgmma_pingpong"]);
   if ("skip" in gemm) return gemm;
   const attention = await buildEmulator("attention", ["attention", "attention_wgmma"]);
   if ("skip" in attention) return attention;
@@ -32,10 +34,13 @@ export async function buildTensorCoreEmulators(): Promise<{ gemm: string; attent
 
 export interface EmulatedCall {
   op: "gemm" | "attention";
-  /** What the library says it ran (kc_last_kernel): "mma.sync", "wgmma" or "wgmma-persistent". */
+  /** What the library says it ran (kc_last_kernel): "mma.sync", "wgmma", "wgmma-persistent" or "wgmma-pingpong". */
   kernel: string;
   /** One line per kernel launch: grid, threads, dynamic shared memory. */
   launches: string[];
+  /** With `wgmmaRuns`, per block of a Hopper kernel the warpgroups in the order they issued wgmma and
+   *  how many each time: [block, [[warpgroup, issued], …]] (hopper-wgmma.h). */
+  runs: [number, [number, number][]][];
   /** GEMM: M; N and the columns of a split output's part (0: no split), which decide whether kc_gemm
    *  may take wgmma (both even); and K. */
   M?: number;
@@ -53,19 +58,24 @@ export class EmulatedTensorCoreBackend extends HostBackend {
 
   /** `kernels`: the family the paths force (mma.sync unless given); `plant`: the number of a deliberate
    *  kernel bug to switch on (KC_PLANTED in the kernels), 0 none; `misalign`: every buffer starts 16
-   *  bytes past a 128-byte boundary, as a view may, instead of 256-byte aligned as an allocation. */
+   *  bytes past a 128-byte boundary, as a view may, instead of 256-byte aligned as an allocation;
+   *  `wgmmaRuns`: record which warpgroup issued wgmma when (EmulatedCall.runs). */
   constructor(private readonly harness: { gemm: string; attention: string },
-    opts: { kernels?: TensorCoreKernels; plant?: number; misalign?: boolean } = {}) {
+    opts: { kernels?: TensorCoreKernels; plant?: number; misalign?: boolean; wgmmaRuns?: boolean } = {}) {
     super();
     this.#kernels = opts.kernels ?? "mma.sync";
     this.#plant = opts.plant ?? 0;
-    this.#env = opts.misalign ? { KC_EMU_MISALIGN: "1" } : {};
+    this.#env = { ...(opts.misalign ? { KC_EMU_MISALIGN: "1" } : {}), ...(opts.wgmmaRuns ? { KC_EMU_WGMMA_RUNS: "1" } : {}) };
   }
 
   #run(op: EmulatedCall["op"], parts: ArrayBufferView[], dims: { M?: number; N?: number; split?: number; K?: number } = {}): Uint8Array {
     const { out, lines } = runHarness(this.harness[op], op, parts, this.#plant, undefined, this.#env);
     const kernel = /^kernel ?(.*)$/.exec(lines[lines.length - 1] ?? "")?.[1] ?? "?";
-    this.calls.push({ op, kernel, launches: lines.slice(0, -1), ...dims });
+    const runs = lines.flatMap((l): [number, [number, number][]][] => {
+      const m = /^wgmma runs block (\d+):(.*)$/.exec(l);
+      return m ? [[Number(m[1]), m[2]!.trim().split(" ").map((r) => r.split("x").map(Number) as [number, number])]] : [];
+    });
+    this.calls.push({ op, kernel, launches: lines.slice(0, -1).filter((l) => !l.startsWith("wgmma runs")), runs, ...dims });
     return out;
   }
 

@@ -23,7 +23,8 @@
 //   known bug in a kernel that way and check that their cases catch it.
 // - Hopper (sm_90a): mbarriers and named barriers (hopper-sync.h), TMA tensor copies (hopper-tma.h) and
 //   wgmma (hopper-wgmma.h) — each performed at the latest moment the PTX ISA allows, so that a kernel
-//   reading data before its barrier or wait shows it.
+//   reading data before its barrier or wait shows it. With KC_EMU_WGMMA_RUNS set, each block reports
+//   which warpgroup issued wgmma when (a ping-pong kernel's turns on the tensor cores).
 // - Every wait yields its fiber (a spin on an mbarrier cannot hang the one OS thread); a scheduler round
 //   in which every live thread waits and nothing changed is a deadlock, reported with what each waits for.
 // - Shared addresses: dynamic shared memory starts at DYN_BASE (128-byte aligned, not 1024: a kernel that

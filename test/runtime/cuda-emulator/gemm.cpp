@@ -1,11 +1,12 @@
 // kc_gemm (kernels/cuda/gemm.cu, the library's own entry point) on the CPU emulator, for
 // test/runtime/cuda-emulated-tensor-cores.test.ts and cuda-emulated-wgmma.test.ts: the mma.sync kernel
-// (gemm_mma.cu) and the Hopper kernels (gemm_wgmma.cu, gemm_wgmma_persistent.cu) with their epilogues and both output types, and
+// (gemm_mma.cu) and the Hopper kernels (gemm_wgmma.cu, gemm_wgmma_persistent.cu, gemm_wgmma_pingpong.cu)
+// with their epilogues and both output types, and
 // the f32 → bf16/f16 rounding of the activations (elementwise.cu) — each file compiled as it is, one
 // translation unit each. The SIMT kernel is not linked: a call that would pick it fails. The context
 // is an sm_80 GPU, or an sm_90 one with the driver's tensor-map encoder (host-runtime.h) where the
-// path asks for wgmma (3, or 4: the persistent grid); two multiprocessors either way, so a persistent
-// grid has 2 blocks, each walking several tiles.
+// path asks for wgmma (3, or 4: the persistent grid, or 5: ping-pong); two multiprocessors either way,
+// so a persistent grid has 2 blocks, each walking several tiles.
 //
 //   gemm IN OUT
 //   IN:  int32 M, N, K, a_dt, w_dt, out_dt (0 f32, 1 bf16, 2 f16), has_bias, gelu, residual (0 none,
@@ -51,7 +52,7 @@ int main(int argc, char** argv) {
   in.end();
 
   KcContext ctx{};
-  const bool hopper = path == 3 || path == 4;
+  const bool hopper = path == 3 || path == 4 || path == 5;
   ctx.sm_major = hopper ? 9 : 8, ctx.sm_count = 2;  // two SMs: the conversion's grid-stride loop takes turns
   if (hopper) ctx.encode_tensor_map = (void*)&kc_emu_encode_tiled;
   ctx.gemm_path = path;

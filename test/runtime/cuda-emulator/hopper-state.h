@@ -63,14 +63,22 @@ struct HopperThread {
   char waiting[96];           // what it waits for, for a deadlock report
 };
 
+// Consecutive wgmma.mma_async issued by one warpgroup (as its first thread issued them): the order in
+// which a block's warpgroups took the tensor cores.
+struct WgmmaRun {
+  int warpgroup, issued;
+};
+
 struct HopperBlock {
   std::unordered_map<uint32_t, MBarrier> mbarriers;  // by shared address
   NamedBarrier named[16];
+  std::vector<WgmmaRun> wgmma_runs;
 };
 
 inline void hopper_thread_exit(Thread& t);
 inline void hopper_block_exit(Block& b);
 inline int64_t perform_tma(const TmaCopy& c);  // writes the box, returns its bytes
+inline void report_wgmma_runs(const Block& b);  // prints them (KC_EMU_WGMMA_RUNS)
 
 // fail() with a printf message.
 template <typename... Args>

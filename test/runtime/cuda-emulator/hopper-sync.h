@@ -11,7 +11,8 @@
 // reason: an arrival beyond the count in one phase, more bytes completed than expected, a barrier used
 // before mbarrier.init, initialised twice, or completed by TMA without fence.mbarrier_init.
 // Named barriers: bar.sync waits until `threads` arrivals (bar.sync or bar.arrive) have come; a block
-// must not exit with a barrier half-arrived. setmaxnreg: register counts as the ISA allows them, the
+// must not exit with a barrier half-arrived; a thread that arrives with bar.arrive goes on only after
+// the others have had a turn. setmaxnreg: register counts as the ISA allows them, the
 // same in every thread of a warpgroup, and within the 64 Ki registers of the multiprocessor.
 #pragma once
 
@@ -77,12 +78,15 @@ inline void named_barrier(int id, int threads, bool wait) {
   nb.count = threads;
   const unsigned generation = nb.generation;
   block->changes++;
-  if (++nb.arrived == threads) {
-    nb.arrived = 0;
-    nb.generation++;
+  const bool released = ++nb.arrived == threads;
+  if (released) nb.arrived = 0, nb.generation++;
+  if (!wait) {
+    // bar.arrive does not hold the thread, but it may be slow to go on: the threads it releases run
+    // first, so a kernel whose order needs what follows the arrival to happen before them shows it.
+    yield();
     return;
   }
-  if (!wait) return;
+  if (released) return;
   Thread& t = me();
   snprintf(t.hopper.waiting, sizeof t.hopper.waiting, "bar.sync %d (%d of %d arrived)", id, nb.arrived, threads);
   while (nb.generation == generation) wait_yield(t.hopper.waiting);
@@ -96,6 +100,7 @@ inline void setmaxnreg(int regs, bool inc) {
 // At the block's end: no named barrier half-arrived, no TMA copy in flight into its shared memory, and
 // setmaxnreg the same in all threads of each warpgroup, the final counts within the register file.
 inline void hopper_block_exit(Block& b) {
+  report_wgmma_runs(b);
   for (int id = 0; id < 16; id++)
     if (b.hopper.named[id].arrived)
       failf("the block exits with named barrier %d half-arrived (%d of %d)", id, b.hopper.named[id].arrived, b.hopper.named[id].count);

@@ -128,6 +128,23 @@ inline void wgmma_issue(const WgmmaOp& op) {
   if (!h.wgmma_fenced)
     fail("wgmma.mma_async without a wgmma.fence before it (since the kernel began or the thread's last wgmma.wait_group)");
   h.wgmma_open.push_back(op);
+  if (me().flat % 128 == 0) {  // the warpgroup's first thread stands for it (wait_group checks that all issue alike)
+    std::vector<WgmmaRun>& runs = block->hopper.wgmma_runs;
+    const int wg = me().flat / 128;
+    if (runs.empty() || runs.back().warpgroup != wg) runs.push_back({wg, 0});
+    runs.back().issued++;
+  }
+}
+
+// With KC_EMU_WGMMA_RUNS set, one line per block that issued wgmma: "wgmma runs block X: W×n …", the
+// warpgroups in the order they issued, n instructions each time, so a test can see which warpgroup had
+// the tensor cores when (a ping-pong kernel's turns).
+inline void report_wgmma_runs(const Block& b) {
+  static const bool on = getenv("KC_EMU_WGMMA_RUNS") != nullptr;
+  if (!on || b.hopper.wgmma_runs.empty()) return;
+  std::string line = "wgmma runs block " + std::to_string(block_idx.x) + ":";
+  for (const WgmmaRun& r : b.hopper.wgmma_runs) line += " " + std::to_string(r.warpgroup) + "x" + std::to_string(r.issued);
+  printf("%s\n", line.c_str());
 }
 
 inline void hopper_thread_exit(Thread& t) {
