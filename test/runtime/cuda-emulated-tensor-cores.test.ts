@@ -18,8 +18,8 @@ import { gemmEpilogueCases } from "./op-cases-fused.ts";
 import { bf16AttentionCases, bf16GemmCases } from "./op-cases-bf16.ts";
 import { tensorCoreAttentionCases, tensorCoreGemmCases } from "./op-cases-tensor-cores.ts";
 import type { OpCase } from "./op-helpers.ts";
-import { compare } from "./op-precision.ts";
 import { EmulatedTensorCoreBackend, buildTensorCoreEmulators } from "./cuda-emulator/emulated-tensor-cores.ts";
+import { failure, firstFailure } from "./cuda-emulator/wgmma-cases.ts";
 
 const built = await buildTensorCoreEmulators();
 const skip = "skip" in built ? built.skip : undefined;
@@ -39,18 +39,6 @@ function takesMmaSync(c: OpCase): boolean {
 
 const gemms = [...gemmCases(), ...gemmEpilogueCases(), ...bf16GemmCases()].filter(takesMmaSync).concat(tensorCoreGemmCases());
 const attentions = [...attentionCases(), ...bf16AttentionCases()].filter(takesMmaSync).concat(tensorCoreAttentionCases());
-
-/** Runs a case; null when it kept its promise, else how it failed (the promise, or the harness). */
-async function failure(be: EmulatedTensorCoreBackend, c: OpCase): Promise<string | null> {
-  let got: Float32Array;
-  try {
-    got = await c.run(be);
-  } catch (e) {
-    return `the harness failed: ${(e as Error).message.split("\n").find((l) => /ERROR|emulator:|kc_/.test(l)) ?? (e as Error).message.slice(0, 200)}`;
-  }
-  const r = compare(got, c.tensorCores!());
-  return r.ok ? null : `max abs ${r.maxAbs.toExponential(2)}, ${(100 * r.used).toFixed(0)} % of the tolerance`;
-}
 
 describe.skipIf(!harness)("the mma.sync GEMM and attention on the CPU emulator", () => {
   const be = harness && new EmulatedTensorCoreBackend(harness);
@@ -85,14 +73,7 @@ describe.skipIf(!harness)("the emulated cases catch planted kernel bugs", () => 
   for (const [n, op, what] of PLANTED) {
     test(`bug ${n}, ${what}`, async () => {
       const planted = new EmulatedTensorCoreBackend(harness!, { plant: n });
-      let caught: string | null = null;
-      for (const c of op === "gemm" ? gemms : attentions) {
-        const why = await failure(planted, c);
-        if (why) {
-          caught = `${c.name}: ${why}`;
-          break;
-        }
-      }
+      const caught = await firstFailure(planted, op === "gemm" ? gemms : attentions);
       console.log(`planted bug ${n} caught by ${caught}`);
       expect(caught).not.toBeNull();
     }, 120_000);

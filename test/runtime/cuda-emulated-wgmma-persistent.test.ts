@@ -11,7 +11,7 @@
 // The last tests plant bugs of the persistence itself and require the cases to catch each one.
 import { describe, expect, test } from "bun:test";
 import { EmulatedTensorCoreBackend, buildTensorCoreEmulators } from "./cuda-emulator/emulated-tensor-cores.ts";
-import { failure, wgmmaGemmCases } from "./cuda-emulator/wgmma-cases.ts";
+import { failure, firstFailure, wgmmaGemmCases } from "./cuda-emulator/wgmma-cases.ts";
 import { type GemmShape, tensorCoreGemmCases } from "./op-cases-tensor-cores.ts";
 
 const built = await buildTensorCoreEmulators();
@@ -74,14 +74,7 @@ describe.skipIf(!harness)("the emulated cases catch planted persistent-GEMM bugs
   for (const [n, what] of PLANTED) {
     test(`bug ${n}, ${what}`, async () => {
       const planted = new EmulatedTensorCoreBackend(harness!, { kernels: "wgmma-persistent", plant: n });
-      let caught: string | null = null;
-      for (const c of gemms) {
-        const why = await failure(planted, c);
-        if (why) {
-          caught = `${c.name}: ${why}`;
-          break;
-        }
-      }
+      const caught = await firstFailure(planted, gemms);
       console.log(`planted bug ${n} caught by ${caught}`);
       expect(caught).not.toBeNull();
     }, 240_000);

@@ -17,7 +17,7 @@
 // Hopper kernels (KC_PLANTED, common.cuh) and require the cases to catch each one.
 import { describe, expect, test } from "bun:test";
 import { EmulatedTensorCoreBackend, buildTensorCoreEmulators } from "./cuda-emulator/emulated-tensor-cores.ts";
-import { failure, wgmmaAttentionCases, wgmmaGemmCases } from "./cuda-emulator/wgmma-cases.ts";
+import { failure, firstFailure, wgmmaAttentionCases, wgmmaGemmCases } from "./cuda-emulator/wgmma-cases.ts";
 
 const built = await buildTensorCoreEmulators();
 const skip = "skip" in built ? built.skip : undefined;
@@ -90,14 +90,7 @@ describe.skipIf(!harness)("the emulated cases catch planted Hopper kernel bugs",
   for (const [n, op, what] of PLANTED) {
     test(`bug ${n}, ${what}`, async () => {
       const planted = new EmulatedTensorCoreBackend(harness!, { kernels: "wgmma", plant: n });
-      let caught: string | null = null;
-      for (const c of op === "gemm" ? gemms : attentions) {
-        const why = await failure(planted, c);
-        if (why) {
-          caught = `${c.name}: ${why}`;
-          break;
-        }
-      }
+      const caught = await firstFailure(planted, op === "gemm" ? gemms : attentions);
       console.log(`planted bug ${n} caught by ${caught}`);
       expect(caught).not.toBeNull();
     }, 120_000);

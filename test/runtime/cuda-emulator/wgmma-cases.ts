@@ -1,7 +1,8 @@
 // The cases the Hopper kernels run on the CPU emulator (cuda-emulated-wgmma.test.ts,
 // cuda-emulated-wgmma-persistent.test.ts): the op sweep's and op-cases-tensor-cores.ts's GEMM cases
 // that take tensor cores (every epilogue, bf16 output, several tiles, K over several ring turns) and
-// attention cases of head size 64 and 128, and how a run on an emulated backend failed, if it did.
+// attention cases of head size 64 and 128, and how a run on an emulated backend failed, if it did
+// (every emulated tensor-core test uses these two).
 import { attentionCases, gemmCases } from "../op-cases-heavy.ts";
 import { gemmEpilogueCases } from "../op-cases-fused.ts";
 import { bf16AttentionCases, bf16GemmCases } from "../op-cases-bf16.ts";
@@ -40,4 +41,14 @@ export async function failure(be: EmulatedTensorCoreBackend, c: OpCase): Promise
   }
   const r = compare(got, c.tensorCores!());
   return r.ok ? null : `max abs ${r.maxAbs.toExponential(2)}, ${(100 * r.used).toFixed(0)} % of the tolerance`;
+}
+
+/** The first case that fails on a backend with a planted bug, named with how it failed; null when
+ *  every case kept its promise (the bug went uncaught). */
+export async function firstFailure(be: EmulatedTensorCoreBackend, cases: OpCase[]): Promise<string | null> {
+  for (const c of cases) {
+    const why = await failure(be, c);
+    if (why) return `${c.name}: ${why}`;
+  }
+  return null;
 }
