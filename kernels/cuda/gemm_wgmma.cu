@@ -41,14 +41,7 @@ __global__ void __launch_bounds__(THREADS, 1)
   const int ktiles = (K + BK - 1) / BK;
   const int wg = threadIdx.x / 128;
 
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < STAGES; s++) {
-      kc_mbar_init(full(s), 1);
-      kc_mbar_init(empty(s), 2 * 128);  // every consumer thread arrives once per use
-    }
-    kc_fence_mbar_init();
-  }
-  __syncthreads();
+  kc_gemm_ring_init(full_bar, empty_bar, 2 * 128);  // both consumers read every stage
 
   if (wg == 0) {
     kc_setmaxnreg_dec<40>();

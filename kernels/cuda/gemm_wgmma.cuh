@@ -1,7 +1,7 @@
-// What the two Hopper GEMM kernels share (gemm_wgmma.cu: one block per output tile;
-// gemm_wgmma_persistent.cu: one block per multiprocessor walking the tiles): the block shape, the
-// grouped tile order, the epilogue from the wgmma accumulator registers and the TMA description of an
-// operand. Reference and semantics: gemm.cuh; the epilogue's ops: gemm_epilogue.cuh.
+// What the Hopper GEMM kernels share (gemm_wgmma.cu: one block per output tile;
+// gemm_wgmma_persistent.cu and gemm_wgmma_pingpong.cu: one block per multiprocessor walking the tiles):
+// the block shape, the grouped tile order, the stage ring's barriers, the epilogue from the wgmma
+// accumulator registers and the TMA description of an operand. Reference and semantics: gemm.cuh; the epilogue's ops: gemm_epilogue.cuh.
 #pragma once
 #include "gemm.cuh"
 #include "hopper.cuh"
@@ -24,6 +24,21 @@ __device__ __forceinline__ KcGemmTileAt kc_gemm_tile_at(int t, int tiles_m, int 
 }
 
 #ifdef KC_HAS_WGMMA
+// The stage ring's barriers, set up by thread 0 before the block starts: a stage is "full" after the
+// producer's one arrival (with its expect_tx) and the TMA bytes, "empty" after `readers` consumer
+// threads arrived, each once per use of the stage.
+template <int STAGES>
+__device__ __forceinline__ void kc_gemm_ring_init(uint64_t (&full_bar)[STAGES], uint64_t (&empty_bar)[STAGES], uint32_t readers) {
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; s++) {
+      kc_mbar_init(kc_smem_addr(&full_bar[s]), 1);
+      kc_mbar_init(kc_smem_addr(&empty_bar[s]), readers);
+    }
+    kc_fence_mbar_init();
+  }
+  __syncthreads();
+}
+
 // Stores consumer c's 64 × BN accumulators of tile (tile_m, tile_n) through the epilogue. Accumulator
 // layout (per warp of the warpgroup: 16 rows): d[4j..4j+3] hold (r, 8j + 2q), (r, 8j + 2q + 1),
 // (r + 8, 8j + 2q), (r + 8, 8j + 2q + 1), r = lane/4, q = lane%4. Each thread's two rows look up their

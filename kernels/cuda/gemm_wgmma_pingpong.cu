@@ -107,15 +107,8 @@ __global__ void __launch_bounds__(THREADS, 1)
   auto tile_at = [&](int j) { return kc_gemm_tile_at((int)blockIdx.x + j * (int)gridDim.x, tiles_m, tiles_n); };
   const int wg = threadIdx.x / 128;
 
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < STAGES; s++) {
-      kc_mbar_init(full(s), 1);
-      // planted 19: both consumers counted per stage, as where they share a tile
-      kc_mbar_init(empty(s), KC_PLANTED(19) ? 2 * 128 : 128);  // every thread of the one consumer reading it
-    }
-    kc_fence_mbar_init();
-  }
-  __syncthreads();
+  // every thread of the one consumer reading a stage; planted 19: both counted, as where they share a tile
+  kc_gemm_ring_init(full_bar, empty_bar, KC_PLANTED(19) ? 2 * 128 : 128);
 
   if (wg == 0) {
     kc_setmaxnreg_dec<40>();
