@@ -86,19 +86,8 @@ __global__ void __launch_bounds__(THREADS, 1)
 
 template <bool F16, typename TO>
 int launch(KcContext* ctx, void* out, const void* a, const void* w, const KcGemmEpilogue& epi, int M, int N, int K) {
-  static bool configured = false;
-  auto kernel = gemm_wgmma_kernel<F16, TO>;
-  if (!configured) {
-    KC_TRY(kc_check(ctx, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES),
-                    "cudaFuncSetAttribute(gemm_wgmma_kernel)"));
-    configured = true;
-  }
-  CUtensorMap map_a, map_w;
-  KC_TRY(kc_gemm_encode_operand(ctx, &map_a, a, F16, M, K, BM));
-  KC_TRY(kc_gemm_encode_operand(ctx, &map_w, w, F16, N, K, BN));
-  unsigned blocks = (unsigned)(((M + BM - 1) / BM) * ((N + BN - 1) / BN));
-  KC_LAUNCH(kernel, blocks, THREADS, SMEM_BYTES, ctx->stream)(map_a, map_w, (TO*)out, epi, M, N, K);
-  return kc_launched(ctx, "gemm_wgmma_kernel");
+  return kc_gemm_wgmma_start<gemm_wgmma_kernel<F16, TO>, BN, F16, TO>(ctx, "gemm_wgmma_kernel", SMEM_BYTES, false, out, a, w,
+                                                                      epi, M, N, K);
 }
 }  // namespace
 

@@ -1,10 +1,12 @@
 // What the Hopper GEMM kernels share (gemm_wgmma.cu: one block per output tile;
 // gemm_wgmma_persistent.cu and gemm_wgmma_pingpong.cu: one block per multiprocessor walking the tiles):
 // the block shape, the grouped tile order, the stage ring's barriers, the epilogue from the wgmma
-// accumulator registers and the TMA description of an operand. Reference and semantics: gemm.cuh; the epilogue's ops: gemm_epilogue.cuh.
+// accumulator registers, the TMA description of an operand and the launch. Reference and semantics:
+// gemm.cuh; the epilogue's ops: gemm_epilogue.cuh.
 #pragma once
 #include "gemm.cuh"
 #include "hopper.cuh"
+#include <stdio.h>
 
 // 128 rows × BN columns per tile, K steps of 64 (one 128-byte swizzled row of 16-bit elements),
 // 3 warpgroups: a TMA producer and two consumers of 64 rows each.
@@ -78,4 +80,28 @@ static inline int kc_gemm_encode_operand(KcContext* ctx, CUtensorMap* map, const
   const cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)rows}, strides[1] = {(cuuint64_t)K * 2};
   const cuuint32_t box[2] = {KC_GEMM_BK, (cuuint32_t)box_rows};
   return kc_encode_tma(ctx, map, ptr, f16, 2, dims, strides, box, "could not describe a GEMM operand");
+}
+
+// The host side of every wgmma GEMM kernel (each takes map_a, map_w, out, epi, M, N, K on
+// KC_GEMM_THREADS threads): opts KERNEL into `smem` bytes of dynamic shared memory on its first call,
+// describes a (128-row boxes) and w (BN-row boxes) for TMA, and starts one block per output tile or,
+// `persistent`, min(tiles, multiprocessors) blocks that walk them. `name`: the kernel, in errors.
+template <auto KERNEL, int BN, bool F16, typename TO>
+static int kc_gemm_wgmma_start(KcContext* ctx, const char* name, int smem, bool persistent, void* out, const void* a,
+                               const void* w, const KcGemmEpilogue& epi, int M, int N, int K) {
+  static bool configured = false;
+  if (!configured) {
+    char what[96];
+    snprintf(what, sizeof what, "cudaFuncSetAttribute(%s)", name);
+    KC_TRY(kc_check(ctx, cudaFuncSetAttribute(KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, smem), what));
+    configured = true;
+  }
+  CUtensorMap map_a, map_w;
+  KC_TRY(kc_gemm_encode_operand(ctx, &map_a, a, F16, M, K, KC_GEMM_BM));
+  KC_TRY(kc_gemm_encode_operand(ctx, &map_w, w, F16, N, K, BN));
+  const int64_t tiles = (int64_t)((M + KC_GEMM_BM - 1) / KC_GEMM_BM) * ((N + BN - 1) / BN);
+  if (tiles > INT32_MAX) return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_gemm", "too many GEMM output tiles");
+  const unsigned grid = (unsigned)(persistent && tiles > ctx->sm_count ? ctx->sm_count : tiles);
+  KC_LAUNCH(KERNEL, grid, KC_GEMM_THREADS, smem, ctx->stream)(map_a, map_w, (TO*)out, epi, M, N, K);
+  return kc_launched(ctx, name);
 }

@@ -175,21 +175,8 @@ __global__ void __launch_bounds__(THREADS, 1)
 
 template <bool F16, typename TO>
 int launch(KcContext* ctx, void* out, const void* a, const void* w, const KcGemmEpilogue& epi, int M, int N, int K) {
-  static bool configured = false;
-  auto kernel = gemm_wgmma_pingpong_kernel<F16, TO>;
-  if (!configured) {
-    KC_TRY(kc_check(ctx, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM),
-                    "cudaFuncSetAttribute(gemm_wgmma_pingpong_kernel)"));
-    configured = true;
-  }
-  CUtensorMap map_a, map_w;
-  KC_TRY(kc_gemm_encode_operand(ctx, &map_a, a, F16, M, K, BM));
-  KC_TRY(kc_gemm_encode_operand(ctx, &map_w, w, F16, N, K, BN));
-  const int64_t tiles = (int64_t)((M + BM - 1) / BM) * ((N + BN - 1) / BN);
-  if (tiles > INT32_MAX) return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_gemm", "too many GEMM output tiles");
-  const unsigned grid = (unsigned)(tiles < ctx->sm_count ? tiles : ctx->sm_count);
-  KC_LAUNCH(kernel, grid, THREADS, SMEM, ctx->stream)(map_a, map_w, (TO*)out, epi, M, N, K);
-  return kc_launched(ctx, "gemm_wgmma_pingpong_kernel");
+  return kc_gemm_wgmma_start<gemm_wgmma_pingpong_kernel<F16, TO>, BN, F16, TO>(ctx, "gemm_wgmma_pingpong_kernel", SMEM, true,
+                                                                               out, a, w, epi, M, N, K);
 }
 }  // namespace
 

@@ -13,7 +13,7 @@
 // The last tests plant bugs of the ping-pong itself and require the cases (results or turns) to catch each.
 import { describe, expect, test } from "bun:test";
 import { type EmulatedCall, EmulatedTensorCoreBackend, buildTensorCoreEmulators } from "./cuda-emulator/emulated-tensor-cores.ts";
-import { failure, wgmmaGemmCases } from "./cuda-emulator/wgmma-cases.ts";
+import { failure, firstFailure, wgmmaGemmCases } from "./cuda-emulator/wgmma-cases.ts";
 import { type GemmShape, tensorCoreGemmCases } from "./op-cases-tensor-cores.ts";
 
 const built = await buildTensorCoreEmulators();
@@ -99,16 +99,12 @@ describe.skipIf(!harness)("the emulated cases catch planted ping-pong bugs", () 
   for (const [n, what] of PLANTED) {
     test(`bug ${n}, ${what}`, async () => {
       const planted = new EmulatedTensorCoreBackend(harness!, { kernels: "wgmma-pingpong", plant: n, wgmmaRuns: true });
-      let caught: string | null = null;
-      for (const c of gemms) {
-        const why = await failure(planted, c);
+      const turns = () => {
         const call = planted.calls.at(-1);
-        const turns = !why && call?.kernel === "wgmma-pingpong" ? turnsBroken(call) : null;
-        if (why || turns) {
-          caught = `${c.name}: ${why ?? `turns broken: ${turns}`}`;
-          break;
-        }
-      }
+        const broken = call?.kernel === "wgmma-pingpong" ? turnsBroken(call) : null;
+        return broken && `turns broken: ${broken}`;
+      };
+      const caught = await firstFailure(planted, gemms, turns);
       console.log(`planted bug ${n} caught by ${caught}`);
       expect(caught).not.toBeNull();
     }, 240_000);

@@ -44,10 +44,11 @@ export async function failure(be: EmulatedTensorCoreBackend, c: OpCase): Promise
 }
 
 /** The first case that fails on a backend with a planted bug, named with how it failed; null when
- *  every case kept its promise (the bug went uncaught). */
-export async function firstFailure(be: EmulatedTensorCoreBackend, cases: OpCase[]): Promise<string | null> {
+ *  every case kept its promise (the bug went uncaught). `alsoBroken`, asked after a case that kept its
+ *  promise: what else about that run gives the bug away (e.g. the order of the wgmma turns), or null. */
+export async function firstFailure(be: EmulatedTensorCoreBackend, cases: OpCase[], alsoBroken?: () => string | null): Promise<string | null> {
   for (const c of cases) {
-    const why = await failure(be, c);
+    const why = (await failure(be, c)) ?? alsoBroken?.() ?? null;
     if (why) return `${c.name}: ${why}`;
   }
   return null;
