@@ -1,14 +1,14 @@
 // Hopper (sm_90a) building blocks shared by the warp-specialized kernels (gemm_wgmma.cu,
 // gemm_wgmma_persistent.cu, gemm_wgmma_pingpong.cu, attention_wgmma.cu): mbarriers, TMA bulk-tensor
-// loads, wgmma shared-memory descriptors and the wgmma instructions themselves, named barriers and
-// register reallocation.
+// loads and stores (with the proxy fence a store of staged data needs), wgmma shared-memory descriptors
+// and the wgmma instructions themselves, named barriers and register reallocation.
 //
 // Everything here exists only where KC_HAS_WGMMA is defined: the sm_90a pass of nvcc. The sm_80 and
 // compute_80 passes see kernels with empty bodies, so the host must launch them only on sm_90 (the
 // launchers check ctx->sm_major == 9; an sm_90a cubin does not load on later chips either).
 // The CPU emulator (test/runtime/cuda-emulator, KC_EMULATE) defines KC_HAS_WGMMA too and supplies the
-// primitives below itself (hopper-sync.h, hopper-tma.h, hopper-wgmma.h there), all but the descriptor
-// encoders, which it decodes as the PTX ISA defines them.
+// primitives below itself (hopper-sync.h, hopper-tma.h, hopper-tma-store.h, hopper-wgmma.h there), all
+// but the descriptor encoders, which it decodes as the PTX ISA defines them.
 //
 // Conventions the kernels rely on:
 //   - TMA writes tiles with the 128-byte swizzle (CU_TENSOR_MAP_SWIZZLE_128B): rows of 128 bytes
@@ -74,6 +74,45 @@ __device__ __forceinline__ void kc_tma_load_4d(uint32_t dst, const CUtensorMap* 
       "[%2];\n" ::"r"(dst),
       "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
       : "memory");
+}
+
+// ---- TMA stores ----------------------------------------------------------------------------------------
+// Tile copies shared → global (cp.async.bulk.tensor ... .bulk_group), coordinates innermost first: the
+// box at `src` (laid out as a load with the same map would write it) goes to the tensor; elements outside
+// the tensor map's dimensions, on either side (coordinates may be negative), are not written. A store
+// belongs to the thread that issued it: kc_bulk_commit closes that thread's stores since its last commit
+// into a bulk async-group, kc_bulk_wait_read<N> returns once all but its N newest groups have read their
+// shared memory (which may then be rewritten), kc_bulk_wait<N> once they have also written it.
+__device__ __forceinline__ void kc_tma_store_2d(const CUtensorMap* map, uint32_t src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(map), "r"(src), "r"(c0),
+               "r"(c1)
+               : "memory");
+}
+__device__ __forceinline__ void kc_tma_store_3d(const CUtensorMap* map, uint32_t src, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(map), "r"(src),
+               "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
+__device__ __forceinline__ void kc_bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void kc_bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+template <int N>
+__device__ __forceinline__ void kc_bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+}
+// Orders this thread's earlier shared-memory writes (generic proxy) before later TMA accesses (async
+// proxy): each thread that staged data for a TMA store executes it after its writes, before the barrier
+// after which one thread issues the store.
+__device__ __forceinline__ void kc_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+// Shared-memory stores by address, for staging a TMA store's box (the emulator tracks these for the
+// fence and buffer-reuse checks).
+__device__ __forceinline__ void kc_st_shared_v2_f32(uint32_t addr, float a, float b) {
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(a), "f"(b) : "memory");
+}
+__device__ __forceinline__ void kc_st_shared_b32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
 }
 
 // ---- warpgroup control ---------------------------------------------------------------------------------
@@ -236,17 +275,25 @@ typedef CUresult (*KcEncodeTiledFn)(CUtensorMap*, CUtensorMapDataType, cuuint32_
                                     const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
                                     CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 
-// Describes a bf16 (or f16) tensor for TMA: `rank` dimensions innermost first (dims[0] contiguous),
-// byte strides of dimensions 1.. (multiples of 16), boxes of box[] elements with box[0] = 64 (one
-// 128-byte swizzled row), zeros outside the dimensions. Needs ctx->encode_tensor_map (sm_90 only).
+// Describes a tensor of `type` for TMA: `rank` dimensions innermost first (dims[0] contiguous), byte
+// strides of dimensions 1.. (multiples of 16), boxes of box[] elements, zeros outside the dimensions
+// for loads (stores skip what lies outside), `swizzle` the shared-memory layout of a box (with the
+// 128-byte swizzle, box[0] fills one 128-byte row). Needs ctx->encode_tensor_map (sm_90 only).
+static inline int kc_encode_tma_as(KcContext* ctx, CUtensorMap* map, CUtensorMapDataType type, const void* ptr, int rank,
+                                   const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
+                                   CUtensorMapSwizzle swizzle, const char* what) {
+  const cuuint32_t elem_strides[5] = {1, 1, 1, 1, 1};
+  CUresult r = ((KcEncodeTiledFn)ctx->encode_tensor_map)(map, type, (cuuint32_t)rank, const_cast<void*>(ptr), dims, strides, box,
+                                                         elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                                                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) return kc_fail(ctx, (int)r, "cuTensorMapEncodeTiled", what);
+  return 0;
+}
+
+// A bf16 (or f16) operand with the 128-byte swizzle: box[0] = 64 (one 128-byte swizzled row).
 static inline int kc_encode_tma(KcContext* ctx, CUtensorMap* map, const void* ptr, bool f16, int rank,
                                 const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
                                 const char* what) {
-  const cuuint32_t elem_strides[5] = {1, 1, 1, 1, 1};
-  CUresult r = ((KcEncodeTiledFn)ctx->encode_tensor_map)(
-      map, f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, (cuuint32_t)rank,
-      const_cast<void*>(ptr), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) return kc_fail(ctx, (int)r, "cuTensorMapEncodeTiled", what);
-  return 0;
+  return kc_encode_tma_as(ctx, map, f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, ptr, rank, dims,
+                          strides, box, CU_TENSOR_MAP_SWIZZLE_128B, what);
 }

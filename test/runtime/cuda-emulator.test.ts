@@ -39,8 +39,10 @@ describe.skipIf(!harness)("the emulator's __shfl_xor_sync", () => {
 // from the kernels: a TMA copy lands in the layout the CUDA programming guide gives for the 128-byte
 // swizzle (chunk x of row y of a buffer at shared address p at chunk ((y + p/128) % 8) ^ x), zeros
 // where the box leaves the tensor, and only once a thread waits on its barrier (before that the
-// destination reads as 0xFF bytes); misuse of mbarriers, TMA, wgmma, named barriers and setmaxnreg
-// stops the emulator with the reason.
+// destination reads as 0xFF bytes); a TMA store writes the box back through the same layout, skips
+// what lies outside the tensor on either side, and reads shared memory only at the wait_group that
+// retires it; misuse of mbarriers, TMA loads and stores, wgmma, named barriers and setmaxnreg stops the
+// emulator with the reason.
 const hopperBuilt = await buildEmulator("hopper-primitives");
 const hopper = "path" in hopperBuilt ? hopperBuilt.path : null;
 
@@ -69,6 +71,44 @@ describe.skipIf(!hopper)("the emulator's Hopper primitives", () => {
     expect(Array.from(after)).toEqual(Array.from(image("tma")));
   });
 
+  // The TMA stores (cuda-emulator/hopper-tma-store.h) write into [20, 72] tensors first filled with 0xBEEF.
+  const SENTINEL = 0xbeef, TENSOR = 20 * 72;
+  const tensors = (mode: string) => {
+    const all = new Uint16Array(runHarness(hopper!, mode, [], 0, [mode]).out.buffer);
+    return Array.from({ length: all.length / TENSOR }, (_, i) => all.subarray(i * TENSOR, (i + 1) * TENSOR));
+  };
+  /** Element (r, c) of a [20, 72] image against `want(r, c)`, every element. */
+  const expectImage = (got: Uint16Array, want: (r: number, c: number) => number) => {
+    for (let r = 0; r < 20; r++) for (let c = 0; c < 72; c++) expect({ r, c, v: got[r * 72 + c] }).toEqual({ r, c, v: want(r, c) });
+  };
+
+  test("a TMA store round trip: a loaded box stored back lands where it came from, nothing written past any edge", () => {
+    // the box holds element(y, j) of the load at (10, 16); stored at (10, 16) rows 20.. and columns 72..
+    // of the box are cut; stored at (-3, -8) rows and columns before 0 are
+    const [b, c] = tensors("store");
+    expectImage(b!, (r, col) => (r >= 10 && col >= 16 ? element(r - 10, col - 16) : SENTINEL));
+    expectImage(c!, (r, col) => (r < 13 && col < 56 ? element(r + 3, col + 8) : SENTINEL));
+  });
+
+  // stage(): element (y, j) of the box is y·64 + j + 1, written where the programming guide's swizzle puts it
+  const staged = (r: number, c: number, add = 0) => (r < 16 && c < 64 ? r * 64 + c + 1 + add : SENTINEL);
+  test("a TMA store reads the 128-byte swizzle as the programming guide lays it out, and a plain box row after row", () => {
+    expectImage(tensors("store-swizzle")[0]!, staged);
+    expectImage(tensors("store-plain")[0]!, staged);
+  });
+
+  test("bulk async-groups: wait_group.read 1 retires all but the newest group, wait_group 0 the rest", () => {
+    const [b1, c1, b2, c2] = tensors("store-groups");
+    expectImage(b1!, staged);
+    expect(c1!.every((v) => v === SENTINEL)).toBe(true);
+    expectImage(b2!, staged);
+    expectImage(c2!, (r, c) => staged(r, c, 0x4000));
+  });
+
+  test("a store reads its shared memory at the wait that retires it: a later overwrite is what lands", () => {
+    expectImage(tensors("store-late")[0]!, (r, c) => (r < 16 && c < 64 ? 0x1111 : SENTINEL));
+  });
+
   const MISUSE: [string, string | RegExp][] = [
     ["arrivals", /mbarrier\.arrive on mbarrier 0x[0-9a-f]+: more arrivals than its count \(1\) in phase 0/],
     ["tx", "phase 0 received 1024 transaction bytes more than its expect_tx announced"],
@@ -81,6 +121,11 @@ describe.skipIf(!hopper)("the emulator's Hopper primitives", () => {
     ["descriptor", "lies in row 2 of a 128-byte swizzle pattern, but the base offset is 0"],
     ["named", "the block exits with named barrier 1 half-arrived (64 of 128)"],
     ["maxnreg", "setmaxnreg not executed alike by every thread of warpgroup 0"],
+    ["store-unfenced", /which thread \d+ wrote with st\.shared and no fence\.proxy\.async\.shared::cta of that thread followed/],
+    ["store-fenced-elsewhere", "which thread 5 wrote with st.shared and no fence.proxy.async.shared::cta of that thread followed"],
+    ["store-reuse", "which a cp.async.bulk.tensor store of thread 0 still reads: no cp.async.bulk.wait_group.read of that thread retired it"],
+    ["store-exit", "thread 0 exits with TMA stores it never waited for (0 uncommitted, 1 bulk async-groups)"],
+    ["store-misaligned", /cp\.async\.bulk\.tensor store at shared address 0x[0-9a-f]+: not 128-byte aligned/],
   ];
   for (const [mode, message] of MISUSE) {
     test(`misuse "${mode}" stops the emulator with the reason`, () => {

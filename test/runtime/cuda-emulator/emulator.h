@@ -21,10 +21,11 @@
 // an access outside one is reported.
 // - KC_PLANTED(n) (common.cuh) is true when the environment has KC_EMU_PLANT=n: the tests plant a
 //   known bug in a kernel that way and check that their cases catch it.
-// - Hopper (sm_90a): mbarriers and named barriers (hopper-sync.h), TMA tensor copies (hopper-tma.h) and
-//   wgmma (hopper-wgmma.h) — each performed at the latest moment the PTX ISA allows, so that a kernel
-//   reading data before its barrier or wait shows it. With KC_EMU_WGMMA_RUNS set, each block reports
-//   which warpgroup issued wgmma when (a ping-pong kernel's turns on the tensor cores).
+// - Hopper (sm_90a): mbarriers and named barriers (hopper-sync.h), TMA tensor copies (hopper-tma.h), TMA
+//   stores with their bulk async-groups and proxy fence (hopper-tma-store.h) and wgmma (hopper-wgmma.h)
+//   — each performed at the latest moment the PTX ISA allows, so that a kernel reading data before its
+//   barrier or wait, or rewriting it before the wait of what reads it, shows it. With KC_EMU_WGMMA_RUNS
+//   set, each block reports which warpgroup issued wgmma when (a ping-pong kernel's turns).
 // - Every wait yields its fiber (a spin on an mbarrier cannot hang the one OS thread); a scheduler round
 //   in which every live thread waits and nothing changed is a deadlock, reported with what each waits for.
 // - Shared addresses: dynamic shared memory starts at DYN_BASE (128-byte aligned, not 1024: a kernel that
@@ -384,4 +385,5 @@ inline int max(int a, int b) { return a > b ? a : b; }
 #include "sm80-primitives.h"
 #include "hopper-sync.h"
 #include "hopper-tma.h"
+#include "hopper-tma-store.h"
 #include "hopper-wgmma.h"

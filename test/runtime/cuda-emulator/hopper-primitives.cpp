@@ -9,16 +9,30 @@
 //           r · 256 + c)
 //   plain   the same box without a swizzle
 //   early   the box read before and after the wait on its barrier; OUT: both 2048-byte images
+// TMA stores, into [20, 72] 16-bit tensors B and C first filled with 0xBEEF (OUT: their images, each
+// 2880 bytes, in the order given):
+//   store         the box above loaded, then stored from shared memory to B at (row 10, column 16) and
+//                 to C at (row -3, column -8): rows and columns past either edge are not written; OUT: B, C
+//   store-swizzle 32 threads write element (y, j) of a 16 × 64 box as y·64 + j + 1 with st.shared where the
+//                 programming guide's 128-byte swizzle puts it, fence, and thread 0 stores it to B at (0, 0)
+//   store-plain   the same rows unswizzled, through a map without a swizzle
+//   store-groups  two boxes (y·64 + j + 1 and + 0x4000) stored to B and C in two bulk async-groups;
+//                 OUT: B, C after wait_group.read 2 and 1, then B, C after wait_group 0
+//   store-late    the box staged, stored to B and committed, then overwritten (plain C++ writes, which
+//                 the checks do not see) before the wait: B gets what shared memory holds at the wait
 //   MISUSE  (must stop the emulator) arrivals, tx, uninit, deadlock, unfenced, wgmma-fence, wgmma-exit,
-//           wgmma-exited, descriptor, named, maxnreg
+//           wgmma-exited, descriptor, named, maxnreg; store-unfenced (no fence.proxy.async after the
+//           st.shared), store-fenced-elsewhere (thread 0 fences, thread 5 wrote), store-reuse (st.shared
+//           into the source before the wait), store-exit (no wait before exit), store-misaligned
 #include "host-runtime.h"
 #include "../../../kernels/cuda/hopper.cuh"
 #include <string>
 
 namespace {
-constexpr int ROWS = 20, COLS = 72, BOX_R = 16, BOX_C = 64, BOX_BYTES = BOX_R * BOX_C * 2;
+constexpr int ROWS = 20, COLS = 72, BOX_R = 16, BOX_C = 64, BOX_BYTES = BOX_R * BOX_C * 2, TENSOR_BYTES = ROWS * COLS * 2;
 std::string mode;
-CUtensorMap map;
+CUtensorMap map, map_b, map_c;
+uint16_t *tensor_b, *tensor_c;
 
 uint32_t aligned_base() { return (kc_smem_addr(kc_dynamic_smem()) + 1023) & ~1023u; }
 uint8_t* at(uint32_t addr) { return kc_dynamic_smem() + (addr - kc_smem_addr(kc_dynamic_smem())); }
@@ -61,6 +75,66 @@ __global__ void barrier_kernel(uint8_t*) {
   }
 }
 
+// Stages element (y, j) of a box at `dst` as y·64 + j + 1 + add with st.shared, 32 threads taking rows
+// in turn: where the 128-byte swizzle puts it (chunk j/8 of row y at ((y + dst/128) % 8) ^ (j/8)), or
+// row after row for the unswizzled map.
+void stage(uint32_t dst, uint16_t add) {
+  const bool swizzled = mode != "store-plain";
+  for (int y = (int)threadIdx.x / 8; y < BOX_R; y += 4)
+    for (int j = 2 * (threadIdx.x % 8); j < BOX_C; j += 16) {
+      const uint32_t chunk = swizzled ? ((y + dst / 128) % 8) ^ (j / 8) : j / 8;
+      const uint32_t v = (uint32_t)(y * 64 + j + 1 + add) | (uint32_t)(y * 64 + j + 2 + add) << 16;
+      kc_st_shared_b32(dst + y * 128 + chunk * 16 + (j % 8) * 2, v);
+    }
+}
+
+__global__ void store_kernel(uint8_t* out) {
+  __shared__ __align__(8) uint64_t bar;
+  const uint32_t b = kc_smem_addr(&bar), dst = aligned_base() + 384;
+  if (mode == "store") {
+    if (threadIdx.x == 0) {
+      kc_mbar_init(b, 1);
+      kc_fence_mbar_init();
+      kc_mbar_expect_tx(b, BOX_BYTES);
+      kc_tma_load_2d(dst, &map, b, 16, 10);
+      kc_mbar_wait(b, 0);
+      kc_tma_store_2d(&map_b, dst, 16, 10);
+      kc_tma_store_2d(&map_c, dst, -8, -3);
+      kc_bulk_commit();
+      kc_bulk_wait_read<0>();
+    }
+    return;
+  }
+  if (mode == "store-fenced-elsewhere") {
+    if (threadIdx.x == 5) kc_st_shared_b32(dst, 7);
+    if (threadIdx.x == 0) kc_fence_proxy_async();
+    __syncthreads();
+    if (threadIdx.x == 0) kc_tma_store_2d(&map_b, dst, 0, 0);
+    return;
+  }
+  stage(dst, 0);
+  if (mode == "store-groups") stage(dst + BOX_BYTES, 0x4000);
+  if (mode != "store-unfenced") kc_fence_proxy_async();
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  if (mode == "store-misaligned") kc_tma_store_2d(&map_b, dst + 64, 0, 0);
+  kc_tma_store_2d(&map_b, dst, 0, 0);
+  kc_bulk_commit();
+  if (mode == "store-groups") {
+    kc_tma_store_2d(&map_c, dst + BOX_BYTES, 0, 0);
+    kc_bulk_commit();
+    kc_bulk_wait_read<2>();  // both groups may stay pending
+    kc_bulk_wait_read<1>();  // the older group (B's store) retires
+    memcpy(out, tensor_b, TENSOR_BYTES), memcpy(out + TENSOR_BYTES, tensor_c, TENSOR_BYTES);
+    kc_bulk_wait<0>();
+    memcpy(out + 2 * TENSOR_BYTES, tensor_b, TENSOR_BYTES), memcpy(out + 3 * TENSOR_BYTES, tensor_c, TENSOR_BYTES);
+    return;
+  }
+  if (mode == "store-reuse") kc_st_shared_b32(dst + 256, 0);
+  if (mode == "store-late") memset(at(dst), 0x11, BOX_BYTES);
+  if (mode != "store-exit") kc_bulk_wait_read<0>();
+}
+
 // 128 threads: one warpgroup.
 __global__ void warpgroup_kernel(uint8_t*) {
   float d[8] = {};
@@ -85,20 +159,33 @@ __global__ void warpgroup_kernel(uint8_t*) {
 int main(int argc, char** argv) {
   if (argc != 3) kc_emu::fail("usage: hopper-primitives MODE OUT");
   mode = argv[1];
-  uint16_t* tensor = (uint16_t*)kc_emu::device_alloc(ROWS * COLS * 2);
+  uint16_t* tensor = (uint16_t*)kc_emu::device_alloc(TENSOR_BYTES);
   for (int r = 0; r < ROWS; r++)
     for (int c = 0; c < COLS; c++) tensor[r * COLS + c] = (uint16_t)(r * 256 + c);
+  tensor_b = (uint16_t*)kc_emu::device_alloc(TENSOR_BYTES), tensor_c = (uint16_t*)kc_emu::device_alloc(TENSOR_BYTES);
+  for (int i = 0; i < ROWS * COLS; i++) tensor_b[i] = tensor_c[i] = 0xBEEF;
   const cuuint64_t dims[2] = {COLS, ROWS}, strides[1] = {COLS * 2};
   const cuuint32_t box[2] = {BOX_C, BOX_R}, ones[2] = {1, 1};
-  if (kc_emu_encode_tiled(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, tensor, dims, strides, box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                          mode == "plain" ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
-                          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
-    kc_emu::fail("encoding the tensor map failed");
-  std::vector<uint8_t> out(2 * BOX_BYTES, 0);
-  const size_t smem = 4096;
+  const bool plain = mode == "plain" || mode == "store-plain";
+  for (auto [m, t] : {std::pair{&map, tensor}, std::pair{&map_b, tensor_b}, std::pair{&map_c, tensor_c}})
+    if (kc_emu_encode_tiled(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, t, dims, strides, box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                            plain ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+      kc_emu::fail("encoding the tensor map failed");
+  std::vector<uint8_t> out(4 * TENSOR_BYTES, 0);
+  size_t out_bytes = mode == "early" ? 2 * BOX_BYTES : BOX_BYTES;
+  const size_t smem = 8192;
   if (mode == "tma" || mode == "plain" || mode == "early" || mode == "tx") KC_LAUNCH(copy_kernel, 1, 32, smem, 0)(out.data());
   else if (mode == "arrivals" || mode == "uninit" || mode == "deadlock" || mode == "unfenced") KC_LAUNCH(barrier_kernel, 1, 64, smem, 0)(out.data());
-  else KC_LAUNCH(warpgroup_kernel, 1, 128, 16384, 0)(out.data());
-  kc_emu::write_file(argv[2], out.data(), mode == "early" ? 2 * BOX_BYTES : BOX_BYTES);
+  else if (mode.rfind("store", 0) == 0) {
+    KC_LAUNCH(store_kernel, 1, 32, smem, 0)(out.data());
+    if (mode != "store-groups") {
+      memcpy(out.data(), tensor_b, TENSOR_BYTES), memcpy(out.data() + TENSOR_BYTES, tensor_c, TENSOR_BYTES);
+      out_bytes = mode == "store" ? 2 * TENSOR_BYTES : TENSOR_BYTES;
+    } else {
+      out_bytes = 4 * TENSOR_BYTES;
+    }
+  } else KC_LAUNCH(warpgroup_kernel, 1, 128, 16384, 0)(out.data());
+  kc_emu::write_file(argv[2], out.data(), out_bytes);
   return 0;
 }

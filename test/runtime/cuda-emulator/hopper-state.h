@@ -1,6 +1,6 @@
 // The emulator's (emulator.h) state of the Hopper primitives: what a thread has issued to the tensor
-// cores and not yet waited for, and a block's mbarriers, named barriers and TMA copies in flight.
-// The operations themselves: hopper-sync.h, hopper-tma.h, hopper-wgmma.h.
+// cores or the TMA and not yet waited for, and a block's mbarriers, named barriers and TMA copies in
+// flight. The operations themselves: hopper-sync.h, hopper-tma.h, hopper-tma-store.h, hopper-wgmma.h.
 #pragma once
 
 namespace kc_emu {
@@ -21,8 +21,10 @@ struct TensorMap {
   uint64_t strides[4];      // byte strides of dimensions 1 .. rank-1
 };
 
+// A TMA tensor copy: a load (global → shared, hopper-tma.h) or a store (shared → global,
+// hopper-tma-store.h).
 struct TmaCopy {
-  uint32_t dst;  // shared address of the box
+  uint32_t dst;  // shared address of the box (a store's source)
   TensorMap map;
   int32_t coords[5];
 };
@@ -60,6 +62,9 @@ struct HopperThread {
   bool wgmma_fenced = false;  // a wgmma.fence since the kernel began or the thread's last wait_group
   int wait_n = 0;             // the N of the wgmma.wait_group it is in
   std::vector<int> maxnreg;   // every setmaxnreg the thread executed (+count: .inc, -count: .dec)
+  std::vector<TmaCopy> bulk_open;                 // TMA stores issued, not yet committed
+  std::vector<std::vector<TmaCopy>> bulk_groups;  // committed bulk async-groups not yet waited for, oldest first
+  std::vector<uint32_t> unfenced;  // 16-byte chunks of shared memory it wrote with st.shared since its last fence.proxy.async
   char waiting[96];           // what it waits for, for a deadlock report
 };
 
@@ -73,11 +78,16 @@ struct HopperBlock {
   std::unordered_map<uint32_t, MBarrier> mbarriers;  // by shared address
   NamedBarrier named[16];
   std::vector<WgmmaRun> wgmma_runs;
+  // Per 16-byte chunk of dynamic shared memory (sized at first use, hopper-tma-store.h): the thread
+  // whose st.shared wrote it and has not executed fence.proxy.async since (-1: none), and how many
+  // TMA stores in flight still read it.
+  std::vector<int> unfenced_writer, store_readers;
 };
 
 inline void hopper_thread_exit(Thread& t);
 inline void hopper_block_exit(Block& b);
 inline int64_t perform_tma(const TmaCopy& c);  // writes the box, returns its bytes
+inline void tma_store_thread_exit(const Thread& t);  // stops the emulator if t has TMA stores in flight
 inline void report_wgmma_runs(const Block& b);  // prints them (KC_EMU_WGMMA_RUNS)
 
 // fail() with a printf message.

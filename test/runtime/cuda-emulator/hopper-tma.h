@@ -1,5 +1,6 @@
 // TMA tensor copies on the CPU emulator (emulator.h includes this): cp.async.bulk.tensor.{2,4}d global →
-// shared, completing on an mbarrier — kc_tma_load_2d / _4d of kernels/cuda/hopper.cuh.
+// shared, completing on an mbarrier — kc_tma_load_2d / _4d of kernels/cuda/hopper.cuh. (The stores,
+// shared → global, lay their box out the same way: hopper-tma-store.h.)
 //
 // A copy reads a box of the tensor its map describes (TensorMap, written by the emulated
 // cuTensorMapEncodeTiled of host-runtime.h) from the coordinates given, innermost first; elements
@@ -31,11 +32,16 @@ inline int64_t box_bytes(const TensorMap& m) {
   return n;
 }
 
-inline int64_t perform_tma(const TmaCopy& c) {
+// Visits a copy's box 16 bytes at a time, row after row: f(shared address of the chunk as the swizzle
+// places it, global addresses of its 16 / elem_bytes elements, each null where it lies outside the
+// tensor). Loads (below) and stores (hopper-tma-store.h) lay the box out alike.
+template <typename F>
+inline void walk_box(const TmaCopy& c, F&& f) {
   const TensorMap& m = c.map;
-  const int row_bytes = m.box[0] * m.elem_bytes;
+  const int row_bytes = m.box[0] * m.elem_bytes, per_chunk = 16 / m.elem_bytes;
   int64_t rows = 1;
   for (int d = 1; d < m.rank; d++) rows *= m.box[d];
+  uint8_t* elems[16];
   for (int64_t r = 0; r < rows; r++) {
     // The row's coordinates in dimensions 1.., and whether the row lies inside the tensor.
     int64_t at = 0, rest = r;
@@ -47,38 +53,51 @@ inline int64_t perform_tma(const TmaCopy& c) {
       at += g * (int64_t)m.strides[d - 1];
     }
     for (int chunk = 0; chunk < row_bytes / 16; chunk++) {
-      uint8_t bytes[16] = {};
-      for (int e = 0; e < 16 / m.elem_bytes; e++) {
-        const int64_t g0 = (int64_t)c.coords[0] + chunk * (16 / m.elem_bytes) + e;
-        if (inside && g0 >= 0 && g0 <= (int64_t)m.dims_minus1[0])
-          memcpy(bytes + e * m.elem_bytes, (const uint8_t*)(uintptr_t)m.base + at + g0 * m.elem_bytes, m.elem_bytes);
+      for (int e = 0; e < per_chunk; e++) {
+        const int64_t g0 = (int64_t)c.coords[0] + chunk * per_chunk + e;
+        elems[e] = inside && g0 >= 0 && g0 <= (int64_t)m.dims_minus1[0] ? (uint8_t*)(uintptr_t)m.base + at + g0 * m.elem_bytes : nullptr;
       }
-      const uint32_t logical = c.dst + (uint32_t)(r * row_bytes) + 16 * chunk;
-      memcpy(smem_at(swizzle_addr(logical, m.swizzle_bytes), 16, "cp.async.bulk.tensor destination"), bytes, 16);
+      f(swizzle_addr(c.dst + (uint32_t)(r * row_bytes) + 16 * chunk, m.swizzle_bytes), (uint8_t* const*)elems, per_chunk);
     }
   }
-  return box_bytes(m);
 }
 
-inline void tma_load(uint32_t dst, const CUtensorMap* map, uint32_t bar, int rank, const int32_t* coords) {
+inline int64_t perform_tma(const TmaCopy& c) {
+  const int elem = c.map.elem_bytes;
+  walk_box(c, [&](uint32_t shared, uint8_t* const* global, int n) {
+    uint8_t bytes[16] = {};
+    for (int e = 0; e < n; e++)
+      if (global[e]) memcpy(bytes + e * elem, global[e], elem);
+    memcpy(smem_at(shared, 16, "cp.async.bulk.tensor destination"), bytes, 16);
+  });
+  return box_bytes(c.map);
+}
+
+// A copy of `rank` dimensions between the box at shared address `shared` and the tensor `map`
+// describes, checked: a map the encoder wrote, of that rank, a 128-byte aligned shared box inside
+// dynamic shared memory, and with a swizzle a 128-byte aligned global tensor.
+inline TmaCopy tma_copy(uint32_t shared, const CUtensorMap* map, int rank, const int32_t* coords, const char* what) {
   TmaCopy c;
   memcpy(&c.map, map, sizeof c.map);
   const TensorMap& m = c.map;
-  if (m.magic != TensorMap::MAGIC) fail("cp.async.bulk.tensor with a tensor map that cuTensorMapEncodeTiled did not encode");
-  if (m.rank != rank) failf("cp.async.bulk.tensor.%dd with a tensor map of rank %d", rank, m.rank);
-  if (dst % 128) failf("cp.async.bulk.tensor to shared address %#x: not 128-byte aligned", dst);
+  if (m.magic != TensorMap::MAGIC) failf("%s with a tensor map that cuTensorMapEncodeTiled did not encode", what);
+  if (m.rank != rank) failf("%s of %d dimensions with a tensor map of rank %d", what, rank, m.rank);
+  if (shared % 128) failf("%s at shared address %#x: not 128-byte aligned", what, shared);
   // The CUDA programming guide's TMA swizzle requirements: "Global memory must be aligned to 128 bytes".
   if (m.swizzle_bytes && m.base % 128)
-    failf("cp.async.bulk.tensor with a %d-byte swizzle from global address %#llx: not 128-byte aligned", m.swizzle_bytes,
-          (unsigned long long)m.base);
-  const int64_t bytes = box_bytes(m);
-  uint8_t* d = smem_at(dst, (size_t)bytes, "cp.async.bulk.tensor destination");
+    failf("%s with a %d-byte swizzle and global address %#llx: not 128-byte aligned", what, m.swizzle_bytes, (unsigned long long)m.base);
+  smem_at(shared, (size_t)box_bytes(m), what);
+  c.dst = shared;
+  for (int i = 0; i < 5; i++) c.coords[i] = i < rank ? coords[i] : 0;
+  return c;
+}
+
+inline void tma_load(uint32_t dst, const CUtensorMap* map, uint32_t bar, int rank, const int32_t* coords) {
+  const TmaCopy c = tma_copy(dst, map, rank, coords, "cp.async.bulk.tensor load");
   MBarrier& b = mbarrier(bar, "cp.async.bulk.tensor's complete_tx");
   if (!b.fenced)
     failf("cp.async.bulk.tensor completing on mbarrier %#x, whose mbarrier.init no fence.mbarrier_init made visible to TMA", bar);
-  c.dst = dst;
-  for (int i = 0; i < 5; i++) c.coords[i] = i < rank ? coords[i] : 0;
-  memset(d, 0xFF, (size_t)bytes);
+  memset(smem_at(dst, (size_t)box_bytes(c.map), "cp.async.bulk.tensor destination"), 0xFF, (size_t)box_bytes(c.map));
   b.copies.push_back(c);
   block->changes++;
 }

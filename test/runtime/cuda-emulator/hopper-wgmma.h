@@ -151,6 +151,7 @@ inline void hopper_thread_exit(Thread& t) {
   if (!t.hopper.wgmma_open.empty() || !t.hopper.wgmma_groups.empty())
     failf("thread %d exits with wgmma operations it never waited for (%zu uncommitted, %zu groups)", t.flat, t.hopper.wgmma_open.size(),
           t.hopper.wgmma_groups.size());
+  tma_store_thread_exit(t);
 }
 
 }  // namespace kc_emu
