@@ -7,12 +7,16 @@
 //     rounded) and w 128-byte aligned                  → wgmma + TMA: one block per tile (gemm_wgmma.cu),
 //                                                        or the ping-pong kernel (gemm_wgmma_pingpong.cu)
 //                                                        once GEMM_PINGPONG_VERIFIED, else the persistent
-//                                                        grid (gemm_wgmma_persistent.cu) once
+//                                                        grid with the TMA-store epilogue once
+//                                                        GEMM_PERSISTENT_TMA_VERIFIED where the output
+//                                                        allows it (kc_gemm_wgmma_tma_out_fits), else the
+//                                                        persistent grid (gemm_wgmma_persistent.cu) once
 //                                                        GEMM_PERSISTENT_VERIFIED (below)
 //     otherwise                                       → mma.sync
-// KINO_CUDA_GEMM=mma, =simt, =wgmma, =wgmma-persistent or =wgmma-pingpong (read at kc_create), or
-// kc_set_paths (gemm path 1, 2, 3, 4, 5), forces a path: mma.sync to compare against, SIMT for exact
-// f32 products, a wgmma kernel (sm_90 only) to test or time it where the shape allows wgmma.
+// KINO_CUDA_GEMM=mma, =simt, =wgmma, =wgmma-persistent, =wgmma-pingpong or =wgmma-persistent-tma (read
+// at kc_create), or kc_set_paths (gemm path 1 … 6), forces a path: mma.sync to compare against, SIMT
+// for exact f32 products, a wgmma kernel (sm_90 only) to test or time it where the shape allows wgmma
+// (the TMA-store epilogue where the output allows it too, else the persistent grid's register one).
 // ctx->last_gemm names the kernel each call ran.
 #include "gemm.cuh"
 
@@ -32,6 +36,10 @@ constexpr bool GEMM_PERSISTENT_VERIFIED = false;
 // The ping-pong kernel likewise (tools/gpu-check-kernels.py pingpong, KINO_CUDA_GEMM=wgmma-pingpong):
 // true once it passed on an H200 and measured faster than the kernel auto picks at the Wan shapes.
 constexpr bool GEMM_PINGPONG_VERIFIED = false;
+// The persistent kernel with the TMA-store epilogue likewise (tools/gpu-check-kernels.py persistent-tma,
+// KINO_CUDA_GEMM=wgmma-persistent-tma): true once it passed on an H200 and measured faster than the
+// kernel auto picks at the Wan shapes.
+constexpr bool GEMM_PERSISTENT_TMA_VERIFIED = false;
 
 KC_API int kc_gemm(KcContext* ctx, void* out, const void* a, int a_dt, const void* w, int w_dt, const float* bias,
                    int M, int N, int K, int gelu, const float* residual, const float* gate, int L, int G, int split,
@@ -70,15 +78,19 @@ KC_API int kc_gemm(KcContext* ctx, void* out, const void* a, int a_dt, const voi
   }
   const bool f16 = w_dt == KC_F16;
   int rc;
-  const bool wgmma_path = ctx->gemm_path == 0 || ctx->gemm_path == 3 || ctx->gemm_path == 4 || ctx->gemm_path == 5;
+  const bool wgmma_path = ctx->gemm_path == 0 || (ctx->gemm_path >= 3 && ctx->gemm_path <= 6);
   if (ctx->sm_major == 9 && ctx->encode_tensor_map && wgmma_path && N % 2 == 0 && split % 2 == 0 &&
       ((uintptr_t)out & 7) == 0 && aligned128(a16) && aligned128(w)) {
     if (ctx->gemm_path == 5 || (ctx->gemm_path == 0 && GEMM_PINGPONG_VERIFIED)) {
       ctx->last_gemm = "wgmma-pingpong";
       rc = kc_gemm_wgmma_pingpong_launch(ctx, out, out_bf16, a16, w, f16, epi, M, N, K);
-    } else if (ctx->gemm_path == 4 || (ctx->gemm_path == 0 && GEMM_PERSISTENT_VERIFIED)) {
+    } else if ((ctx->gemm_path == 6 || (ctx->gemm_path == 0 && GEMM_PERSISTENT_TMA_VERIFIED)) &&
+               kc_gemm_wgmma_tma_out_fits(out, out_bf16, N, split)) {
+      ctx->last_gemm = "wgmma-persistent-tma";
+      rc = kc_gemm_wgmma_persistent_launch(ctx, out, out_bf16, a16, w, f16, epi, M, N, K, true);
+    } else if (ctx->gemm_path == 4 || ctx->gemm_path == 6 || (ctx->gemm_path == 0 && GEMM_PERSISTENT_VERIFIED)) {
       ctx->last_gemm = "wgmma-persistent";
-      rc = kc_gemm_wgmma_persistent_launch(ctx, out, out_bf16, a16, w, f16, epi, M, N, K);
+      rc = kc_gemm_wgmma_persistent_launch(ctx, out, out_bf16, a16, w, f16, epi, M, N, K, false);
     } else {
       ctx->last_gemm = "wgmma";
       rc = kc_gemm_wgmma_launch(ctx, out, out_bf16, a16, w, f16, epi, M, N, K);

@@ -9,7 +9,9 @@
 // Kernels (gemm.cu picks one per call):
 //   gemm_wgmma.cu  sm_90a: TMA loads + wgmma, warp-specialized, 128×256×64 tiles, 4-stage pipeline.
 //   gemm_wgmma_persistent.cu  the same on a persistent grid (one block per multiprocessor walking the
-//                  tiles), 128×256 or 128×224 tiles chosen per shape against wave quantization.
+//                  tiles), 128×256 or 128×224 tiles chosen per shape against wave quantization; with
+//                  the register epilogue, or the TMA-store one (gemm_epilogue_tma.cuh: the results
+//                  staged in shared memory, written out by TMA under the next tile's mainloop).
 //   gemm_wgmma_pingpong.cu  persistent too, each consumer warpgroup on a 128×112 tile of its own,
 //                  the two taking turns on the tensor cores so that one's epilogue hides behind the
 //                  other's mainloop.
@@ -38,7 +40,10 @@ int kc_gemm_mma_launch(KcContext* ctx, void* out, bool out_bf16, const void* a, 
                        const KcGemmEpilogue& epi, int M, int N, int K);
 int kc_gemm_wgmma_launch(KcContext* ctx, void* out, bool out_bf16, const void* a, const void* w, bool f16,
                          const KcGemmEpilogue& epi, int M, int N, int K);
+// `tma_out`: the TMA-store epilogue (gemm_epilogue_tma.cuh; the output must pass kc_gemm_tma_store_fits).
 int kc_gemm_wgmma_persistent_launch(KcContext* ctx, void* out, bool out_bf16, const void* a, const void* w, bool f16,
-                                    const KcGemmEpilogue& epi, int M, int N, int K);
+                                    const KcGemmEpilogue& epi, int M, int N, int K, bool tma_out);
+// Whether the TMA-store epilogue can write this output (gemm_epilogue_tma.cuh).
+bool kc_gemm_wgmma_tma_out_fits(const void* out, bool out_bf16, int N, int split);
 int kc_gemm_wgmma_pingpong_launch(KcContext* ctx, void* out, bool out_bf16, const void* a, const void* w, bool f16,
                                   const KcGemmEpilogue& epi, int M, int N, int K);

@@ -82,13 +82,13 @@ static inline int kc_gemm_encode_operand(KcContext* ctx, CUtensorMap* map, const
   return kc_encode_tma(ctx, map, ptr, f16, 2, dims, strides, box, "could not describe a GEMM operand");
 }
 
-// The host side of every wgmma GEMM kernel (each takes map_a, map_w, out, epi, M, N, K on
-// KC_GEMM_THREADS threads): opts KERNEL into `smem` bytes of dynamic shared memory on its first call,
+// The host side of every wgmma GEMM kernel (each takes map_a, map_w, out, epi, M, N, K, then `extra`,
+// on KC_GEMM_THREADS threads): opts KERNEL into `smem` bytes of dynamic shared memory on its first call,
 // describes a (128-row boxes) and w (BN-row boxes) for TMA, and starts one block per output tile or,
 // `persistent`, min(tiles, multiprocessors) blocks that walk them. `name`: the kernel, in errors.
-template <auto KERNEL, int BN, bool F16, typename TO>
+template <auto KERNEL, int BN, bool F16, typename TO, typename... Extra>
 static int kc_gemm_wgmma_start(KcContext* ctx, const char* name, int smem, bool persistent, void* out, const void* a,
-                               const void* w, const KcGemmEpilogue& epi, int M, int N, int K) {
+                               const void* w, const KcGemmEpilogue& epi, int M, int N, int K, const Extra&... extra) {
   static bool configured = false;
   if (!configured) {
     char what[96];
@@ -102,6 +102,6 @@ static int kc_gemm_wgmma_start(KcContext* ctx, const char* name, int smem, bool 
   const int64_t tiles = (int64_t)((M + KC_GEMM_BM - 1) / KC_GEMM_BM) * ((N + BN - 1) / BN);
   if (tiles > INT32_MAX) return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_gemm", "too many GEMM output tiles");
   const unsigned grid = (unsigned)(persistent && tiles > ctx->sm_count ? ctx->sm_count : tiles);
-  KC_LAUNCH(KERNEL, grid, KC_GEMM_THREADS, smem, ctx->stream)(map_a, map_w, (TO*)out, epi, M, N, K);
+  KC_LAUNCH(KERNEL, grid, KC_GEMM_THREADS, smem, ctx->stream)(map_a, map_w, (TO*)out, epi, M, N, K, extra...);
   return kc_launched(ctx, name);
 }

@@ -45,26 +45,41 @@
 // Shared memory: a stage is 16 KiB of a plus BN × 128 bytes of w; as many stages as fit the 227 KiB a
 // block may opt into: 4 × 48 KiB at BN = 256, 5 × 44 KiB at BN = 224. Registers: the producer gives
 // its own away (40), each consumer thread holds BN / 2 f32 accumulators within its 232.
-#include "gemm_wgmma.cuh"
+//
+// The TMA-store epilogue (TMA_OUT; gemm path 6, gemm_epilogue_tma.cuh) stages each consumer's results
+// in two 8 KiB buffers of its own, 32 KiB in all, taken from what the ring would have: at BN = 256 the
+// four 48 KiB stages leave 34 KiB free anyway, so the staging costs nothing; at BN = 224 it costs the
+// fifth 44 KiB stage (4 stages, 176 KiB). One buffer per consumer would not bring that stage back
+// (220 + 16 KiB > 227), and two let a chunk's store read one while the next chunk is written into the
+// other. Four stages still run the producer a whole 256-element K slice ahead (at K = 1536, 24 steps
+// per tile), the depth the one-block-per-tile kernel has always run with; whether the store gained
+// more than the stage cost is the device check's to measure (tools/gpu-check-kernels.py
+// persistent-tma, beside the register epilogue).
+#include "gemm_epilogue_tma.cuh"
 
 namespace {
 constexpr int BM = KC_GEMM_BM, BK = KC_GEMM_BK, THREADS = KC_GEMM_THREADS;
 constexpr int SMEM_OPTIN = 227 * 1024;  // the most dynamic shared memory an sm_90 block may opt into
 
-template <int BN>
+template <int BN, bool TMA_OUT>
 struct Tile {
   static constexpr int A_STAGE = BM * BK * 2, B_STAGE = BN * BK * 2;  // bytes; multiples of 1024 (swizzle atom)
-  static constexpr int STAGES = (SMEM_OPTIN - 1024 - 256) / (A_STAGE + B_STAGE);  // 256 bytes: the mbarriers
-  static constexpr int SMEM = STAGES * (A_STAGE + B_STAGE) + 1024;  // + slack to align to 1024
+  static constexpr int STAGING = TMA_OUT ? KC_GEMM_STAGING_BYTES : 0;  // after the ring
+  // 256 bytes: the mbarriers
+  static constexpr int STAGES = (SMEM_OPTIN - 1024 - 256 - STAGING) / (A_STAGE + B_STAGE);
+  static constexpr int SMEM = STAGES * (A_STAGE + B_STAGE) + STAGING + 1024;  // + slack to align to 1024
   static_assert(B_STAGE % 1024 == 0 && STAGES >= 3, "stages stay 1024-byte aligned; a ring of at least 3");
 };
 
-template <int BN, bool F16, typename TO>
+// TMA_OUT: the TMA-store epilogue (gemm_epilogue_tma.cuh) through `out_maps`, else the register one
+// (gemm_wgmma.cuh) through `out`, out_maps unused.
+template <int BN, bool F16, typename TO, bool TMA_OUT>
 __global__ void __launch_bounds__(THREADS, 1)
     gemm_wgmma_persistent_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_w,
-                                 TO* __restrict__ out, const KcGemmEpilogue epi, int M, int N, int K) {
+                                 TO* __restrict__ out, const KcGemmEpilogue epi, int M, int N, int K,
+                                 const __grid_constant__ KcGemmOutMaps out_maps) {
 #ifdef KC_HAS_WGMMA
-  using T = Tile<BN>;
+  using T = Tile<BN, TMA_OUT>;
   constexpr int STAGES = T::STAGES;
   __shared__ __align__(8) uint64_t full_bar[STAGES], empty_bar[STAGES];
   const uint32_t base = (kc_smem_addr(kc_dynamic_smem()) + 1023) & ~1023u;
@@ -97,6 +112,9 @@ __global__ void __launch_bounds__(THREADS, 1)
   } else {
     kc_setmaxnreg_inc<232>();
     const int c = wg - 1;  // this consumer's rows: c*64 .. c*64+63 of each tile
+    // TMA_OUT: this consumer's two staging buffers after the ring, and the chunks it staged so far
+    const uint32_t staging = base + STAGES * (T::A_STAGE + T::B_STAGE) + c * 2 * KC_GEMM_STAGING_BUF;
+    uint32_t chunks = 0;
     float d[BN / 2];
 #pragma unroll
     for (int i = 0; i < BN / 2; i++) d[i] = 0.f;  // (each tile's first K step overwrites them)
@@ -126,8 +144,11 @@ __global__ void __launch_bounds__(THREADS, 1)
       kc_wgmma_wait<0>();
       kc_fence_regs(d);
       if (!KC_PLANTED(15)) kc_mbar_arrive(empty((step - 1) % STAGES));  // the producer may refill it with the next tile's
-      kc_wgmma_gemm_store<BN>(d, out, epi, M, N, tile.m, tile.n, c);
+      if constexpr (TMA_OUT) kc_wgmma_gemm_store_tma<BN, TO>(d, out_maps, epi, M, N, tile.m, tile.n, c, staging, chunks);
+      else kc_wgmma_gemm_store<BN>(d, out, epi, M, N, tile.m, tile.n, c);
     }
+    // planted 25: the consumer's last stores left in flight at its exit
+    if (TMA_OUT && threadIdx.x % 128 == 0 && !KC_PLANTED(25)) kc_bulk_wait<0>();  // its stores read the block's shared memory
   }
 #endif
 }
@@ -140,24 +161,47 @@ double tail_bound(int M, int N, int BN, int sms) {
 
 int pick_bn(int M, int N, int sms) { return tail_bound(M, N, 224, sms) > tail_bound(M, N, 256, sms) ? 224 : 256; }
 
-template <int BN, bool F16, typename TO>
+template <int BN, bool F16, typename TO, bool TMA_OUT>
 int launch(KcContext* ctx, void* out, const void* a, const void* w, const KcGemmEpilogue& epi, int M, int N, int K) {
-  return kc_gemm_wgmma_start<gemm_wgmma_persistent_kernel<BN, F16, TO>, BN, F16, TO>(
-      ctx, "gemm_wgmma_persistent_kernel", Tile<BN>::SMEM, true, out, a, w, epi, M, N, K);
+  KcGemmOutMaps maps;
+  if constexpr (TMA_OUT) KC_TRY(kc_gemm_encode_out(ctx, &maps, out, sizeof(TO) == 2, M, N, epi.split, BN));
+  else memset(&maps, 0, sizeof maps);
+  return kc_gemm_wgmma_start<gemm_wgmma_persistent_kernel<BN, F16, TO, TMA_OUT>, BN, F16, TO>(
+      ctx, TMA_OUT ? "gemm_wgmma_persistent_kernel (TMA store)" : "gemm_wgmma_persistent_kernel", Tile<BN, TMA_OUT>::SMEM, true,
+      out, a, w, epi, M, N, K, maps);
 }
 
-template <int BN>
+template <int BN, bool TMA_OUT>
 int launch_bn(KcContext* ctx, void* out, bool out_bf16, const void* a, const void* w, bool f16,
               const KcGemmEpilogue& epi, int M, int N, int K) {
-  if (f16) return out_bf16 ? launch<BN, true, __nv_bfloat16>(ctx, out, a, w, epi, M, N, K) : launch<BN, true, float>(ctx, out, a, w, epi, M, N, K);
-  return out_bf16 ? launch<BN, false, __nv_bfloat16>(ctx, out, a, w, epi, M, N, K) : launch<BN, false, float>(ctx, out, a, w, epi, M, N, K);
+  if (f16)
+    return out_bf16 ? launch<BN, true, __nv_bfloat16, TMA_OUT>(ctx, out, a, w, epi, M, N, K)
+                    : launch<BN, true, float, TMA_OUT>(ctx, out, a, w, epi, M, N, K);
+  return out_bf16 ? launch<BN, false, __nv_bfloat16, TMA_OUT>(ctx, out, a, w, epi, M, N, K)
+                  : launch<BN, false, float, TMA_OUT>(ctx, out, a, w, epi, M, N, K);
+}
+
+template <bool TMA_OUT>
+int launch_out(KcContext* ctx, void* out, bool out_bf16, const void* a, const void* w, bool f16, const KcGemmEpilogue& epi,
+               int M, int N, int K) {
+  if (pick_bn(M, N, ctx->sm_count) == 224) return launch_bn<224, TMA_OUT>(ctx, out, out_bf16, a, w, f16, epi, M, N, K);
+  return launch_bn<256, TMA_OUT>(ctx, out, out_bf16, a, w, f16, epi, M, N, K);
 }
 }  // namespace
 
+// Whether TMA can store this output (else the register epilogue does): out 128-byte aligned (the
+// 128-byte swizzle's requirement, as for the operands) and a row of S elements a multiple of 16 bytes
+// (TMA's stride rule; S = split, or N).
+bool kc_gemm_wgmma_tma_out_fits(const void* out, bool out_bf16, int N, int split) {
+  const int64_t row_bytes = (int64_t)(split ? split : N) * (out_bf16 ? 2 : 4);
+  return ((uintptr_t)out & 127) == 0 && row_bytes % 16 == 0;
+}
+
 // Needs what kc_gemm_wgmma_launch needs (gemm.cu checks it): sm_90 with cuTensorMapEncodeTiled,
-// K % 8 == 0, N and a split's part even, 128-byte aligned a and w, 8-byte aligned out.
+// K % 8 == 0, N and a split's part even, 128-byte aligned a and w, 8-byte aligned out; `tma_out` (the
+// TMA-store epilogue) also kc_gemm_wgmma_tma_out_fits.
 int kc_gemm_wgmma_persistent_launch(KcContext* ctx, void* out, bool out_bf16, const void* a, const void* w, bool f16,
-                                    const KcGemmEpilogue& epi, int M, int N, int K) {
-  if (pick_bn(M, N, ctx->sm_count) == 224) return launch_bn<224>(ctx, out, out_bf16, a, w, f16, epi, M, N, K);
-  return launch_bn<256>(ctx, out, out_bf16, a, w, f16, epi, M, N, K);
+                                    const KcGemmEpilogue& epi, int M, int N, int K, bool tma_out) {
+  if (tma_out) return launch_out<true>(ctx, out, out_bf16, a, w, f16, epi, M, N, K);
+  return launch_out<false>(ctx, out, out_bf16, a, w, f16, epi, M, N, K);
 }

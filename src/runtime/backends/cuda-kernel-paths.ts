@@ -19,6 +19,7 @@ const KERNEL_OP: Record<KernelOp, number> = { gemm: 0, attention: 1, conv3d: 2 }
 export const CUDA_KERNEL_PATHS: Readonly<Record<KernelOp, Readonly<Record<string, { code: number; rounds: boolean }>>>> = {
   gemm: {
     wgmma: { code: 3, rounds: true }, "wgmma-persistent": { code: 4, rounds: true }, "wgmma-pingpong": { code: 5, rounds: true },
+    "wgmma-persistent-tma": { code: 6, rounds: true },
     "mma.sync": { code: 1, rounds: true }, simt: { code: 2, rounds: false },
   },
   attention: { wgmma: { code: 2, rounds: true }, "mma.sync": { code: 3, rounds: true }, simt: { code: 1, rounds: false } },

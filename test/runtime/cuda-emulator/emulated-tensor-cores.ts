@@ -1,7 +1,7 @@
 // A Backend whose gemm and attention run the CUDA library's own entry points (kc_gemm, kc_attention)
 // on the CPU emulator — the mma.sync kernels of kernels/cuda/gemm_mma.cu and attention.cu, or the
-// Hopper kernels of gemm_wgmma.cu, gemm_wgmma_persistent.cu, gemm_wgmma_pingpong.cu and attention_wgmma.cu, as
-// written — and every other op the
+// Hopper kernels of gemm_wgmma.cu, gemm_wgmma_persistent.cu (with either epilogue), gemm_wgmma_pingpong.cu
+// and attention_wgmma.cu, as written — and every other op the
 // TypeScript reference (HostBackend). The arguments reach the C functions exactly as
 // src/runtime/backends/cuda.ts passes them, after the same shape checks.
 import type { AttentionOptions, GemmEpilogue } from "../../../src/runtime/backend.ts";
@@ -13,13 +13,14 @@ import { buildEmulator, runHarness } from "./emulated-backend.ts";
 /** Dtype codes of the C ABI (kernels/cuda/common.cuh KcDtype). */
 const DT: Partial<Record<DType, number>> = { f32: 0, bf16: 1, f16: 2 };
 /** The path codes of kc_set_paths (context.cu) that force each family: mma.sync GEMM 1, attention 3;
- *  wgmma GEMM 3 (one block per tile), 4 (the persistent grid) or 5 (ping-pong), attention 2 (the
- *  harnesses then make the context an sm_90 GPU). */
+ *  wgmma GEMM 3 (one block per tile), 4 (the persistent grid), 5 (ping-pong) or 6 (the persistent grid
+ *  with the TMA-store epilogue), attention 2 (the harnesses then make the context an sm_90 GPU). */
 const PATHS = {
   "mma.sync": { gemm: 1, attention: 3 },
   wgmma: { gemm: 3, attention: 2 },
   "wgmma-persistent": { gemm: 4, attention: 2 },
   "wgmma-pingpong": { gemm: 5, attention: 2 },
+  "wgmma-persistent-tma": { gemm: 6, attention: 2 },
 } as const;
 export type TensorCoreKernels = keyof typeof PATHS;
 
@@ -34,7 +35,8 @@ export async function buildTensorCoreEmulators(): Promise<{ gemm: string; attent
 
 export interface EmulatedCall {
   op: "gemm" | "attention";
-  /** What the library says it ran (kc_last_kernel): "mma.sync", "wgmma", "wgmma-persistent" or "wgmma-pingpong". */
+  /** What the library says it ran (kc_last_kernel): "mma.sync", "wgmma", "wgmma-persistent", "wgmma-pingpong" or
+   *  "wgmma-persistent-tma". */
   kernel: string;
   /** One line per kernel launch: grid, threads, dynamic shared memory. */
   launches: string[];
@@ -47,6 +49,8 @@ export interface EmulatedCall {
   N?: number;
   split?: number;
   K?: number;
+  /** GEMM: the output's dtype (whether TMA can store a row of it: gemm_wgmma_persistent.cu). */
+  out?: DType;
 }
 
 export class EmulatedTensorCoreBackend extends HostBackend {
@@ -68,7 +72,7 @@ export class EmulatedTensorCoreBackend extends HostBackend {
     this.#env = { ...(opts.misalign ? { KC_EMU_MISALIGN: "1" } : {}), ...(opts.wgmmaRuns ? { KC_EMU_WGMMA_RUNS: "1" } : {}) };
   }
 
-  #run(op: EmulatedCall["op"], parts: ArrayBufferView[], dims: { M?: number; N?: number; split?: number; K?: number } = {}): Uint8Array {
+  #run(op: EmulatedCall["op"], parts: ArrayBufferView[], dims: Pick<EmulatedCall, "M" | "N" | "split" | "K" | "out"> = {}): Uint8Array {
     const { out, lines } = runHarness(this.harness[op], op, parts, this.#plant, undefined, this.#env);
     const kernel = /^kernel ?(.*)$/.exec(lines[lines.length - 1] ?? "")?.[1] ?? "?";
     const runs = lines.flatMap((l): [number, [number, number][]][] => {
@@ -91,7 +95,7 @@ export class EmulatedTensorCoreBackend extends HostBackend {
     if (bias) parts.push(this.bytesOf(bias));
     if (residual) parts.push(this.bytesOf(residual.residual));
     if (residual?.gate) parts.push(this.bytesOf(residual.gate));
-    this.bytesOf(out).set(this.#run("gemm", parts, { M, N, split, K }));
+    this.bytesOf(out).set(this.#run("gemm", parts, { M, N, split, K, out: out.dtype }));
   }
 
   override attention(out: Tensor, q: Tensor, k: Tensor, v: Tensor, opts: AttentionOptions): void {

@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
   in.end();
 
   KcContext ctx{};
-  const bool hopper = path == 3 || path == 4 || path == 5;
+  const bool hopper = path >= 3 && path <= 6;
   ctx.sm_major = hopper ? 9 : 8, ctx.sm_count = 2;  // two SMs: the conversion's grid-stride loop takes turns
   if (hopper) ctx.encode_tensor_map = (void*)&kc_emu_encode_tiled;
   ctx.gemm_path = path;
