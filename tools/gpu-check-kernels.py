@@ -2,11 +2,14 @@
 # separate steps (each under its own time cap, the unverified kernels first):
 #   wgmma   the Hopper attention kernel (attention path 2, sm_90a; not yet chosen by auto): its
 #           correctness at awkward shapes and its precision promise, then its TFLOP/s beside SDPA;
-#   persistent, pingpong  the Hopper GEMMs auto does not choose yet: the persistent grid (gemm path
-#           4, gemm_wgmma_persistent.cu) or the ping-pong kernel (path 5, gemm_wgmma_pingpong.cu):
-#           correctness at awkward and Wan shapes with every epilogue and a bf16 output, then its
-#           TFLOP/s at 4096³ and the Wan shapes (with their GELU and gated-residual epilogues) beside
-#           the one-block-per-tile wgmma kernel and cuBLAS;
+#   persistent, pingpong, persistent-tma  the Hopper GEMMs auto does not choose yet: the persistent
+#           grid (gemm path 4, gemm_wgmma_persistent.cu), the ping-pong kernel (path 5,
+#           gemm_wgmma_pingpong.cu) or the persistent grid with the TMA-store epilogue (path 6,
+#           gemm_epilogue_tma.cuh): correctness at awkward and Wan shapes with every epilogue and a
+#           bf16 output, then its TFLOP/s at 4096³ and the Wan shapes (with their GELU and
+#           gated-residual epilogues) beside the one-block-per-tile wgmma kernel and cuBLAS (the
+#           TMA-store part also beside the register epilogue, and at the bf16 outputs of Wan's QKV
+#           split and FFN up);
 #   verify  every GEMM path (wgmma, mma.sync, SIMT; bf16 and f32 activations; the GELU and
 #           gated-residual epilogues, in place; split outputs with even and odd parts) and the
 #           attention kernels (D 16…128, Lq ≠ Lk, kvLen < Lk, block-causal, T5 bias, SIMT head
@@ -16,7 +19,7 @@
 #           Lq 4680, Lk 4680/18720/32760, one block-causal case) in TFLOP/s beside cuBLAS and SDPA.
 # Each part prints its own table; exit 1 when a correctness check failed.
 #
-#   python3 tools/gpu-check-kernels.py wgmma|persistent|pingpong|verify|bench ...
+#   python3 tools/gpu-check-kernels.py wgmma|persistent|pingpong|persistent-tma|verify|bench ...
 import math, os, sys, threading
 import torch
 
@@ -244,12 +247,13 @@ def wgmma():
 
 
 # The Hopper GEMM kernels auto does not pick yet (gemm.cu: GEMM_PERSISTENT_VERIFIED,
-# GEMM_PINGPONG_VERIFIED), by their part name: the KINO_CUDA_GEMM value that forces each, which is
-# also what kc_last_kernel names it. Neither had run on a GPU before this check, so each is its own
+# GEMM_PINGPONG_VERIFIED, GEMM_PERSISTENT_TMA_VERIFIED), by their part name: the KINO_CUDA_GEMM value
+# that forces each, which is also what kc_last_kernel names it (the TMA-store path names the register
+# one, wgmma-persistent, where TMA cannot store the output). Neither had run on a GPU before this check, so each is its own
 # part (tools/gpu-check.sh runs them as separate processes: a fault in one leaves the CUDA context
 # unusable for the rest of its process), a watchdog reports a hang with the table so far, and the
 # benchmarks run only once every correctness check passed.
-UNVERIFIED_GEMMS = {"persistent": "wgmma-persistent", "pingpong": "wgmma-pingpong"}
+UNVERIFIED_GEMMS = {"persistent": "wgmma-persistent", "pingpong": "wgmma-pingpong", "persistent-tma": "wgmma-persistent-tma"}
 
 def unverified_gemm(name):
     path = UNVERIFIED_GEMMS[name]
@@ -290,19 +294,38 @@ def unverified_gemm(name):
                    rel(kino_gemm(pc, a, w, bias, residual=res.clone(), gate=gate, L=Lg, G=G_), want), 2e-3)
             report(f"{name}: split into 2 parts {M}x{N}x{K}", rel(kino_gemm(pc, a, w, bias, parts=2), y), 2e-3)
         if ran(pc) != path: report(f"{name} path ran {ran(pc)}", 1.0, 0.5)
+        if name == "persistent-tma":
+            # Wan's QKV: three bf16 parts (chunks of the 224-wide tiles span parts); a row of 1032 bytes,
+            # which TMA cannot store: the register epilogue must take it
+            a, w, bias = rnd(4680, 1536, dtype=torch.bfloat16), rnd(4608, 1536, dtype=torch.bfloat16), rnd(4608)
+            y = a.double() @ w.double().T + bias.double()
+            got = kino_gemm(pc, a, w, bias, parts=3, out_dtype=torch.bfloat16)
+            report(f"{name}: split into 3 bf16 parts 4680x4608x1536 [{ran(pc)}]", rel(got, y), 8e-3)
+            if ran(pc) != path: report(f"{name} path ran {ran(pc)} for the bf16 split", 1.0, 0.5)
+            a, w, bias = rnd(300, 200), rnd(258, 200, dtype=torch.bfloat16), rnd(258)
+            got = kino_gemm(pc, a, w, bias)
+            report(f"{name}: 300x258x200, rows TMA cannot store [{ran(pc)}]", rel(got, bf(a).double() @ w.double().T + bias.double()), 2e-3)
+            if ran(pc) != "wgmma-persistent": report(f"{name} ran {ran(pc)} where TMA cannot store", 1.0, 0.5)
         if any(f.startswith(f"{name}:") or f.startswith(f"{name} ") for f in failures):
             print(f"  {name} GEMM benchmarks skipped: its correctness checks failed")
         else:
             print(f"\n{name} GEMM benchmarks (bf16 in, f32 out; the torch column is cuBLAS without the epilogue):", flush=True)
+            # the TMA-store epilogue beside the register one too, and at Wan's bf16 outputs (QKV split, FFN up)
+            kernels = (("wgmma", wc), ("persistent", context("wgmma-persistent")), (name, pc)) if name == "persistent-tma" else (("wgmma", wc), (name, pc))
+            os.environ.pop("KINO_CUDA_GEMM", None)
             for label, (M, N, K), epi in [("4096³", (4096, 4096, 4096), ""), ("Wan QKV", (4680, 4608, 1536), ""),
                                           ("Wan O / cross-Q", (4680, 1536, 1536), ""), ("Wan FFN up", (4680, 8960, 1536), "gelu"),
                                           ("Wan FFN down", (4680, 1536, 8960), "gated residual")]:
                 a, w = rnd(M, K, dtype=torch.bfloat16), rnd(N, K, dtype=torch.bfloat16)
                 bias, gate = rnd(N), rnd(1, 3, N)
-                out = torch.empty(M, N, device="cuda")
+                out, out16 = torch.empty(M, N, device="cuda"), torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
                 flops = 2 * M * N * K
                 tt = torch_bench(lambda: torch.matmul(a, w.T), flops)
-                for kernel, c in (("wgmma", wc), (name, pc)):
+                for kernel, c in kernels:
+                    if name == "persistent-tma" and label in ("Wan QKV", "Wan FFN up"):
+                        split, gelu = (N // 3, 0) if label == "Wan QKV" else (0, 1)
+                        bf16 = lambda: lib.kc_gemm(c, p(out16), p(a), BF16, p(w), BF16, p(bias), M, N, K, gelu, None, None, 1, 1, split, BF16)
+                        rows.append((f"gemm {label} {'split 3' if split else '+gelu'} → bf16 [{kernel}]", bench(c, bf16, flops), tt))
                     plain = lambda: lib.kc_gemm(c, p(out), p(a), BF16, p(w), BF16, None, M, N, K, 0, None, None, 1, 1, 0, F32)
                     rows.append((f"gemm {label} {M}x{N}x{K} [{kernel}]", bench(c, plain, flops), tt))
                     if epi:
@@ -316,7 +339,7 @@ def unverified_gemm(name):
 
 
 parts = {"wgmma": wgmma, "persistent": lambda: unverified_gemm("persistent"), "pingpong": lambda: unverified_gemm("pingpong"),
-         "verify": verify, "bench": benchmarks}
+         "persistent-tma": lambda: unverified_gemm("persistent-tma"), "verify": verify, "bench": benchmarks}
 unknown = [a for a in sys.argv[1:] if a not in parts]
 if unknown or len(sys.argv) < 2: sys.exit(f"usage: gpu-check-kernels.py {'|'.join(parts)} ... (got {sys.argv[1:]})")
 for part in sys.argv[1:]: parts[part]()

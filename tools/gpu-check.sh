@@ -9,13 +9,14 @@
 #    1. device: nvidia-smi's name, driver, memory and clock;
 #    2. build: build/libkino_cuda.so (tools/build/cuda.ts through bun when bun is there, else the same
 #       nvcc flags directly), and the HGMMA / TMA / HMMA instruction counts of its sm_90a code;
-#    3. the unverified Hopper kernels (tools/gpu-check-kernels.py persistent, pingpong, then wgmma,
-#       each in a process of its own): the persistent GEMM (gemm path 4) and the ping-pong GEMM
-#       (path 5), each at awkward and Wan shapes with every epilogue against PyTorch, then its
-#       TFLOP/s at the Wan shapes beside the one-block-per-tile wgmma GEMM and cuBLAS; the attention
-#       kernel (attention path 2) at awkward shapes against PyTorch and its precision promise, f32
-#       and bf16 inputs, then its TFLOP/s beside SDPA; none is chosen by auto yet, and a watchdog in
-#       each prints what was measured if it hangs;
+#    3. the unverified Hopper kernels (tools/gpu-check-kernels.py persistent, pingpong, persistent-tma,
+#       then wgmma, each in a process of its own): the persistent GEMM (gemm path 4), the ping-pong GEMM
+#       (path 5) and the persistent GEMM with the TMA-store epilogue (path 6), each at awkward and Wan
+#       shapes with every epilogue against PyTorch, then its TFLOP/s at the Wan shapes beside the
+#       one-block-per-tile wgmma GEMM and cuBLAS (the TMA-store one beside the register one too);
+#       the attention kernel (attention path 2) at awkward shapes against PyTorch and its precision
+#       promise, f32 and bf16 inputs, then its TFLOP/s beside SDPA; none is chosen by auto yet, and a
+#       watchdog in each prints what was measured if it hangs;
 #    4. causal DiT as CUDA graphs and with bf16 activations (tools/bench/dit-graph.ts): Wan2.1-1.3B at
 #       real size, 832x480, 3-frame chunks, 4 steps + context pass, window 21 — launches bit for bit
 #       against eager, bf16 against f32 activations, seconds per chunk four ways, no cudaMalloc in the
@@ -91,7 +92,7 @@ build() {
   if command -v cuobjdump >/dev/null; then
     local sass
     sass=$(cuobjdump --dump-sass --gpu-architecture sm_90a build/libkino_cuda.so 2>/dev/null)
-    echo "sm_90a SASS: $(grep -c HGMMA <<<"$sass") HGMMA, $(grep -c UTMALDG <<<"$sass") UTMALDG (TMA), $(grep -c 'HMMA' <<<"$sass") HMMA instructions"
+    echo "sm_90a SASS: $(grep -c HGMMA <<<"$sass") HGMMA, $(grep -c UTMALDG <<<"$sass") UTMALDG (TMA), $(grep -c UTMASTG <<<"$sass") UTMASTG (TMA store), $(grep -c 'HMMA' <<<"$sass") HMMA instructions"
   fi
 }
 
@@ -99,6 +100,7 @@ unverified_hopper() {
   local rc=0
   python3 tools/gpu-check-kernels.py persistent || rc=1
   python3 tools/gpu-check-kernels.py pingpong || rc=1
+  python3 tools/gpu-check-kernels.py persistent-tma || rc=1
   python3 tools/gpu-check-kernels.py wgmma || rc=1
   return $rc
 }
@@ -139,7 +141,7 @@ run_step "build (nvcc)" 240 build
 # Without the library no later step has anything to run.
 [ "${STEP_RESULTS[-1]}" = PASS ] || GPU_CHECK_OFF="the build failed"
 export GPU_CHECK_OFF
-run_step "persistent wgmma GEMM, ping-pong wgmma GEMM and wgmma attention vs PyTorch, then their benchmarks" 210 unverified_hopper
+run_step "persistent wgmma GEMM, ping-pong wgmma GEMM, persistent GEMM with TMA stores and wgmma attention vs PyTorch, then their benchmarks" 260 unverified_hopper
 run_step "causal DiT as CUDA graphs and with bf16 activations, Wan2.1-1.3B at 832x480 (bun)" 150 causal_graphs
 run_step "bidirectional t2v clip as one CUDA graph, Wan2.1-1.3B at 832x480, 81 frames (bun)" 60 clip_graph
 run_step "readback of chunk i overlapped with the DiT of chunk i + 1 (bun)" 60 readback_overlap

@@ -9,8 +9,9 @@
 // epilogue, bf16 output, several 128×256 tiles, K over several ring turns) and attention cases of head size 64 and 128 (block-causal,
 // kvLen < Lk, the T5 bias, Lq ≠ Lk, tails off the 128-row tiles); each must keep the tensor-core
 // promise (op-precision.ts), as on the mma.sync kernels (cuda-emulated-tensor-cores.test.ts). The
-// persistent GEMM (gemm_wgmma_persistent.cu): cuda-emulated-wgmma-persistent.test.ts; the ping-pong
-// GEMM (gemm_wgmma_pingpong.cu): cuda-emulated-wgmma-pingpong.test.ts.
+// persistent GEMM (gemm_wgmma_persistent.cu): cuda-emulated-wgmma-persistent.test.ts, with the
+// TMA-store epilogue cuda-emulated-wgmma-persistent-tma.test.ts; the ping-pong GEMM
+// (gemm_wgmma_pingpong.cu): cuda-emulated-wgmma-pingpong.test.ts.
 //
 // TMA with a 128-byte swizzle needs 128-byte aligned global memory (the CUDA programming guide); a view
 // 16 bytes past such a boundary must not reach the wgmma kernels. The last tests plant known bugs in the

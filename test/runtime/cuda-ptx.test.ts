@@ -1,7 +1,8 @@
 // The tensor-core kernels as the compiler sees them, without a GPU: the Hopper kernels
 // (kernels/cuda/attention_wgmma.cu, gemm_wgmma.cu, gemm_wgmma_persistent.cu and gemm_wgmma_pingpong.cu with their
-// epilogue) must really use the Hopper
-// instructions in their sm_90a build (wgmma, TMA bulk-tensor copies, register reallocation), the
+// epilogues) must really use the Hopper
+// instructions in their sm_90a build (wgmma, TMA bulk-tensor copies, register reallocation; the
+// persistent GEMM's TMA-store epilogue its stores, bulk async-groups and proxy fence), the
 // mma.sync attention and GEMM (attention.cu, gemm_mma.cu) mma.sync on bf16 with ldmatrix and cp.async in
 // their sm_80 build, and the tensor-core convolution (conv_mma.cu) the same in both its sm_90a and
 // sm_80 builds; every kernel of each file must fit its registers without spilling, and the wgmma
@@ -26,8 +27,12 @@ const MMA_SYNC_BF16_PTX = ["mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
 const KERNELS = [
   { file: "attention_wgmma", kernel: "attention_wgmma_kernel", instances: 4, arch: "sm_90a", ptx: HOPPER_PTX, uses: "wgmma, TMA and setmaxnreg" },
   { file: "gemm_wgmma", kernel: "gemm_wgmma_kernel", instances: 4, arch: "sm_90a", ptx: HOPPER_PTX, uses: "wgmma, TMA and setmaxnreg" },
-  // tile widths 224 and 256, each for bf16 and f16 operands and both outputs
-  { file: "gemm_wgmma_persistent", kernel: "gemm_wgmma_persistent_kernel", instances: 8, arch: "sm_90a", ptx: HOPPER_PTX, uses: "wgmma, TMA and setmaxnreg" },
+  // tile widths 224 and 256, each for bf16 and f16 operands, both outputs and both epilogues (registers,
+  // TMA store: the results staged with st.shared, the proxy fence, 3-d TMA stores in bulk async-groups)
+  { file: "gemm_wgmma_persistent", kernel: "gemm_wgmma_persistent_kernel", instances: 16, arch: "sm_90a",
+    ptx: [...HOPPER_PTX, "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group", "cp.async.bulk.commit_group", "cp.async.bulk.wait_group.read 0",
+      "cp.async.bulk.wait_group 0", "fence.proxy.async.shared::cta", "st.shared.v2.f32", "st.shared.b32"],
+    uses: "wgmma, TMA loads and stores, the async-proxy fence and setmaxnreg" },
   // one tile shape (128×112 per consumer), bf16 and f16 operands, both outputs; the turns are named barriers
   { file: "gemm_wgmma_pingpong", kernel: "gemm_wgmma_pingpong_kernel", instances: 4, arch: "sm_90a", ptx: [...HOPPER_PTX, "wgmma.mma_async.sync.aligned.m64n112k16", "bar.sync", "bar.arrive"], uses: "wgmma m64n112k16, TMA, setmaxnreg and named barriers" },
   { file: "attention", kernel: "attention_mma_kernel", instances: 8, arch: "sm_80", ptx: MMA_SYNC_BF16_PTX, uses: "mma.sync on bf16, ldmatrix and cp.async" },

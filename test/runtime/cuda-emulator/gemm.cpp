@@ -5,7 +5,8 @@
 // the f32 → bf16/f16 rounding of the activations (elementwise.cu) — each file compiled as it is, one
 // translation unit each. The SIMT kernel is not linked: a call that would pick it fails. The context
 // is an sm_80 GPU, or an sm_90 one with the driver's tensor-map encoder (host-runtime.h) where the
-// path asks for wgmma (3, or 4: the persistent grid, or 5: ping-pong); two multiprocessors either way,
+// path asks for wgmma (3, or 4: the persistent grid, 5: ping-pong, 6: the persistent grid with the
+// TMA-store epilogue); two multiprocessors either way,
 // so a persistent grid has 2 blocks, each walking several tiles.
 //
 //   gemm IN OUT

@@ -1,5 +1,5 @@
 // The cases the Hopper kernels run on the CPU emulator (cuda-emulated-wgmma.test.ts,
-// cuda-emulated-wgmma-persistent.test.ts): the op sweep's and op-cases-tensor-cores.ts's GEMM cases
+// cuda-emulated-wgmma-persistent.test.ts, -pingpong, -persistent-tma): the op sweep's and op-cases-tensor-cores.ts's GEMM cases
 // that take tensor cores (every epilogue, bf16 output, several tiles, K over several ring turns) and
 // attention cases of head size 64 and 128, and how a run on an emulated backend failed, if it did
 // (every emulated tensor-core test uses these two).
