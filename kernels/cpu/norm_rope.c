@@ -11,9 +11,10 @@
 #include "scratch.h"
 
 void KINO_EXPORT(kino_rms_norm_rope)(int tid, int nth, float *out, const float *x, const float *w, float eps,
-                                     const float *cos_t, const float *sin_t, int B, int L, int H, int D, int pairs,
-                                     int pt, int ph, int pw, int F, int GH, int GW, int f0) {
-  const rope_tables t = {cos_t, sin_t, pairs, pt, ph, pw, F, GH, GW, f0};
+                                     const float *cos_t, const float *sin_t, int B, int L, int H, int D, int rows,
+                                     int pairs, int pt, int ph, int pw, int F, int GH, int GW, int f0,
+                                     const float *f_at) {
+  const rope_tables t = rope_tables_now(cos_t, sin_t, rows, pairs, pt, ph, pw, F, GH, GW, f0, f_at);
   const int width = H * D;
   float *cs = thread_scratch(tid), *sn = cs + pt + ph + pw;
   range_t r = split_range((size_t)B * L, tid, nth);

@@ -5,6 +5,12 @@
  * The cos/sin tables are [P, pairs] with the three per-axis tables side by side (columns [0, pt)
  * frame, [pt, pt+ph) height, then width), exactly Wan's concatenated `freqs`. Token l of the F·GH·GW
  * grid sits at (f0 + l / (GH·GW), (l / GW) % GH, l % GW); pair c reads the row of its axis.
+ *
+ * f0 may have a part read when the kernel runs (RopeOptions.frameOffsetAt: an f32 in the heap holding
+ * a whole number), so that a recorded graph (src/runtime/backends/wasm-graph.ts, the CUDA graph
+ * contract) rotates each chunk of a causal DiT at its own frame with one recording. That value is not
+ * checked against the table at the call, so a token whose frame row falls outside the table's `rows`
+ * is left unrotated rather than read past it, as the CUDA kernels do (kernels/cuda/rope.cuh).
  */
 #ifndef KINO_ROPE_H
 #define KINO_ROPE_H
@@ -13,14 +19,22 @@
 
 typedef struct {
   const float *cos, *sin;
-  int pairs, pt, ph, pw, F, GH, GW, f0;
+  int pairs, pt, ph, pw, F, GH, GW, f0, rows;
 } rope_tables;
 
+/* The tables' view for one call: f0 with the run-time part (f_at, or null) added. */
+static inline rope_tables rope_tables_now(const float *cos_t, const float *sin_t, int rows, int pairs, int pt, int ph,
+                                          int pw, int F, int GH, int GW, int f0, const float *f_at) {
+  const rope_tables t = {cos_t, sin_t, pairs, pt, ph, pw, F, GH, GW, f0 + (f_at ? (int)*f_at : 0), rows};
+  return t;
+}
+
 /* The cos/sin of every used pair (pt + ph + pw of them) of token l into cs, sn; 0 when l is past the
- * grid (the token is not rotated). */
+ * grid or its frame row outside the table (the token is not rotated). */
 static inline int rope_token(const rope_tables *t, int l, float *cs, float *sn) {
   if (l >= t->F * t->GH * t->GW) return 0;
   const int pos[3] = {t->f0 + l / (t->GH * t->GW), (l / t->GW) % t->GH, l % t->GW};
+  if (pos[0] < 0 || pos[0] >= t->rows) return 0;
   for (int c = 0; c < t->pt + t->ph + t->pw; c++) {
     const size_t at = (size_t)pos[c < t->pt ? 0 : c < t->pt + t->ph ? 1 : 2] * t->pairs + c;
     cs[c] = t->cos[at], sn[c] = t->sin[at];

@@ -5,7 +5,8 @@
 // CPU reference (src/runtime/reference.ts `rmsNormRope`): x [B, L, H, D], weight [H·D] or null; per
 // token t (row of H·D values):
 //   y = x / sqrt(mean(x²) + eps) · weight            (mean over the H·D values, f32)
-//   then rope3d on y (rope.cu, rope.cuh): pair c of every head rotated by table[pos[axis(c)], c];
+//   then rope3d on y (rope.cu, rope.cuh; the frame offset may be read at run time there): pair c of
+//   every head rotated by table[pos[axis(c)], c];
 //   tokens past the grid and pairs past the used ones are only normalized.
 //
 // One block per token, as norm.cu's rms_norm (rows of 128…5120 values): the threads sum the squares
@@ -18,7 +19,8 @@
 namespace {
 template <typename T>
 __global__ void rms_norm_rope_kernel(T* out, const T* x, int width, int half_d, int L, float eps,
-                                     const float* weight, const KcRope rope) {
+                                     const float* weight, const KcRope at_launch) {
+  const KcRope rope = kc_rope_now(at_launch);
   const int64_t tok = blockIdx.x;
   const T* xt = x + tok * width;
   T* ot = out + tok * width;
@@ -35,15 +37,15 @@ __global__ void rms_norm_rope_kernel(T* out, const T* x, int width, int half_d, 
 }  // namespace
 
 KC_API int kc_rms_norm_rope(KcContext* ctx, void* out, const void* x, const float* weight, float eps, int B, int L,
-                            int H, int D, const float* cos_t, const float* sin_t, int pairs, int pt, int ph, int pw,
-                            int F, int GH, int GW, int f0, int dt) {
+                            int H, int D, const float* cos_t, const float* sin_t, int rows, int pairs, int pt, int ph,
+                            int pw, int F, int GH, int GW, int f0, const float* f_at, int dt) {
   if (dt != KC_F32 && dt != KC_BF16) return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_rms_norm_rope", "x and out must be f32 or bf16");
   const int64_t tokens = (int64_t)B * L;
   const int width = H * D;
   if (tokens <= 0 || width <= 0) return 0;
   if (D % 2) return kc_fail(ctx, KC_E_ARG, "kc_rms_norm_rope", "head dim must be even");
   const int half = width / 2, threads = half >= 256 ? 256 : (half + 31) / 32 * 32;
-  const KcRope rope = kc_rope(cos_t, sin_t, pairs, pt, ph, pw, F, GH, GW, f0);
+  const KcRope rope = kc_rope(cos_t, sin_t, rows, pairs, pt, ph, pw, F, GH, GW, f0, f_at);
   if (dt == KC_BF16)
     rms_norm_rope_kernel<<<(unsigned)tokens, threads, 0, ctx->stream>>>((__nv_bfloat16*)out, (const __nv_bfloat16*)x, width,
                                                                         D / 2, L, eps, weight, rope);

@@ -67,6 +67,13 @@ export interface RopeOptions {
   grid: readonly [number, number, number];
   /** Added to the frame position (causal chunks start at an absolute frame). Default 0. */
   frameOffset?: number;
+  /** More frame offset, read when the op runs rather than when it is called: an f32 tensor of one
+   *  element holding a whole number, added to `frameOffset`. A recorded graph (OpGraphs) keeps its
+   *  scalars, but not this value: rewritten before a launch (`fill`), it moves the rotation, so one
+   *  recording serves every chunk of a causal DiT's stream (src/models/wan-dit-causal.ts). The call
+   *  cannot check it against the tables; a token whose frame row falls outside them is left
+   *  unrotated (never read past the tables), and keeping them large enough is the caller's part. */
+  frameOffsetAt?: Tensor;
 }
 
 /** What `gemm` does with each output element y = (a·w)[m, n] + bias[n]: the elementwise op that

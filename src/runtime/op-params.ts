@@ -105,7 +105,7 @@ export function gemmDims(out: Shaped, a: Shaped, w: Shaped, bias?: Shaped | null
 /** The options of the ops, with tensors loosened to `Shaped` so the reference's host tensors fit too. */
 export type GemmEpilogueParams = Exclude<GemmEpilogue, { kind: "residual" }> | { kind: "residual"; residual: Shaped; gate?: Shaped | null };
 export type AttentionParams = Omit<AttentionOptions, "bias"> & { bias?: Shaped };
-export type RopeParams = Omit<RopeOptions, "cos" | "sin"> & { cos: Shaped; sin: Shaped };
+export type RopeParams = Omit<RopeOptions, "cos" | "sin" | "frameOffsetAt"> & { cos: Shaped; sin: Shaped; frameOffsetAt?: Shaped };
 export type Conv3dParams = Omit<Conv3dOptions, "prev"> & { prev?: Shaped };
 
 export function attentionDims(out: Shaped, q: Shaped, k: Shaped, v: Shaped, opts: AttentionParams) {
@@ -191,6 +191,10 @@ export function ropeDims(out: Shaped, x: Shaped, o: RopeParams, op = "rope3d") {
   const f0 = o.frameOffset ?? 0;
   if (F * GH * GW > L) fail(op, `grid ${o.grid} has more tokens than L=${L}`);
   if (F > 0 && (f0 + F > P || GH > P || GW > P)) fail(op, `positions exceed the ${P}-row tables`);
+  if (o.frameOffsetAt) {
+    expectDtype(op, "frameOffsetAt", o.frameOffsetAt, "f32");
+    if (numelOf(o.frameOffsetAt.shape) !== 1) fail(op, `frameOffsetAt must hold one value, got ${fmt(o.frameOffsetAt.shape)}`);
+  }
   return { B, L, H, D, P, pairs, pt, ph, pw, F, GH, GW, f0 };
 }
 

@@ -167,13 +167,18 @@ export const silu = (x: Host) => map(x, (v) => v / (1 + Math.exp(-v)));
 export const mul = (a: Host, b: Host) => map(a, (v, i) => v * b.f32[i]!);
 export const axpby = (a: Host, b: Host, alpha: number, beta: number) => map(a, (v, i) => alpha * v + beta * b.f32[i]!);
 
-export function rope3d(x: Host, o: Omit<RopeOptions, "cos" | "sin"> & { cos: Host; sin: Host }): Host {
-  const { B, L, H, D, pairs, pt, ph, F, GH, GW, f0 } = P.ropeDims(x, x, o);
+/** RopeOptions with the reference's host tensors. */
+export type HostRope = Omit<RopeOptions, "cos" | "sin" | "frameOffsetAt"> & { cos: Host; sin: Host; frameOffsetAt?: Host };
+
+export function rope3d(x: Host, o: HostRope): Host {
+  const { B, L, H, D, P: rows, pairs, pt, ph, F, GH, GW } = P.ropeDims(x, x, o);
+  const f0 = (o.frameOffset ?? 0) + (o.frameOffsetAt ? Math.trunc(o.frameOffsetAt.f32[0]!) : 0);
   const out = new Host([...x.shape], x.f32.slice());
   const cos = o.cos.f32, sin = o.sin.f32, X = out.f32;
   const used = pt + ph + o.axisPairs[2];
   for (let b = 0; b < B; b++) for (let l = 0; l < F * GH * GW; l++) {
     const pos = [f0 + Math.floor(l / (GH * GW)), Math.floor(l / GW) % GH, l % GW];
+    if (pos[0]! < 0 || pos[0]! >= rows) continue; // a run-time frame offset past the tables: unrotated
     for (let h = 0; h < H; h++) for (let c = 0; c < used; c++) {
       const p = pos[c < pt ? 0 : c < pt + ph ? 1 : 2]!;
       const i = ((b * L + l) * H + h) * D + 2 * c;
@@ -186,7 +191,7 @@ export function rope3d(x: Host, o: Omit<RopeOptions, "cos" | "sin"> & { cos: Hos
 }
 
 /** RMSNorm over each token's H·D values of x [B, L, H, D], then rope3d. */
-export function rmsNormRope(x: Host, eps: number, weight: Host | null, o: Omit<RopeOptions, "cos" | "sin"> & { cos: Host; sin: Host }): Host {
+export function rmsNormRope(x: Host, eps: number, weight: Host | null, o: HostRope): Host {
   const { B, L, H, D } = P.rmsNormRopeDims(x, x, weight, o);
   const normed = rmsNorm(new Host([B, L, H * D], x.f32), eps, weight);
   return rope3d(new Host([...x.shape], normed.f32), o);

@@ -58,6 +58,20 @@ export function rmsNormRopeCases(): OpCase[] {
         }) });
     }
   }
+  // the frame offset read at run time (frameOffsetAt): within the tables, and past them for the
+  // grid's second frame (those tokens only normalized)
+  const c = configs[1]!, [, , H, D] = c.shape as [number, number, number, number];
+  const x = host(c.shape, r(c.shape.reduce((a, b) => a * b)).map((v) => 4 * v)), w = host([H * D], r(H * D, 0.5, 1.5)), t = wanRopeTables(c.P, c.axis);
+  for (const [f0, at] of [[0, 5], [3, 6]] as const) {
+    const opts = { axisPairs: c.pairs, grid: c.grid, frameOffset: f0 }, atHost = host([1], Float32Array.of(at));
+    cases.push({ op: "rmsNormRope", name: `x [${c.shape}] grid ${c.grid} +${f0} + ${at} read at run time${f0 + at + 2 > c.P ? ", frames past the table" : ""} weight`, atol: 1.5e-5, rtol: 0,
+      ref: () => R.rmsNormRope(x, 1e-6, w, { ...opts, ...t, frameOffsetAt: atHost }).f32,
+      run: (be) => runOp(be, (up, alloc) => {
+        const o = alloc(c.shape);
+        be.rmsNormRope(o, up(x), 1e-6, up(w), { ...opts, cos: up(t.cos), sin: up(t.sin), frameOffsetAt: up(atHost) });
+        return o;
+      }) });
+  }
   return cases;
 }
 

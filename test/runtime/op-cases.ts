@@ -81,6 +81,15 @@ function ropeCases(): OpCase[] {
     cases.push({ op: "rope3d", name: `${name} in place`, atol: 1e-6, rtol: 0, ref: () => R.rope3d(x, { ...opts, ...t }).f32,
       run: (be) => runOp(be, (up, _alloc, inOut) => { const o = inOut(x); be.rope3d(o, o, { ...opts, cos: up(t.cos), sin: up(t.sin) }); return o; }) });
   }
+  // the frame offset partly read at run time (frameOffsetAt): 2 + 3 frames; and one that puts the
+  // second of the grid's two frames past the 10-row table, whose tokens then pass unrotated
+  const c = configs[0]!, x = host(c.shape, r(c.shape.reduce((a, b) => a * b))), t = wanRopeTables(c.P, c.axis);
+  for (const [f0, at] of [[2, 3], [3, 6]] as const) {
+    const opts = { axisPairs: c.pairs, grid: c.grid, frameOffset: f0 }, atHost = host([1], Float32Array.of(at));
+    cases.push({ op: "rope3d", name: `x [${c.shape}] grid ${c.grid} +${f0} + ${at} read at run time${f0 + at + 2 > c.P ? ", frames past the table" : ""}`, atol: 1e-6, rtol: 0,
+      ref: () => R.rope3d(x, { ...opts, ...t, frameOffsetAt: atHost }).f32,
+      run: (be) => runOp(be, (up, alloc) => { const o = alloc(c.shape); be.rope3d(o, up(x), { ...opts, cos: up(t.cos), sin: up(t.sin), frameOffsetAt: up(atHost) }); return o; }) });
+  }
   return cases;
 }
 

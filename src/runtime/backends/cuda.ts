@@ -209,7 +209,7 @@ export class CudaBackend implements Backend {
   rmsNormRope(out: Tensor, x: Tensor, eps: number, weight: Tensor | null, opts: RopeOptions): void {
     const d = P.rmsNormRopeDims(out, x, weight, opts);
     this.check(this.k.kc_rms_norm_rope(this.ctx, out.ptr, x.ptr, weight?.ptr ?? 0, eps, d.B, d.L, d.H, d.D, opts.cos.ptr, opts.sin.ptr,
-      d.pairs, d.pt, d.ph, d.pw, d.F, d.GH, d.GW, d.f0, DT[x.dtype]), "rmsNormRope");
+      d.P, d.pairs, d.pt, d.ph, d.pw, d.F, d.GH, d.GW, d.f0, opts.frameOffsetAt?.ptr ?? 0, DT[x.dtype]), "rmsNormRope");
   }
 
   l2NormChannels(out: Tensor, x: Tensor, eps: number, scale: number, gamma?: Tensor | null): void {
@@ -254,8 +254,8 @@ export class CudaBackend implements Backend {
 
   rope3d(out: Tensor, x: Tensor, opts: RopeOptions): void {
     const d = P.ropeDims(out, x, opts);
-    this.check(this.k.kc_rope3d(this.ctx, out.ptr, x.ptr, d.B, d.L, d.H, d.D, opts.cos.ptr, opts.sin.ptr, d.pairs, d.pt, d.ph, d.pw,
-      d.F, d.GH, d.GW, d.f0, DT[x.dtype]), "rope3d");
+    this.check(this.k.kc_rope3d(this.ctx, out.ptr, x.ptr, d.B, d.L, d.H, d.D, opts.cos.ptr, opts.sin.ptr, d.P, d.pairs, d.pt, d.ph,
+      d.pw, d.F, d.GH, d.GW, d.f0, opts.frameOffsetAt?.ptr ?? 0, DT[x.dtype]), "rope3d");
   }
 
   // ---- lookup and position bias ------------------------------------------------------------------

@@ -244,7 +244,7 @@ class WasmBackend implements B.Backend {
     const d = P.rmsNormRopeDims(out, x, weight, o);
     if (viaF32(this.#staging, [x], [out], (f) => this.rmsNormRope(f(out), f(x), eps, weight, o))) return;
     const args = [this.#dst(out), this.#ptr(x), this.#opt(weight), eps, this.#ptr(o.cos), this.#ptr(o.sin), d.B, d.L, d.H, d.D,
-      d.pairs, d.pt, d.ph, d.pw, d.F, d.GH, d.GW, d.f0];
+      d.P, d.pairs, d.pt, d.ph, d.pw, d.F, d.GH, d.GW, d.f0, this.#opt(o.frameOffsetAt)];
     this.#run("kino_rms_norm_rope", args, x.numel);
   }
 
@@ -291,8 +291,8 @@ class WasmBackend implements B.Backend {
   rope3d(out: Tensor, x: Tensor, o: B.RopeOptions): void {
     const d = P.ropeDims(out, x, o);
     if (viaF32(this.#staging, [x], [out], (f) => this.rope3d(f(out), f(x), o))) return;
-    const args = [this.#dst(out), this.#ptr(x), this.#ptr(o.cos), this.#ptr(o.sin), d.B, d.L, d.H, d.D, d.pairs,
-      d.pt, d.ph, d.pw, d.F, d.GH, d.GW, d.f0];
+    const args = [this.#dst(out), this.#ptr(x), this.#ptr(o.cos), this.#ptr(o.sin), d.B, d.L, d.H, d.D, d.P, d.pairs,
+      d.pt, d.ph, d.pw, d.F, d.GH, d.GW, d.f0, this.#opt(o.frameOffsetAt)];
     this.#run("kino_rope3d", args, x.numel);
   }
 

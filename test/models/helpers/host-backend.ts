@@ -126,8 +126,7 @@ export class HostBackend implements Backend {
     this.#store(out, R.layerNormModulate(this.#host(x), eps, this.#host(scale), this.#host(shift)));
   }
   rmsNormRope(out: Tensor, x: Tensor, eps: number, weight: Tensor | null, opts: RopeOptions): void {
-    const rope = { ...opts, cos: this.#host(opts.cos), sin: this.#host(opts.sin) };
-    this.#store(out, R.rmsNormRope(this.#host(x), eps, weight ? this.#host(weight) : null, rope));
+    this.#store(out, R.rmsNormRope(this.#host(x), eps, weight ? this.#host(weight) : null, this.#rope(opts)));
   }
   l2NormChannels(out: Tensor, x: Tensor, eps: number, scale: number, gamma?: Tensor | null): void {
     this.#store(out, R.l2NormChannels(this.#host(x), eps, scale, gamma ? this.#host(gamma) : null));
@@ -154,7 +153,11 @@ export class HostBackend implements Backend {
     this.#store(out, new Host([...out.shape], new Float32Array(out.numel).fill(value)));
   }
   rope3d(out: Tensor, x: Tensor, opts: RopeOptions): void {
-    this.#store(out, R.rope3d(this.#host(x), { ...opts, cos: this.#host(opts.cos), sin: this.#host(opts.sin) }));
+    this.#store(out, R.rope3d(this.#host(x), this.#rope(opts)));
+  }
+  #rope(opts: RopeOptions): R.HostRope {
+    const at = opts.frameOffsetAt;
+    return { ...opts, cos: this.#host(opts.cos), sin: this.#host(opts.sin), frameOffsetAt: at ? this.#host(at) : undefined };
   }
   embedding(out: Tensor, table: Tensor, ids: Int32Array): void {
     this.#store(out, R.embedding(this.#host(table), ids));
