@@ -1,16 +1,18 @@
 // A DiT forward recorded once as a graph (Backend.graphs: CUDA graphs; the wasm backend keeps the
-// same contract) and launched again for every later forward whose ops are the same: the denoising
-// steps of a chunk share the KV-cache length, the RoPE offset and the conditioning, and differ only
-// in the latent and the timestep's embedding. One launch then replaces the ~1500 kernel launches of
-// a Wan-1.3B forward, and nothing is allocated.
+// same contract) and launched again for every later forward whose ops are the same: a causal
+// stream's denoising forwards once its attention window is full (the KV cache's length and write
+// position stay put, and the RoPE offset is read from a device tensor: wan-dit-causal.ts), its context
+// passes likewise, a bidirectional clip's every forward. One launch then replaces the ~1500 kernel
+// launches of a Wan-1.3B forward, and nothing is allocated.
 //
 // A graph reads and writes the tensors it was recorded with, so the forward runs on input tensors
 // kept here: each call copies its inputs (the latent and the time embedding; for a bidirectional
 // clip the conditioning's cross-attention K/V too, wan-dit-graphed.ts) into them, launches, and copies
-// the graph's output into a tensor the caller owns (the graph overwrites its own at the next launch).
-// What else the recorded ops depend on is the caller's key: when it changes (the next chunk: a new
-// RoPE offset, a longer cache; a new prompt's cross-attention K/V) the forward is recorded again into
-// the same graph, which the backend updates in place when only addresses and scalars moved.
+// the graph's output, if it has one, into a tensor the caller owns (the graph overwrites its own at
+// the next launch; a context pass has none: it writes the KV cache). What else the recorded ops
+// depend on is the caller's key: when it changes (a longer cache while the window fills, a new
+// prompt's cross-attention K/V, a regrown RoPE table) the forward is recorded again into the same
+// graph, which the backend updates in place when only addresses and scalars moved.
 //
 // Opt-in (KINO_DIT_GRAPHS=1, read by the pipelines) until tools/gpu-check.sh has shown on an H200 that
 // launches match eager forwards bit for bit; GRAPHS_VERIFIED then makes it the default.
@@ -58,7 +60,22 @@ export class ForwardGraph {
    * itself).
    */
   run(key: string, inputs: readonly Tensor[], forward: (kept: Tensor[]) => Tensor): Tensor | null {
-    if (!this.enabled) return null;
+    if (!this.#launch(key, inputs, forward)) return null;
+    const out = this.b.alloc(this.#output!.shape);
+    copy(this.b, out, this.#output!);
+    return out;
+  }
+
+  /** `run` for a forward whose effect is what it writes into tensors of the caller's (a context pass
+   *  fills the KV cache) and which has no output: true once launched, false when the caller must run
+   *  it itself. */
+  runForEffect(key: string, inputs: readonly Tensor[], forward: (kept: Tensor[]) => void): boolean {
+    return this.#launch(key, inputs, (kept) => (forward(kept), null));
+  }
+
+  /** Copies the inputs in, records when the key (or the inputs) changed, launches. */
+  #launch(key: string, inputs: readonly Tensor[], forward: (kept: Tensor[]) => Tensor | null): boolean {
+    if (!this.enabled) return false;
     const b = this.b;
     const kept = this.#inputsFor(inputs);
     for (const [i, t] of inputs.entries()) copy(b, kept[i]!, t);
@@ -69,7 +86,7 @@ export class ForwardGraph {
       } catch (e) {
         this.#graph = null; // record() freed it
         this.#disable(`recording the forward failed: ${(e as Error).message}`);
-        return null;
+        return false;
       }
       if (this.#output) b.free(this.#output); // the previous recording's output, back to the graph's memory
       this.#graph = rec.graph;
@@ -80,9 +97,7 @@ export class ForwardGraph {
       this.stats.replayed++;
     }
     this.#graph.launch();
-    const out = b.alloc(this.#output!.shape);
-    copy(b, out, this.#output!);
-    return out;
+    return true;
   }
 
   /** The kept inputs, new ones (and a new graph) when their number, shapes or dtypes changed. */

@@ -3,6 +3,11 @@
 // θ^(−2j/d_axis), θ = 10000; the angles are computed in float64 (as Wan does) and stored as f32 cos/sin
 // columns [P, d/2] that Backend.rope3d reads per pair. The frame table grows on demand: attention
 // only sees position differences, so a streaming model can run past Wan's 1024 rows.
+//
+// A causal DiT run as a recorded graph gives its frame offset as a device tensor the kernels read when
+// they run (FrameOffsetAt, RopeOptions.frameOffsetAt), so that one recording serves every chunk; the
+// tables must then already cover the offset the tensor will hold when the graph is launched, which is
+// why `options` takes that value too: a growth moves the tables, and the graph's key names them.
 import type { Backend, RopeOptions } from "../runtime/backend.ts";
 import type { Tensor } from "../runtime/tensor.ts";
 
@@ -31,6 +36,13 @@ export function ropeTables(positions: number, headDim: number): { cos: Float32Ar
   return { cos, sin };
 }
 
+/** A frame offset read by the kernels when they run: an f32 tensor [1], and the whole number it holds
+ *  when the ops that read it run (it sizes the tables). */
+export interface FrameOffsetAt {
+  tensor: Tensor;
+  value: number;
+}
+
 /** The tables on the device, regrown (doubling) when a frame position would fall past the end. */
 export class DeviceRope {
   #cos: Tensor | null = null;
@@ -51,11 +63,14 @@ export class DeviceRope {
     this.#rows = rows;
   }
 
-  /** rope3d options for a token grid (token frames, height, width) starting at token frame `frameOffset`. */
-  options(grid: readonly [number, number, number], frameOffset = 0): RopeOptions {
-    const need = Math.max(frameOffset + grid[0], grid[1], grid[2]);
+  /** rope3d options for a token grid (token frames, height, width) starting at token frame
+   *  `frameOffset`: a number, or a tensor the kernels read when they run (FrameOffsetAt). */
+  options(grid: readonly [number, number, number], frameOffset: number | FrameOffsetAt = 0): RopeOptions {
+    const first = typeof frameOffset === "number" ? frameOffset : frameOffset.value;
+    const need = Math.max(first + grid[0], grid[1], grid[2]);
     if (need > this.#rows) this.#grow(Math.max(need, 2 * this.#rows));
-    return { cos: this.#cos!, sin: this.#sin!, axisPairs: this.axisPairs, grid, frameOffset };
+    const base = { cos: this.#cos!, sin: this.#sin!, axisPairs: this.axisPairs, grid };
+    return typeof frameOffset === "number" ? { ...base, frameOffset } : { ...base, frameOffset: 0, frameOffsetAt: frameOffset.tensor };
   }
 
   free(): void {

@@ -12,12 +12,32 @@
 // `forwardBlockCausal` runs several chunks in one pass under the block-causal mask instead — the
 // training-time view, and the reference the cached path is tested against.
 //
-// With `graphs`, a chunk's denoising forwards run as one recorded graph (dit-graph.ts): the first
-// step of a chunk records it, the others launch it again (they share the cache length, the RoPE
-// offset and the conditioning). The context pass runs as it is: it comes once per chunk.
+// With `graphs`, the denoising forwards run as one recorded graph and the context passes as another
+// (dit-graph.ts), and in a stream's steady state each is recorded once and launched for every later
+// chunk. What differs between chunks once the attention window is full is only where the chunk sits
+// in time: the KV cache keeps the window at a fixed place (it moves the kept frames down before a
+// chunk, kv-cache.ts), so the cache's write position and the length attention reads are the same
+// every chunk, and the RoPE frame offset — the one scalar that grows — lives in a device tensor
+// (`#frameAt`, f32 [1]) that rope3d / rmsNormRope read when they run, rewritten by one `fill` when a
+// chunk starts (a kernel on the stream, where a host write would wait for the stream to drain). The
+// eager forwards read the same tensor, so both ways run the same kernels on the same values.
+//
+// A graph's key is what its ops still depend on: the cache's held length (it grows while the window
+// fills: one recording per distinct length, ⌈window / chunk⌉ at most, the last of them the steady
+// state's), the conditioning (a new prompt's K/V are new tensors: recorded again, an in-place update
+// on CUDA, rather than copied into kept ones, which would hold another conditioning's worth of
+// memory — hundreds of MB at 14B — for a change that comes once per prompt), and the RoPE tables
+// (regrown, doubling, when a stream passes their rows). So a stream of n chunks records each graph
+// ⌈window / chunk⌉ times, plus twice for each conditioning it switches to, plus once per table growth.
+//
+// Rejected, the cheaper-looking alternative: a ring-buffer cache whose attention reads a device-
+// resident start and length. It saves the per-chunk move of the kept frames, but it changes the order
+// of the keys attention sums over (and so its bits, against the eager path and the goldens) and needs
+// a wrapped window in both attention kernels, wgmma's TMA descriptors included.
 import type { Tensor } from "../runtime/tensor.ts";
 import { ForwardGraph } from "./dit-graph.ts";
 import { KvCache } from "./kv-cache.ts";
+import type { FrameOffsetAt } from "./rope.ts";
 import type { CrossAttnKV, Grid, SelfAttention, TimeEmbedding, WanDiT } from "./wan-dit.ts";
 
 export interface CausalOptions {
@@ -32,7 +52,8 @@ export interface CausalOptions {
   width: number;
   /** Streams run together over the same latent, each with its own cache (default 1). */
   batch?: number;
-  /** Run the denoising forwards as recorded graphs where the backend has them (dit-graph.ts). */
+  /** Run the denoising forwards and the context passes as recorded graphs where the backend has them
+   *  (dit-graph.ts). */
   graphs?: boolean;
 }
 
@@ -50,6 +71,12 @@ export class CausalWanDiT {
   readonly #times = new Map<string, TimeEmbedding>();
   /** The denoising forward as a graph, with `graphs`. */
   readonly graph: ForwardGraph | null;
+  /** The context pass as a graph, with `graphs`. */
+  readonly contextGraph: ForwardGraph | null;
+  /** The token frame of the chunk's first token, read by the RoPE kernels when they run. */
+  readonly #frameAt: Tensor;
+  /** What `#frameAt` was last set to (NaN: not yet). */
+  #frameAtValue = Number.NaN;
 
   constructor(readonly dit: WanDiT, readonly opts: CausalOptions) {
     const [pt, ph, pw] = dit.config.patch;
@@ -68,6 +95,8 @@ export class CausalWanDiT {
       dtype: dit.activations,
     });
     this.graph = opts.graphs ? new ForwardGraph(dit.backend) : null;
+    this.contextGraph = opts.graphs ? new ForwardGraph(dit.backend) : null;
+    this.#frameAt = dit.backend.alloc([1]);
   }
 
   get batch(): number {
@@ -87,24 +116,37 @@ export class CausalWanDiT {
     this.cache.begin(grid[0]);
     const frames = tokenFrameTimesteps(t, latent.shape[1]!, dit.config.patch[0]);
     const time = await this.#timeEmbedding(B === 1 ? frames : Array.from({ length: B }, () => frames).flat());
+    const at = this.#frameOffset();
+    const graph = commit ? this.contextGraph : this.graph;
+    let key = "";
+    if (graph?.enabled) {
+      // what the recorded ops depend on besides the inputs: the cache's held length, the conditioning's
+      // K/V and the RoPE tables (grown here, outside the recording, if the offset passed them)
+      const rope = dit.rope.options(grid, at);
+      key = [this.cache.heldFrames, crossId(cross), rope.cos.ptr, rope.cos.shape[0]].join(":");
+    }
+    const forward = (l: Tensor, e: Tensor, e0: Tensor) => this.#forwardNow(l, grid, { e, e0, groups: time.groups }, cross, commit, at);
     if (commit) {
-      this.#forwardNow(latent, grid, time, cross, true);
+      if (!graph?.runForEffect(key, [latent, time.e, time.e0], ([l, e, e0]) => forward(l!, e!, e0!))) forward(latent, time.e, time.e0);
       this.cache.commit(asSink);
       return null;
     }
-    if (this.graph?.enabled) {
-      // what the recorded ops depend on besides the inputs: the cache length and the RoPE offset (the
-      // rope table, grown here if it must, outside the recording), and the conditioning's K/V
-      const rope = dit.rope.options(grid, this.cache.nextFrame);
-      const key = [this.cache.heldFrames, this.cache.nextFrame, crossId(cross), rope.cos.ptr].join(":");
-      const out = this.graph.run(key, [latent, time.e, time.e0], ([l, e, e0]) => this.#forwardNow(l!, grid, { e: e!, e0: e0!, groups: time.groups }, cross, false)!);
-      if (out) return out;
+    return graph?.run(key, [latent, time.e, time.e0], ([l, e, e0]) => forward(l!, e!, e0!)!) ?? forward(latent, time.e, time.e0);
+  }
+
+  /** The device frame offset of the chunk about to run: `#frameAt` rewritten (one fill, enqueued
+   *  before the chunk's forwards) when the chunk starts at another frame than the last forward's. */
+  #frameOffset(): FrameOffsetAt {
+    const value = this.cache.nextFrame;
+    if (value !== this.#frameAtValue) {
+      this.dit.backend.fill(this.#frameAt, value);
+      this.#frameAtValue = value;
     }
-    return this.#forwardNow(latent, grid, time, cross, false);
+    return { tensor: this.#frameAt, value };
   }
 
   /** The forward, every op enqueued before it returns: the prediction, or null for a context pass. */
-  #forwardNow(latent: Tensor, grid: Grid, time: TimeEmbedding, cross: CrossAttnKV, kvOnly: boolean): Tensor | null {
+  #forwardNow(latent: Tensor, grid: Grid, time: TimeEmbedding, cross: CrossAttnKV, kvOnly: boolean, at: FrameOffsetAt): Tensor | null {
     const dit = this.dit, scale = 1 / Math.sqrt(dit.headDim);
     const self: SelfAttention = {
       store: (layer, k, v) => this.cache.store(layer, k, v),
@@ -112,7 +154,7 @@ export class CausalWanDiT {
     };
     const x = this.#tokens(latent);
     try {
-      dit.blocksNow(x, grid, this.cache.nextFrame, time, cross, self, kvOnly);
+      dit.blocksNow(x, grid, at, time, cross, self, kvOnly);
       return kvOnly ? null : dit.headNow(x, grid, time);
     } finally {
       dit.backend.free(x);
@@ -155,6 +197,8 @@ export class CausalWanDiT {
 
   free(): void {
     this.graph?.free();
+    this.contextGraph?.free();
+    this.dit.backend.free(this.#frameAt);
     this.cache.free();
     this.#freeTimes();
   }

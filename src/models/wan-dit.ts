@@ -29,7 +29,7 @@
 import type { ActivationDtype, AttentionOptions, Backend } from "../runtime/backend.ts";
 import { type Tensor, numelOf } from "../runtime/tensor.ts";
 import type { WanDitConfig } from "./configs.ts";
-import { DeviceRope } from "./rope.ts";
+import { DeviceRope, type FrameOffsetAt } from "./rope.ts";
 import { type Steps, drain, drive } from "./tap-steps.ts";
 import type { Tap } from "./umt5.ts";
 import { type ImageKV, imageAttnKV } from "./wan-dit-image.ts";
@@ -269,19 +269,20 @@ export class WanDiT {
   /**
    * Runs every block on tokens x [B, L, dim] in place: B streams of the same grid in one pass (the
    * linear layers see B·L rows; stream i attends to its own keys and to cross's item i). `frameOffset`
-   * is the absolute token frame of the first token (RoPE). With `kvOnly`, the last block stops once
-   * its keys are stored (a causal context pass only needs the cache).
+   * is the absolute token frame of the first token (RoPE): a number, or a tensor read when the ops run
+   * (a causal stream's recorded graph, rope.ts). With `kvOnly`, the last block stops once its keys are
+   * stored (a causal context pass only needs the cache).
    */
-  blocks(x: Tensor, grid: Grid, frameOffset: number, time: TimeEmbedding, cross: CrossAttnKV, self: SelfAttention, opts: { tap?: Tap; kvOnly?: boolean } = {}): Promise<void> {
+  blocks(x: Tensor, grid: Grid, frameOffset: number | FrameOffsetAt, time: TimeEmbedding, cross: CrossAttnKV, self: SelfAttention, opts: { tap?: Tap; kvOnly?: boolean } = {}): Promise<void> {
     return drive(this.#blocks(x, grid, frameOffset, time, cross, self, !!opts.tap, opts.kvOnly ?? false), opts.tap);
   }
 
   /** `blocks` without taps, enqueued before it returns. */
-  blocksNow(x: Tensor, grid: Grid, frameOffset: number, time: TimeEmbedding, cross: CrossAttnKV, self: SelfAttention, kvOnly = false): void {
+  blocksNow(x: Tensor, grid: Grid, frameOffset: number | FrameOffsetAt, time: TimeEmbedding, cross: CrossAttnKV, self: SelfAttention, kvOnly = false): void {
     drain(this.#blocks(x, grid, frameOffset, time, cross, self, false, kvOnly));
   }
 
-  *#blocks(x: Tensor, grid: Grid, frameOffset: number, time: TimeEmbedding, cross: CrossAttnKV, self: SelfAttention, tapping: boolean, kvOnly: boolean): Steps<void> {
+  *#blocks(x: Tensor, grid: Grid, frameOffset: number | FrameOffsetAt, time: TimeEmbedding, cross: CrossAttnKV, self: SelfAttention, tapping: boolean, kvOnly: boolean): Steps<void> {
     const b = this.backend, { dim, ffnDim, numHeads, eps } = this.config;
     const [B, L] = x.shape as [number, number], G = time.groups, D = this.headDim;
     if (G % B) throw new Error(`${G} time embedding rows for ${B} streams`);

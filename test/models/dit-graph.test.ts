@@ -1,10 +1,13 @@
-// A causal DiT's denoising forwards run as recorded graphs (src/models/dit-graph.ts over
-// Backend.graphs: CUDA graphs on a GPU, the wasm backend's recording elsewhere): every step of a
-// stream — through a filling window, evictions past the sink, and a prompt change — gives the eager
-// forward's output bit for bit, with one recording per chunk and launches for the other steps; a
-// stream's steady state allocates the same every step and takes no new memory from the system; and
-// what a graph cannot hold (host copies, waits, freeing memory from before the recording) is refused
-// at the recording, which then leaves nothing behind.
+// A causal DiT's forwards run as recorded graphs (src/models/dit-graph.ts over Backend.graphs: CUDA
+// graphs on a GPU, the wasm backend's recording elsewhere): every step and context pass of a
+// 12-chunk stream — through a filling window, evictions past the sink, a prompt change and a cut
+// that re-anchors the sink — gives the eager forward's output and KV cache bit for bit, while the
+// graphs are recorded only while the window fills and when the conditioning changes (the RoPE frame
+// offset is read from a device tensor, so the steady state's chunks replay one recording each of the
+// denoising forward and the context pass); a stream that passes the RoPE table's rows records once
+// more, for the regrown table; a stream's steady state allocates the same every step and takes no new
+// memory from the system; and what a graph cannot hold (host copies, waits, freeing memory from
+// before the recording) is refused at the recording, which then leaves nothing behind.
 import { describe, expect, test } from "bun:test";
 import { parseDitConfig } from "../../src/models/configs.ts";
 import { SeededRandom } from "../../src/models/random.ts";
@@ -24,7 +27,7 @@ async function loadDit(be: Backend): Promise<WanDiT> {
   return WanDiT.load(reader, parseDitConfig(json, "dit_b/config.json", json.text_len));
 }
 
-const [C, N, H, W] = [4, 2, 6, 10]; // chunks of 2 latent frames, 3×5 tokens a frame
+const [C, N, H, W] = [4, 2, 6, 10]; // chunks of 2 latent frames (2 token frames), 3×5 tokens a frame
 const STEPS = [1000, 750, 500];
 
 interface Step {
@@ -34,22 +37,39 @@ interface Step {
   systemAllocations: number;
 }
 
-/** A stream of `chunks` chunks (3 denoising steps and a context pass each) on a 6-frame window with
- *  a 2-frame sink; the conditioning changes at chunk `promptAt`. Returns every forward's output and
- *  the allocations it made. */
-async function stream(be: Backend, dit: WanDiT, crosses: [CrossAttnKV, CrossAttnKV], graphs: boolean, chunks = 6, promptAt = 4) {
-  const causal = new CausalWanDiT(dit, { chunkFrames: N, windowFrames: 6, sinkFrames: 2, height: H, width: W, graphs });
+interface StreamOptions {
+  chunks: number;
+  /** Attention window and sink in latent frames. */
+  window: number;
+  sink: number;
+  /** Which of the two conditionings chunk c attends to. */
+  prompt: (c: number) => 0 | 1;
+  /** Chunks whose context pass re-anchors the sink (a prompt cut). */
+  cuts?: number[];
+  /** The stream's first latent frame (CausalWanDiT.reset). */
+  startFrame?: number;
+}
+
+/** A stream of chunks (3 denoising steps and a context pass each). Returns every forward's output and
+ *  the allocations it made, the recordings each graph made in each chunk, both graphs' stats, and the
+ *  KV cache's contents at the end. */
+async function stream(be: Backend, dit: WanDiT, crosses: [CrossAttnKV, CrossAttnKV], graphs: boolean, o: StreamOptions) {
+  const causal = new CausalWanDiT(dit, { chunkFrames: N, windowFrames: o.window, sinkFrames: o.sink, height: H, width: W, graphs });
+  causal.reset(o.startFrame ?? 0);
   const rng = new SeededRandom(11);
   const steps: Step[] = [];
+  const recordings: [number, number][] = [];
+  const made = () => [causal.graph, causal.contextGraph].map((g) => (g ? g.stats.recorded + g.stats.updated : 0)) as [number, number];
   const measure = async (chunk: number, run: () => Promise<Float32Array | null>) => {
     const before = be.memory();
     const out = await run();
     const after = be.memory();
     steps.push({ chunk, out, allocations: after.allocations - before.allocations, systemAllocations: after.systemAllocations });
   };
-  for (let c = 0; c < chunks; c++) {
-    const cross = crosses[c < promptAt ? 0 : 1];
+  for (let c = 0; c < o.chunks; c++) {
+    const cross = crosses[o.prompt(c)];
     const x = be.upload(rng.normal(C * N * H * W), [C, N, H, W]);
+    const before = made();
     for (const t of STEPS) {
       await measure(c, async () => {
         const v = (await causal.forwardChunk(x, t, cross))!;
@@ -60,31 +80,63 @@ async function stream(be: Backend, dit: WanDiT, crosses: [CrossAttnKV, CrossAttn
         return out;
       });
     }
-    await measure(c, async () => (await causal.forwardChunk(x, 0, cross, true), null));
+    await measure(c, async () => (await causal.forwardChunk(x, 0, cross, true, o.cuts?.includes(c) ?? false), null));
+    const after = made();
+    recordings.push([after[0] - before[0], after[1] - before[1]]);
     be.free(x);
   }
-  const stats = causal.graph?.stats ?? null;
+  const cache = await Promise.all([...causal.cache.k, ...causal.cache.v].map((t) => be.download(t)));
+  const stats = graphs ? { denoise: { ...causal.graph!.stats }, context: { ...causal.contextGraph!.stats } } : null;
   causal.free();
-  return { steps, stats };
+  return { steps, stats, recordings, cache };
+}
+
+/** The eager and the graphed stream step by step: the same predictions and the same final cache, bit for bit. */
+function expectSameStreams(eager: Awaited<ReturnType<typeof stream>>, graphed: Awaited<ReturnType<typeof stream>>) {
+  expect(graphed.steps.length).toBe(eager.steps.length);
+  for (const [i, s] of graphed.steps.entries()) {
+    if (s.out) expect(s.out, `step ${i} (chunk ${s.chunk})`).toEqual(eager.steps[i]!.out!);
+  }
+  for (const [i, k] of graphed.cache.entries()) expect(k, `cache tensor ${i}`).toEqual(eager.cache[i]!);
 }
 
 for (const tb of await testBackends()) {
   describe.skipIf(!tb.backend)(`DiT forwards as graphs on ${tb.label}${tb.skip ? ` (skipped: ${tb.skip})` : ""}`, () => {
-    test("every step of a stream equals the eager forward bit for bit; one recording a chunk, launches for the rest", async () => {
+    test("a 12-chunk stream equals eager bit for bit; recordings stop once the window is full, but for a new prompt", async () => {
       const be = tb.backend!;
       const dit = await loadDit(be);
       const crosses: [CrossAttnKV, CrossAttnKV] = [await dit.crossAttnKV(get(io, "nsq.context").data), await dit.crossAttnKV(get(io, "sq.context").data)];
-      const eager = await stream(be, dit, crosses, false);
-      const graphed = await stream(be, dit, crosses, true);
-      expect(graphed.steps.length).toBe(eager.steps.length);
-      for (const [i, s] of graphed.steps.entries()) {
-        if (s.out) expect(s.out).toEqual(eager.steps[i]!.out!);
-      }
-      // 6 chunks: the first recorded, the next five re-recorded into the same graph (new RoPE offset,
-      // cache length or prompt), two launches without recording in each
-      expect(graphed.stats).toEqual({ recorded: 1, updated: 5, replayed: 12, disabled: null });
+      // a window of 4 chunks with a 1-chunk sink; the second prompt from chunk 6, and a cut back to
+      // the first at chunk 9, whose context pass becomes the new sink
+      const o: StreamOptions = { chunks: 12, window: 4 * N, sink: N, prompt: (c) => (c >= 6 && c < 9 ? 1 : 0), cuts: [9] };
+      const eager = await stream(be, dit, crosses, false, o);
+      const graphed = await stream(be, dit, crosses, true, o);
+      expectSameStreams(eager, graphed);
+      // each graph is recorded for the four held lengths of the filling window (0, 2, 4, 6 token
+      // frames) and again at each prompt change; the other chunks, at a new RoPE offset each, launch it
+      const perChunk = [1, 1, 1, 1, 0, 0, 1, 0, 0, 1, 0, 0];
+      expect(graphed.recordings).toEqual(perChunk.map((n) => [n, n]));
+      expect(graphed.stats).toEqual({
+        denoise: { recorded: 1, updated: 5, replayed: 12 * STEPS.length - 6, disabled: null },
+        context: { recorded: 1, updated: 5, replayed: 12 - 6, disabled: null },
+      });
       dit.freeCross(crosses[0]);
       dit.freeCross(crosses[1]);
+      dit.free();
+    });
+
+    test("a stream that passes the RoPE table's 1024 rows records once more, for the regrown table", async () => {
+      const be = tb.backend!;
+      const dit = await loadDit(be);
+      const cross = await dit.crossAttnKV(get(io, "nsq.context").data);
+      // chunks at frames 1014, 1016, …: the one at 1024 needs rows the table has not got. The graphed
+      // stream runs first, so that it is the one that grows the model's table.
+      const o: StreamOptions = { chunks: 7, window: 4 * N, sink: N, prompt: () => 0, startFrame: 1014 };
+      const graphed = await stream(be, dit, [cross, cross], true, o);
+      const eager = await stream(be, dit, [cross, cross], false, o);
+      expectSameStreams(eager, graphed);
+      expect(graphed.recordings).toEqual([1, 1, 1, 1, 0, 1, 0].map((n) => [n, n]));
+      dit.freeCross(cross);
       dit.free();
     });
 
@@ -93,23 +145,19 @@ for (const tb of await testBackends()) {
       const dit = await loadDit(be);
       const cross = await dit.crossAttnKV(get(io, "nsq.context").data);
       for (const graphs of [false, true]) {
-        const { steps } = await stream(be, dit, [cross, cross], graphs, 8, 8);
+        const { steps } = await stream(be, dit, [cross, cross], graphs, { chunks: 8, window: 6, sink: 2, prompt: () => 0 });
         // the window is full from chunk 3 on, and every chunk's first forward evicts the same frames
         // (the first eviction made the cache's move buffer): from chunk 4 on, the steady state
         const later = steps.filter((s) => s.chunk >= 4);
         const denoise = later.filter((s) => s.out), context = later.filter((s) => !s.out);
-        const perStep = new Set(denoise.filter((s) => !graphs || s !== denoise[0]).map((s) => s.allocations));
-        console.log(`${tb.label}${graphs ? " graphs" : ""}: allocations per denoising step ${[...perStep]}, per context pass ${[...new Set(context.map((s) => s.allocations))]}`);
-        if (!graphs) expect(perStep.size).toBe(1);
-        expect(new Set(context.map((s) => s.allocations)).size).toBe(1);
+        const perStep = new Set(denoise.map((s) => s.allocations)), perContext = new Set(context.map((s) => s.allocations));
+        console.log(`${tb.label}${graphs ? " graphs" : ""}: allocations per denoising step ${[...perStep]}, per context pass ${[...perContext]}`);
+        expect(perStep.size).toBe(1);
+        expect(perContext.size).toBe(1);
         expect(new Set(later.map((s) => s.systemAllocations)).size).toBe(1);
-        if (graphs) {
-          // a launch allocates only the copy of the output the caller gets (on the CPU, a recorded op's
-          // own temporaries too, since it runs again); a recording allocates more
-          const launches = denoise.filter((s) => denoise.indexOf(s) % STEPS.length !== 0);
-          expect(new Set(launches.map((s) => s.allocations)).size).toBe(1);
-          if (tb.label === "cuda") expect(launches[0]!.allocations).toBe(1);
-        }
+        // with graphs every steady forward is a launch: it allocates only the copy of the output the
+        // caller gets (on the CPU, a recorded op's own temporaries too, since it runs again)
+        if (graphs && tb.label === "cuda") expect([...perStep, ...perContext]).toEqual([1, 0]);
       }
       dit.freeCross(cross);
       dit.free();
