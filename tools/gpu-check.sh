@@ -19,8 +19,10 @@
 #       watchdog in each prints what was measured if it hangs;
 #    4. causal DiT as CUDA graphs and with bf16 activations (tools/bench/dit-graph.ts): Wan2.1-1.3B at
 #       real size, 832x480, 3-frame chunks, 4 steps + context pass, window 21 — launches bit for bit
-#       against eager, bf16 against f32 activations, seconds per chunk four ways, no cudaMalloc in the
-#       steady state;
+#       against eager (the RoPE frame offset read from a device tensor), recordings per stream (the
+#       denoising and the context graph each recorded 7 times while the window fills, then only
+#       launched: chunks 7-9), bf16 against f32 activations, seconds per chunk four ways (and the host's
+#       share), no cudaMalloc in the steady state;
 #    5. bidirectional DiT clip as one CUDA graph (tools/bench/dit-clip-graph.ts): Wan2.1-1.3B t2v at
 #       832x480, 81 frames, 3 guided UniPC steps, eager and graphed — bit for bit, s/step both ways;
 #    6. the readback of chunk i overlapped with the DiT of chunk i + 1 (tools/bench/readback-overlap.ts):

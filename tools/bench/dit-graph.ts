@@ -6,10 +6,16 @@
 // figure:
 //   1. graph launches give the eager forward's output bit for bit, for both activation dtypes (every
 //      step of the chunks in --check, each compared whole);
-//   2. the x0 prediction (x − σ·v) with bf16 activations within X0_BOUND (max abs error relative to
+//   2. the graphs are recorded only while the window fills: each of the two (the denoising forward and
+//      the context pass) once per held cache length — 1 + warm-up chunks of them, chunks 0…6 at the
+//      defaults — and launched without recording from then on (the RoPE frame offset is read from a
+//      device tensor); prints the recordings, in-place updates and launches per stream and per chunk;
+//   3. the x0 prediction (x − σ·v) with bf16 activations within X0_BOUND (max abs error relative to
 //      max|x0|) of the f32-activation model's, every step of the checked chunks;
-//   3. seconds per chunk all four ways: the first chunk, and the median once the window is full;
-//   4. no cudaMalloc in the steady state (MemoryStats.systemAllocations flat from the end of the first
+//   4. seconds per chunk all four ways: the first chunk, and the median once the window is full, with
+//      the host's share (the time until the chunk's last op is enqueued, before the wait for the
+//      device: what launch overhead costs, which graphs remove);
+//   5. no cudaMalloc in the steady state (MemoryStats.systemAllocations flat from the end of the first
 //      chunk that evicts — every model ran it — to the end), and the blocks handed out per
 //      denoising step each way.
 // Exits 1 when a check fails; prints one skipped line and exits 77 without a GPU. `--cpu` runs the same checks on
@@ -40,6 +46,8 @@ const spec = cpu
   ? { ...wan13bSpec(Number(arg("window", "21"))), dit: parseDitConfig(TINY, "tiny Wan", 16), width: 64, height: 64 }
   : wan13bSpec(Number(arg("window", "21")));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+/** "1+1 ×7, 0+0 ×3": equal neighbours counted once. */
+const runs = (xs: string[]) => xs.reduce<[string, number][]>((acc, x) => (acc.at(-1)?.[0] === x ? acc.at(-1)![1]++ : acc.push([x, 1]), acc), []).map(([x, n]) => `${x} ×${n}`).join(", ");
 
 let backend: Backend;
 try {
@@ -76,6 +84,11 @@ type Way = keyof typeof models;
 const ways = Object.keys(models) as Way[];
 const dtypeOf = (w: Way) => (w.endsWith("bf16") ? "bf16" : "f32");
 const seconds = Object.fromEntries(ways.map((w) => [w, [] as number[]])) as Record<Way, number[]>;
+/** Seconds until each chunk's last op was enqueued (the host's share of `seconds`). */
+const hostSeconds = Object.fromEntries(ways.map((w) => [w, [] as number[]])) as Record<Way, number[]>;
+/** Recordings (new or updated) of the denoising and the context graph in each chunk, per graphed way. */
+const recordingsPerChunk = Object.fromEntries(ways.map((w) => [w, [] as string[]])) as Record<Way, string[]>;
+const recordingsOf = (w: Way) => [models[w].graph, models[w].contextGraph].map((gr) => (gr ? gr.stats.recorded + gr.stats.updated : 0));
 /** cudaMalloc calls so far, after each chunk of every model. */
 const systemAllocations: number[] = [];
 const stepAllocations = Object.fromEntries(ways.map((w) => [w, [] as number[]])) as Record<Way, number[]>;
@@ -88,6 +101,7 @@ async function chunk(way: Way, values: Float32Array, keep: boolean): Promise<Flo
   const m = models[way], cross = crosses[dtypeOf(way)], x = b.upload(values, latentShape), kept: Float32Array[] = [];
   const outs: Tensor[] = [];
   await b.sync();
+  const recordedBefore = recordingsOf(way);
   const started = performance.now();
   for (const t of timesteps) {
     const before = b.memory().allocations;
@@ -102,8 +116,11 @@ async function chunk(way: Way, values: Float32Array, keep: boolean): Promise<Flo
     b.free(v);
   }
   await m.forwardChunk(x, 0, cross, true);
+  hostSeconds[way].push((performance.now() - started) / 1000);
   await b.sync();
   seconds[way].push((performance.now() - started) / 1000);
+  const recordedAfter = recordingsOf(way);
+  recordingsPerChunk[way].push(`${recordedAfter[0]! - recordedBefore[0]!}+${recordedAfter[1]! - recordedBefore[1]!}`);
   for (const x0 of outs) {
     kept.push(await b.download(x0));
     b.free(x0);
@@ -145,18 +162,26 @@ const report = (ok: boolean, line: string) => {
   failed ||= !ok;
   console.log(`${ok ? "PASS" : "FAIL"} ${line}`);
 };
-const stats = (w: Way) => models[w].graph!.stats;
-const disabled = ways.map((w) => models[w].graph && stats(w).disabled).filter(Boolean);
+const stats = (w: Way) => models[w].graph!.stats, contextStats = (w: Way) => models[w].contextGraph!.stats;
+const graphed = ["graphs bf16", "graphs f32"] as const;
+const disabled = graphed.flatMap((w) => [stats(w).disabled, contextStats(w).disabled]).filter(Boolean);
+const described = (st: ReturnType<typeof stats>) => `recorded ${st.recorded}, updated in place ${st.updated}, launched without recording ${st.replayed}`;
 report(differing === 0 && compared > 0 && disabled.length === 0,
-  `graph launches equal eager forwards bit for bit (bf16 and f32 activations): ${compared - differing}/${compared} predictions identical (max abs diff ${maxDiff}); ` +
-  (["graphs bf16", "graphs f32"] as const).map((w) => `${w}: recorded ${stats(w).recorded}, updated in place ${stats(w).updated}, launched without recording ${stats(w).replayed}`).join("; ") +
+  `graph launches equal eager forwards bit for bit (bf16 and f32 activations): ${compared - differing}/${compared} predictions identical (max abs diff ${maxDiff})` +
   (disabled.length ? `; disabled: ${disabled.join("; ")}` : ""));
+// one recording per held cache length while the window fills (chunks 0 … warm-up), none after
+const fillChunks = Math.min(chunks, 1 + g.warmupChunks);
+const expectedPerChunk = Array.from({ length: chunks }, (_, c) => (c < fillChunks ? "1+1" : "0+0"));
+report(graphed.every((w) => recordingsPerChunk[w].join() === expectedPerChunk.join()) && chunks > fillChunks,
+  `recordings per stream of ${chunks} chunks (denoising forward / context pass), ${fillChunks} expected each, all while the window fills: ` +
+  graphed.map((w) => `${w}: ${described(stats(w))} / ${described(contextStats(w))}; per chunk ${runs(recordingsPerChunk[w])}`).join("; "));
 report(x0Steps > 0 && x0Worst <= X0_BOUND,
   `x0 prediction with bf16 activations vs f32 activations: max abs err ${x0Worst.toExponential(2)} of max|x0| over ${x0Steps} steps (bound ${X0_BOUND})`);
 const steadyFrom = 1 + g.warmupChunks;
 const per = (w: Way) => median(seconds[w].slice(steadyFrom));
+const hostPer = (w: Way) => median(hostSeconds[w].slice(steadyFrom));
 console.log(`chunk time (4 steps + context pass, ${spec.width}x${spec.height}, window ${spec.windowFrames}): first chunk ${ways.map((w) => `${w} ${seconds[w][0]!.toFixed(3)} s`).join(", ")}; ` +
-  `steady (chunks ≥ ${steadyFrom}) ${ways.map((w) => `${w} ${per(w).toFixed(3)} s`).join(", ")}; ` +
+  `steady (chunks ≥ ${steadyFrom}) ${ways.map((w) => `${w} ${per(w).toFixed(4)} s (host ${hostPer(w).toFixed(4)} s)`).join(", ")}; ` +
   `speed-up of bf16 activations (f32 time / bf16 time): eager ${(per("eager f32") / per("eager bf16")).toFixed(3)}x, graphs ${(per("graphs f32") / per("graphs bf16")).toFixed(3)}x; ` +
   `${(g.videoFramesPerChunk / per("graphs bf16")).toFixed(1)} video fps with graphs and bf16 activations`);
 // chunk steadyFrom is the first to evict (and makes the cache's eviction buffer): settled after it
@@ -165,7 +190,7 @@ const steady = systemAllocations.slice(settled - 1);
 const perStep = (w: Way) => [...new Set(stepAllocations[w].slice(settled * timesteps.length))].join(", ");
 report(steady.length > 1 && new Set(steady).size === 1,
   `no ${cpu ? "memory growth" : "cudaMalloc"} in the steady state: ${cpu ? "wasm memory grows" : "cudaMalloc calls"} so far after chunks ${settled - 1}…${chunks - 1}: ${steady.join(" → ")}; ` +
-  `blocks handed out per denoising step: ${ways.map((w) => `${w} ${perStep(w)}`).join(", ")} (graphs: a recording step, then launches)`);
+  `blocks handed out per denoising step: ${ways.map((w) => `${w} ${perStep(w)}`).join(", ")} (graphs: every steady step a launch)`);
 
 for (const w of ways) models[w].free();
 dit.freeCross(crosses.bf16);
