@@ -4,7 +4,8 @@
 // that re-anchors the sink — gives the eager forward's output and KV cache bit for bit, while the
 // graphs are recorded only while the window fills and when the conditioning changes (the RoPE frame
 // offset is read from a device tensor, so the steady state's chunks replay one recording each of the
-// denoising forward and the context pass); a stream that passes the RoPE table's rows records once
+// denoising forward and the context pass), guided streams in lockstep (batch 2) alike; a stream that
+// passes the RoPE table's rows records once
 // more, for the regrown table; a stream's steady state allocates the same every step and takes no new
 // memory from the system; and what a graph cannot hold (host copies, waits, freeing memory from
 // before the recording) is refused at the recording, which then leaves nothing behind.
@@ -48,13 +49,15 @@ interface StreamOptions {
   cuts?: number[];
   /** The stream's first latent frame (CausalWanDiT.reset). */
   startFrame?: number;
+  /** Streams in lockstep (guidance's conditional and unconditional: crosses stacked to match). */
+  batch?: number;
 }
 
 /** A stream of chunks (3 denoising steps and a context pass each). Returns every forward's output and
  *  the allocations it made, the recordings each graph made in each chunk, both graphs' stats, and the
  *  KV cache's contents at the end. */
 async function stream(be: Backend, dit: WanDiT, crosses: [CrossAttnKV, CrossAttnKV], graphs: boolean, o: StreamOptions) {
-  const causal = new CausalWanDiT(dit, { chunkFrames: N, windowFrames: o.window, sinkFrames: o.sink, height: H, width: W, graphs });
+  const causal = new CausalWanDiT(dit, { chunkFrames: N, windowFrames: o.window, sinkFrames: o.sink, height: H, width: W, batch: o.batch, graphs });
   causal.reset(o.startFrame ?? 0);
   const rng = new SeededRandom(11);
   const steps: Step[] = [];
@@ -73,7 +76,7 @@ async function stream(be: Backend, dit: WanDiT, crosses: [CrossAttnKV, CrossAttn
     for (const t of STEPS) {
       await measure(c, async () => {
         const v = (await causal.forwardChunk(x, t, cross))!;
-        be.axpby(x, x, v, 1, -0.1); // a sampler step: the next forward sees a new latent
+        be.axpby(x, x, v.view(x.shape, 0), 1, -0.1); // a sampler step: the next forward sees a new latent
         // the download is outside the measured forward's allocations on every backend (CUDA converts nothing for f32)
         const out = await be.download(v);
         be.free(v);
@@ -122,6 +125,20 @@ for (const tb of await testBackends()) {
       });
       dit.freeCross(crosses[0]);
       dit.freeCross(crosses[1]);
+      dit.free();
+    });
+
+    test("guided: two streams in lockstep (batch 2) equal eager bit for bit, with the same recordings", async () => {
+      const be = tb.backend!;
+      const dit = await loadDit(be);
+      const [a, c] = [await dit.crossAttnKV(get(io, "nsq.context").data), await dit.crossAttnKV(get(io, "sq.context").data)];
+      const crosses: [CrossAttnKV, CrossAttnKV] = [dit.stackCross([a, c]), dit.stackCross([c, a])];
+      const o: StreamOptions = { chunks: 7, window: 3 * N, sink: N, prompt: (c) => (c >= 5 ? 1 : 0), cuts: [5], batch: 2 };
+      const eager = await stream(be, dit, crosses, false, o);
+      const graphed = await stream(be, dit, crosses, true, o);
+      expectSameStreams(eager, graphed);
+      expect(graphed.recordings).toEqual([1, 1, 1, 0, 0, 1, 0].map((n) => [n, n]));
+      for (const x of [a, c, ...crosses]) dit.freeCross(x);
       dit.free();
     });
 
