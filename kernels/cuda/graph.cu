@@ -8,9 +8,12 @@
 //   reused within the recording (the graph is one chain in stream order, like the stream);
 // - inputs are read where they were when recorded: the caller copies new inputs into those tensors
 //   before a launch (src/runtime/backends/cuda-graph.ts, src/models/dit-graph.ts);
-// - a recording of the same op sequence with other addresses or scalars (the next chunk's RoPE offset
-//   or cache length) updates an existing executable graph in place (cudaGraphExecUpdate), which costs
-//   far less than instantiating a new one; when the topology changed it is instantiated anew.
+// - a recording of the same op sequence with other addresses or scalars (a causal DiT's longer cache
+//   while its window fills, a new conditioning) updates an existing executable graph in place
+//   (cudaGraphExecUpdate), which costs far less than instantiating a new one; when the topology
+//   changed it is instantiated anew;
+// - a value that must change between launches without a recording is read from device memory by the
+//   kernels (a causal DiT's RoPE frame offset: RopeOptions.frameOffsetAt, rope.cuh).
 // Recording uses cudaStreamCaptureModeRelaxed (one thread drives the context); a synchronous call on
 // the stream while recording (an upload, a download) invalidates the capture, and kc_capture_end then
 // reports it. The TypeScript side refuses those calls before they reach the library.

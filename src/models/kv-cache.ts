@@ -7,7 +7,8 @@
 // prefix. The capacity is the attention window in token frames (the current chunk included); when a
 // chunk would not fit, the oldest frames after the first `sink` ones are dropped and the rest move
 // down. Keys keep their absolute rotation, and attention only sees position differences, so moving
-// them is exact.
+// them is exact. Once the window is full the write position and the length attention reads are the
+// same for every chunk, which is what lets one recorded graph serve them all (wan-dit-causal.ts).
 //
 // With `batch` > 1 the cache holds several streams that run in lockstep ([batch, capacity, heads,
 // head_dim]): classifier-free guidance keeps the conditional and the unconditional stream's keys side
