@@ -138,6 +138,8 @@ export class CausalWanDiT {
    *  before the chunk's forwards) when the chunk starts at another frame than the last forward's. */
   #frameOffset(): FrameOffsetAt {
     const value = this.cache.nextFrame;
+    // an f32 holds every whole number up to 2^24: that many token frames is months of video
+    if (value > 2 ** 24) throw new Error(`token frame ${value} is past what the RoPE offset tensor holds exactly (2^24)`);
     if (value !== this.#frameAtValue) {
       this.dit.backend.fill(this.#frameAt, value);
       this.#frameAtValue = value;
