@@ -8,30 +8,33 @@
 // the real per-chunk cost before the trained weights exist. `--kind i2v` writes a bidirectional Wan2.1
 // image-to-video checkpoint (in = 2·z + 4 channels, the CLIP image embedding and image keys/values,
 // text_len 512, a tiny transformers CLIPVisionModel under image_encoder/), `--kind ti2v` a Wan2.2
-// text-image-to-video one (48 channels on a tiny Wan2.2 VAE under Wan names).
+// text-image-to-video one (48 channels on a tiny Wan2.2 VAE under Wan names). `--preset wan-1.3b`
+// writes Wan2.1-T2V-1.3B at its real size as a causal streaming model (WAN_1_3B below: 3.9 GB, the
+// text encoder cut short), for tools/bench/e2e-realtime.ts to time a realtime session of the server.
 //
-//   bun tools/make-tiny-checkpoint.ts OUT_DIR [--preset tiny|kino-tiny] [--kind t2v|i2v|ti2v] [--patch T,H,W] [--bidirectional]
+//   bun tools/make-tiny-checkpoint.ts OUT_DIR [--preset tiny|kino-tiny|wan-1.3b] [--kind t2v|i2v|ti2v] [--patch T,H,W] [--bidirectional]
 //                                     [--bf16] [--seed N] [--vae-layout wan|diffusers] [--no-kino]
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import type { VaeConfig } from "../src/models/configs.ts";
+import { type VaeConfig, parseVaeConfig } from "../src/models/configs.ts";
 import { ditNameToDiffusers } from "../src/models/key-maps.ts";
 import { SeededRandom } from "../src/models/random.ts";
-import { type TensorToWrite, writeSafetensors } from "../src/models/safetensors-write.ts";
+import { writeSafetensorsStreaming } from "../src/models/safetensors-write.ts";
 import type { DitKind } from "../src/models/dit-kind.ts";
 import { vaeParameters } from "../src/models/wan-vae-layout.ts";
 import { vae22Parameters } from "../src/models/wan-vae22-layout.ts";
+import { NormalPool, Tensors } from "./checkpoint-tensors.ts";
 
 export interface TinyOptions {
   /** A chunked causal (streaming) DiT, as kino-tiny; false: a bidirectional one. Default true. */
   causal?: boolean;
-  /** Store the big matrices as bf16 (default: only for kino-tiny, whose export does). */
+  /** Store the big matrices as bf16 (default: for kino-tiny, whose export does, and wan-1.3b). */
   bf16?: boolean;
   seed?: number;
   /** Tensor names of the VAE: Wan's (as Wan2.1_VAE.pth) or diffusers AutoencoderKLWan's (as the
    *  *-Diffusers releases). Default "wan". */
   vaeLayout?: "wan" | "diffusers";
-  /** The shapes: "tiny" (default; the tests' few-thousand-parameter model) or "kino-tiny". */
+  /** The shapes: "tiny" (default; the tests' few-thousand-parameter model), "kino-tiny" or "wan-1.3b". */
   preset?: PresetName;
   /** Overrides the preset's DiT patch (t, h, w): kino-tiny's is 1x4x4, 16 tokens per latent frame. */
   patch?: [number, number, number];
@@ -87,8 +90,38 @@ const TINY_TI2V: Geometry = {
   },
 };
 
-export type PresetName = "tiny" | "kino-tiny";
-const PRESETS: Record<PresetName, Geometry> = { tiny: TINY, "kino-tiny": KINO_TINY };
+/**
+ * Wan2.1-T2V-1.3B as a causal streaming model, for timing kino end to end at real size: the released
+ * transformer (as tools/bench/model.ts WAN21_T2V_1_3B_TRANSFORMER) with bf16 weights, the released
+ * Wan2.1 VAE geometry (f32, as Wan2.1_VAE.pth), and a umT5 of the real width — d_model 4096, 64 heads,
+ * d_ff 10240, bf16, so the DiT's cross-attention input is what umT5-XXL gives it — but 2 of its 24
+ * layers and the tiny presets' word-level vocabulary instead of its 256k. Text is encoded once per
+ * prompt, off the streaming path: only a session's first chunk (and a prompt change) would pay for
+ * the 22 layers left out, a few ms at 512 tokens on a GPU. 3.9 GB on disk, written in pooled mode
+ * (tools/checkpoint-tensors.ts).
+ */
+const WAN_1_3B: Geometry = {
+  dit: { heads: 12, headDim: 128, ffn: 8960, freq: 256, layers: 30, patch: [1, 2, 2], channels: 16, textLen: 512 },
+  t5: { dim: 4096, heads: 64, dKv: 64, ff: 10240, layers: 2, buckets: 32 },
+  vae: parseVaeConfig({}, "Wan2.1 VAE (released geometry)"),
+};
+
+export type PresetName = "tiny" | "kino-tiny" | "wan-1.3b";
+export const PRESET_NAMES: PresetName[] = ["tiny", "kino-tiny", "wan-1.3b"];
+const PRESETS: Record<PresetName, Geometry> = { tiny: TINY, "kino-tiny": KINO_TINY, "wan-1.3b": WAN_1_3B };
+
+/**
+ * wan-1.3b's "kino" block: streaming 832x480 as Self-Forcing samples Wan2.1-1.3B — chunks of 3 latent
+ * frames (9 video frames first, then 12), attention over a 21-frame window without a sink, the 4
+ * warped steps [1000, 750, 500, 250] at shift 5 and no guidance; each chunk then runs the context
+ * pass. The same stream tools/bench/model.ts wan13bSpec() times the DiT of.
+ */
+function wan13bBlock(textLen: number): object {
+  return {
+    chunk_frames: 3, window_frames: 21, sink_frames: 0, text_len: textLen, timesteps: [1000, 750, 500, 250], shift: 5, guidance_scale: 1,
+    native_width: 832, native_height: 480, fps: 16, num_frames: 81, default_transition_chunks: 2,
+  };
+}
 
 /** The "kino" block of tools/train/export.py kino_block() with CFG's values (the keys the loader reads). */
 function kinoTinyBlock(textLen: number): object {
@@ -102,25 +135,6 @@ function kinoTinyBlock(textLen: number): object {
     continuation_strength: 0.5, guidance_scale: 2, negative_prompt: "", native_width: 64, native_height: 64, fps: 16, frames_per_chunk: 4, first_chunk_frames: 1,
     default_transition_chunks: 4, latent_channels: 16,
   };
-}
-
-type Init = "weight" | "norm" | "bias" | "table";
-
-class Tensors {
-  readonly list: TensorToWrite[] = [];
-  constructor(private readonly rng: SeededRandom, private readonly half: boolean) {}
-  add(name: string, shape: number[], init: Init): void {
-    const n = shape.reduce((a, b) => a * b, 1);
-    const z = this.rng.normal(n);
-    const fanIn = shape.length > 1 ? n / shape[0]! : 1;
-    const f = init === "weight" ? 1 / Math.sqrt(fanIn) : init === "table" ? 1 / Math.sqrt(shape[shape.length - 1]!) : init === "bias" ? 0.05 : 0.1;
-    const data = z.map((v) => (init === "norm" ? 1 + f * v : f * v));
-    this.list.push({ name, shape, data, dtype: this.half && init === "weight" && shape.length > 1 ? "BF16" : "F32" });
-  }
-  linear(name: string, out: number, inp: number, bias = true): void {
-    this.add(`${name}.weight`, [out, inp], "weight");
-    if (bias) this.add(`${name}.bias`, [out], "bias");
-  }
 }
 
 function ditTensors(t: Tensors, g: Geometry, kind: DitKind): void {
@@ -247,12 +261,14 @@ export async function makeTinyCheckpoint(dir: string, opts: TinyOptions = {}): P
 
   await json("model_index.json", {
     _class_name: kind === "i2v" ? "WanImageToVideoPipeline" : "WanPipeline", _diffusers_version: "0.33.0",
-    _name_or_path: `kino-tiny-random${preset === "tiny" ? "" : "-full-size"}${kind === "t2v" ? (causal ? "" : "-bidirectional") : `-${kind}`}`,
+    _name_or_path: `${preset === "wan-1.3b" ? "wan2.1-t2v-1.3b-random" : `kino-tiny-random${preset === "tiny" ? "" : "-full-size"}`}${kind === "t2v" ? (causal ? "" : "-bidirectional") : `-${kind}`}`,
     transformer: ["diffusers", "WanTransformer3DModel"], text_encoder: ["transformers", "UMT5EncoderModel"],
     tokenizer: ["transformers", "T5TokenizerFast"], vae: ["diffusers", "AutoencoderKLWan"], scheduler: ["diffusers", "FlowMatchEulerDiscreteScheduler"],
   });
   const kino = preset === "kino-tiny" && causal
     ? kinoTinyBlock(DIT.textLen)
+    : preset === "wan-1.3b" && causal
+    ? wan13bBlock(DIT.textLen)
     : causal
     ? { chunk_frames: 2, text_len: DIT.textLen, timesteps: [1000, 750, 500, 250], shift: 5, guidance_scale: 1, width: 64, height: 64, fps: 16,
         num_frames: 21, frames_per_chunk: 8, first_chunk_frames: 5, default_transition_chunks: 2, window_frames: 6, sink_frames: 2 }
@@ -269,18 +285,20 @@ export async function makeTinyCheckpoint(dir: string, opts: TinyOptions = {}): P
     image_dim: kind === "i2v" ? TINY_CLIP.dim : null, added_kv_proj_dim: kind === "i2v" ? dim : null, rope_max_seq_len: 1024,
     ...(opts.noKino ? {} : { kino }),
   });
-  const dit = new Tensors(rng, opts.bf16 ?? preset === "kino-tiny");
+  // real size: big tensors are windows of one seeded pool (exact draws would take a minute)
+  const real = preset === "wan-1.3b", pool = real ? new NormalPool(rng) : null;
+  const dit = new Tensors(rng, opts.bf16 ?? preset !== "tiny", pool);
   ditTensors(dit, g, kind);
-  await writeSafetensors(join(dir, "transformer/diffusion_pytorch_model.safetensors"), dit.list.map((t) => ({ ...t, name: ditNameToDiffusers(t.name) })));
+  writeSafetensorsStreaming(join(dir, "transformer/diffusion_pytorch_model.safetensors"), dit.stream(ditNameToDiffusers));
 
   await json("text_encoder/config.json", {
     architectures: ["UMT5EncoderModel"], model_type: "umt5", vocab_size: vocab, d_model: T5.dim, d_kv: T5.dKv, d_ff: T5.ff, num_layers: T5.layers,
     num_heads: T5.heads, relative_attention_num_buckets: T5.buckets, relative_attention_max_distance: 128, feed_forward_proj: "gated-gelu",
     dense_act_fn: "gelu_new", layer_norm_epsilon: 1e-6, pad_token_id: 0, eos_token_id: 1,
   });
-  const t5 = new Tensors(rng, false);
+  const t5 = new Tensors(rng, real, pool);
   t5Tensors(t5, vocab, T5);
-  await writeSafetensors(join(dir, "text_encoder/model.safetensors"), t5.list);
+  writeSafetensorsStreaming(join(dir, "text_encoder/model.safetensors"), t5.stream());
   await json("tokenizer/tokenizer.json", tokenizerJson());
 
   await json("vae/config.json", {
@@ -289,11 +307,11 @@ export async function makeTinyCheckpoint(dir: string, opts: TinyOptions = {}): P
     latents_mean: VAE.latentsMean, latents_std: VAE.latentsStd,
     ...(VAE.wan22 ? { decoder_base_dim: VAE.wan22.decoderDim, is_residual: true, patch_size: 2, in_channels: 12, out_channels: 12 } : {}),
   });
-  const vae = new Tensors(rng, false);
+  const vae = new Tensors(rng, false, pool);
   if (VAE.wan22) {
     for (const p of vae22Parameters(VAE)) vae.add(p.name, p.shape, p.name.endsWith(".gamma") ? "norm" : p.name.endsWith(".bias") ? "bias" : "weight");
   } else vaeTensors(vae, opts.vaeLayout ?? "wan", VAE);
-  await writeSafetensors(join(dir, "vae/diffusion_pytorch_model.safetensors"), vae.list);
+  writeSafetensorsStreaming(join(dir, "vae/diffusion_pytorch_model.safetensors"), vae.stream());
   if (kind === "i2v") {
     const { dim: d, heads, layers, ffn, image, patch, projection } = TINY_CLIP;
     await json("image_encoder/config.json", {
@@ -303,7 +321,7 @@ export async function makeTinyCheckpoint(dir: string, opts: TinyOptions = {}): P
     });
     const clip = new Tensors(rng, false);
     clipTensors(clip);
-    await writeSafetensors(join(dir, "image_encoder/model.safetensors"), clip.list);
+    writeSafetensorsStreaming(join(dir, "image_encoder/model.safetensors"), clip.stream());
   }
   // the image releases ship UniPC with their flow shift (I2V-480P 3, TI2V-5B 5)
   await json("scheduler/scheduler_config.json", kind === "t2v"
@@ -315,7 +333,7 @@ if (import.meta.main) {
   const args = process.argv.slice(2);
   const out = args.find((a) => !a.startsWith("--"));
   if (!out) {
-    console.error("usage: bun tools/make-tiny-checkpoint.ts OUT_DIR [--preset tiny|kino-tiny] [--kind t2v|i2v|ti2v] [--patch T,H,W] [--bidirectional] [--bf16] [--seed N] [--vae-layout wan|diffusers] [--no-kino]");
+    console.error("usage: bun tools/make-tiny-checkpoint.ts OUT_DIR [--preset tiny|kino-tiny|wan-1.3b] [--kind t2v|i2v|ti2v] [--patch T,H,W] [--bidirectional] [--bf16] [--seed N] [--vae-layout wan|diffusers] [--no-kino]");
     process.exit(2);
   }
   const value = (flag: string) => (args.includes(flag) ? args[args.indexOf(flag) + 1] : undefined);
@@ -326,7 +344,7 @@ if (import.meta.main) {
   }
   const preset = value("--preset") ?? "tiny";
   if (!(preset in PRESETS)) {
-    console.error(`--preset must be ${Object.keys(PRESETS).join(" or ")}, got ${preset}`);
+    console.error(`--preset must be ${PRESET_NAMES.join(", ")}, got ${preset}`);
     process.exit(2);
   }
   const patch = value("--patch")?.split(",").map(Number) as [number, number, number] | undefined;

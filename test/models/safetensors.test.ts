@@ -5,7 +5,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openTensorTable, readSafetensorsHeader, readTensorBytes } from "../../src/models/safetensors.ts";
-import { encodeSafetensors } from "../../src/models/safetensors-write.ts";
+import { encodeSafetensors, writeSafetensorsStreaming, type TensorToStream } from "../../src/models/safetensors-write.ts";
 import { WeightReader } from "../../src/models/weights.ts";
 import { HostBackend } from "./helpers/host-backend.ts";
 import { GOLDENS, goldenJson, goldenPath } from "./helpers/goldens.ts";
@@ -88,6 +88,35 @@ describe("safetensors reader", () => {
       await expect(readSafetensorsHeader(path)).rejects.toThrow(path);
     }
     await expect(readSafetensorsHeader(join(dir, "absent.safetensors"))).rejects.toThrow("file not found");
+  });
+});
+
+describe("streaming writer", () => {
+  const values = (n: number, from: number) => Float32Array.from({ length: n }, (_, i) => from + i / 8);
+  const streamed = (name: string, shape: number[], dtype: "F32" | "BF16", data: Float32Array, pieces = 3): TensorToStream => ({
+    name, shape, dtype,
+    produce: (write) => {
+      const bytes = encodeSafetensors([{ name, shape: [data.length], data, dtype }]);
+      const body = bytes.subarray(bytes.length - (dtype === "F32" ? 4 : 2) * data.length);
+      const step = Math.ceil(body.length / pieces);
+      for (let at = 0; at < body.length; at += step) write(body.subarray(at, at + step));
+    },
+  });
+
+  test("writes the same file as the in-memory encoder, whatever pieces the tensors come in", async () => {
+    const a = values(12, 1), b = values(5, -2);
+    const path = join(dir, "streamed.safetensors");
+    writeSafetensorsStreaming(path, [streamed("a", [3, 4], "BF16", a, 5), streamed("b", [5], "F32", b, 1)], { format: "pt" });
+    const expected = encodeSafetensors([{ name: "a", shape: [3, 4], data: a, dtype: "BF16" }, { name: "b", shape: [5], data: b }], { format: "pt" });
+    expect(new Uint8Array(await Bun.file(path).arrayBuffer())).toEqual(expected);
+    const table = await readSafetensorsHeader(path);
+    expect(table.tensors.get("b")).toMatchObject({ dtype: "F32", shape: [5], byteLength: 20 });
+  });
+
+  test("a tensor that hands over too few or too many bytes is an error naming it", () => {
+    const path = join(dir, "short.safetensors");
+    expect(() => writeSafetensorsStreaming(path, [streamed("blocks.0.q", [4, 4], "F32", values(15, 0))])).toThrow("tensor blocks.0.q: 60 bytes for [4,4] F32 (64 expected)");
+    expect(() => writeSafetensorsStreaming(path, [streamed("blocks.0.k", [2], "F32", values(3, 0))])).toThrow("tensor blocks.0.k: more than the 8 bytes of [2] F32");
   });
 });
 
