@@ -1,5 +1,6 @@
-// A WebSocket client for /v1/realtime/video tests: keeps every server message in arrival order (JSON
-// text parsed, binary as Uint8Array) and lets a test wait for the next message matching a predicate.
+// A WebSocket client for /v1/realtime/video tests and benches: keeps every server message in arrival
+// order (JSON text parsed, binary as Uint8Array) with the moment it arrived, and lets a caller wait for
+// the next message matching a predicate.
 
 /** A WebSocket upgrade request's headers, for fetch: a server that refuses answers it like any request. */
 export const upgradeHeaders = {
@@ -13,6 +14,8 @@ export type Received = { kind: "json"; message: any } | { kind: "binary"; bytes:
 
 export class RealtimeClient {
   readonly received: Received[] = [];
+  /** performance.now() when each of `received` arrived (same index). */
+  readonly arrivedAt: number[] = [];
   private waiters: (() => void)[] = [];
   closed: Promise<{ code: number; reason: string }>;
   private readonly ws: WebSocket;
@@ -22,6 +25,7 @@ export class RealtimeClient {
     this.ws = ws;
     ws.binaryType = "arraybuffer";
     ws.onmessage = (e) => {
+      this.arrivedAt.push(performance.now());
       this.received.push(typeof e.data === "string" ? { kind: "json", message: JSON.parse(e.data) } : { kind: "binary", bytes: new Uint8Array(e.data) });
       this.wake();
     };
@@ -57,6 +61,11 @@ export class RealtimeClient {
 
   private wake(): void {
     for (const w of this.waiters.splice(0)) w();
+  }
+
+  /** Index in `received` (and `arrivedAt`) of the message next() returned last. */
+  get lastIndex(): number {
+    return this.cursor - 1;
   }
 
   /** The next unread message (any kind); throws on timeout or if the socket closes first. */
