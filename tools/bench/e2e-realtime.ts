@@ -15,10 +15,10 @@
 //   bun tools/bench/e2e-realtime.ts [--model DIR | --preset wan-1.3b|kino-tiny|tiny] [--device auto|cuda|cpu]
 //       [--size WxH] [--chunks 10] [--warmup N] [--kino PATH|source] [--save FILE.mp4] [--json]
 //       [--target-fps F] [--target-first-chunk S] [--ready-timeout 600]
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseKinoConfig } from "../../src/models/kino-config.ts";
+import { resolveCheckpoint } from "../../src/models/checkpoint.ts";
 import { RealtimeClient } from "../../test/helpers/realtime-client.ts";
 import { PRESET_NAMES, type PresetName, makeTinyCheckpoint } from "../make-tiny-checkpoint.ts";
 import { kinoCommand, startKino } from "./kino-process.ts";
@@ -65,16 +65,8 @@ const isRunning = (pid: number) => {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 
 /** The stream geometry from the checkpoint's own configs: chunk and window in latent frames, native size. */
-function streamGeometry(dir: string): { chunkFrames: number; windowFrames: number; width: number; height: number } {
-  const file = join(dir, "transformer/config.json");
-  const config = JSON.parse(readFileSync(file, "utf8"));
-  let scheduler = {};
-  try {
-    scheduler = JSON.parse(readFileSync(join(dir, "scheduler/scheduler_config.json"), "utf8"));
-  } catch {
-    // the original Wan layout has none; the kino block carries what matters here
-  }
-  const k = parseKinoConfig(config.kino ?? null, scheduler, file);
+async function streamGeometry(dir: string): Promise<{ chunkFrames: number; windowFrames: number; width: number; height: number }> {
+  const k = (await resolveCheckpoint(dir)).kino;
   if (!k.causal) throw new Error(`${dir} is not a streaming (chunked causal) model: no realtime session to time`);
   const [w, h] = (k.nativeSizes?.[0] ?? `${k.width}x${k.height}`).split("x").map(Number) as [number, number];
   return { chunkFrames: k.chunkFrames, windowFrames: k.windowFrames ?? 21, width: w, height: h };
@@ -105,7 +97,7 @@ export async function benchE2e(o: E2eOptions): Promise<E2eResult> {
       await makeTinyCheckpoint(model, { preset: o.preset });
       checkpointWriteS = (performance.now() - started) / 1000;
     }
-    const geometry = streamGeometry(model);
+    const geometry = await streamGeometry(model);
     const [width, height] = o.size ? (o.size.split("x").map(Number) as [number, number]) : [geometry.width, geometry.height];
     if (!(width > 0 && height > 0)) throw new Error(`--size must be WxH, got ${o.size}`);
     // the window is full from this chunk on: earlier ones attend to fewer frames and record graphs
@@ -172,7 +164,8 @@ export async function benchE2e(o: E2eOptions): Promise<E2eResult> {
       server: { pid, exitCode: stop.exitCode, stopS: stop.stopS, workerPids, workersLeft },
     };
   } finally {
-    server?.kill();
+    // after a failure too: drained and stopped as an operator would, killed only if it hangs
+    await server?.stop(10_000);
     rmSync(temp, { recursive: true, force: true });
   }
 }

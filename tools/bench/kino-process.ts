@@ -34,7 +34,6 @@ export interface RunningKino {
   output(): string;
   /** SIGTERM, then waits up to `timeoutMs` for the exit (SIGKILL after that): the exit code, or null if it had to be killed. */
   stop(timeoutMs?: number): Promise<{ exitCode: number | null; stopS: number }>;
-  kill(): void;
 }
 
 export async function startKino(cmd: KinoCommand, args: string[], readyTimeoutMs: number): Promise<RunningKino> {
@@ -69,7 +68,6 @@ export async function startKino(cmd: KinoCommand, args: string[], readyTimeoutMs
     backend: ready[1]!,
     readyS,
     output: () => text,
-    kill: () => proc.kill(9),
     async stop(timeoutMs = 60_000) {
       const stopping = performance.now();
       proc.kill("SIGTERM");
