@@ -34,18 +34,43 @@
 #    9. kernel benchmarks (tools/gpu-check-kernels.py bench): bf16 GEMM at 4096³ and the Wan shapes,
 #       mma.sync attention at the Wan shapes, TFLOP/s beside cuBLAS and SDPA;
 #   10. Wan2.1 VAE decode at 832x480 per 3-latent-frame chunk and the frames' readback (tools/bench/vae-decode.ts);
-#   11. multi-GPU: with ≥ 2 GPUs, `kino serve` with num_gpus = that count on kino-tiny, every worker
+#   11. end to end through the server (tools/bench/e2e-realtime.ts): a random Wan2.1-T2V-1.3B checkpoint
+#       of the real geometry written here (3.9 GB; its umT5 of full width but 2 layers), `kino serve`
+#       on it on CUDA, one realtime session at 832x480 in 3-latent-frame chunks (4 steps + context
+#       pass, window 21): first-chunk latency and steady video fps after the 7 chunks that fill the
+#       window, against the targets (≥ 30 fps, first chunk ≤ 0.5 s);
+#   12. multi-GPU: with ≥ 2 GPUs, `kino serve` with num_gpus = that count on kino-tiny, every worker
 #       on a distinct GPU; with one, num_gpus 2 refused naming worker 1's CUDA_VISIBLE_DEVICES=1;
-#   12. the op sweep on CUDA (bun test): test/runtime/ops.test.ts with every kernel path forced,
+#   13. the op sweep on CUDA (bun test): test/runtime/ops.test.ts with every kernel path forced,
 #       cuda.test.ts, the golden DiT with bf16 activations, DiT graphs causal and bidirectional.
 # GPU machines of the lab image have python3 + torch but no bun: carry one compressed
 # (`gzip -9 -c node_modules/bun/bin/bun.exe > .gpu/bun.gz`, ~50 MB) or set KINO_BUN; the bun steps
-# are SKIPPED without it. Results are also written to $OUT/gpu-check.log when OUT is set.
+# are SKIPPED without it. Steps 11 and 12 run `kino serve`, which needs node_modules (not carried) or
+# the single executable: dist/kino, or `.gpu/kino.xz` (`bun build.ts --compile && xz -9 -c dist/kino
+# > .gpu/kino.xz`, ~52 MB, built from the same commit) unpacked to dist/kino. Where no bun is carried,
+# that executable stands in for it (BUN_BE_BUN=1 makes a compiled Bun program the bun CLI), so one
+# carried file serves every step. Results are also written to $OUT/gpu-check.log when OUT is set.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LOG="${OUT:-/tmp}/gpu-check.log"
 exec > >(tee "$LOG") 2>&1
 source tools/gpu-check-steps.sh
+
+# The single executable, unpacked from .gpu/ where it was carried compressed.
+find_kino() {
+  if [ ! -x dist/kino ]; then
+    for z in .gpu/kino.xz .gpu/kino.gz; do
+      [ -f "$z" ] || continue
+      mkdir -p dist
+      case "$z" in *.gz) gzip -dc "$z" >dist/kino ;; *.xz) xz -dc "$z" >dist/kino ;; esac
+      chmod +x dist/kino
+      break
+    done
+  fi
+  [ -x dist/kino ] && echo "$PWD/dist/kino"
+}
+KINO="$(find_kino)"
+export KINO
 
 find_bun() {
   if [ -n "${KINO_BUN:-}" ]; then echo "$KINO_BUN"; return; fi
@@ -57,6 +82,10 @@ find_bun() {
       chmod +x /tmp/kino-bun && echo /tmp/kino-bun && return
     fi
   done
+  if [ -n "$KINO" ]; then
+    printf '#!/bin/sh\nBUN_BE_BUN=1 exec "%s" "$@"\n' "$KINO" >/tmp/kino-bun
+    chmod +x /tmp/kino-bun && echo /tmp/kino-bun
+  fi
 }
 BUN="$(find_bun)"
 export BUN
@@ -115,11 +144,26 @@ kernels_verify() { python3 tools/gpu-check-kernels.py verify; }
 kernels_bench() { python3 tools/gpu-check-kernels.py bench; }
 vae_decode() { need_bun; "$BUN" tools/bench/vae-decode.ts --width 832 --height 480 --chunk 3 --chunks 4; }
 
+e2e_realtime() {
+  need_bun
+  local kino
+  if [ -n "$KINO" ]; then kino="$KINO"
+  elif [ -d node_modules/elysia ]; then kino=source
+  else
+    echo "skipped: no kino to serve with (carry .gpu/kino.xz or have node_modules)"
+    exit 77
+  fi
+  # The executable would load the CUDA library it embeds; the one step 2 built from this tree is the
+  # one every other step ran.
+  KINO_CUDA_LIB="$PWD/build/libkino_cuda.so" "$BUN" tools/bench/e2e-realtime.ts --kino "$kino" --preset wan-1.3b --device cuda \
+    --size 832x480 --chunks 10 --target-fps 30 --target-first-chunk 0.5 --ready-timeout 120
+}
+
 multi_gpu() {
   local gpus kino=()
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
   if [ -n "$BUN" ] && [ -d node_modules/elysia ]; then kino=("$BUN" src/cli/main.ts)
-  elif [ -x dist/kino ]; then kino=(dist/kino); fi
+  elif [ -n "$KINO" ]; then kino=("$KINO"); fi
   if [ "$gpus" -lt 1 ]; then echo "multi-GPU: no GPU answers nvidia-smi"; exit 1; fi
   if [ ${#kino[@]} -eq 0 ]; then
     echo "multi-GPU: no way to run kino serve here (needs bun with node_modules, or dist/kino), skipped"
@@ -137,7 +181,7 @@ op_sweep() {
   "$BUN" test --timeout 120000 "${sweep[@]}"
 }
 
-export -f need_bun device build unverified_hopper causal_graphs clip_graph readback_overlap conv3d kernels_verify kernels_bench vae_decode multi_gpu op_sweep
+export -f need_bun device build unverified_hopper causal_graphs clip_graph readback_overlap conv3d kernels_verify kernels_bench vae_decode e2e_realtime multi_gpu op_sweep
 
 run_step "device" 20 device
 run_step "build (nvcc)" 240 build
@@ -152,6 +196,8 @@ run_step "conv3d vs PyTorch, then benchmarks" 150 conv3d
 run_step "GEMM and attention kernels vs PyTorch" 150 kernels_verify
 run_step "GEMM and attention benchmarks beside cuBLAS and SDPA" 90 kernels_bench
 run_step "Wan2.1 VAE decode and the frames' readback at 832x480 (bun)" 120 vae_decode
+# writing 3.9 GB (~10 s) + loading it (~30 s) + 17 chunks at ~2 s before any speed-up, with room left
+run_step "end to end: kino serve, Wan2.1-1.3B random checkpoint, realtime session at 832x480 (target ≥ 30 fps, first chunk ≤ 0.5 s)" 180 e2e_realtime
 run_step "multi-GPU (one worker per GPU)" 45 multi_gpu
 run_step "op sweep on CUDA (bun test)" 300 op_sweep
 summary

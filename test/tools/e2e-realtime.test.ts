@@ -3,14 +3,16 @@
 // the model was not made at, and stops the server. What it reports is checked against what the client
 // actually got: the media decodes as H.264 of the requested size with as many frames as it counted,
 // and the server and its worker are gone when the bench has finished.
-import { expect, test } from "bun:test";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { afterAll, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { decodeFrames } from "../helpers/decode.ts";
 import { probeMp4 } from "../helpers/ffprobe.ts";
 
 const root = resolve(import.meta.dir, "../..");
+const dir = mkdtempSync(join(tmpdir(), "kino-e2e-test-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const isRunning = (pid: number) => {
   try {
     process.kill(pid, 0);
@@ -26,7 +28,7 @@ function bench(args: string[]) {
 }
 
 test("a tiny model on the CPU: first-chunk latency and fps reported, H.264 of the requested size received, the server gone afterwards", async () => {
-  const save = join(mkdtempSync(join(tmpdir(), "kino-e2e-test-")), "session.mp4");
+  const save = join(dir, "session.mp4");
   const started = performance.now();
   const { rc, out, err } = bench(["--preset", "tiny", "--size", "96x64", "--chunks", "3", "--json", "--save", save]);
   expect(rc, err).toBe(0);

@@ -2,7 +2,8 @@
 // on stand-in steps — a step that passes, one that fails, one that finds nothing to check, one past its
 // cap (cut, with its children, and its last lines quoted), one whose cap the budget cuts, and one the
 // budget no longer fits — and the real script in its dry-run mode: every step in order, the
-// unverified kernels and paths before the long op sweep, and a small budget cutting the tail.
+// unverified kernels and paths before the long op sweep, the end-to-end session after the DiT and VAE
+// steps, and a small budget cutting the tail.
 import { expect, test } from "bun:test";
 import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -67,21 +68,24 @@ test("gpu-check.sh dry run: every step in order, the unverified paths first and 
   const all = bash("bash tools/gpu-check.sh", { KINO_GPU_CHECK_DRY_RUN: "1", OUT: out1 });
   expect(all.rc).toBe(0);
   const names = summaryRows(all.out).map(([r, , n]) => `${r} ${n}`);
-  expect(names.length).toBe(12);
+  expect(names.length).toBe(13);
   expect(names.every((n) => n.startsWith("PASS "))).toBe(true);
   const at = (s: string) => names.findIndex((n) => n.includes(s));
   for (const s of ["persistent wgmma GEMM", "ping-pong wgmma GEMM", "wgmma attention", "causal DiT as CUDA graphs", "bidirectional t2v clip", "readback of chunk i", "conv3d"]) {
     expect(at(s), s).toBeGreaterThan(at("build"));
     expect(at(s), s).toBeLessThan(at("GEMM and attention kernels vs PyTorch"));
   }
-  expect(at("op sweep")).toBe(11);
+  expect(at("op sweep")).toBe(12);
+  // the end-to-end session comes after the DiT and VAE figures it is made of, before the sweep
+  expect(at("end to end: kino serve")).toBe(at("Wan2.1 VAE decode") + 1);
+  expect(all.out).toContain("dry run: would run e2e_realtime");
   expect(all.out).toContain("dry run: would run clip_graph");
   // the log lands in $OUT too
   expect(existsSync(join(out1, "gpu-check.log"))).toBe(true);
 
   const short = bash("bash tools/gpu-check.sh", { KINO_GPU_CHECK_DRY_RUN: "1", KINO_GPU_CHECK_DRY_SLEEP: "1", KINO_GPU_CHECK_BUDGET: "6", KINO_GPU_CHECK_MIN_STEP: "2", OUT: mkdtempSync(join(tmpdir(), "kino-gpu-check-")) });
   const rows = summaryRows(short.out);
-  expect(rows.length).toBe(12);
+  expect(rows.length).toBe(13);
   const ran = rows.filter(([r]) => r === "PASS").length;
   expect(ran).toBeGreaterThanOrEqual(3);
   expect(ran).toBeLessThanOrEqual(6);
