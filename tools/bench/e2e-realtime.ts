@@ -1,9 +1,10 @@
-// A realtime session through `kino serve` end to end, as a user meets it: the server started as its
+// Realtime sessions through `kino serve` end to end, as a user meets it: the server started as its
 // own process (the single executable dist/kino when it has been built, else bun src/cli/main.ts) on a
-// checkpoint directory, one /v1/realtime/video session at the model's native size, and what the
-// client sees: seconds from session.start to the first media chunk, then the video frames received
-// per wall second once the attention window is full (chunks before that fill the KV cache and pay
-// every kernel's first use), and media seconds per wall second (the real-time factor); then the
+// checkpoint directory, /v1/realtime/video sessions at the model's native size, and what the client
+// sees: seconds from session.start to the first media chunk (in the server's first session, which
+// pays every kernel's first use, and in the next, on a new prompt), then the video frames received
+// per wall second once the attention window is full (the chunks before attend to fewer frames and
+// record the steady state's CUDA graphs), and media seconds per wall second (the real-time factor); then the
 // server stopped with SIGTERM, as an operator would. The server reports no per-stage times; the
 // DiT's and the VAE's shares come from tools/bench/model.ts --gpu-only and tools/bench/vae-decode.ts.
 //
@@ -38,7 +39,9 @@ export interface E2eResult {
   checkpointWriteS: number | null;
   /** Spawn → the server's ready line (its worker started and the model loaded). */
   serverReadyS: number;
-  /** session.start sent → the first media chunk received; video.start → the same. */
+  /** The server's first session: session.start sent → its first media chunk (every kernel's first use). */
+  coldFirstChunkS: number;
+  /** The next session: session.start sent → the first media chunk received; video.start → the same. */
   firstChunkS: number;
   videoStartToFirstChunkS: number;
   /** Frames of the measured chunks per wall second, from the end of the last warm-up chunk to the end of the last measured one. */
@@ -53,7 +56,8 @@ export interface E2eResult {
   server: { pid: number; exitCode: number | null; stopS: number; workerPids: number[]; workersLeft: number[] };
 }
 
-const PROMPT = "a red circle moving right on a blue background";
+/** Two prompts (words of the tiny presets' vocabulary): the measured session's is new to the server, as a new user's would be. */
+const PROMPTS = { first: "a blue square bouncing on a green background", measured: "a red circle moving right on a blue background" };
 const isRunning = (pid: number) => {
   try {
     process.kill(pid, 0);
@@ -70,6 +74,49 @@ async function streamGeometry(dir: string): Promise<{ chunkFrames: number; windo
   if (!k.causal) throw new Error(`${dir} is not a streaming (chunked causal) model: no realtime session to time`);
   const [w, h] = (k.nativeSizes?.[0] ?? `${k.width}x${k.height}`).split("x").map(Number) as [number, number];
   return { chunkFrames: k.chunkFrames, windowFrames: k.windowFrames ?? 21, width: w, height: h };
+}
+
+interface SessionTimes {
+  sentAt: number;
+  videoStartAt: number;
+  /** Per media chunk: when its binary payload arrived, its frames, and every payload (init, media, trailer) in order. */
+  arrivals: number[];
+  frames: number[];
+  media: Uint8Array[];
+}
+
+/** One realtime session, stopped (session.stop) once `chunks` media chunks are in; performance.now() times. */
+async function streamSession(url: string, s: { prompt: string; size: string; numFrames: number; chunks: number; firstWaitMs: number; log: (line: string) => void }): Promise<SessionTimes> {
+  const client = await RealtimeClient.connect(url);
+  const nextWait = 120_000;
+  try {
+    const sentAt = performance.now();
+    client.send({ type: "session.start", prompt: s.prompt, size: s.size, num_frames: s.numFrames, seed: 0 });
+    await client.nextOfType("video.start", s.firstWaitMs);
+    const videoStartAt = client.arrivedAt[client.lastIndex]!;
+    const times: SessionTimes = { sentAt, videoStartAt, arrivals: [], frames: [], media: [] };
+    for (;;) {
+      const r = await client.next(times.arrivals.length ? nextWait : s.firstWaitMs);
+      if (r.kind === "binary") {
+        times.media.push(r.bytes);
+        continue;
+      }
+      const m = r.message;
+      if (m.type === "error") throw new Error(`the server answered the session with ${m.code}: ${m.message}`);
+      if (m.type === "session.done") break;
+      if (m.type !== "video.chunk_metadata" || m.kind !== "media") continue;
+      await client.next(nextWait); // its binary payload, the same message pair
+      times.media.push((client.received[client.lastIndex] as { bytes: Uint8Array }).bytes);
+      times.arrivals.push(client.arrivedAt[client.lastIndex]!);
+      times.frames.push(m.num_frames);
+      s.log(`chunk ${times.arrivals.length - 1}: ${m.num_frames} frames at ${((times.arrivals.at(-1)! - sentAt) / 1000).toFixed(3)} s`);
+      if (times.arrivals.length === s.chunks) client.send({ type: "session.stop" });
+    }
+    if (times.arrivals.length < s.chunks) throw new Error(`the session ended after ${times.arrivals.length} media chunks; ${s.chunks} were needed`);
+    return times;
+  } finally {
+    client.close();
+  }
 }
 
 export interface E2eOptions {
@@ -114,36 +161,12 @@ export async function benchE2e(o: E2eOptions): Promise<E2eResult> {
     const numFrames = 1 + fpc * (warmup + o.chunks);
     if (numFrames > card.max_frames) throw new Error(`${warmup} + ${o.chunks} chunks need ${numFrames} frames; the model makes at most ${card.max_frames} (use fewer --chunks)`);
 
-    const client = await RealtimeClient.connect(server.url);
-    const sentAt = performance.now();
-    client.send({ type: "session.start", prompt: PROMPT, size: `${width}x${height}`, num_frames: numFrames, seed: 0 });
-    const firstWait = o.readyTimeoutS * 1000, nextWait = 120_000;
-    await client.nextOfType("video.start", firstWait);
-    const videoStartAt = client.arrivedAt[client.lastIndex]!;
-    const arrivals: number[] = [], frames: number[] = [], media: Uint8Array[] = [];
-    let stopped = false;
-    for (;;) {
-      const r = await client.next(arrivals.length ? nextWait : firstWait);
-      if (r.kind === "binary") {
-        media.push(r.bytes);
-        continue;
-      }
-      const m = r.message;
-      if (m.type === "error") throw new Error(`the server answered the session with ${m.code}: ${m.message}`);
-      if (m.type === "session.done") break;
-      if (m.type !== "video.chunk_metadata" || m.kind !== "media") continue;
-      await client.next(nextWait); // its binary payload, the same message pair
-      media.push((client.received[client.lastIndex] as { bytes: Uint8Array }).bytes);
-      arrivals.push(client.arrivedAt[client.lastIndex]!);
-      frames.push(m.num_frames);
-      o.log(`chunk ${arrivals.length - 1}: ${m.num_frames} frames at ${((arrivals.at(-1)! - sentAt) / 1000).toFixed(3)} s`);
-      if (arrivals.length === warmup + o.chunks && !stopped) {
-        client.send({ type: "session.stop" });
-        stopped = true;
-      }
-    }
-    client.close();
-    if (arrivals.length < warmup + o.chunks) throw new Error(`the session ended after ${arrivals.length} media chunks; ${warmup + o.chunks} were needed`);
+    const session = (name: keyof typeof PROMPTS, chunks: number) =>
+      streamSession(server!.url, { prompt: PROMPTS[name], size: `${width}x${height}`, numFrames: 1 + fpc * chunks, chunks, firstWaitMs: o.readyTimeoutS * 1000, log: (l) => o.log(`${name} session: ${l}`) });
+    // the server's first session pays for every kernel's first use; a user meets that once per
+    // server start, so it is timed apart (one chunk) and the figures come from the next session
+    const cold = await session("first", 1);
+    const { sentAt, videoStartAt, arrivals, frames, media } = await session("measured", warmup + o.chunks);
     if (o.save) await Bun.write(o.save, new Uint8Array(Buffer.concat(media)));
     const measured = arrivals.slice(warmup, warmup + o.chunks);
     const wallS = (measured.at(-1)! - arrivals[warmup - 1]!) / 1000;
@@ -158,6 +181,7 @@ export async function benchE2e(o: E2eOptions): Promise<E2eResult> {
     return {
       kino: cmd.label, backend, model: o.model ?? `random ${o.preset} checkpoint`, device: o.device, width, height, fps, framesPerChunk: fpc,
       warmupChunks: warmup, measuredChunks: o.chunks, checkpointWriteS, serverReadyS: readyS,
+      coldFirstChunkS: (cold.arrivals[0]! - cold.sentAt) / 1000,
       firstChunkS: (arrivals[0]! - sentAt) / 1000, videoStartToFirstChunkS: (arrivals[0]! - videoStartAt) / 1000,
       steadyFps, realTimeFactor: steadyFps / fps, chunkIntervalMedianS: median(intervals), chunkIntervalMaxS: Math.max(...intervals),
       framesReceived: frames.reduce((a, b) => a + b, 0), mediaChunks: arrivals.length,
@@ -177,8 +201,9 @@ export function formatE2e(r: E2eResult, targets: { fps?: number; firstChunkS?: n
   const rows: [string, string, string][] = [
     ...(r.checkpointWriteS !== null ? [["checkpoint written", `${f(r.checkpointWriteS, 1)} s`, ""] as [string, string, string]] : []),
     ["spawn → server ready (worker up, model loaded)", `${f(r.serverReadyS, 1)} s`, ""],
-    ["session.start → first media chunk", `${f(r.firstChunkS)} s`, targets.firstChunkS !== undefined ? `≤ ${targets.firstChunkS} s: ${met(r.firstChunkS <= targets.firstChunkS)}` : ""],
-    ["video.start → first media chunk", `${f(r.videoStartToFirstChunkS)} s`, ""],
+    ["session.start → first media chunk, the server's first session", `${f(r.coldFirstChunkS)} s`, ""],
+    ["session.start → first media chunk, the next session (a new prompt)", `${f(r.firstChunkS)} s`, targets.firstChunkS !== undefined ? `≤ ${targets.firstChunkS} s: ${met(r.firstChunkS <= targets.firstChunkS)}` : ""],
+    ["video.start → first media chunk, the next session", `${f(r.videoStartToFirstChunkS)} s`, ""],
     [`steady video fps (chunks ${r.warmupChunks}–${r.warmupChunks + r.measuredChunks - 1}, frames per wall s)`, f(r.steadyFps, 1), targets.fps !== undefined ? `≥ ${targets.fps} fps: ${met(r.steadyFps >= targets.fps)}` : ""],
     ["real-time factor (media s per wall s)", `${f(r.realTimeFactor, 2)}×`, ""],
     ["chunk interval, median / max", `${f(r.chunkIntervalMedianS)} / ${f(r.chunkIntervalMaxS)} s`, ""],
@@ -188,7 +213,7 @@ export function formatE2e(r: E2eResult, targets: { fps?: number; firstChunkS?: n
   ];
   const withTargets = targets.fps !== undefined || targets.firstChunkS !== undefined;
   return [
-    `kino serve end to end — ${r.kino}, ${r.model}, --generator.engine.device ${r.device} (${r.backend}); one realtime session at ` +
+    `kino serve end to end — ${r.kino}, ${r.model}, --generator.engine.device ${r.device} (${r.backend}); realtime sessions at ` +
       `${r.width}x${r.height}, ${r.fps} fps, ${r.framesPerChunk} frames per chunk; ${r.measuredChunks} chunks measured after ${r.warmupChunks} warm-up`,
     withTargets ? "| measure | value | target |\n|---|---|---|" : "| measure | value |\n|---|---|",
     ...rows.map(([m, v, t]) => (withTargets ? `| ${m} | ${v} | ${t} |` : `| ${m} | ${v} |`)),
