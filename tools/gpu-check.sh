@@ -48,25 +48,27 @@
 # (`gzip -9 -c node_modules/bun/bin/bun.exe > .gpu/bun.gz`, ~50 MB) or set KINO_BUN; the bun steps
 # are SKIPPED without it. Steps 11 and 12 run `kino serve`, which needs node_modules (not carried) or
 # the single executable: dist/kino, or `.gpu/kino.xz` (`bun build.ts --compile && xz -9 -c dist/kino
-# > .gpu/kino.xz`, ~52 MB, built from the same commit) unpacked to dist/kino. Where no bun is carried,
-# that executable stands in for it (BUN_BE_BUN=1 makes a compiled Bun program the bun CLI), so one
-# carried file serves every step. Results are also written to $OUT/gpu-check.log when OUT is set.
+# > .gpu/kino.xz`, ~52 MB, built from the same commit; or its parts, see find_kino) unpacked to
+# dist/kino. Where no bun is carried, that executable stands in for it (BUN_BE_BUN=1 makes a compiled
+# Bun program the bun CLI), so one carried file serves every step. Results are also written to $OUT/gpu-check.log when OUT is set.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LOG="${OUT:-/tmp}/gpu-check.log"
 exec > >(tee "$LOG") 2>&1
 source tools/gpu-check-steps.sh
 
-# The single executable, unpacked from .gpu/ where it was carried compressed.
+# The single executable, unpacked from .gpu/ where it was carried compressed: whole, or split in
+# parts (kino.xz.00, kino.xz.01, …) carried by successive calls to one warm machine, since the tree
+# and the whole file together exceed what one call carries.
 find_kino() {
   if [ ! -x dist/kino ]; then
-    for z in .gpu/kino.xz .gpu/kino.gz; do
-      [ -f "$z" ] || continue
-      mkdir -p dist
-      case "$z" in *.gz) gzip -dc "$z" >dist/kino ;; *.xz) xz -dc "$z" >dist/kino ;; esac
-      chmod +x dist/kino
-      break
-    done
+    mkdir -p dist
+    local parts=(.gpu/kino.xz.[0-9]*)
+    if [ -f .gpu/kino.xz ]; then xz -dc .gpu/kino.xz >dist/kino
+    elif [ -f "${parts[0]}" ]; then cat "${parts[@]}" | xz -dc >dist/kino
+    elif [ -f .gpu/kino.gz ]; then gzip -dc .gpu/kino.gz >dist/kino
+    fi
+    if [ -s dist/kino ]; then chmod +x dist/kino; else rm -f dist/kino; fi
   fi
   [ -x dist/kino ] && echo "$PWD/dist/kino"
 }
