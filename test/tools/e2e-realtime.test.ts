@@ -9,18 +9,11 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { decodeFrames } from "../helpers/decode.ts";
 import { probeMp4 } from "../helpers/ffprobe.ts";
+import { isRunning } from "../../tools/bench/kino-process.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const dir = mkdtempSync(join(tmpdir(), "kino-e2e-test-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const isRunning = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 function bench(args: string[]) {
   const r = Bun.spawnSync([process.execPath, "tools/bench/e2e-realtime.ts", "--kino", "source", "--device", "cpu", ...args], { cwd: root, stdout: "pipe", stderr: "pipe" });

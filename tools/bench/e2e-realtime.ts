@@ -22,7 +22,7 @@ import { join } from "node:path";
 import { resolveCheckpoint } from "../../src/models/checkpoint.ts";
 import { RealtimeClient } from "../../test/helpers/realtime-client.ts";
 import { PRESET_NAMES, type PresetName, makeTinyCheckpoint } from "../make-tiny-checkpoint.ts";
-import { kinoCommand, startKino } from "./kino-process.ts";
+import { isRunning, kinoCommand, startKino } from "./kino-process.ts";
 
 export interface E2eResult {
   kino: string;
@@ -58,14 +58,6 @@ export interface E2eResult {
 
 /** Two prompts (words of the tiny presets' vocabulary): the measured session's is new to the server, as a new user's would be. */
 const PROMPTS = { first: "a blue square bouncing on a green background", measured: "a red circle moving right on a blue background" };
-const isRunning = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 
 /** The stream geometry from the checkpoint's own configs: chunk and window in latent frames, native size. */

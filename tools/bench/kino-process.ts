@@ -24,6 +24,16 @@ export function kinoCommand(choice?: string): KinoCommand {
   return { argv: [process.execPath, join(ROOT, "src/cli/main.ts")], label: "bun src/cli/main.ts" };
 }
 
+/** Whether process `pid` is still running (signal 0 only asks). */
+export function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export interface RunningKino {
   url: string;
   pid: number;

@@ -70,33 +70,6 @@ def circle_twins(vae, scenes, frames=1):
 
 
 @torch.no_grad()
-def color_twins(vae, scenes, frames, rng):
-    """Latents of the first `frames` video frames of each scene with every object painted another
-    color (same place, shape, size and motion). A stream started from an image under a caption that
-    names no color drifts: each chunk's past is its own output, a little off the image's color, and
-    the DiT followed the past (tools/train/NOTES.md). Blended into the past after the given frame,
-    these twins show a drifted past beside the true sink, the true frame as the target."""
-    clips = []
-    for sc in scenes:
-        twin = copy.deepcopy({k: v for k, v in sc.items() if k != "switch"})
-        twin["frames"] = frames
-        for o in twin["objects"]:
-            o["color"] = str(rng.choice([c for c in render.COLORS if c != o["color"]]))
-        clips.append(render.render(twin))
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        return vae.encode(common.video_tensor(clips)).float()
-
-
-def drifted_past(x0, twins, gen):
-    """Clips x0 [B, C, F, H, W] whose frame f lies a share of the way to its color twin that grows
-    with f (a stream drifts chunk by chunk) up to a random 25-100 % at the last; frame 0, the given
-    image, stays true."""
-    B, F_ = x0.shape[0], x0.shape[2]
-    alpha = (0.25 + 0.75 * torch.rand(B, 1, generator=gen)) * torch.linspace(0, 1, F_)[None, :]
-    return x0 + alpha[:, None, :, None, None] * (twins - x0)
-
-
-@torch.no_grad()
 def own_past(dit, text, tok, x0, prompts, gen, text_len, mask, frame_pos):
     """Every latent frame f >= 1 of clean clips x0 [B, C, F, H, W] made as the stream makes a
     continuing chunk (from frame f-1 noised to the continuation's sigma, the last steps of the

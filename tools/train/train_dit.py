@@ -46,8 +46,7 @@ Objectives (docs/MODEL.md, "Training"; tools/train/NOTES.md says why each is the
     --image-star-share of the first frames have a star (the shape drawn least);
   * image-to-video: --first-frame-share of the clips have their first frame given, as a stream that
     starts from a client's image commits that image's latent as its first chunk (one latent frame)
-    without denoising it: frame 0 is clean in the past and out of the loss, frame 1 (where the
-    object is first made, from the image) weighs --first-frame-weight, the later frames start
+    without denoising it: frame 0 is clean in the past and out of the loss, the later frames start
     from it on the continuation path, and --motion-caption-share of those captions say only how the
     objects move ("moving right": color and shape must come from the frame);
   * attention sink (--sink-chunks): every frame also sees clean frame 0 past the window, as the
@@ -75,8 +74,8 @@ import torch
 import common
 from common import CFG
 from dit_batches import batch_plan, load_data, size_weights
-from dit_objectives import (circle_twins, color_twins, continuation_path, drifted_past, flow_error, frame_contexts,
-                            image_loss, outline_weights, own_past, sink_far_positions)
+from dit_objectives import (circle_twins, continuation_path, flow_error, frame_contexts, image_loss, outline_weights,
+                            own_past, sink_far_positions)
 from distill import load_teacher, predict, teacher_x0
 from networks import build, load_vae, make_optimizer
 from schedule import continuation_sigma, shift_sigma
@@ -146,8 +145,6 @@ def parse_args():
                     help="clips whose first frame is given (image-to-video): clean in the past, out of the loss, "
                          "the rest continuing from it; --motion-caption-share of them captioned with the motion alone")
     ap.add_argument("--motion-caption-share", type=float, default=0.75)
-    ap.add_argument("--given-twin-share", type=float, default=0.0,
-                    help="share of the given-first-frame clips whose past after the image drifts toward a color twin")
     ap.add_argument("--ctx-noise", type=float, default=0.2, help="largest noise level of a context frame")
     ap.add_argument("--drop", type=float, default=0.1, help="caption dropout (CFG)")
     ap.add_argument("--save-every", type=float, default=300, help="seconds")
@@ -172,7 +169,7 @@ def main():
     seed = CFG["seed"]
     tok = tokmod.default_tokenizer()
     dit, text = build(tok)
-    if args.twin_share or args.twin_clip_share or args.given_twin_share:
+    if args.twin_share or args.twin_clip_share:
         args.twin_vae = load_vae(args.vae)
     teacher = load_teacher(args.teacher, tok) if args.teacher else None
     if teacher:
@@ -327,15 +324,7 @@ def main():
         s_ctx = torch.rand(args.bs, F_, generator=gen) * args.ctx_noise * (torch.rand(args.bs, F_, generator=gen) < 0.5)
         s_ctx[given, 0] = 0.0  # the given frame is committed as it was encoded
         c5 = s_ctx[:, None, :, None, None]
-        n_gt = int(round(args.given_twin_share * bp.n_given))
-        past = x0.clone() if n_twin_ctx or n_own or n_gt else x0
-        if n_gt:  # a past drifting off the image's color, the image still the sink: the image wins
-            gt = slice(given.start, given.start + n_gt)
-            drift = drifted_past(x0[gt], color_twins(args.twin_vae, [scenes[i] for i in idx[gt]], scenes[idx[-1]]["frames"], rng), gen)
-            past[gt] = drift
-            # the chunks start from their drifted predecessors, as the stream's do
-            s5g = sigma[gt, 1:][:, None, :, None, None]
-            xt[gt, :, 1:] += s5g * (1 - cont_sigma) / cont_sigma * (drift[:, :, :-1] - x0[gt][:, :, :-1])
+        past = x0.clone() if n_twin_ctx or n_own else x0
         if n_twin_ctx:  # (the sink, when there is one, keeps the true shapes: where the stream must find them)
             keep = K * CFG["sink_chunks"]
             past[-n_twin_ctx:, :, keep:] = src[-n_twin_ctx:, :, keep:]
@@ -355,7 +344,6 @@ def main():
             err = err * outline_weights([scenes[i] for i in idx], F_, args.outline_weight)
         w = frame_w.repeat(args.bs, 1)
         w[given, 0] = 0.0  # the given frame is the stream's first chunk: never denoised
-        w[given, 1] = frame_w[0]  # ... and the next one is where the object is first made, from the image
         for b, sw in enumerate(switches):  # the frames of a switch, up to the first showing the new scene alone
             if sw is not None:
                 w[b, sw["latent"]:render.splice_latent(sw) + 1] *= args.switch_weight
