@@ -48,7 +48,7 @@
 # (`gzip -9 -c node_modules/bun/bin/bun.exe > .gpu/bun.gz`, ~50 MB) or set KINO_BUN; the bun steps
 # are SKIPPED without it. Steps 11 and 12 run `kino serve`, which needs node_modules (not carried) or
 # the single executable: dist/kino, or `.gpu/kino.xz` (`bun build.ts --compile && xz -9 -c dist/kino
-# > .gpu/kino.xz`, ~52 MB, built from the same commit; or its parts, see find_kino) unpacked to
+# > .gpu/kino.xz`, ~52 MB, built from the same commit; or its parts from tools/gpu-payload.sh) unpacked to
 # dist/kino. Where no bun is carried, that executable stands in for it (BUN_BE_BUN=1 makes a compiled
 # Bun program the bun CLI), so one carried file serves every step. Results are also written to $OUT/gpu-check.log when OUT is set.
 set -uo pipefail
