@@ -50,7 +50,8 @@
 # the single executable: dist/kino, or `.gpu/kino.xz` (`bun build.ts --compile && xz -9 -c dist/kino
 # > .gpu/kino.xz`, ~52 MB, built from the same commit; or its parts from tools/gpu-payload.sh) unpacked to
 # dist/kino. Where no bun is carried, that executable stands in for it (BUN_BE_BUN=1 makes a compiled
-# Bun program the bun CLI), so one carried file serves every step. Results are also written to $OUT/gpu-check.log when OUT is set.
+# Bun program the bun CLI), so one carried file serves every step; since the tree and that file exceed
+# one call's carry, tools/gpu-payload.sh splits it and the check runs in two parts (KINO_GPU_CHECK_PART). Results are also written to $OUT/gpu-check.log when OUT is set.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LOG="${OUT:-/tmp}/gpu-check.log"
@@ -106,9 +107,15 @@ device() {
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
 }
 
+# What the library was built from: a later part on the same machine reuses it when the sources match
+# (the tree is copied afresh at every call, so the build's own mtime check would rebuild it all).
+cuda_sources_hash() { cat kernels/cuda/* tools/build/cuda.ts | sha1sum | cut -d' ' -f1; }
+
 build() {
   local start=$SECONDS
-  if [ -n "$BUN" ]; then
+  if [ -f build/libkino_cuda.so ] && [ "$(cat build/cuda-sources.sha1 2>/dev/null)" = "$(cuda_sources_hash)" ]; then
+    echo "build/libkino_cuda.so kept: built on this machine from these sources by an earlier part"
+  elif [ -n "$BUN" ]; then
     "$BUN" tools/build/cuda.ts || exit 1
   else
     # Same flags as tools/build/cuda.ts (kept in step with it).
@@ -122,6 +129,7 @@ build() {
     echo '{ global: kc_*; local: *; };' >build/cuda-obj/exports.map
     nvcc -shared -cudart static -Xlinker --version-script=build/cuda-obj/exports.map -o build/libkino_cuda.so build/cuda-obj/*.o || exit 1
   fi
+  cuda_sources_hash >build/cuda-sources.sha1
   echo "built in $((SECONDS - start)) s: $(ls -la build/libkino_cuda.so)"
   if command -v cuobjdump >/dev/null; then
     local sass
@@ -186,21 +194,37 @@ op_sweep() {
 
 export -f need_bun device build unverified_hopper causal_graphs clip_graph readback_overlap conv3d kernels_verify kernels_bench vae_decode e2e_realtime multi_gpu op_sweep
 
+# KINO_GPU_CHECK_PART=python runs only the steps that need no bun, =bun only the others (device and
+# build run in both): the two halves of a check split over two calls to one warm machine, the first
+# carrying part 00 of the executable (tools/gpu-payload.sh) and the second the rest. Unset: every step.
+PART="${KINO_GPU_CHECK_PART:-}"
+step() { # KIND NAME CAP FUNCTION, KIND python or bun
+  local kind="$1"
+  shift
+  if [ -n "$PART" ] && [ "$kind" != "$PART" ]; then
+    echo
+    echo "== $1: in the other part (KINO_GPU_CHECK_PART=$kind)"
+    record_step "$1" SKIPPED 0 "the $kind part"
+    return 0
+  fi
+  run_step "$@"
+}
+
 run_step "device" 20 device
 run_step "build (nvcc)" 240 build
 # Without the library no later step has anything to run.
 [ "${STEP_RESULTS[-1]}" = PASS ] || GPU_CHECK_OFF="the build failed"
 export GPU_CHECK_OFF
-run_step "persistent wgmma GEMM, ping-pong wgmma GEMM, persistent GEMM with TMA stores and wgmma attention vs PyTorch, then their benchmarks" 260 unverified_hopper
-run_step "causal DiT as CUDA graphs and with bf16 activations, Wan2.1-1.3B at 832x480 (bun)" 150 causal_graphs
-run_step "bidirectional t2v clip as one CUDA graph, Wan2.1-1.3B at 832x480, 81 frames (bun)" 60 clip_graph
-run_step "readback of chunk i overlapped with the DiT of chunk i + 1 (bun)" 60 readback_overlap
-run_step "conv3d vs PyTorch, then benchmarks" 150 conv3d
-run_step "GEMM and attention kernels vs PyTorch" 150 kernels_verify
-run_step "GEMM and attention benchmarks beside cuBLAS and SDPA" 90 kernels_bench
-run_step "Wan2.1 VAE decode and the frames' readback at 832x480 (bun)" 120 vae_decode
+step python "persistent wgmma GEMM, ping-pong wgmma GEMM, persistent GEMM with TMA stores and wgmma attention vs PyTorch, then their benchmarks" 260 unverified_hopper
+step bun "causal DiT as CUDA graphs and with bf16 activations, Wan2.1-1.3B at 832x480 (bun)" 150 causal_graphs
+step bun "bidirectional t2v clip as one CUDA graph, Wan2.1-1.3B at 832x480, 81 frames (bun)" 60 clip_graph
+step bun "readback of chunk i overlapped with the DiT of chunk i + 1 (bun)" 60 readback_overlap
+step python "conv3d vs PyTorch, then benchmarks" 150 conv3d
+step python "GEMM and attention kernels vs PyTorch" 150 kernels_verify
+step python "GEMM and attention benchmarks beside cuBLAS and SDPA" 90 kernels_bench
+step bun "Wan2.1 VAE decode and the frames' readback at 832x480 (bun)" 120 vae_decode
 # writing 3.9 GB (~10 s) + loading it (~30 s) + 17 chunks at ~2 s before any speed-up, with room left
-run_step "end to end: kino serve, Wan2.1-1.3B random checkpoint, realtime session at 832x480 (target ≥ 30 fps, first chunk ≤ 0.5 s)" 180 e2e_realtime
-run_step "multi-GPU (one worker per GPU)" 45 multi_gpu
-run_step "op sweep on CUDA (bun test)" 300 op_sweep
+step bun "end to end: kino serve, Wan2.1-1.3B random checkpoint, realtime session at 832x480 (target ≥ 30 fps, first chunk ≤ 0.5 s)" 180 e2e_realtime
+step bun "multi-GPU (one worker per GPU)" 45 multi_gpu
+step bun "op sweep on CUDA (bun test)" 300 op_sweep
 summary

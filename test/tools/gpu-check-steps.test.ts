@@ -92,3 +92,18 @@ test("gpu-check.sh dry run: every step in order, the unverified paths first and 
   expect(rows.slice(ran).every(([r, , n]) => r === "SKIPPED" && n.endsWith("(budget spent)"))).toBe(true);
   expect(short.rc).toBe(0); // skipped for time is not a failure
 }, 60_000);
+
+test("gpu-check.sh in two parts: the python part runs the steps without bun, the bun part the rest, device and build in both", () => {
+  const run = (part: string) => summaryRows(bash("bash tools/gpu-check.sh", { KINO_GPU_CHECK_DRY_RUN: "1", KINO_GPU_CHECK_PART: part, OUT: mkdtempSync(join(tmpdir(), "kino-gpu-check-")) }).out);
+  const python = run("python"), bun = run("bun");
+  expect(python.length).toBe(13);
+  expect(bun.length).toBe(13);
+  for (const rows of [python, bun]) expect(rows.slice(0, 2).map(([r]) => r)).toEqual(["PASS", "PASS"]);
+  // every step after the build runs in exactly one of the two parts
+  for (let i = 2; i < 13; i++) expect([python[i]![0], bun[i]![0]].sort(), python[i]![2]).toEqual(["PASS", "SKIPPED"]);
+  const ranIn = (rows: typeof python, s: string) => rows.find(([, , n]) => n.includes(s))![0] === "PASS";
+  expect(ranIn(python, "wgmma attention")).toBe(true);
+  expect(ranIn(python, "conv3d")).toBe(true);
+  expect(ranIn(bun, "end to end: kino serve")).toBe(true);
+  expect(ranIn(bun, "op sweep")).toBe(true);
+}, 60_000);
