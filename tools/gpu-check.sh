@@ -23,30 +23,30 @@
 #       denoising and the context graph each recorded 7 times while the window fills, then only
 #       launched: chunks 7-9), bf16 against f32 activations, seconds per chunk four ways (and the host's
 #       share), no cudaMalloc in the steady state;
-#    5. bidirectional DiT clip as one CUDA graph (tools/bench/dit-clip-graph.ts): Wan2.1-1.3B t2v at
-#       832x480, 81 frames, 3 guided UniPC steps, eager and graphed — bit for bit, s/step both ways;
-#    6. the readback of chunk i overlapped with the DiT of chunk i + 1 (tools/bench/readback-overlap.ts):
-#       the same bytes as the synchronous readback, first chunk and steady interval each way;
-#    7. conv3d (tools/gpu-check-conv.py): both paths against PyTorch and their promise (conv.cuh), and
-#       TFLOP/s beside cuDNN at the Wan-VAE decoder's 832x480 levels;
-#    8. kernels vs PyTorch (tools/gpu-check-kernels.py verify): every GEMM path (wgmma, mma.sync, SIMT;
-#       bf16 and f32 activations; epilogues; split outputs) and the attention kernels;
-#    9. kernel benchmarks (tools/gpu-check-kernels.py bench): bf16 GEMM at 4096³ and the Wan shapes,
-#       mma.sync attention at the Wan shapes, TFLOP/s beside cuBLAS and SDPA;
-#   10. Wan2.1 VAE decode at 832x480 per 3-latent-frame chunk and the frames' readback (tools/bench/vae-decode.ts);
-#   11. end to end through the server (tools/bench/e2e-realtime.ts): a random Wan2.1-T2V-1.3B checkpoint
+#    5. end to end through the server (tools/bench/e2e-realtime.ts): a random Wan2.1-T2V-1.3B checkpoint
 #       of the real geometry written here (3.9 GB; its umT5 of full width but 2 layers), `kino serve`
 #       on it on CUDA, realtime sessions at 832x480 in 3-latent-frame chunks (4 steps + context pass,
 #       window 21): first-chunk latency (the server's first session, every kernel's first use, apart)
 #       and steady video fps after the 7 chunks that fill the window, against the targets (≥ 30 fps,
 #       first chunk ≤ 0.5 s);
+#    6. bidirectional DiT clip as one CUDA graph (tools/bench/dit-clip-graph.ts): Wan2.1-1.3B t2v at
+#       832x480, 81 frames, 3 guided UniPC steps, eager and graphed — bit for bit, s/step both ways;
+#    7. the readback of chunk i overlapped with the DiT of chunk i + 1 (tools/bench/readback-overlap.ts):
+#       the same bytes as the synchronous readback, first chunk and steady interval each way;
+#    8. conv3d (tools/gpu-check-conv.py): both paths against PyTorch and their promise (conv.cuh), and
+#       TFLOP/s beside cuDNN at the Wan-VAE decoder's 832x480 levels;
+#    9. kernels vs PyTorch (tools/gpu-check-kernels.py verify): every GEMM path (wgmma, mma.sync, SIMT;
+#       bf16 and f32 activations; epilogues; split outputs) and the attention kernels;
+#   10. kernel benchmarks (tools/gpu-check-kernels.py bench): bf16 GEMM at 4096³ and the Wan shapes,
+#       mma.sync attention at the Wan shapes, TFLOP/s beside cuBLAS and SDPA;
+#   11. Wan2.1 VAE decode at 832x480 per 3-latent-frame chunk and the frames' readback (tools/bench/vae-decode.ts);
 #   12. multi-GPU: with ≥ 2 GPUs, `kino serve` with num_gpus = that count on kino-tiny, every worker
 #       on a distinct GPU; with one, num_gpus 2 refused naming worker 1's CUDA_VISIBLE_DEVICES=1;
 #   13. the op sweep on CUDA (bun test): test/runtime/ops.test.ts with every kernel path forced,
 #       cuda.test.ts, the golden DiT with bf16 activations, DiT graphs causal and bidirectional.
 # GPU machines of the lab image have python3 + torch but no bun: carry one compressed
 # (`gzip -9 -c node_modules/bun/bin/bun.exe > .gpu/bun.gz`, ~50 MB) or set KINO_BUN; the bun steps
-# are SKIPPED without it. Steps 11 and 12 run `kino serve`, which needs node_modules (not carried) or
+# are SKIPPED without it. Steps 5 and 12 run `kino serve`, which needs node_modules (not carried) or
 # the single executable: dist/kino, or `.gpu/kino.xz` (`bun build.ts --compile && xz -9 -c dist/kino
 # > .gpu/kino.xz`, ~52 MB, built from the same commit; or its parts from tools/gpu-payload.sh) unpacked to
 # dist/kino. Where no bun is carried, that executable stands in for it (BUN_BE_BUN=1 makes a compiled
@@ -217,14 +217,15 @@ run_step "build (nvcc)" 240 build
 export GPU_CHECK_OFF
 step python "persistent wgmma GEMM, ping-pong wgmma GEMM, persistent GEMM with TMA stores and wgmma attention vs PyTorch, then their benchmarks" 260 unverified_hopper
 step bun "causal DiT as CUDA graphs and with bf16 activations, Wan2.1-1.3B at 832x480 (bun)" 150 causal_graphs
+# the headline figure next: a bun part with a short budget still reaches it
+# writing 3.9 GB (~10 s) + loading it (~30 s) + 17 chunks at ~2 s before any speed-up, with room left
+step bun "end to end: kino serve, Wan2.1-1.3B random checkpoint, realtime session at 832x480 (target ≥ 30 fps, first chunk ≤ 0.5 s)" 180 e2e_realtime
 step bun "bidirectional t2v clip as one CUDA graph, Wan2.1-1.3B at 832x480, 81 frames (bun)" 60 clip_graph
 step bun "readback of chunk i overlapped with the DiT of chunk i + 1 (bun)" 60 readback_overlap
 step python "conv3d vs PyTorch, then benchmarks" 150 conv3d
 step python "GEMM and attention kernels vs PyTorch" 150 kernels_verify
 step python "GEMM and attention benchmarks beside cuBLAS and SDPA" 90 kernels_bench
 step bun "Wan2.1 VAE decode and the frames' readback at 832x480 (bun)" 120 vae_decode
-# writing 3.9 GB (~10 s) + loading it (~30 s) + 17 chunks at ~2 s before any speed-up, with room left
-step bun "end to end: kino serve, Wan2.1-1.3B random checkpoint, realtime session at 832x480 (target ≥ 30 fps, first chunk ≤ 0.5 s)" 180 e2e_realtime
 step bun "multi-GPU (one worker per GPU)" 45 multi_gpu
 step bun "op sweep on CUDA (bun test)" 300 op_sweep
 summary

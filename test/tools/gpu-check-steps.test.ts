@@ -2,7 +2,7 @@
 // on stand-in steps — a step that passes, one that fails, one that finds nothing to check, one past its
 // cap (cut, with its children, and its last lines quoted), one whose cap the budget cuts, and one the
 // budget no longer fits — and the real script in its dry-run mode: every step in order, the
-// unverified kernels and paths before the long op sweep, the end-to-end session after the DiT and VAE
+// unverified kernels and paths before the long op sweep, the end-to-end session right after the causal DiT
 // steps, and a small budget cutting the tail.
 import { expect, test } from "bun:test";
 import { existsSync, mkdtempSync } from "node:fs";
@@ -76,8 +76,8 @@ test("gpu-check.sh dry run: every step in order, the unverified paths first and 
     expect(at(s), s).toBeLessThan(at("GEMM and attention kernels vs PyTorch"));
   }
   expect(at("op sweep")).toBe(12);
-  // the end-to-end session comes after the DiT and VAE figures it is made of, before the sweep
-  expect(at("end to end: kino serve")).toBe(at("Wan2.1 VAE decode") + 1);
+  // the headline end-to-end session right after the causal DiT figures it is mostly made of
+  expect(at("end to end: kino serve")).toBe(at("causal DiT as CUDA graphs") + 1);
   expect(all.out).toContain("dry run: would run e2e_realtime");
   expect(all.out).toContain("dry run: would run clip_graph");
   // the log lands in $OUT too
