@@ -64,12 +64,16 @@ source tools/gpu-check-steps.sh
 find_kino() {
   if [ ! -x dist/kino ]; then
     mkdir -p dist
-    local parts=(.gpu/kino.xz.[0-9]*)
-    if [ -f .gpu/kino.xz ]; then xz -dc .gpu/kino.xz >dist/kino
-    elif [ -f "${parts[0]}" ]; then cat "${parts[@]}" | xz -dc >dist/kino
-    elif [ -f .gpu/kino.gz ]; then gzip -dc .gpu/kino.gz >dist/kino
+    local parts=(.gpu/kino.xz.[0-9]*) ok=1
+    # Into a temporary file, kept only when the stream decompressed whole: the first call of a split
+    # run has only part 00, and a truncated executable left as dist/kino would pass for one in the
+    # next call too (ignored files stay on the machine).
+    if [ -f .gpu/kino.xz ]; then xz -dc .gpu/kino.xz >dist/kino.part || ok=0
+    elif [ -f "${parts[0]}" ]; then cat "${parts[@]}" | xz -dc >dist/kino.part 2>/dev/null || ok=0
+    elif [ -f .gpu/kino.gz ]; then gzip -dc .gpu/kino.gz >dist/kino.part || ok=0
+    else ok=0
     fi
-    if [ -s dist/kino ]; then chmod +x dist/kino; else rm -f dist/kino; fi
+    if [ "$ok" = 1 ] && [ -s dist/kino.part ]; then chmod +x dist/kino.part && mv dist/kino.part dist/kino; else rm -f dist/kino.part; fi
   fi
   [ -x dist/kino ] && echo "$PWD/dist/kino"
 }
