@@ -30,11 +30,7 @@ __global__ void __launch_bounds__(THREADS, 1)
                       TO* __restrict__ out, const KcGemmEpilogue epi, int M, int N, int K) {
 #ifdef KC_HAS_WGMMA
   __shared__ __align__(8) uint64_t full_bar[STAGES], empty_bar[STAGES];
-  const uint32_t base = (kc_smem_addr(kc_dynamic_smem()) + 1023) & ~1023u;
-  auto stage_a = [&](int s) { return base + s * A_STAGE; };
-  auto stage_w = [&](int s) { return base + STAGES * A_STAGE + s * B_STAGE; };
-  auto full = [&](int s) { return kc_smem_addr(&full_bar[s]); };
-  auto empty = [&](int s) { return kc_smem_addr(&empty_bar[s]); };
+  const auto ring = kc_gemm_ring<STAGES, A_STAGE, B_STAGE>(full_bar, empty_bar);
 
   const KcGemmTileAt tile = kc_gemm_tile_at(blockIdx.x, (M + BM - 1) / BM, (N + BN - 1) / BN);
   const int tile_m = tile.m, tile_n = tile.n;
@@ -48,10 +44,10 @@ __global__ void __launch_bounds__(THREADS, 1)
     if (threadIdx.x == 0) {
       for (int kt = 0; kt < ktiles; kt++) {
         int s = kt % STAGES;
-        if (!KC_PLANTED(9)) kc_mbar_wait(empty(s), ((kt / STAGES) & 1) ^ 1);  // first round passes: phase "-1" counts as done
-        kc_mbar_expect_tx(full(s), A_STAGE + B_STAGE);
-        kc_tma_load_2d(stage_a(s), &map_a, full(s), kt * BK, tile_m * BM);
-        kc_tma_load_2d(stage_w(s), &map_w, full(s), kt * BK, tile_n * BN);
+        if (!KC_PLANTED(9)) kc_mbar_wait(ring.empty(s), ((kt / STAGES) & 1) ^ 1);  // first round passes: phase "-1" counts as done
+        kc_mbar_expect_tx(ring.full(s), A_STAGE + B_STAGE);
+        kc_tma_load_2d(ring.a(s), &map_a, ring.full(s), kt * BK, tile_m * BM);
+        kc_tma_load_2d(ring.w(s), &map_w, ring.full(s), kt * BK, tile_n * BN);
       }
     }
   } else {
@@ -62,19 +58,19 @@ __global__ void __launch_bounds__(THREADS, 1)
     for (int i = 0; i < 128; i++) d[i] = 0.f;
     for (int kt = 0; kt < ktiles; kt++) {
       int s = kt % STAGES;
-      kc_mbar_wait(full(s), ((kt / STAGES) & 1) ^ (KC_PLANTED(8) ? 1 : 0));
+      kc_mbar_wait(ring.full(s), ((kt / STAGES) & 1) ^ (KC_PLANTED(8) ? 1 : 0));
       kc_wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < BK / 16; kk++) {
         // A K step of 16 bf16 is 32 bytes along the swizzled row: the descriptor start moves by 32 B.
-        uint64_t da = kc_desc_kmajor_sw128(stage_a(s) + c * 64 * 128 + kk * (KC_PLANTED(10) ? 16 : 32));
-        uint64_t dw = kc_desc_kmajor_sw128(stage_w(s) + kk * 32);
+        uint64_t da = kc_desc_kmajor_sw128(ring.a(s) + c * 64 * 128 + kk * (KC_PLANTED(10) ? 16 : 32));
+        uint64_t dw = kc_desc_kmajor_sw128(ring.w(s) + kk * 32);
         kc_wgmma_ss<BN, F16>(d, da, dw, 1);
       }
       kc_wgmma_commit();
       kc_wgmma_wait<1>();  // the batch issued for kt-1 has retired: its stage can be refilled
       kc_fence_regs(d);
-      if (kt > 0) kc_mbar_arrive(empty((kt - 1) % STAGES));
+      if (kt > 0) kc_mbar_arrive(ring.empty((kt - 1) % STAGES));
     }
     kc_wgmma_wait<0>();
     kc_fence_regs(d);

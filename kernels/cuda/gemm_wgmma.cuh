@@ -26,6 +26,27 @@ __device__ __forceinline__ KcGemmTileAt kc_gemm_tile_at(int t, int tiles_m, int 
 }
 
 #ifdef KC_HAS_WGMMA
+// The stage ring's shared memory as the wgmma GEMMs lay it out: STAGES A tiles, then STAGES W tiles,
+// from the dynamic shared memory rounded up to 1024 bytes (the 128-byte swizzle's atom), and the
+// addresses of its "full" and "empty" barriers.
+template <int STAGES, int A_STAGE, int B_STAGE>
+struct KcGemmRing {
+  uint32_t base;
+  uint64_t* full_bar;
+  uint64_t* empty_bar;
+  __device__ __forceinline__ uint32_t a(int s) const { return base + s * A_STAGE; }
+  __device__ __forceinline__ uint32_t w(int s) const { return base + STAGES * A_STAGE + s * B_STAGE; }
+  __device__ __forceinline__ uint32_t full(int s) const { return kc_smem_addr(&full_bar[s]); }
+  __device__ __forceinline__ uint32_t empty(int s) const { return kc_smem_addr(&empty_bar[s]); }
+  /** The first byte past the ring. */
+  __device__ __forceinline__ uint32_t end() const { return base + STAGES * (A_STAGE + B_STAGE); }
+};
+
+template <int STAGES, int A_STAGE, int B_STAGE>
+__device__ __forceinline__ KcGemmRing<STAGES, A_STAGE, B_STAGE> kc_gemm_ring(uint64_t (&full_bar)[STAGES], uint64_t (&empty_bar)[STAGES]) {
+  return {(kc_smem_addr(kc_dynamic_smem()) + 1023) & ~1023u, full_bar, empty_bar};
+}
+
 // The stage ring's barriers, set up by thread 0 before the block starts: a stage is "full" after the
 // producer's one arrival (with its expect_tx) and the TMA bytes, "empty" after `readers` consumer
 // threads arrived, each once per use of the stage.

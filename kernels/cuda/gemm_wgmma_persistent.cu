@@ -82,11 +82,7 @@ __global__ void __launch_bounds__(THREADS, 1)
   using T = Tile<BN, TMA_OUT>;
   constexpr int STAGES = T::STAGES;
   __shared__ __align__(8) uint64_t full_bar[STAGES], empty_bar[STAGES];
-  const uint32_t base = (kc_smem_addr(kc_dynamic_smem()) + 1023) & ~1023u;
-  auto stage_a = [&](int s) { return base + s * T::A_STAGE; };
-  auto stage_w = [&](int s) { return base + STAGES * T::A_STAGE + s * T::B_STAGE; };
-  auto full = [&](int s) { return kc_smem_addr(&full_bar[s]); };
-  auto empty = [&](int s) { return kc_smem_addr(&empty_bar[s]); };
+  const auto ring = kc_gemm_ring<STAGES, T::A_STAGE, T::B_STAGE>(full_bar, empty_bar);
 
   const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, tiles = tiles_m * tiles_n;
   const int ktiles = (K + BK - 1) / BK;
@@ -102,10 +98,10 @@ __global__ void __launch_bounds__(THREADS, 1)
         const KcGemmTileAt tile = kc_gemm_tile_at(t, tiles_m, tiles_n);
         for (int kt = 0; kt < ktiles; kt++, step++) {
           const int s = step % STAGES;
-          kc_mbar_wait(empty(s), ((step / STAGES) & 1) ^ 1);  // first round passes: phase "-1" counts as done
-          kc_mbar_expect_tx(full(s), T::A_STAGE + T::B_STAGE);
-          kc_tma_load_2d(stage_a(s), &map_a, full(s), kt * BK, tile.m * BM);
-          kc_tma_load_2d(stage_w(s), &map_w, full(s), kt * BK, tile.n * BN);
+          kc_mbar_wait(ring.empty(s), ((step / STAGES) & 1) ^ 1);  // first round passes: phase "-1" counts as done
+          kc_mbar_expect_tx(ring.full(s), T::A_STAGE + T::B_STAGE);
+          kc_tma_load_2d(ring.a(s), &map_a, ring.full(s), kt * BK, tile.m * BM);
+          kc_tma_load_2d(ring.w(s), &map_w, ring.full(s), kt * BK, tile.n * BN);
         }
       }
     }
@@ -113,7 +109,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     kc_setmaxnreg_inc<232>();
     const int c = wg - 1;  // this consumer's rows: c*64 .. c*64+63 of each tile
     // TMA_OUT: this consumer's two staging buffers after the ring, and the chunks it staged so far
-    const uint32_t staging = base + STAGES * (T::A_STAGE + T::B_STAGE) + c * 2 * KC_GEMM_STAGING_BUF;
+    const uint32_t staging = ring.end() + c * 2 * KC_GEMM_STAGING_BUF;
     uint32_t chunks = 0;
     float d[BN / 2];
 #pragma unroll
@@ -124,26 +120,26 @@ __global__ void __launch_bounds__(THREADS, 1)
       for (int kt = 0; kt < ktiles; kt++, step++) {
         const int s = step % STAGES;
         // planted 14: the parity restarts with each tile, as if the phases did too
-        kc_mbar_wait(full(s), ((KC_PLANTED(14) ? kt : step) / STAGES) & 1);
+        kc_mbar_wait(ring.full(s), ((KC_PLANTED(14) ? kt : step) / STAGES) & 1);
         kc_wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < BK / 16; kk++) {
           // A K step of 16 elements is 32 bytes along the swizzled row: the descriptor start moves by 32 B.
-          uint64_t da = kc_desc_kmajor_sw128(stage_a(s) + c * 64 * 128 + kk * 32);
-          uint64_t dw = kc_desc_kmajor_sw128(stage_w(s) + kk * 32);
+          uint64_t da = kc_desc_kmajor_sw128(ring.a(s) + c * 64 * 128 + kk * 32);
+          uint64_t dw = kc_desc_kmajor_sw128(ring.w(s) + kk * 32);
           // planted 16: the previous tile's sums carried into this one
           kc_wgmma_ss<BN, F16>(d, da, dw, kt > 0 || kk > 0 || KC_PLANTED(16));
         }
         kc_wgmma_commit();
         kc_wgmma_wait<1>();  // the batch of the step before has retired: its stage can be refilled
         kc_fence_regs(d);
-        if (kt > 0) kc_mbar_arrive(empty((step - 1) % STAGES));
+        if (kt > 0) kc_mbar_arrive(ring.empty((step - 1) % STAGES));
       }
       // planted 15: the tile's last stage handed back while its batch may still read it
-      if (KC_PLANTED(15)) kc_mbar_arrive(empty((step - 1) % STAGES));
+      if (KC_PLANTED(15)) kc_mbar_arrive(ring.empty((step - 1) % STAGES));
       kc_wgmma_wait<0>();
       kc_fence_regs(d);
-      if (!KC_PLANTED(15)) kc_mbar_arrive(empty((step - 1) % STAGES));  // the producer may refill it with the next tile's
+      if (!KC_PLANTED(15)) kc_mbar_arrive(ring.empty((step - 1) % STAGES));  // the producer may refill it with the next tile's
       if constexpr (TMA_OUT) kc_wgmma_gemm_store_tma<BN, TO>(d, out_maps, epi, M, N, tile.m, tile.n, c, staging, chunks);
       else kc_wgmma_gemm_store<BN>(d, out, epi, M, N, tile.m, tile.n, c);
     }

@@ -95,11 +95,7 @@ __global__ void __launch_bounds__(THREADS, 1)
                                TO* __restrict__ out, const KcGemmEpilogue epi, int M, int N, int K) {
 #ifdef KC_HAS_WGMMA
   __shared__ __align__(8) uint64_t full_bar[STAGES], empty_bar[STAGES];
-  const uint32_t base = (kc_smem_addr(kc_dynamic_smem()) + 1023) & ~1023u;
-  auto stage_a = [&](int s) { return base + s * A_STAGE; };
-  auto stage_w = [&](int s) { return base + STAGES * A_STAGE + s * B_STAGE; };
-  auto full = [&](int s) { return kc_smem_addr(&full_bar[s]); };
-  auto empty = [&](int s) { return kc_smem_addr(&empty_bar[s]); };
+  const auto ring = kc_gemm_ring<STAGES, A_STAGE, B_STAGE>(full_bar, empty_bar);
 
   const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, tiles = tiles_m * tiles_n;
   const int ktiles = (K + BK - 1) / BK;
@@ -117,10 +113,10 @@ __global__ void __launch_bounds__(THREADS, 1)
       for (int j = 0; j < mine; j++) {
         const KcGemmTileAt tile = tile_at(j);
         for (int kt = 0; kt < ktiles; kt++, r.next()) {
-          kc_mbar_wait(empty(r.stage), r.phase ^ 1);  // first round passes: phase "-1" counts as done
-          kc_mbar_expect_tx(full(r.stage), A_STAGE + B_STAGE);
-          kc_tma_load_2d(stage_a(r.stage), &map_a, full(r.stage), kt * BK, tile.m * BM);
-          kc_tma_load_2d(stage_w(r.stage), &map_w, full(r.stage), kt * BK, tile.n * BN);
+          kc_mbar_wait(ring.empty(r.stage), r.phase ^ 1);  // first round passes: phase "-1" counts as done
+          kc_mbar_expect_tx(ring.full(r.stage), A_STAGE + B_STAGE);
+          kc_tma_load_2d(ring.a(r.stage), &map_a, ring.full(r.stage), kt * BK, tile.m * BM);
+          kc_tma_load_2d(ring.w(r.stage), &map_w, ring.full(r.stage), kt * BK, tile.n * BN);
         }
       }
     }
@@ -143,28 +139,28 @@ __global__ void __launch_bounds__(THREADS, 1)
       for (int kt = 0; kt < ktiles; kt++, r.next()) {
         // planted 21: the turn handed over before the tile's last K step was issued
         if (KC_PLANTED(21) && kt == ktiles - 1 && hand_over) kc_bar_arrive(TURN + 1 - c, 256);
-        kc_mbar_wait(full(r.stage), r.phase);
+        kc_mbar_wait(ring.full(r.stage), r.phase);
         kc_wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < BK / 16; kk++) {
           // A K step of 16 elements is 32 bytes along the swizzled row: the descriptor start moves by 32 B.
-          const uint64_t dw = kc_desc_kmajor_sw128(stage_w(r.stage) + kk * 32);
+          const uint64_t dw = kc_desc_kmajor_sw128(ring.w(r.stage) + kk * 32);
 #pragma unroll
           for (int h = 0; h < 2; h++)
-            kc_wgmma_ss<BN, F16>(d + h * (BN / 2), kc_desc_kmajor_sw128(stage_a(r.stage) + h * 64 * 128 + kk * 32), dw,
+            kc_wgmma_ss<BN, F16>(d + h * (BN / 2), kc_desc_kmajor_sw128(ring.a(r.stage) + h * 64 * 128 + kk * 32), dw,
                                  kt > 0 || kk > 0);
         }
         kc_wgmma_commit();
         kc_wgmma_wait<1>();  // the batch of the step before has retired: its stage can be refilled
         kc_fence_regs(d);
-        if (kt > 0) kc_mbar_arrive(empty(last));
+        if (kt > 0) kc_mbar_arrive(ring.empty(last));
         last = r.stage;
       }
       // Every batch of this tile is issued: the partner's mainloop may queue behind the last one.
       if (hand_over && !KC_PLANTED(17) && !KC_PLANTED(21)) kc_bar_arrive(TURN + 1 - c, 256);
       kc_wgmma_wait<0>();
       kc_fence_regs(d);
-      kc_mbar_arrive(empty(last));  // the producer may refill it
+      kc_mbar_arrive(ring.empty(last));  // the producer may refill it
       kc_wgmma_gemm_store<BN>(d, out, epi, M, N, tile.m, tile.n, 0);
       kc_wgmma_gemm_store<BN>(d + BN / 2, out, epi, M, N, tile.m, tile.n, 1);
       if (!KC_PLANTED(18)) r.skip(ktiles);  // the partner's tile j + 1
