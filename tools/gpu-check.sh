@@ -119,17 +119,23 @@ build() {
   local start=$SECONDS
   if [ -f build/libkino_cuda.so ] && [ "$(cat build/cuda-sources.sha1 2>/dev/null)" = "$(cuda_sources_hash)" ]; then
     echo "build/libkino_cuda.so kept: built on this machine from these sources by an earlier part"
-  elif [ -n "$BUN" ]; then
+    return 0
+  fi
+  if [ -n "$BUN" ]; then
     "$BUN" tools/build/cuda.ts || exit 1
   else
     # Same flags as tools/build/cuda.ts (kept in step with it).
     mkdir -p build/cuda-obj
     local flags=(-O3 -std=c++17 --expt-relaxed-constexpr -Xcompiler -fPIC -Xcompiler -fvisibility=hidden
       -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_80,code=sm_80 -gencode arch=compute_80,code=compute_80)
+    local pids=() pid failed=0
     for f in kernels/cuda/*.cu; do
       nvcc "${flags[@]}" -c "$f" -o "build/cuda-obj/$(basename "${f%.cu}").o" &
+      pids+=($!)
     done
-    wait || true
+    # a file that failed to compile must fail the build, not link without its kernels
+    for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+    [ "$failed" = 0 ] || exit 1
     echo '{ global: kc_*; local: *; };' >build/cuda-obj/exports.map
     nvcc -shared -cudart static -Xlinker --version-script=build/cuda-obj/exports.map -o build/libkino_cuda.so build/cuda-obj/*.o || exit 1
   fi
