@@ -17,6 +17,7 @@
 
   python3 tools/train/sample.py --eval [--transitions] [--sheet docs/kino-tiny-samples.png]   # held-out accuracies
   python3 tools/train/sample.py --vae-ceiling --vae CKPT   # what a VAE's reconstructions of the held-out renders score
+  python3 tools/train/sample.py --first-frames motion|full [--seen] [--strength S] [--window W]   # streams from given first frames
 """
 import argparse
 import json
@@ -83,6 +84,20 @@ class Stream:
             return None
         L = self.dit.num_layers
         return [(torch.cat([c[i][0] for c in win], 1), torch.cat([c[i][1] for c in win], 1)) for i in range(L)]
+
+    @torch.no_grad()
+    def give(self, z):
+        """Commits latent z [B, C, 1, h, w] as the next chunk without denoising it (a client's image as
+        the stream's first chunk, kino.first_frame_conditioning) and returns its decoded frames."""
+        streams = ["c", "u"] if self.g != 1.0 else ["c"]
+        past = {s: self._past(s) for s in streams}
+        for s in streams:
+            _, kv = self.dit.forward_chunk(z, torch.zeros(z.shape[0]), self.kv[s], [self.k], past[s])
+            self.caches[s] = self._in_view(self.caches[s] + [kv])
+        self.k += 1
+        self.prev = z
+        v = self.vae.decode_stream(z, self.vae_cache).clamp(-1, 1)
+        return ((v + 1) * 127.5).round().byte().permute(0, 2, 3, 4, 1).numpy()
 
     @torch.no_grad()
     def next_latent(self, b):
@@ -156,6 +171,36 @@ def heldout_eval(dit, text, vae, tok, seeds=(0,), chunks=8, combos=None, **kw):
                 truths.append({"color": c[0], "shape": c[1], "motion": c[2], "background": c[3]})
                 clips.append(f)
     return metrics.score(preds, truths), preds, truths, clips, prompts
+
+
+def first_frame_eval(dit, text, vae, tok, prompt="motion", combos=None, chunks=8, guidance=None, strength=None,
+                     window=None):
+    """Streams started from each combination's first rendered frame (its latent the first chunk, as
+    the server does for an image_reference), captioned with the motion alone or the whole caption;
+    scores the frames after the given one, the first generated chunk alone, and the first chunk's
+    color for the smaller and the larger half of the objects (by radius)."""
+    import metrics
+    combos = combos or render.load_heldout()["combinations"]
+    g = CFG["guidance_scale"] if guidance is None else guidance
+    preds, early, truths, radius = [], [], [], []
+    for i, c in enumerate(combos):
+        sc = render.scene_from_combo(*c, seed=i)
+        with torch.no_grad():
+            z = vae.encode(common.video_tensor([render.render(sc)[:1]]))
+        caption = captions.motion_caption(sc) if prompt == "motion" else captions.canonical_caption(*c)
+        st = Stream(dit, vae, encode_text(text, tok, [caption]), encode_text(text, tok, [""]), CFG["sample_steps"],
+                    CFG["shift"], g, window or CFG["attn_window_chunks"], seed=i, strength=strength)
+        st.give(z)
+        f = np.concatenate([st.next_frames(1) for _ in range(chunks - 1)], axis=1)[0]
+        preds.append(metrics.classify(f))
+        early.append(metrics.classify(np.concatenate([f[:4]] * (chunks - 1))))  # chunk 1, as long as the rest
+        truths.append({"color": c[0], "shape": c[1], "motion": c[2], "background": c[3]})
+        radius.append(sc["objects"][0]["r"])
+    r = np.array(radius)
+    kept = np.array([e["color"] == t["color"] for e, t in zip(early, truths)])
+    small = r <= np.median(r)
+    return {"clip": metrics.score(preds, truths), "chunk_1": metrics.score(early, truths),
+            "chunk_1_color_small_large": [float(kept[small].mean()), float(kept[~small].mean())]}
 
 
 def vae_ceiling(vae, combos=None, seed=0):
@@ -252,6 +297,10 @@ def main():
                     help="the server evaluation's red -> blue transitions (over 3 and 0 chunks)")
     ap.add_argument("--interp", default=None, help="--transitions, and a PNG strip of the 3-chunk one")
     ap.add_argument("--vae-ceiling", action="store_true", help="score VAE reconstructions of the held-out renders")
+    ap.add_argument("--first-frames", choices=["motion", "full"], default=None,
+                    help="streams from each held-out (with --seen: seen) combination's first frame, captioned "
+                         "with the motion alone or the whole caption")
+    ap.add_argument("--window", type=int, default=None, help="--first-frames: attention window in chunks")
     args = ap.parse_args()
     common.setup_torch(args.threads)
     if args.vae_ceiling:  # needs the VAE only
@@ -278,6 +327,11 @@ def main():
             n = len(prompts)
             contact_sheet(args.sheet, clips[:n][:16], prompts[:16], preds[:16])
             print("wrote", args.sheet)
+    if args.first_frames:
+        ff = first_frame_eval(dit, text, vae, tok, args.first_frames, combos=seen_combos() if args.seen else None,
+                              guidance=args.guidance, strength=args.strength, window=args.window)
+        res["first_frames"] = ff
+        print(f"step {step}: from the first frames, {args.first_frames} caption: {json.dumps(ff)}")
     if args.transitions or args.interp:
         import metrics
         res["transitions"] = []
