@@ -2,15 +2,18 @@
 // (WanTransformer3DModel / UMT5 / AutoencoderKLWan config.json keys) or the original Wan configs.
 // Everything downstream sees these typed shapes only. A value a config cannot express for the code we
 // have (per-head qk norm, windowed attention, ...) fails here with the key that says so.
-import { type DitKind, type TensorShapes, recogniseDitKind } from "./dit-kind.ts";
+import { type DitKind, type ImageFeatures, type TensorShapes, recogniseDitKind } from "./dit-kind.ts";
 import { CheckpointError } from "./safetensors.ts";
 
 export interface WanDitConfig {
   /** The pipeline the DiT belongs to (dit-kind.ts): text-to-video, Wan2.1 image-to-video (CLIP image
    *  cross-attention, in = 2·out + 4 channels) or Wan2.2 text-image-to-video (per-token timesteps). */
   kind: DitKind;
-  /** i2v: width of the CLIP features img_emb takes; null otherwise. */
+  /** Width of the features img_emb takes (i2v: CLIP's; kino-tiny: a latent patch); null without an image branch. */
   imageDim: number | null;
+  /** Where the image branch's tokens come from (dit-kind.ts): CLIP features, required (i2v), or the
+   *  given first frame's latent patches, optional (a text-to-video DiT's branch); null without one. */
+  imageFeatures: ImageFeatures | null;
   dim: number;
   ffnDim: number;
   freqDim: number;
@@ -106,16 +109,17 @@ export function parseDitConfig(cfg: Json, file: string, textLen?: number, tensor
   if (window && (window[0] !== -1 || window[1] !== -1)) unsupported("window_size", "only global attention (-1, -1)");
   const inDim = positiveInt(need(cfg, file, "in_channels", "in_dim"), file, "in_channels");
   const outDim = positiveInt(need(cfg, file, "out_channels", "out_dim"), file, "out_channels");
-  const { kind, imageDim } = recogniseDitKind(cfg, file, tensors);
+  const { kind, imageDim, imageFeatures } = recogniseDitKind(cfg, file, tensors);
   const rows = textLen ?? opt(cfg, 512, "text_len");
   if (kind === "i2v" && rows !== I2V_TEXT_TOKENS) {
     throw new CheckpointError(`${file}: text_len ${rows}: the image-to-video cross-attention takes the last ${I2V_TEXT_TOKENS} context rows as text, so the text must be padded to ${I2V_TEXT_TOKENS}`);
   }
   if (imageDim !== null) positiveInt(imageDim, file, "image_dim");
-  if (kind === "i2v" && diffusers && cfg.added_kv_proj_dim !== dim) unsupported("added_kv_proj_dim", `the image keys/values are projected from the model width ${dim}`);
+  if (imageDim !== null && diffusers && cfg.added_kv_proj_dim !== dim) unsupported("added_kv_proj_dim", `the image keys/values are projected from the model width ${dim}`);
   return {
     kind,
     imageDim,
+    imageFeatures,
     dim,
     ffnDim: positiveInt(need(cfg, file, "ffn_dim"), file, "ffn_dim"),
     freqDim: positiveInt(need(cfg, file, "freq_dim"), file, "freq_dim"),

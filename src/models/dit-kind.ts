@@ -7,18 +7,31 @@
 // - "ti2v": Wan2.2 text-image-to-video (Wan2.2-TI2V-5B): in = out = 48 latent channels (the Wan2.2
 //   VAE), image conditioning by replacing the first latent frame, one timestep per token.
 // The original layout says it in `model_type`; a diffusers WanTransformer3DModel config says i2v with
-// `image_dim` / `added_kv_proj_dim`, and TI2V only through its 48 channels. Everything else (Wan2.2's
+// `image_dim` / `added_kv_proj_dim`, and TI2V only through its 48 channels.
+// kino-tiny's image branch is Wan2.1 I2V's (img_emb, image keys/values in every cross-attention) fed
+// with the first frame's own latent cut into the DiT's patches instead of CLIP features, on a
+// text-to-video DiT (in = out channels) whose kino block says `"image_features": "latent_patches"`:
+// a "t2v" kind whose image tokens are optional (a stream without an image runs the text-to-video model). Everything else (Wan2.2's
 // channel-concat I2V-A14B without CLIP, first-last-frame, VACE, speech-to-video, ...) is refused with a
 // message naming what was found.
 import { CheckpointError } from "./safetensors.ts";
 
 export type DitKind = "t2v" | "i2v" | "ti2v";
 
+/** What an image branch's tokens come from: CLIP features (Wan2.1 I2V; required), or the given first
+ *  frame's latent in DiT patches (kino-tiny; optional). */
+export type ImageFeatures = "clip" | "latent_patches";
+
 export interface DitKindInfo {
   kind: DitKind;
-  /** Width of the CLIP features the image embedding takes (1280 for ViT-H); null unless i2v. */
+  /** Width of the image features the image embedding takes (1280 for CLIP ViT-H; out · ph · pw for
+   *  latent patches); null without an image branch. */
   imageDim: number | null;
+  imageFeatures: ImageFeatures | null;
 }
+
+/** The kino block's image_features key ("latent_patches" or absent). */
+const LATENT_PATCHES = "latent_patches";
 
 /** Tensor shapes by Wan (original) name. */
 export type TensorShapes = ReadonlyMap<string, readonly number[]>;
@@ -46,6 +59,10 @@ export function recogniseDitKind(cfg: Record<string, unknown>, file: string, ten
     throw new CheckpointError(`${file}: not a text-to-video, image-to-video or text-image-to-video Wan DiT (${found}): ${why}`);
   };
   const imgEmb = tensors?.get("img_emb.proj.0.weight");
+  const features = (cfg.kino as Record<string, unknown> | undefined)?.image_features;
+  if (features !== undefined && features !== LATENT_PATCHES) none(`kino.image_features ${JSON.stringify(features)}: only "${LATENT_PATCHES}" is known`);
+  if (features === LATENT_PATCHES && tensors && !imgEmb) none(`kino.image_features "${LATENT_PATCHES}" but no img_emb.* tensors`);
+  if (features === LATENT_PATCHES) return latentPatchBranch(cfg, diffusers, inDim, outDim, imgEmb, none);
   if (tensors?.has("img_emb.emb_pos")) none(`'img_emb.emb_pos' is the ${KNOWN_OTHERS.flf2v} position table, which is not supported`);
   if (diffusers && cfg.pos_embed_seq_len != null) none(`'pos_embed_seq_len' = ${JSON.stringify(cfg.pos_embed_seq_len)} marks ${KNOWN_OTHERS.flf2v}, which is not supported`);
 
@@ -68,7 +85,7 @@ export function recogniseDitKind(cfg: Record<string, unknown>, file: string, ten
     if (inDim !== 2 * outDim + I2V_MASK_CHANNELS) none(`image-to-video takes the noise, ${I2V_MASK_CHANNELS} mask channels and the conditioning latent: in_dim must be 2·${outDim} + ${I2V_MASK_CHANNELS} = ${2 * outDim + I2V_MASK_CHANNELS}`);
     const imageDim = imgEmb?.[0] ?? (diffusers ? Number(cfg.image_dim) : CLIP_VIT_H_WIDTH);
     if (diffusers && imgEmb && imgEmb[0] !== cfg.image_dim) none(`'image_dim' = ${cfg.image_dim} but img_emb's first norm has ${imgEmb[0]} channels`);
-    return { kind, imageDim };
+    return { kind, imageDim, imageFeatures: "clip" };
   }
   if (inDim !== outDim) {
     none(kind === "t2v" && inDim === 2 * outDim + I2V_MASK_CHANNELS
@@ -76,5 +93,18 @@ export function recogniseDitKind(cfg: Record<string, unknown>, file: string, ten
       : `${kind === "ti2v" ? "text-image-to-video" : "text-to-video"} needs as many input as output channels`);
   }
   if (kind === "ti2v" && inDim !== WAN22_LATENT_CHANNELS) none(`text-image-to-video works on the Wan2.2 VAE's ${WAN22_LATENT_CHANNELS} latent channels`);
-  return { kind, imageDim: null };
+  return { kind, imageDim: null, imageFeatures: null };
+}
+
+/** A text-to-video DiT with kino's latent-patch image branch: its image features are out · ph · pw wide. */
+function latentPatchBranch(cfg: Record<string, unknown>, diffusers: boolean, inDim: number, outDim: number, imgEmb: readonly number[] | undefined, none: (why: string) => never): DitKindInfo {
+  const patch = cfg.patch_size as number[] | undefined;
+  const width = outDim * (patch?.[1] ?? 0) * (patch?.[2] ?? 0);
+  if (inDim !== outDim) none(`kino.image_features "${LATENT_PATCHES}" is a text-to-video DiT's branch: in and out channels must match`);
+  if (diffusers && (cfg.image_dim !== width || cfg.added_kv_proj_dim == null)) {
+    none(`kino.image_features "${LATENT_PATCHES}" needs 'image_dim' = out_channels · patch height · patch width = ${width} and 'added_kv_proj_dim' (found ${JSON.stringify(cfg.image_dim)} and ${JSON.stringify(cfg.added_kv_proj_dim)})`);
+  }
+  if (!diffusers && (cfg.model_type ?? "t2v") !== "t2v") none(`kino.image_features "${LATENT_PATCHES}" is a text-to-video DiT's branch (model_type t2v)`);
+  if (imgEmb && imgEmb[0] !== width) none(`img_emb's first norm has ${imgEmb[0]} channels, not the ${width} values of a latent patch`);
+  return { kind: "t2v", imageDim: width, imageFeatures: LATENT_PATCHES };
 }

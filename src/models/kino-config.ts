@@ -153,6 +153,8 @@ export function parseKinoConfig(kino: Json | null, scheduler: Json, file: string
   if (cfg.firstFrameConditioning && !(cfg.causal && cfg.chunkFrames === 1)) {
     throw bad("first_frame_conditioning", "needs a causal model whose chunks are one latent frame (chunk_frames 1): the image is the first chunk");
   }
+  // the latent-patch image branch (dit-kind.ts) reads the given first frame: without one it never runs
+  if (k.image_features !== undefined && !cfg.firstFrameConditioning) throw bad("image_features", "needs first_frame_conditioning: the branch reads the given first frame");
   const strength = cfg.continuationStrength;
   if (typeof strength !== "number" || !(strength > 0 && strength <= 1)) throw bad("continuation_strength", `must be a number in (0, 1], got ${JSON.stringify(strength)}`);
   // UniPC's multistep history cannot begin halfway through its schedule

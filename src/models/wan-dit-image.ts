@@ -4,6 +4,7 @@
 // affine), Linear, exact (erf) GELU, Linear, LayerNorm (eps 1e-5, affine), not the DiT's eps 1e-6 and
 // tanh GELU — and every layer projects those tokens to its own keys (k_img, then the RMSNorm
 // norm_k_img) and values (v_img). Like the text's keys/values they are computed once per conditioning.
+// kino-tiny has the same branch fed with its given first frame's latent patches (latentPatches).
 import type { ActivationDtype, Backend } from "../runtime/backend.ts";
 import type { Tensor } from "../runtime/tensor.ts";
 import type { WanDitConfig } from "./configs.ts";
@@ -41,16 +42,44 @@ async function embedImage(b: Backend, w: ImageEmbeddingWeights, features: Tensor
 }
 
 /**
- * Every layer's image keys/values for CLIP features given as host rows [n, image_dim] or a device
- * tensor [1, n, image_dim] (e.g. the CLIP encoder's output, left where it is), in the DiT's activation
- * dtype (attention inputs).
+ * kino's latent-patch image features (dit-kind.ts): a first frame's latent [C, 1, H, W] (host values)
+ * cut into the DiT's ph × pw patches → rows [(H/ph)(W/pw), C·ph·pw], tokens in raster order, each
+ * token's values in (channel, row, column) order — the order of the patch embedding's weights, and of
+ * tools/train/image_branch.py's latent_patches, which the branch was trained on.
+ */
+export function latentPatches(latent: Float32Array, shape: readonly number[], patch: readonly [number, number, number]): Float32Array {
+  const [C, T, H, W] = shape as [number, number, number, number];
+  const [, ph, pw] = patch;
+  if (shape.length !== 4 || T !== 1 || H % ph || W % pw || latent.length !== C * H * W) {
+    throw new Error(`latent patches need one latent frame [C, 1, H, W] whose H and W divide by ${ph} × ${pw}, got [${shape}]`);
+  }
+  const gh = H / ph, gw = W / pw, width = C * ph * pw;
+  const out = new Float32Array(gh * gw * width);
+  for (let y = 0; y < gh; y++) {
+    for (let x = 0; x < gw; x++) {
+      const row = (y * gw + x) * width;
+      for (let c = 0; c < C; c++) {
+        for (let i = 0; i < ph; i++) {
+          const from = c * H * W + (y * ph + i) * W + x * pw;
+          out.set(latent.subarray(from, from + pw), row + (c * ph + i) * pw);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * Every layer's image keys/values for image features (CLIP's, or latent patches) given as host rows
+ * [n, image_dim] or a device tensor [1, n, image_dim] (e.g. the CLIP encoder's output, left where it
+ * is), in the DiT's activation dtype (attention inputs).
  */
 export async function imageAttnKV(b: Backend, cfg: WanDitConfig, emb: ImageEmbeddingWeights, blocks: readonly BlockWeights[], features: Float32Array | Tensor, activations: ActivationDtype, tap?: Tap): Promise<ImageKV> {
   const width = cfg.imageDim!, heads = cfg.numHeads, D = cfg.dim / heads;
   const host = features instanceof Float32Array;
   const n = host ? features.length / width : features.shape[features.shape.length - 2]!;
   const shapeOk = host ? Number.isInteger(n) && n > 0 : features.shape.length === 3 && features.shape[0] === 1 && features.shape[2] === width;
-  if (!shapeOk) throw new Error(`image features ${host ? `of ${features.length} values` : `[${features.shape}]`} are not rows of the CLIP width ${width}`);
+  if (!shapeOk) throw new Error(`image features ${host ? `of ${features.length} values` : `[${features.shape}]`} are not rows of the ${cfg.imageFeatures === "clip" ? "CLIP" : "latent patch"} width ${width}`);
   const input = host ? b.upload(features, [1, n, width]) : features;
   const out: ImageKV = { k: [], v: [] };
   let tokens: Tensor | null = null;

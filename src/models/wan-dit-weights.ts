@@ -146,8 +146,8 @@ async function imageEmbedding(r: WeightSource, imageDim: number, dim: number): P
 
 export async function loadDitWeights(r: WeightSource, cfg: WanDitConfig): Promise<DitWeights> {
   const { dim, ffnDim, freqDim, textDim, inDim, outDim, patch } = cfg;
-  const i2v = cfg.kind === "i2v";
-  if (i2v && cfg.imageDim === null) throw new Error("an i2v DiT config needs imageDim");
+  const image = cfg.imageDim !== null; // Wan2.1 I2V's CLIP branch or kino-tiny's latent-patch branch
+  if (cfg.kind === "i2v" && !image) throw new Error("an i2v DiT config needs imageDim");
   const blocks: BlockWeights[] = [];
   for (let i = 0; i < cfg.numLayers; i++) {
     const p = `blocks.${i}`;
@@ -156,7 +156,7 @@ export async function loadDitWeights(r: WeightSource, cfg: WanDitConfig): Promis
       selfAttn: await attention(r, `${p}.self_attn`, cfg, "qkv"),
       norm3: cfg.crossAttnNorm ? await norm(r, `${p}.norm3`, dim) : null,
       crossAttn: await attention(r, `${p}.cross_attn`, cfg, "kv"),
-      imageAttn: i2v ? await imageAttention(r, `${p}.cross_attn`, cfg) : null,
+      imageAttn: image ? await imageAttention(r, `${p}.cross_attn`, cfg) : null,
       ffn1: await linear(r, `${p}.ffn.0`, ffnDim, dim),
       ffn2: await linear(r, `${p}.ffn.2`, dim, ffnDim),
     });
@@ -168,7 +168,7 @@ export async function loadDitWeights(r: WeightSource, cfg: WanDitConfig): Promis
     timeEmb1: await linear(r, "time_embedding.0", dim, freqDim),
     timeEmb2: await linear(r, "time_embedding.2", dim, dim),
     timeProj: await linear(r, "time_projection.1", 6 * dim, dim),
-    imageEmb: i2v ? await imageEmbedding(r, cfg.imageDim!, dim) : null,
+    imageEmb: image ? await imageEmbedding(r, cfg.imageDim!, dim) : null,
     blocks,
     headModulation: (await r.vector("head.modulation", [1, 2, dim])).reshape([2, 1, dim]),
     head: await linear(r, "head.head", outDim * patch[0] * patch[1] * patch[2], dim),

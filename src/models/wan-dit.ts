@@ -151,7 +151,8 @@ export class WanDiT {
   /**
    * Cross-attention K/V of every layer for a context given as host rows [rows, text_dim] (rows ≤
    * text_len; the rest are zeros, as Wan pads). An i2v model needs the CLIP image features too (host
-   * rows [n, image_dim] or a device tensor [1, n, image_dim]); the other kinds take none.
+   * rows [n, image_dim] or a device tensor [1, n, image_dim]); a DiT with kino's latent-patch branch
+   * takes a given first frame's patches (latentPatches) or nothing; the others take none.
    */
   async crossAttnKV(context: Float32Array, tap?: Tap, image?: Float32Array | Tensor): Promise<CrossAttnKV> {
     const b = this.backend, { dim, textDim, textLen, numHeads, eps } = this.config;
@@ -159,8 +160,8 @@ export class WanDiT {
       throw new Error(`context of ${context.length} values is not at most ${textLen} rows of ${textDim}`);
     }
     const imageEmb = this.weights.imageEmb;
-    if (imageEmb && !image) throw new Error("an image-to-video DiT needs the CLIP features of the conditioning image");
-    if (!imageEmb && image) throw new Error(`a ${this.config.kind} DiT takes no CLIP image features`);
+    if (imageEmb && !image && this.config.imageFeatures === "clip") throw new Error("an image-to-video DiT needs the CLIP features of the conditioning image");
+    if (!imageEmb && image) throw new Error(`a ${this.config.kind} DiT without an image branch takes no image features`);
     const padded = new Float32Array(textLen * textDim);
     padded.set(context);
     const ctx = b.upload(padded, [1, textLen, textDim]);
@@ -182,7 +183,7 @@ export class WanDiT {
         const k3 = k.reshape([1, textLen, dim]);
         if (block.crossAttn.normK) b.rmsNorm(k3, k3, eps, block.crossAttn.normK);
       }
-      if (imageEmb) out.image = await imageAttnKV(b, this.config, imageEmb, this.weights.blocks, image!, this.activations, tap);
+      if (imageEmb && image) out.image = await imageAttnKV(b, this.config, imageEmb, this.weights.blocks, image, this.activations, tap);
       return out;
     } catch (err) {
       this.freeCross(out);
@@ -289,7 +290,7 @@ export class WanDiT {
     const heads = (t: Tensor) => t.reshape([B, t.shape[1]!, numHeads, D]);
     const rope = this.rope.options(grid, frameOffset);
     const image = cross.image;
-    if (!image !== !this.weights.imageEmb) throw new Error(`cross-attention K/V ${image ? "with" : "without"} image tokens for a ${this.config.kind} DiT`);
+    if (image ? !this.weights.imageEmb : this.config.imageFeatures === "clip") throw new Error(`cross-attention K/V ${image ? "with" : "without"} image tokens for a ${this.config.kind} DiT`);
     const act = this.activations;
     if (cross.k[0] && cross.k[0].dtype !== act) throw new Error(`cross-attention K/V in ${cross.k[0].dtype} for a DiT with ${act} activations (make them with this model's crossAttnKV)`);
     // q, k, v come out of one GEMM as the three parts of qkv (a split epilogue); the cross-attention's
@@ -330,7 +331,7 @@ export class WanDiT {
         if (w.crossAttn.normQ) b.rmsNorm(q, q, eps, w.crossAttn.normQ);
         b.attention(heads(att), heads(q), cross.k[i]!, cross.v[i]!, { scale: 1 / Math.sqrt(D) });
         if (image && attImg) {
-          // i2v: the same queries over the image tokens, a softmax of their own, summed before `o`
+          // an image branch: the same queries over the image tokens, a softmax of their own, summed before `o`
           b.attention(heads(attImg), heads(q), image.k[i]!, image.v[i]!, { scale: 1 / Math.sqrt(D) });
           if (tapped) {
             yield ["block0_cross_attn_in", h]; // the i2v goldens record these three too

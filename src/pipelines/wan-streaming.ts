@@ -16,7 +16,9 @@
 // latent frame) takes the image's latent as its first chunk: cropped to the render size's aspect,
 // resampled, VAE-encoded, committed to the cache by the context pass and decoded as frame 0 without a
 // denoising step, every later chunk continuing from it. A single-frame output from an image (an image
-// edit) instead starts from that latent noised as a continuing chunk starts from its predecessor.
+// edit) instead starts from that latent noised as a continuing chunk starts from its predecessor. A DiT
+// with kino's latent-patch image branch (dit-kind.ts) also reads the image's latent patches in every
+// cross-attention, in both guidance streams (as Wan2.1 I2V's unconditional pass keeps the image).
 //
 // With classifier-free guidance the conditional and the unconditional stream each keep their own KV
 // cache, filled by their own context pass over the same guided clean chunk (kino-tiny's recipe,
@@ -33,6 +35,7 @@ import { continuationStart, scheduleFor } from "../models/kino-config.ts";
 import { applyGuidance, createSampler, seededNoise } from "../models/samplers.ts";
 import { CausalWanDiT } from "../models/wan-dit-causal.ts";
 import type { CrossAttnKV } from "../models/wan-dit.ts";
+import { latentPatches } from "../models/wan-dit-image.ts";
 import { renderSize, type Size } from "./native-size.ts";
 import { type PendingChunk, readbackOverlapWanted, startReadback } from "./readback-overlap.ts";
 import type { WanModel } from "../models/wan-model.ts";
@@ -133,10 +136,10 @@ export class WanStreamingPipeline implements Pipeline {
     };
   }
 
-  /** Cross-attention K/V of a conditioning, stacked over the unconditional one when guided. */
-  async #crossFor(cond: Conditioning, uncond: CrossAttnKV | null): Promise<CrossAttnKV> {
+  /** Cross-attention K/V of a conditioning (and image features), stacked over the unconditional one when guided. */
+  async #crossFor(cond: Conditioning, uncond: CrossAttnKV | null, image: Float32Array | undefined): Promise<CrossAttnKV> {
     const { dit } = this.model;
-    const c = await dit.crossAttnKV(cond);
+    const c = await dit.crossAttnKV(cond, undefined, image);
     if (!uncond) return c;
     try {
       return dit.stackCross([c, uncond]);
@@ -176,10 +179,13 @@ export class WanStreamingPipeline implements Pipeline {
     // the last chunk's clean latent, which the next chunk continues (kept only when continueAt > 0)
     let previous: Tensor | null = null;
     let given: Tensor | null = null;
+    // the image branch's features of the given frame (a DiT with kino's latent-patch branch only)
+    let image: Float32Array | undefined;
     vae.reset();
     try {
       if (source.firstFrame) given = await encodeFirstFrame(this.model, source.firstFrame, render);
-      if (guided) uncond = await dit.crossAttnKV(await text.encode(req.negative_prompt || kino.negativePrompt));
+      if (given && dit.config.imageFeatures === "latent_patches") image = latentPatches(await b.download(given), given.shape, dit.config.patch);
+      if (guided) uncond = await dit.crossAttnKV(await text.encode(req.negative_prompt || kino.negativePrompt), undefined, image);
       let produced = 0;
       for (let index = 0; produced < totalFrames; index++) {
         ctx.signal.throwIfAborted();
@@ -191,7 +197,7 @@ export class WanStreamingPipeline implements Pipeline {
         if (!cross || !crossOf || !sameValues(cond, crossOf)) {
           if (cross) dit.freeCross(cross);
           cross = null;
-          cross = await this.#crossFor(cond, uncond);
+          cross = await this.#crossFor(cond, uncond, image);
           crossOf = cond.slice();
         }
         const context: CrossAttnKV = cross;

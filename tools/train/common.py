@@ -94,7 +94,8 @@ def dit_model():
     c = CFG["dit"]
     return wan_dit.WanModel(patch_size=tuple(c["patch_size"]), text_len=c["text_len"], in_dim=CFG["vae"]["z_dim"],
                             dim=c["dim"], ffn_dim=c["ffn_dim"], freq_dim=c["freq_dim"], text_dim=CFG["t5"]["dim"],
-                            out_dim=CFG["vae"]["z_dim"], num_heads=c["num_heads"], num_layers=c["num_layers"])
+                            out_dim=CFG["vae"]["z_dim"], num_heads=c["num_heads"], num_layers=c["num_layers"],
+                            image_dim=c.get("image_dim"))
 
 
 def setup_torch(threads=1):

@@ -18,6 +18,7 @@ import torch
 
 import common
 from common import CFG
+from image_branch import latent_patches
 from networks import load_models
 from sample import encode_text
 from schedule import sampler_sigmas
@@ -83,6 +84,12 @@ def kino_block(steps, shift, guidance):
         **({"native_sizes": c["native_sizes"]} if len(c["native_sizes"]) > 1 else {}),
         # trained to start from a client's image: its latent is the first chunk, committed without denoising
         **({"first_frame_conditioning": True} if c.get("first_frame") else {}),
+        # ... and read in every cross-attention through the image branch (image_branch.py)
+        **({"image_features": "latent_patches",
+            "image_branch": "Wan2.1 I2V's img_emb and image keys/values, fed with the given first frame's latent cut "
+                            "into the DiT's patches: rows [(H/ph)(W/pw), C*ph*pw], tokens in raster order, values "
+                            "in (channel, row, column) order; both guidance streams see it; without an image the "
+                            "branch is skipped"} if c["dit"].get("image_dim") else {}),
         "fps": c["video"]["fps"],
         "frames_per_chunk": 4 * c["chunk_latent_frames"],
         "first_chunk_frames": 1 + 4 * (c["chunk_latent_frames"] - 1),
@@ -119,7 +126,8 @@ def main():
         "attention_head_dim": d["dim"] // d["num_heads"], "in_channels": c["vae"]["z_dim"],
         "out_channels": c["vae"]["z_dim"], "text_dim": c["t5"]["dim"], "freq_dim": d["freq_dim"],
         "ffn_dim": d["ffn_dim"], "num_layers": d["num_layers"], "cross_attn_norm": True,
-        "qk_norm": "rms_norm_across_heads", "eps": 1e-6, "image_dim": None, "added_kv_proj_dim": None,
+        "qk_norm": "rms_norm_across_heads", "eps": 1e-6, "image_dim": d.get("image_dim"),
+        "added_kv_proj_dim": d["dim"] if d.get("image_dim") else None,
         "rope_max_seq_len": 1024, "pos_embed_seq_len": None,
         "kino": kino_block(steps, shift, guidance),
     }
@@ -195,8 +203,9 @@ def main():
     torch.manual_seed(0)
     x = torch.randn(1, c["vae"]["z_dim"], 2, common.latent_hw(), common.latent_hw())
     ctx = encode_text(text, tok, ["a red circle moving left on a black background"])
+    kw = {"image": latent_patches(x[:, :, :1])} if d.get("image_dim") else {}
     with torch.no_grad():
-        a, b, full = dit2(x, torch.tensor([500.0]), ctx), ref(x, torch.tensor([500.0]), ctx), dit(x, torch.tensor([500.0]), ctx)
+        a, b, full = (m(x, torch.tensor([500.0]), ctx, **kw) for m in (dit2, ref, dit))
     print(f"transformer read-back vs bf16-rounded checkpoint: {(a - b).abs().max().item():.2e}; "
           f"vs fp32 checkpoint: {(a - full).abs().max().item():.2e} (output std {full.std().item():.2f})")
     tb = st.load(os.path.join(out, "text_encoder", "model.safetensors"))

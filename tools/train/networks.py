@@ -105,6 +105,7 @@ def load_models(dit_ckpt=None, ema=True, export_precision=False, vae_ckpt=None):
     CFG["sink_chunks"] = ck["cfg"].get("sink_chunks", 0)
     CFG["native_sizes"] = ck["cfg"].get("native_sizes", CFG["native_sizes"])
     CFG["first_frame"] = ck["cfg"].get("first_frame", False)
+    CFG["dit"]["image_dim"] = ck["cfg"]["dit"].get("image_dim")  # an image branch (image_branch.py)
     dit = common.dit_model()
     text = TextModel(tok)
     sd = ck["ema_dit" if ema else "dit"]
@@ -112,7 +113,8 @@ def load_models(dit_ckpt=None, ema=True, export_precision=False, vae_ckpt=None):
         sd = {k: (v.to(torch.bfloat16).float() if v.dim() >= 2 and "modulation" not in k else v) for k, v in sd.items()}
     dit.load_state_dict(sd)
     text.load_state_dict(ck["ema_text" if ema else "text"])
-    return dit.eval(), text.eval(), load_vae(vae_ckpt), tok, ck.get("step", 0)
+    # an image branch's checkpoint counts its own steps after those of the DiT it was added to
+    return dit.eval(), text.eval(), load_vae(vae_ckpt), tok, ck.get("base_step", 0) + ck.get("step", 0)
 
 
 def load_vae(path=None):

@@ -28,6 +28,7 @@ import torch
 
 import common
 from common import CFG
+from image_branch import latent_patches
 from networks import load_models, load_vae
 from schedule import continuation_start, sampler_sigmas
 
@@ -58,6 +59,7 @@ class Stream:
         self.caches = {"c": [], "u": []}  # list (per chunk) of per-layer (K, V)
         self.start = continuation_start(steps, CFG["continuation_strength"] if strength is None else strength)
         self.prev = None  # the last chunk's clean latent, which the next one continues (None: from noise)
+        self.img_kv = None  # the image branch's keys/values once a frame is given (image_branch.py)
         self.set_context(ctx_cond, ctx_uncond)
 
     def set_context(self, ctx_cond, ctx_uncond=None, cut=False):
@@ -91,8 +93,10 @@ class Stream:
         the stream's first chunk, kino.first_frame_conditioning) and returns its decoded frames."""
         streams = ["c", "u"] if self.g != 1.0 else ["c"]
         past = {s: self._past(s) for s in streams}
+        if getattr(self.dit, "image_dim", None) and self.k == 0:  # both guidance streams see the image
+            self.img_kv = self.dit.image_kv(latent_patches(z))
         for s in streams:
-            _, kv = self.dit.forward_chunk(z, torch.zeros(z.shape[0]), self.kv[s], [self.k], past[s])
+            _, kv = self.dit.forward_chunk(z, torch.zeros(z.shape[0]), self.kv[s], [self.k], past[s], self.img_kv)
             self.caches[s] = self._in_view(self.caches[s] + [kv])
         self.k += 1
         self.prev = z
@@ -111,15 +115,15 @@ class Stream:
         past = {s: self._past(s) for s in streams}
         for i in range(start, len(self.sig) - 1):
             t = torch.full((b,), self.sig[i] * 1000.0)
-            v, _ = self.dit.forward_chunk(x, t, self.kv["c"], [self.k], past["c"])
+            v, _ = self.dit.forward_chunk(x, t, self.kv["c"], [self.k], past["c"], self.img_kv)
             if self.g != 1.0:
-                vu, _ = self.dit.forward_chunk(x, t, self.kv["u"], [self.k], past["u"])
+                vu, _ = self.dit.forward_chunk(x, t, self.kv["u"], [self.k], past["u"], self.img_kv)
                 v = vu + self.g * (v - vu)
             if CFG["prediction"] == "sample":  # the DiT's x0 -> flow velocity (linear: guidance commutes)
                 v = (x - v) / self.sig[i]
             x = x + (self.sig[i + 1] - self.sig[i]) * v
         for s in streams:  # context pass at t = 0
-            _, kv = self.dit.forward_chunk(x, torch.zeros(b), self.kv[s], [self.k], past[s])
+            _, kv = self.dit.forward_chunk(x, torch.zeros(b), self.kv[s], [self.k], past[s], self.img_kv)
             self.caches[s] = self._in_view(self.caches[s] + [kv])
         self.k += 1
         self.prev = x

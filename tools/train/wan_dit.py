@@ -148,7 +148,36 @@ class WanSelfAttention(nn.Module):
         return self.o(y.flatten(2)), (k, v)
 
 
+class WanImageEmbedding(nn.Module):
+    """Wan2.1 I2V's MLPProj (img_emb): image features [B, n, in_dim] -> image tokens [B, n, dim] through
+    LayerNorm, Linear, exact GELU, Linear, LayerNorm (torch's eps 1e-5, not the DiT's 1e-6)."""
+
+    def __init__(self, in_dim, out_dim):
+        super().__init__()
+        self.proj = nn.Sequential(nn.LayerNorm(in_dim), nn.Linear(in_dim, in_dim), nn.GELU(), nn.Linear(in_dim, out_dim),
+                                  nn.LayerNorm(out_dim))
+
+    def forward(self, x):
+        return self.proj(x)
+
+
 class WanT2VCrossAttention(WanSelfAttention):
+    """Cross-attention to the text; with `image` also to image tokens through their own key/value
+    projections and key norm, the two attentions' outputs summed before `o` (Wan2.1 I2V's
+    WanI2VCrossAttention)."""
+
+    def __init__(self, dim, num_heads, window_size=(-1, -1), qk_norm=True, eps=1e-6, image=False):
+        super().__init__(dim, num_heads, window_size, qk_norm, eps)
+        if image:
+            self.k_img = nn.Linear(dim, dim)
+            self.v_img = nn.Linear(dim, dim)
+            self.norm_k_img = WanRMSNorm(dim, eps=eps) if qk_norm else nn.Identity()
+
+    def image_kv(self, tokens):
+        b = tokens.shape[0]
+        n, d = self.num_heads, self.head_dim
+        return self.norm_k_img(self.k_img(tokens)).view(b, -1, n, d), self.v_img(tokens).view(b, -1, n, d)
+
     def context_kv(self, context):
         b = context.shape[0]
         n, d = self.num_heads, self.head_dim
@@ -156,36 +185,45 @@ class WanT2VCrossAttention(WanSelfAttention):
         v = self.v(context).view(b, -1, n, d)
         return k, v
 
-    def forward(self, x, context=None, kv=None, frame_ctx=None, nf=1):
+    def forward(self, x, context=None, kv=None, frame_ctx=None, nf=1, img_kv=None, img_on=None):
         """frame_ctx (training only): LongTensor [B, nf]; then `context` is a table [B*M, Lt, D] of M
-        contexts per sample and the tokens of frame f attend to context frame_ctx[b, f]."""
+        contexts per sample and the tokens of frame f attend to context frame_ctx[b, f].
+        img_kv: the image tokens' (K, V) [B, n_img, heads, d] (image_kv), or None: no image branch;
+        img_on (training only): [B] 0/1, which samples of a batch have an image."""
         b = x.shape[0]
         n, d = self.num_heads, self.head_dim
         q = self.norm_q(self.q(x)).view(b, -1, n, d)
         k, v = kv if kv is not None else self.context_kv(context)
         if frame_ctx is None:
-            return self.o(attention(q, k, v).flatten(2))
-        M = k.shape[0] // b
-        sel = (torch.arange(b)[:, None] * M + frame_ctx).reshape(-1)  # [B*nf]
-        S = q.shape[1] // nf
-        y = attention(q.reshape(b * nf, S, n, d), k[sel], v[sel])
-        return self.o(y.reshape(b, nf * S, n * d))
+            y = attention(q, k, v)
+        else:
+            M = k.shape[0] // b
+            sel = (torch.arange(b)[:, None] * M + frame_ctx).reshape(-1)  # [B*nf]
+            S = q.shape[1] // nf
+            y = attention(q.reshape(b * nf, S, n, d), k[sel], v[sel]).reshape(b, nf * S, n, d)
+        if img_kv is not None:
+            y_img = attention(q, img_kv[0].to(q.dtype), img_kv[1].to(q.dtype))
+            if img_on is not None:
+                y_img = y_img * img_on.to(y_img.dtype)[:, None, None, None]
+            y = y + y_img
+        return self.o(y.flatten(2))
 
 
 class WanAttentionBlock(nn.Module):
-    def __init__(self, dim, ffn_dim, num_heads, window_size=(-1, -1), qk_norm=True, cross_attn_norm=True, eps=1e-6):
+    def __init__(self, dim, ffn_dim, num_heads, window_size=(-1, -1), qk_norm=True, cross_attn_norm=True, eps=1e-6,
+                 image=False):
         super().__init__()
         self.dim = dim
         self.norm1 = WanLayerNorm(dim, eps)
         self.self_attn = WanSelfAttention(dim, num_heads, window_size, qk_norm, eps)
         self.norm3 = WanLayerNorm(dim, eps, elementwise_affine=True) if cross_attn_norm else nn.Identity()
-        self.cross_attn = WanT2VCrossAttention(dim, num_heads, (-1, -1), qk_norm, eps)
+        self.cross_attn = WanT2VCrossAttention(dim, num_heads, (-1, -1), qk_norm, eps, image)
         self.norm2 = WanLayerNorm(dim, eps)
         self.ffn = nn.Sequential(nn.Linear(dim, ffn_dim), TanhGELU(), nn.Linear(ffn_dim, dim))
         self.modulation = nn.Parameter(torch.randn(1, 6, dim) / dim ** 0.5)
 
     def forward(self, x, e0, nf, cos, sin, context=None, mask=None, cross_kv=None, past_kv=None, probe=None,
-                frame_ctx=None):
+                frame_ctx=None, img_kv=None, img_on=None):
         """x [B, nf*S, D]; e0 [B, nf, 6, D] (per frame). Returns (x, (k, v) of this chunk)."""
         b, L, D = x.shape
         S = L // nf
@@ -203,7 +241,7 @@ class WanAttentionBlock(nn.Module):
         if probe is not None:
             probe["self_attn_out"] = y
         x = x + gate(y, mod[2])
-        y = self.cross_attn(self.norm3(x), context, cross_kv, frame_ctx, nf)
+        y = self.cross_attn(self.norm3(x), context, cross_kv, frame_ctx, nf, img_kv, img_on)
         if probe is not None:
             probe["cross_attn_out"] = y
         x = x + y
@@ -237,9 +275,12 @@ class Head(nn.Module):
 class WanModel(nn.Module):
     def __init__(self, model_type="t2v", patch_size=(1, 2, 2), text_len=512, in_dim=16, dim=2048, ffn_dim=8192,
                  freq_dim=256, text_dim=4096, out_dim=16, num_heads=16, num_layers=32, window_size=(-1, -1),
-                 qk_norm=True, cross_attn_norm=True, eps=1e-6):
+                 qk_norm=True, cross_attn_norm=True, eps=1e-6, image_dim=None):
+        """image_dim: the width of the image features of an image branch (img_emb and every block's
+        image keys/values, as Wan2.1 I2V has for CLIP features), or None: text only."""
         super().__init__()
         assert model_type == "t2v"
+        self.image_dim = image_dim
         self.model_type = model_type
         self.patch_size = tuple(patch_size)
         self.text_len = text_len
@@ -257,8 +298,10 @@ class WanModel(nn.Module):
         self.time_embedding = nn.Sequential(nn.Linear(freq_dim, dim), nn.SiLU(), nn.Linear(dim, dim))
         self.time_projection = nn.Sequential(nn.SiLU(), nn.Linear(dim, dim * 6))
         self.blocks = nn.ModuleList([
-            WanAttentionBlock(dim, ffn_dim, num_heads, window_size, qk_norm, cross_attn_norm, eps)
+            WanAttentionBlock(dim, ffn_dim, num_heads, window_size, qk_norm, cross_attn_norm, eps, image_dim is not None)
             for _ in range(num_layers)])
+        if image_dim is not None:
+            self.img_emb = WanImageEmbedding(image_dim, dim)
         self.head = Head(dim, out_dim, self.patch_size, eps)
         d = dim // num_heads
         assert d % 2 == 0
@@ -271,7 +314,7 @@ class WanModel(nn.Module):
         return dict(model_type=self.model_type, patch_size=list(self.patch_size), text_len=self.text_len,
                     in_dim=self.in_dim, dim=self.dim, ffn_dim=self.ffn_dim, freq_dim=self.freq_dim,
                     text_dim=self.text_dim, out_dim=self.out_dim, num_heads=self.num_heads,
-                    num_layers=self.num_layers, eps=self.eps)
+                    num_layers=self.num_layers, eps=self.eps, image_dim=self.image_dim)
 
     def rope_cos_sin(self, frame_pos, h, w, device=None):
         """Per-token cos/sin [L, d/2] for tokens ordered frame-major then h then w.
@@ -309,6 +352,11 @@ class WanModel(nn.Module):
         c = self.embed_context(context)
         return [blk.cross_attn.context_kv(c) for blk in self.blocks]
 
+    def image_kv(self, features):
+        """Per-layer image (K, V) for image features [B, n, image_dim] (cacheable for an image)."""
+        tokens = self.img_emb(features)
+        return [blk.cross_attn.image_kv(tokens) for blk in self.blocks]
+
     def time_embed(self, t, nf, b):
         """t: [B], [B, nf] or scalar -> e [B, nf, D], e0 [B, nf, 6, D] (fp32)."""
         t = torch.as_tensor(t, dtype=torch.float32)
@@ -336,12 +384,14 @@ class WanModel(nn.Module):
         return u.reshape(b, c, f * pt, h * ph, w * pw)
 
     # ---- full forward (training / golden checks) ------------------------------------------
-    def forward(self, x, t, context, frame_pos=None, frame_mask=None, probe=None, frame_ctx=None):
+    def forward(self, x, t, context, frame_pos=None, frame_mask=None, probe=None, frame_ctx=None, image=None,
+                image_on=None):
         """x [B, C, F, H, W]; t [B] or [B, F] (float, 0..1000); context: list of [L_i, text_dim] or
         [B, L, text_dim]; frame_pos: temporal RoPE position of each latent frame (default 0..F-1);
         frame_mask: optional bool [F, F] (query frame, key frame) -> block mask over frames;
         frame_ctx: optional LongTensor [B, F] selecting, per latent frame, one of M contexts given as
-        context [B, M, L, text_dim] (prompt switches inside a training clip)."""
+        context [B, M, L, text_dim] (prompt switches inside a training clip); image: image features
+        [B, n, image_dim] for the image branch, image_on: optional [B] 0/1 (which samples have one)."""
         b = x.shape[0]
         assert self.patch_size[0] == 1
         tokens, grid = self.patchify(x)
@@ -365,9 +415,11 @@ class WanModel(nn.Module):
             S = h * w
             m = frame_mask.repeat_interleave(S, 0).repeat_interleave(S, 1)
             mask = torch.zeros(m.shape).masked_fill(~m, float("-inf"))  # additive bias [L, L]
+        img_kv = self.image_kv(image) if image is not None else [None] * len(self.blocks)
         for i, blk in enumerate(self.blocks):
             p = {} if probe is not None else None
-            tokens, _ = blk(tokens, e0, f, cos, sin, context=ctx, mask=mask, probe=p, frame_ctx=frame_ctx)
+            tokens, _ = blk(tokens, e0, f, cos, sin, context=ctx, mask=mask, probe=p, frame_ctx=frame_ctx,
+                            img_kv=img_kv[i], img_on=image_on)
             if probe is not None:
                 probe[f"block{i}"] = p
                 probe[f"block{i}_out"] = tokens
@@ -378,11 +430,12 @@ class WanModel(nn.Module):
 
     # ---- streaming ------------------------------------------------------------------------
     @torch.no_grad()
-    def forward_chunk(self, x, t, cross_kv, frame_pos, past=None):
+    def forward_chunk(self, x, t, cross_kv, frame_pos, past=None, img_kv=None):
         """One chunk with a self-attention KV cache.
         x [B, C, K, H, W] (K latent frames of the chunk); t [B] or [B, K];
         cross_kv: from self.cross_kv(context); frame_pos: K temporal positions;
-        past: None or list (per layer) of (K, V) [B, Lp, n, d] of earlier frames (RoPE'd keys).
+        past: None or list (per layer) of (K, V) [B, Lp, n, d] of earlier frames (RoPE'd keys);
+        img_kv: None or self.image_kv(features) (the image branch's keys/values).
         Returns (velocity [B, C, K, H, W], new_kv per layer for this chunk's tokens)."""
         b = x.shape[0]
         tokens, grid = self.patchify(x)
@@ -392,7 +445,7 @@ class WanModel(nn.Module):
         new_kv = []
         for i, blk in enumerate(self.blocks):
             tokens, kv = blk(tokens, e0, f, cos, sin, cross_kv=cross_kv[i],
-                             past_kv=None if past is None else past[i])
+                             past_kv=None if past is None else past[i], img_kv=None if img_kv is None else img_kv[i])
             new_kv.append(kv)
         out = self.head(tokens, e, f)
         return self.unpatchify(out, grid), new_kv
@@ -454,6 +507,14 @@ DIFFUSERS_RENAME = [
     ("self_attn.o", "attn1.to_out.0"),
     ("self_attn.norm_q", "attn1.norm_q"),
     ("self_attn.norm_k", "attn1.norm_k"),
+    # the image branch before the text's cross_attn.k / .v (their prefixes)
+    ("img_emb.proj.0", "condition_embedder.image_embedder.norm1"),
+    ("img_emb.proj.1", "condition_embedder.image_embedder.ff.net.0.proj"),
+    ("img_emb.proj.3", "condition_embedder.image_embedder.ff.net.2"),
+    ("img_emb.proj.4", "condition_embedder.image_embedder.norm2"),
+    ("cross_attn.k_img", "attn2.add_k_proj"),
+    ("cross_attn.v_img", "attn2.add_v_proj"),
+    ("cross_attn.norm_k_img", "attn2.norm_added_k"),
     ("cross_attn.q", "attn2.to_q"),
     ("cross_attn.k", "attn2.to_k"),
     ("cross_attn.v", "attn2.to_v"),
