@@ -193,8 +193,8 @@ for (const tb of await testBackends()) {
       const cross = await dit.crossAttnKV(get(io, "nsq.context").data);
       for (const graphs of [false, true]) {
         const { steps } = await stream(be, dit, [cross, cross], graphs, { chunks: 8, window: 6, sink: 2, prompt: () => 0 });
-        // the window is full from chunk 3 on, and every chunk's first forward evicts the same frames
-        // (the first eviction made the cache's move buffer): from chunk 4 on, the steady state
+        // the window is full from chunk 2's commit on, and every later commit evicts the same frames:
+        // from chunk 4 on, the steady state
         const later = steps.filter((s) => s.chunk >= 4);
         const denoise = later.filter((s) => s.out), context = later.filter((s) => !s.out);
         const perStep = new Set(denoise.map((s) => s.allocations)), perContext = new Set(context.map((s) => s.allocations));
