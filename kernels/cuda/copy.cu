@@ -1,4 +1,5 @@
 // Data movement for any dtype (element size 1, 2 or 4 bytes): strided row copies and index gathers.
+// Launched through KC_LAUNCH, so that the CPU emulator runs this file too (cuda-emulated-copy.test.ts).
 //
 // CPU reference (src/runtime/reference.ts):
 //   slice / writeSlice / concat / KV-cache append and read — a tensor seen as [outer, dim, inner]:
@@ -53,13 +54,13 @@ KC_API int kc_copy_rows(KcContext* ctx, void* dst, int64_t dst_pitch, const void
   uint8_t* d = (uint8_t*)dst;
   const uint8_t* s = (const uint8_t*)src;
   if ((all & 15) == 0) {
-    copy_rows_kernel<uint4><<<kc_grid_for(ctx, rows * row_bytes / 16), 256, 0, ctx->stream>>>(d, dst_pitch, s, src_pitch, rows,
+    KC_LAUNCH(copy_rows_kernel<uint4>, kc_grid_for(ctx, rows * row_bytes / 16), 256, 0, ctx->stream)(d, dst_pitch, s, src_pitch, rows,
                                                                                            row_bytes / 16);
   } else if ((all & 3) == 0) {
-    copy_rows_kernel<uint32_t><<<kc_grid_for(ctx, rows * row_bytes / 4), 256, 0, ctx->stream>>>(d, dst_pitch, s, src_pitch,
+    KC_LAUNCH(copy_rows_kernel<uint32_t>, kc_grid_for(ctx, rows * row_bytes / 4), 256, 0, ctx->stream)(d, dst_pitch, s, src_pitch,
                                                                                              rows, row_bytes / 4);
   } else {
-    copy_rows_kernel<uint8_t><<<kc_grid_for(ctx, rows * row_bytes), 256, 0, ctx->stream>>>(d, dst_pitch, s, src_pitch, rows,
+    KC_LAUNCH(copy_rows_kernel<uint8_t>, kc_grid_for(ctx, rows * row_bytes), 256, 0, ctx->stream)(d, dst_pitch, s, src_pitch, rows,
                                                                                         row_bytes);
   }
   return kc_launched(ctx, "kc_copy_rows");
@@ -80,9 +81,9 @@ KC_API int kc_gather(KcContext* ctx, void* out, const void* x, int elem_bytes, i
   }
   if (n <= 0) return 0;
   switch (elem_bytes) {
-    case 1: gather_kernel<uint8_t><<<kc_grid_for(ctx, n), 256, 0, ctx->stream>>>((uint8_t*)out, (const uint8_t*)x, n, g); break;
-    case 2: gather_kernel<uint16_t><<<kc_grid_for(ctx, n), 256, 0, ctx->stream>>>((uint16_t*)out, (const uint16_t*)x, n, g); break;
-    case 4: gather_kernel<uint32_t><<<kc_grid_for(ctx, n), 256, 0, ctx->stream>>>((uint32_t*)out, (const uint32_t*)x, n, g); break;
+    case 1: KC_LAUNCH(gather_kernel<uint8_t>, kc_grid_for(ctx, n), 256, 0, ctx->stream)((uint8_t*)out, (const uint8_t*)x, n, g); break;
+    case 2: KC_LAUNCH(gather_kernel<uint16_t>, kc_grid_for(ctx, n), 256, 0, ctx->stream)((uint16_t*)out, (const uint16_t*)x, n, g); break;
+    case 4: KC_LAUNCH(gather_kernel<uint32_t>, kc_grid_for(ctx, n), 256, 0, ctx->stream)((uint32_t*)out, (const uint32_t*)x, n, g); break;
     default: return kc_fail(ctx, KC_E_ARG, "kc_gather", "element size must be 1, 2 or 4");
   }
   return kc_launched(ctx, "kc_gather");

@@ -15,20 +15,28 @@
 // With `graphs`, the denoising forwards run as one recorded graph and the context passes as another
 // (dit-graph.ts), and in a stream's steady state each is recorded once and launched for every later
 // chunk. What differs between chunks once the attention window is full is only where the chunk sits
-// in time: the KV cache keeps the window at a fixed place (it moves the kept frames down before a
-// chunk, kv-cache.ts), so the cache's write position and the length attention reads are the same
-// every chunk, and the RoPE frame offset — the one scalar that grows — lives in a device tensor
+// in time: the KV cache keeps the window at a fixed place (its commit moves the kept frames down over
+// the evicted ones, kv-cache.ts — a part of the context pass's graph, so a steady chunk enqueues no
+// copy of its own), so the cache's write position, the length attention reads and the commit's move
+// are the same every chunk, and the RoPE frame offset — the one scalar that grows — lives in a device tensor
 // (`#frameAt`, f32 [1]) that rope3d / rmsNormRope read when they run, rewritten by one `fill` when a
 // chunk starts (a kernel on the stream, where a host write would wait for the stream to drain). The
 // eager forwards read the same tensor, so both ways run the same kernels on the same values.
 //
 // A graph's key is what its ops still depend on: the cache's held length (it grows while the window
 // fills: one recording per distinct length, ⌈window / chunk⌉ at most, the last of them the steady
-// state's), the conditioning (a new prompt's K/V are new tensors: recorded again, an in-place update
+// state's), for the context pass the commit's moves (an eviction, or a cut's move into the sink: the
+// context pass after a cut is recorded again), the conditioning (a new prompt's K/V are new tensors: recorded again, an in-place update
 // on CUDA, rather than copied into kept ones, which would hold another conditioning's worth of
 // memory — hundreds of MB at 14B — for a change that comes once per prompt), and the RoPE tables
 // (regrown, doubling, when a stream passes their rows). So a stream of n chunks records each graph
-// ⌈window / chunk⌉ times, plus twice for each conditioning it switches to, plus once per table growth.
+// ⌈window / chunk⌉ times, plus twice for each conditioning it switches to, plus once per table growth,
+// and the context pass twice more for each cut.
+//
+// The context pass computes only what the cache keeps: its last block stops once its keys and values
+// are stored, and of that block only the modulation's shift and scale, the normed input and the K/V
+// projection run (WanDiT.blocks' kvOnly) — every earlier block runs whole, since the next block's K/V
+// come from its full output. It reads no time embedding but e0, so its graph copies no `e` in.
 //
 // Rejected, the cheaper-looking alternative: a ring-buffer cache whose attention reads a device-
 // resident start and length. It saves the per-chunk move of the kept frames, but it changes the order
@@ -38,7 +46,7 @@ import type { Tensor } from "../runtime/tensor.ts";
 import { ForwardGraph } from "./dit-graph.ts";
 import { KvCache } from "./kv-cache.ts";
 import type { FrameOffsetAt } from "./rope.ts";
-import type { CrossAttnKV, Grid, SelfAttention, TimeEmbedding, WanDiT } from "./wan-dit.ts";
+import type { BlockTime, CrossAttnKV, Grid, SelfAttention, TimeEmbedding, WanDiT } from "./wan-dit.ts";
 
 export interface CausalOptions {
   /** Latent frames per chunk (a multiple of the DiT's time patch). */
@@ -89,6 +97,7 @@ export class CausalWanDiT {
       heads: dit.config.numHeads,
       headDim: dit.headDim,
       tokensPerFrame,
+      chunkFrames: opts.chunkFrames / pt,
       windowFrames: Math.ceil(opts.windowFrames / pt),
       sinkFrames: Math.ceil(opts.sinkFrames / pt),
       batch: this.batch,
@@ -111,27 +120,37 @@ export class CausalWanDiT {
    */
   async forwardChunk(latent: Tensor, t: number | readonly number[], cross: CrossAttnKV, commit = false, asSink = false): Promise<Tensor | null> {
     const dit = this.dit, grid = dit.grid(latent.shape), B = this.batch;
-    if (grid[0] * grid[1] * grid[2] !== this.chunkTokens) throw new Error(`chunk [${latent.shape}] does not match the cache's chunk of ${this.chunkTokens} tokens`);
+    if (grid[0] * grid[1] * grid[2] !== this.chunkTokens || grid[1] * grid[2] !== this.cache.shape.tokensPerFrame) {
+      throw new Error(`chunk [${latent.shape}] does not match the cache's chunk of ${this.cache.shape.chunkFrames} frames of ${this.cache.shape.tokensPerFrame} tokens`);
+    }
     if (cross.k[0]?.shape[0] !== B) throw new Error(`cross-attention K/V for ${cross.k[0]?.shape[0]} streams, the model runs ${B}`);
-    this.cache.begin(grid[0]);
+    this.cache.begin();
     const frames = tokenFrameTimesteps(t, latent.shape[1]!, dit.config.patch[0]);
     const time = await this.#timeEmbedding(B === 1 ? frames : Array.from({ length: B }, () => frames).flat());
     const at = this.#frameOffset();
     const graph = commit ? this.contextGraph : this.graph;
+    const plan = commit ? this.cache.planCommit(asSink) : null;
     let key = "";
     if (graph?.enabled) {
-      // what the recorded ops depend on besides the inputs: the cache's held length, the conditioning's
-      // K/V and the RoPE tables (grown here, outside the recording, if the offset passed them)
+      // what the recorded ops depend on besides the inputs: the cache's held length, the commit's
+      // moves, the conditioning's K/V and the RoPE tables (grown here, outside the recording, if the
+      // offset passed them)
       const rope = dit.rope.options(grid, at);
-      key = [this.cache.heldFrames, crossId(cross), rope.cos.ptr, rope.cos.shape[0]].join(":");
+      const moves = plan?.moves.map((m) => `${m.from}>${m.to}x${m.frames}`).join(",") ?? "";
+      key = [this.cache.heldFrames, moves, crossId(cross), rope.cos.ptr, rope.cos.shape[0]].join(":");
     }
-    const forward = (l: Tensor, e: Tensor, e0: Tensor) => this.#forwardNow(l, grid, { e, e0, groups: time.groups }, cross, commit, at);
-    if (commit) {
-      if (!graph?.runForEffect(key, [latent, time.e, time.e0], ([l, e, e0]) => forward(l!, e!, e0!))) forward(latent, time.e, time.e0);
-      this.cache.commit(asSink);
+    if (plan) {
+      // the context pass: the K/V only, then the commit's moves, in the graph where there is one
+      const pass = (l: Tensor, e0: Tensor) => {
+        this.#contextNow(l, grid, { e0, groups: time.groups }, cross, at);
+        this.cache.enqueueCommit(plan);
+      };
+      if (!graph?.runForEffect(key, [latent, time.e0], ([l, e0]) => pass(l!, e0!))) pass(latent, time.e0);
+      this.cache.applyCommit(plan);
       return null;
     }
-    return graph?.run(key, [latent, time.e, time.e0], ([l, e, e0]) => forward(l!, e!, e0!)!) ?? forward(latent, time.e, time.e0);
+    const forward = (l: Tensor, e: Tensor, e0: Tensor) => this.#forwardNow(l, grid, { e, e0, groups: time.groups }, cross, at);
+    return graph?.run(key, [latent, time.e, time.e0], ([l, e, e0]) => forward(l!, e!, e0!)) ?? forward(latent, time.e, time.e0);
   }
 
   /** The device frame offset of the chunk about to run: `#frameAt` rewritten (one fill, enqueued
@@ -147,20 +166,33 @@ export class CausalWanDiT {
     return { tensor: this.#frameAt, value };
   }
 
-  /** The forward, every op enqueued before it returns: the prediction, or null for a context pass. */
-  #forwardNow(latent: Tensor, grid: Grid, time: TimeEmbedding, cross: CrossAttnKV, kvOnly: boolean, at: FrameOffsetAt): Tensor | null {
-    const dit = this.dit, scale = 1 / Math.sqrt(dit.headDim);
-    const self: SelfAttention = {
+  /** The denoising forward, every op enqueued before it returns: the prediction. */
+  #forwardNow(latent: Tensor, grid: Grid, time: TimeEmbedding, cross: CrossAttnKV, at: FrameOffsetAt): Tensor {
+    const x = this.#tokens(latent);
+    try {
+      this.dit.blocksNow(x, grid, at, time, cross, this.#selfAttention(), false);
+      return this.dit.headNow(x, grid, time);
+    } finally {
+      this.dit.backend.free(x);
+    }
+  }
+
+  /** The context pass's forward, every op enqueued before it returns: the chunk's K/V into the cache. */
+  #contextNow(latent: Tensor, grid: Grid, time: BlockTime, cross: CrossAttnKV, at: FrameOffsetAt): void {
+    const x = this.#tokens(latent);
+    try {
+      this.dit.blocksNow(x, grid, at, time, cross, this.#selfAttention(), true);
+    } finally {
+      this.dit.backend.free(x);
+    }
+  }
+
+  #selfAttention(): SelfAttention {
+    const scale = 1 / Math.sqrt(this.dit.headDim);
+    return {
       store: (layer, k, v) => this.cache.store(layer, k, v),
       attend: (layer, out, q) => this.cache.attend(layer, out, q, scale),
     };
-    const x = this.#tokens(latent);
-    try {
-      dit.blocksNow(x, grid, at, time, cross, self, kvOnly);
-      return kvOnly ? null : dit.headNow(x, grid, time);
-    } finally {
-      dit.backend.free(x);
-    }
   }
 
   /** Time embeddings depend on the timesteps only, and a stream repeats the same few every chunk

@@ -53,6 +53,9 @@ export interface TimeEmbedding {
   groups: number;
 }
 
+/** What the blocks read of the time embedding (e feeds the head alone). */
+export type BlockTime = Pick<TimeEmbedding, "e0" | "groups">;
+
 /** How a block's self-attention finds its keys: the chunk itself, or a KV cache around it. */
 export interface SelfAttention {
   /** Receives the layer's rotated keys and values [B, L, H, D] (a cache writes them). */
@@ -271,19 +274,22 @@ export class WanDiT {
    * Runs every block on tokens x [B, L, dim] in place: B streams of the same grid in one pass (the
    * linear layers see B·L rows; stream i attends to its own keys and to cross's item i). `frameOffset`
    * is the absolute token frame of the first token (RoPE): a number, or a tensor read when the ops run
-   * (a causal stream's recorded graph, rope.ts). With `kvOnly`, the last block stops once its keys are
-   * stored (a causal context pass only needs the cache).
+   * (a causal stream's recorded graph, rope.ts). With `kvOnly` (a causal context pass, which only
+   * fills the cache) the last block computes its keys and values alone — its modulation's shift and
+   * scale, the normed input, the k|v rows of the projection, k's norm and rotation — and stops once
+   * they are stored; x is then left as it was before that block. The earlier blocks run whole: the
+   * next block's keys come from a block's full output.
    */
-  blocks(x: Tensor, grid: Grid, frameOffset: number | FrameOffsetAt, time: TimeEmbedding, cross: CrossAttnKV, self: SelfAttention, opts: { tap?: Tap; kvOnly?: boolean } = {}): Promise<void> {
+  blocks(x: Tensor, grid: Grid, frameOffset: number | FrameOffsetAt, time: BlockTime, cross: CrossAttnKV, self: SelfAttention, opts: { tap?: Tap; kvOnly?: boolean } = {}): Promise<void> {
     return drive(this.#blocks(x, grid, frameOffset, time, cross, self, !!opts.tap, opts.kvOnly ?? false), opts.tap);
   }
 
   /** `blocks` without taps, enqueued before it returns. */
-  blocksNow(x: Tensor, grid: Grid, frameOffset: number | FrameOffsetAt, time: TimeEmbedding, cross: CrossAttnKV, self: SelfAttention, kvOnly = false): void {
+  blocksNow(x: Tensor, grid: Grid, frameOffset: number | FrameOffsetAt, time: BlockTime, cross: CrossAttnKV, self: SelfAttention, kvOnly = false): void {
     drain(this.#blocks(x, grid, frameOffset, time, cross, self, false, kvOnly));
   }
 
-  *#blocks(x: Tensor, grid: Grid, frameOffset: number | FrameOffsetAt, time: TimeEmbedding, cross: CrossAttnKV, self: SelfAttention, tapping: boolean, kvOnly: boolean): Steps<void> {
+  *#blocks(x: Tensor, grid: Grid, frameOffset: number | FrameOffsetAt, time: BlockTime, cross: CrossAttnKV, self: SelfAttention, tapping: boolean, kvOnly: boolean): Steps<void> {
     const b = this.backend, { dim, ffnDim, numHeads, eps } = this.config;
     const [B, L] = x.shape as [number, number], G = time.groups, D = this.headDim;
     if (G % B) throw new Error(`${G} time embedding rows for ${B} streams`);
@@ -312,6 +318,19 @@ export class WanDiT {
         const tapped = i === 0 && tapping;
         const residual = (input: Tensor, l: Linear, gate: Tensor | null) => b.gemm(x, input, l.w, l.b, { kind: "residual", residual: x, gate });
         const alone = (input: Tensor, l: Linear) => (this.#linear(tapOut!, input, l), tapOut!);
+        if (kvOnly && i === this.weights.blocks.length - 1) {
+          // the K/V alone: the same ops on the rows they need (elementwise ops, and a GEMM's outputs
+          // do not depend on which other rows of w it computes), so the same bits
+          const shiftScale = mod.view([2, G, dim], 0);
+          b.upsampleNearest(shiftScale, w.modulation.view([2, 1, dim], 0));
+          b.axpby(shiftScale, shiftScale, time.e0.view([2, G, dim], 0), 1, 1);
+          b.layerNormModulate(h, x, eps, part(1), part(0));
+          const kv = kvRows(w.selfAttn.joined, dim);
+          b.gemm(qkv.view([2, B, L, dim], B * L * dim), h, kv.w, kv.b, { kind: "split", parts: 2 });
+          normRope(k, w.selfAttn.normK);
+          self.store(i, heads(k), heads(v));
+          return;
+        }
         b.upsampleNearest(mod, w.modulation);
         b.axpby(mod, mod, time.e0, 1, 1);
         // self-attention
@@ -320,7 +339,6 @@ export class WanDiT {
         normRope(q, w.selfAttn.normQ);
         normRope(k, w.selfAttn.normK);
         self.store(i, heads(k), heads(v));
-        if (kvOnly && i === this.weights.blocks.length - 1) return;
         self.attend(i, heads(att), heads(q));
         if (tapped) yield ["block0_self_attn_out", alone(att, w.selfAttn.o)];
         residual(att, w.selfAttn.o, part(2));
@@ -481,4 +499,10 @@ export function timestepGroups(perToken: readonly number[]): number[] {
     if (uniform) return Array.from({ length: G }, (_, g) => perToken[g * run]!);
   }
   return [...perToken];
+}
+
+/** The k|v rows of a self-attention's joined q|k|v projection [3·dim, K], as views. */
+function kvRows(l: Linear, dim: number): Linear {
+  const K = l.w.shape[1]!;
+  return { w: l.w.view([2 * dim, K], dim * K), b: l.b ? l.b.view([2 * dim], dim) : null };
 }

@@ -175,8 +175,19 @@ export interface GraphRecording<T> {
 export interface OpGraphs {
   /** True while a `record` body runs. */
   readonly recording: boolean;
+  /** Graphs made, recordings that updated one in place, and launches, since the backend opened. */
+  readonly counts: { readonly made: number; readonly updated: number; readonly launches: number };
   record<T>(body: () => T, previous?: OpGraph | null): GraphRecording<T>;
 }
+
+/** The Backend methods that enqueue work on the device (every other method allocates, copies to or
+ *  from the host, waits or describes): what a graph records (backends/wasm-graph.ts) and what
+ *  counting-backend.ts counts as launches. */
+export const ENQUEUING_OPS = [
+  "gemm", "attention", "layerNorm", "rmsNorm", "layerNormModulate", "rmsNormRope", "l2NormChannels", "softmax", "gelu", "geluExact",
+  "silu", "mul", "axpby", "fill", "rope3d", "embedding", "t5RelativeBias", "conv3d", "conv2d", "upsampleNearest", "resize", "concat",
+  "slice", "writeSlice", "copyWithin", "permute", "cast", "rgbToYuv420", "yuv420ToRgb",
+] as const satisfies readonly (keyof Backend)[];
 
 export interface Backend {
   readonly name: BackendName;
@@ -298,6 +309,10 @@ export interface Backend {
   /** dst[..., start : start + src.shape[dim], ...] = src — appending to a KV cache [B, Lmax, H, D] is
    *  writeSlice(cache, kNew, 1, filled). */
   writeSlice(dst: Tensor, src: Tensor, dim: number, start: number): void;
+  /** t[..., to : to + len, ...] = t[..., from : from + len, ...] along `dim`, the source read as it was
+   *  before the call: the two ranges may overlap (Array.prototype.copyWithin's contract). A KV cache
+   *  moves the frames it keeps down over the evicted ones with it, for every layer at once. */
+  copyWithin(t: Tensor, dim: number, to: number, from: number, len: number): void;
   /** out.shape[i] = x.shape[perm[i]]. */
   permute(out: Tensor, x: Tensor, perm: readonly number[]): void;
   /** Same shape, converting dtype (f32 ↔ bf16/f16, round-to-nearest-even). */

@@ -3,7 +3,7 @@
 // check returns the sizes the kernels need.
 
 import type { AttentionOptions, Conv3dOptions, GemmEpilogue, RopeOptions, T5BiasOptions } from "./backend.ts";
-import { type DType, type Shape, numelOf } from "./tensor.ts";
+import { DTYPE_BYTES, type DType, type Shape, numelOf } from "./tensor.ts";
 
 /** What the checks need of a tensor; both device tensors and the reference's host tensors have it. */
 export interface Shaped {
@@ -311,6 +311,43 @@ export function sliceDims(op: string, big: Shaped, small: Shaped, dim: number, s
     fail(op, `range ${start}..${start + small.shape[d]!} outside dim ${d} of size ${big.shape[d]}`);
   }
   return { d, ...splitAt(big.shape, d), bigLen: big.shape[d]!, smallLen: small.shape[d]! };
+}
+
+/** One strided copy of a copyWithin, in bytes from the tensor's start: `rows` rows of `rowBytes`,
+ *  row r from src + r·pitch to dst + r·pitch (a kernel's copy_rows). Its source and destination are
+ *  disjoint. */
+export interface RowCopy {
+  dst: number;
+  src: number;
+  pitch: number;
+  rows: number;
+  rowBytes: number;
+}
+
+/**
+ * copyWithin as strided copies that each read and write disjoint memory, in the order to run them: so
+ * each can be the backends' plain row copy (a kernel whose threads read and write overlapping memory
+ * would race), and no buffer is needed. A piece is at most the distance between the ranges long, and
+ * the pieces run from the end the data moves towards: moving down (to < from), front to back, so every
+ * element is read by its piece before a later piece writes over it; moving up, back to front. A KV
+ * cache that evicts a chunk moves its kept frames down by one chunk: ⌈kept / chunk⌉ copies (6 for a
+ * 21-frame window of 3-frame chunks), each over every layer's K and V, half the traffic of a copy out
+ * to a buffer and back.
+ */
+export function copyWithinCopies(t: Shaped, dim: number, to: number, from: number, len: number): RowCopy[] {
+  const op = "copyWithin";
+  const d = normDim(op, dim, t.shape.length), size = t.shape[d]!;
+  for (const [name, v] of [["to", to], ["from", from], ["len", len]] as const) {
+    if (!Number.isInteger(v) || v < 0) fail(op, `${name} must be a whole number ≥ 0, got ${v}`);
+  }
+  if (from + len > size || to + len > size) fail(op, `ranges ${from}..${from + len} → ${to}..${to + len} outside dim ${d} of size ${size}`);
+  const { outer, inner } = splitAt(t.shape, d), e = DTYPE_BYTES[t.dtype], dist = Math.abs(to - from);
+  const copies: RowCopy[] = [];
+  if (len === 0 || dist === 0 || outer === 0 || inner === 0) return copies;
+  for (let s = 0; s < len; s += dist) {
+    copies.push({ dst: (to + s) * inner * e, src: (from + s) * inner * e, pitch: size * inner * e, rows: outer, rowBytes: Math.min(dist, len - s) * inner * e });
+  }
+  return to > from ? copies.reverse() : copies;
 }
 
 export function permuteCheck(out: Shaped, x: Shaped, perm: readonly number[]): void {

@@ -368,6 +368,13 @@ export function writeSlice(dst: Host, src: Host, dim: number, start: number): Ho
   return out;
 }
 
+/** x with [to, to + len) along `dim` replaced by what [from, from + len) held (the ranges may overlap). */
+export function copyWithin(x: Host, dim: number, to: number, from: number, len: number): Host {
+  P.copyWithinCopies(x, dim, to, from, len);
+  const d = P.normDim("copyWithin", dim, x.shape.length);
+  return writeSlice(x, slice(x, d, from, len), d, to);
+}
+
 export function concat(inputs: Host[], dim: number): Host {
   const d = P.normDim("concat", dim, inputs[0]!.shape.length);
   let out = like(inputs[0]!, inputs[0]!.shape.map((s, i) => (i === d ? inputs.reduce((n, t) => n + t.shape[d]!, 0) : s)));

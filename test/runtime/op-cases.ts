@@ -123,6 +123,14 @@ function layoutCases(): OpCase[] {
   const cache = host([2, 20, 2, 8], r(640)), kNew = host([2, 6, 2, 8], r(192));
   cases.push({ op: "writeSlice", name: "KV append [2,6,2,8] → [2,20,2,8] at 7", ...EXACT, ref: () => R.writeSlice(cache, kNew, 1, 7).f32,
     run: (be) => runOp(be, (up, _alloc, inOut) => { const c = inOut(cache); be.writeSlice(c, up(kNew), 1, 7); return c; }) });
+  // copyWithin: a KV cache's eviction (the kept frames down by one chunk, over 6 pieces; with a sink
+  // left in place), a move up over overlapping ranges, disjoint ranges, an empty move, bf16
+  const frames = host([3, 21, 2, 8], r(1008));
+  for (const [to, from, len, dt] of [[0, 3, 18, "f32"], [1, 4, 17, "f32"], [6, 2, 13, "f32"], [0, 18, 3, "f32"], [4, 4, 9, "f32"], [2, 7, 14, "bf16"]] as const) {
+    const stored = asStored(frames, dt);
+    cases.push({ op: "copyWithin", name: `[3,21,2,8] dim 1 [${from},${from + len}) → ${to} ${dt}`, ...EXACT, ref: () => R.copyWithin(stored, 1, to, from, len).f32,
+      run: (be) => runOp(be, (_up, _alloc, inOut) => { const t = inOut(stored, dt); be.copyWithin(t, 1, to, from, len); return t; }) });
+  }
   const parts = [host([2, 1, 5], r(10)), host([2, 3, 5], r(30)), host([2, 2, 5], r(20))];
   for (const dim of [1, 0, 2]) {
     const second = dim === 0 ? [1, 3, 5] : [2, 3, 1];

@@ -17,12 +17,17 @@
 //      device: what launch overhead costs, which graphs remove);
 //   5. no cudaMalloc in the steady state (MemoryStats.systemAllocations flat from the end of the first
 //      chunk that evicts — every model ran it — to the end), and the blocks handed out per
-//      denoising step each way.
+//      denoising step each way;
+//   6. the host's launches per steady chunk each way (ops enqueued outside a graph, each a kernel launch
+//      of its own or more, plus graph launches: src/runtime/counting-backend.ts), the context pass's
+//      share of them, and the ops each graph holds.
 // Exits 1 when a check fails; prints one skipped line and exits 77 without a GPU. `--cpu` runs the same checks on
 // the WebAssembly backend with a DiT of the same shape family but tiny widths at 64x64 (the script's
 // own test on a machine without a GPU).
 //
-//   bun tools/bench/dit-graph.ts [--chunks 10] [--check 0,1,7] [--window 21] [--cpu]
+// `--layers N` (with --cpu) gives the tiny DiT N layers: Wan-1.3B's 30 show its launch counts.
+//
+//   bun tools/bench/dit-graph.ts [--chunks 10] [--check 0,1,7] [--window 21] [--cpu [--layers 2]]
 import { parseDitConfig } from "../../src/models/configs.ts";
 import { RandomWeights } from "../../src/models/random-weights.ts";
 import { SeededRandom } from "../../src/models/random.ts";
@@ -30,6 +35,7 @@ import { warpedSchedule } from "../../src/models/schedules.ts";
 import { CausalWanDiT } from "../../src/models/wan-dit-causal.ts";
 import { WanDiT } from "../../src/models/wan-dit.ts";
 import type { Backend } from "../../src/runtime/backend.ts";
+import { countingBackend } from "../../src/runtime/counting-backend.ts";
 import type { Tensor } from "../../src/runtime/tensor.ts";
 import { openBackend } from "../../src/runtime/device.ts";
 import { WAN21_T2V_1_3B_TRANSFORMER, chunkGeometry, wan13bSpec } from "./model.ts";
@@ -41,7 +47,7 @@ const arg = (name: string, fallback: string) => {
 const chunks = Number(arg("chunks", "10"));
 const checked = new Set(arg("check", "0,1,7").split(",").map(Number));
 const cpu = process.argv.includes("--cpu");
-const TINY = { ...WAN21_T2V_1_3B_TRANSFORMER, num_attention_heads: 2, attention_head_dim: 32, ffn_dim: 128, num_layers: 2, text_dim: 32, freq_dim: 32 };
+const TINY = { ...WAN21_T2V_1_3B_TRANSFORMER, num_attention_heads: 2, attention_head_dim: 32, ffn_dim: 128, num_layers: Number(arg("layers", "2")), text_dim: 32, freq_dim: 32 };
 const spec = cpu
   ? { ...wan13bSpec(Number(arg("window", "21"))), dit: parseDitConfig(TINY, "tiny Wan", 16), width: 64, height: 64 }
   : wan13bSpec(Number(arg("window", "21")));
@@ -49,14 +55,15 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 /** "1+1 ×7, 0+0 ×3": equal neighbours counted once. */
 const runs = (xs: string[]) => xs.reduce<[string, number][]>((acc, x) => (acc.at(-1)?.[0] === x ? acc.at(-1)![1]++ : acc.push([x, 1]), acc), []).map(([x, n]) => `${x} ×${n}`).join(", ");
 
-let backend: Backend;
+let opened: Backend;
 try {
-  backend = await openBackend(cpu ? "cpu" : "cuda", { log: () => {} });
+  opened = await openBackend(cpu ? "cpu" : "cuda", { log: () => {} });
 } catch (e) {
   console.log(`DiT graphs: skipped, the CUDA backend did not open (${(e as Error).message})`);
   process.exit(77); // skipped: what tools/gpu-check-steps.sh reports as SKIPPED
 }
-const b = backend;
+const counting = countingBackend(opened);
+const b = counting.backend;
 if (!b.graphs) {
   console.log(`FAIL DiT graphs: the ${b.name} backend has no graphs (a libkino_cuda.so built without kc_capture_begin …)`);
   process.exit(1);
@@ -93,6 +100,21 @@ const recordingsOf = (w: Way) => [models[w].graph, models[w].contextGraph].map((
 const systemAllocations: number[] = [];
 const stepAllocations = Object.fromEntries(ways.map((w) => [w, [] as number[]])) as Record<Way, number[]>;
 let compared = 0, differing = 0, maxDiff = 0, x0Steps = 0, x0Worst = 0;
+/** Host launches (ops outside graphs + graph launches) of each chunk's forwards, and of its context pass alone. */
+const launchesPerChunk = Object.fromEntries(ways.map((w) => [w, [] as number[]])) as Record<Way, number[]>;
+const contextLaunchesPerChunk = Object.fromEntries(ways.map((w) => [w, [] as number[]])) as Record<Way, number[]>;
+/** Host launches of each chunk's last denoising forward (the others may also set the RoPE offset). */
+const lastDenoiseLaunches = Object.fromEntries(ways.map((w) => [w, [] as number[]])) as Record<Way, number[]>;
+/** Ops recorded into each graph at its last recording (what one launch runs). */
+const opsPerGraph = Object.fromEntries(ways.map((w) => [w, { denoise: 0, context: 0 }])) as Record<Way, { denoise: number; context: number }>;
+/** Runs `forward`, adding its host launches to `into` and, when it recorded, its op count to `graphOps`. */
+async function counted<T>(forward: () => Promise<T>, into: number[], graphOps: (ops: number) => void): Promise<T> {
+  const launches = counting.launches(), recorded = counting.counts.recorded;
+  const out = await forward();
+  into[into.length - 1]! += counting.launches() - launches;
+  if (counting.counts.recorded > recorded) graphOps(counting.counts.recorded - recorded);
+  return out;
+}
 
 /** One chunk on one model: 4 denoising steps (a sampler-like update of the latent after each) and the
  *  context pass, timed to its last kernel. With `keep`, every step's x0 prediction x − σ·v is
@@ -102,10 +124,14 @@ async function chunk(way: Way, values: Float32Array, keep: boolean): Promise<Flo
   const outs: Tensor[] = [];
   await b.sync();
   const recordedBefore = recordingsOf(way);
+  launchesPerChunk[way].push(0);
+  contextLaunchesPerChunk[way].push(0);
   const started = performance.now();
   for (const t of timesteps) {
     const before = b.memory().allocations;
-    const v = (await m.forwardChunk(x, t, cross))!;
+    const launched = launchesPerChunk[way].at(-1)!;
+    const v = (await counted(() => m.forwardChunk(x, t, cross), launchesPerChunk[way], (n) => (opsPerGraph[way].denoise = n)))!;
+    if (t === timesteps.at(-1)) lastDenoiseLaunches[way].push(launchesPerChunk[way].at(-1)! - launched);
     stepAllocations[way].push(b.memory().allocations - before);
     if (keep) {
       const x0 = b.alloc(latentShape);
@@ -115,7 +141,10 @@ async function chunk(way: Way, values: Float32Array, keep: boolean): Promise<Flo
     b.axpby(x, x, v, 1, -0.05);
     b.free(v);
   }
-  await m.forwardChunk(x, 0, cross, true);
+  const contextLaunches: number[] = [0];
+  await counted(() => m.forwardChunk(x, 0, cross, true), contextLaunches, (n) => (opsPerGraph[way].context = n));
+  launchesPerChunk[way][launchesPerChunk[way].length - 1]! += contextLaunches[0]!;
+  contextLaunchesPerChunk[way][contextLaunchesPerChunk[way].length - 1] = contextLaunches[0]!;
   hostSeconds[way].push((performance.now() - started) / 1000);
   await b.sync();
   seconds[way].push((performance.now() - started) / 1000);
@@ -184,13 +213,34 @@ console.log(`chunk time (4 steps + context pass, ${spec.width}x${spec.height}, w
   `steady (chunks ≥ ${steadyFrom}) ${ways.map((w) => `${w} ${per(w).toFixed(4)} s (host ${hostPer(w).toFixed(4)} s)`).join(", ")}; ` +
   `speed-up of bf16 activations (f32 time / bf16 time): eager ${(per("eager f32") / per("eager bf16")).toFixed(3)}x, graphs ${(per("graphs f32") / per("graphs bf16")).toFixed(3)}x; ` +
   `${(g.videoFramesPerChunk / per("graphs bf16")).toFixed(1)} video fps with graphs and bf16 activations`);
-// chunk steadyFrom is the first to evict (and makes the cache's eviction buffer): settled after it
+// chunk steadyFrom is the first whose denoising forwards see a full window: settled after it
 const settled = steadyFrom + 1;
 const steady = systemAllocations.slice(settled - 1);
 const perStep = (w: Way) => [...new Set(stepAllocations[w].slice(settled * timesteps.length))].join(", ");
 report(steady.length > 1 && new Set(steady).size === 1,
   `no ${cpu ? "memory growth" : "cudaMalloc"} in the steady state: ${cpu ? "wasm memory grows" : "cudaMalloc calls"} so far after chunks ${settled - 1}…${chunks - 1}: ${steady.join(" → ")}; ` +
   `blocks handed out per denoising step: ${ways.map((w) => `${w} ${perStep(w)}`).join(", ")} (graphs: every steady step a launch)`);
+
+const steadyLaunches = (w: Way) => runs(launchesPerChunk[w].slice(settled).map(String));
+const steadyContext = (w: Way) => runs(contextLaunchesPerChunk[w].slice(settled).map(String));
+console.log(`host launches per steady chunk (chunks ≥ ${settled}: ${timesteps.length} denoising forwards + the context pass; ops enqueued outside a graph + graph launches), ` +
+  `the context pass's share in brackets: ${ways.map((w) => `${w} ${steadyLaunches(w)} (${steadyContext(w)})`).join(", ")}; ` +
+  `ops in one launch of the steady graphs, denoising forward / context pass: ${graphed.map((w) => `${w} ${opsPerGraph[w].denoise} / ${opsPerGraph[w].context}`).join(", ")}`);
+
+// The context pass computes the K/V alone (wan-dit-causal.ts): against a full forward at t = 0 over the
+// same chunk, it skips the last block after its K/V projection — the q third of that projection, the
+// self-attention over the window, the output projection, the cross-attention, the FFN — and the head.
+{
+  const { dim, ffnDim, textLen, outDim, patch } = spec.dit, m = models["eager bf16"];
+  const L = m.chunkTokens, window = m.cache.shape.windowFrames * m.cache.shape.tokensPerFrame;
+  const q = 2 * L * dim * dim;
+  const skipped = q + 4 * L * window * dim + 2 * L * dim * dim + 2 * L * dim * dim + 4 * L * textLen * dim + 2 * L * dim * dim +
+    4 * L * dim * ffnDim + 2 * L * dim * outDim * patch[0] * patch[1] * patch[2];
+  const gflop = (f: number) => (f / 1e9).toPrecision(3);
+  console.log(`context pass (eager bf16, steady chunk): ${contextLaunchesPerChunk["eager bf16"][settled]} launches (the cache's eviction included), ` +
+    `a denoising forward ${lastDenoiseLaunches["eager bf16"][settled]}; skipped against a full forward at t = 0: ${gflop(skipped)} GFLOP ` +
+    `(the last block's q projection ${gflop(q)}, its self-attention over ${window} keys, output projection, cross-attention and FFN, and the head)`);
+}
 
 for (const w of ways) models[w].free();
 dit.freeCross(crosses.bf16);

@@ -333,6 +333,13 @@ export class CudaBackend implements Backend {
     this.check(this.k.kc_copy_rows(this.ctx, dst.ptr + start * s.inner * e, s.bigLen * s.inner * e, src.ptr, row, s.outer, row), "writeSlice");
   }
 
+  /** copyWithinCopies' disjoint row copies, one copy kernel each, in stream order. */
+  copyWithin(t: Tensor, dim: number, to: number, from: number, len: number): void {
+    for (const c of P.copyWithinCopies(t, dim, to, from, len)) {
+      this.check(this.k.kc_copy_rows(this.ctx, t.ptr + c.dst, c.pitch, t.ptr + c.src, c.pitch, c.rows, c.rowBytes), "copyWithin");
+    }
+  }
+
   permute(out: Tensor, x: Tensor, perm: readonly number[]): void {
     P.permuteCheck(out, x, perm);
     if (out.numel === 0) return;

@@ -5,15 +5,11 @@
 // waits are refused, and the memory a recording allocates stays the graph's (a pool reused by its own
 // re-recordings, given back to the heap by free()) so a launch never writes memory that another
 // tensor holds.
-import type { GraphRecording, OpGraph, OpGraphs } from "../backend.ts";
+import { ENQUEUING_OPS, type GraphRecording, type OpGraph, type OpGraphs } from "../backend.ts";
 import type { WasmHeap } from "./wasm-heap.ts";
 
 /** The Backend methods that enqueue work: what a recording keeps instead of running. */
-export const RECORDED_OPS = [
-  "gemm", "attention", "layerNorm", "rmsNorm", "layerNormModulate", "rmsNormRope", "l2NormChannels", "softmax", "gelu", "geluExact",
-  "silu", "mul", "axpby", "fill", "rope3d", "embedding", "t5RelativeBias", "conv3d", "conv2d", "upsampleNearest", "resize", "concat",
-  "slice", "writeSlice", "permute", "cast", "rgbToYuv420", "yuv420ToRgb",
-] as const;
+export const RECORDED_OPS = ENQUEUING_OPS;
 
 type Call = () => void;
 type OpHost = Record<string, unknown>;

@@ -354,6 +354,14 @@ class WasmBackend implements B.Backend {
     this.#copySlice(dst, src, dim, start, "writeSlice", true);
   }
 
+  /** copyWithinCopies' disjoint row copies, in their order (each a synchronous kernel call). */
+  copyWithin(t: Tensor, dim: number, to: number, from: number, len: number): void {
+    const copies = P.copyWithinCopies(t, dim, to, from, len);
+    if (copies.length === 0) return;
+    const base = this.#dst(t);
+    for (const c of copies) this.#run("kino_copy_rows", [base + c.dst, c.pitch, base + c.src, c.pitch, c.rowBytes, c.rows], (c.rows * c.rowBytes) / 4);
+  }
+
   /** Copies between `big` and the range [start, start + len) of its dim `dim` held by `small`. */
   #copySlice(big: Tensor, small: Tensor, dim: number, start: number, op: string, intoBig: boolean): void {
     const s = P.sliceDims(op, big, small, dim, start);

@@ -188,6 +188,9 @@ export class HostBackend implements Backend {
   writeSlice(dst: Tensor, src: Tensor, dim: number, start: number): void {
     this.#store(dst, R.writeSlice(this.#host(dst), this.#host(src), dim, start));
   }
+  copyWithin(t: Tensor, dim: number, to: number, from: number, len: number): void {
+    this.#store(t, R.copyWithin(this.#host(t), dim, to, from, len));
+  }
   permute(out: Tensor, x: Tensor, perm: readonly number[]): void {
     this.#store(out, R.permute(this.#host(x), perm));
   }
