@@ -17,20 +17,26 @@
 #           |err| ≤ 2^-7 · max|v|);
 #   bench   bf16 GEMM (4096³ and the Wan-1.3B shapes at M = 4680) and attention (12 heads × 128,
 #           Lq 4680, Lk 4680/18720/32760, one block-causal case) in TFLOP/s beside cuBLAS and SDPA.
-# Each part prints its own table; exit 1 when a correctness check failed.
+# Each part prints its own table, then one VERDICT-DATA line (its parts, failed checks, parts skipped
+# off sm_90, the table's rows; with `hung` when a watchdog fired) for tools/gpu-verdicts.ts; exit 1 when
+# a correctness check failed.
 #
 #   python3 tools/gpu-check-kernels.py wgmma|persistent|pingpong|persistent-tma|verify|bench ...
-import math, os, sys, threading
+import ctypes as C, math, os, sys, threading
 import torch
 
 from gpu_check_common import (bench, bf, call, create_context, f32, failures, i32, lib, p, rel, report, rnd, rows,
-                              torch_bench, vp)
+                              torch_bench, verdict_data, vp)
 
 lib.kc_gemm.argtypes = [vp, vp, vp, i32, vp, i32, vp, i32, i32, i32, i32, vp, vp, i32, i32, i32, i32]  # last: out dtype
 lib.kc_attention.argtypes = [vp, vp, vp, vp, vp, i32, vp, i32, i32, i32, i32, i32, i32, f32, i32, i32, i32]  # last: out dtype
 lib.kc_last_kernel.restype = C.c_char_p
 lib.kc_last_kernel.argtypes = [vp, i32]
 F32, BF16 = 0, 1
+skipped = []  # parts that found no sm_90 GPU to run on
+
+def summary_line(**extra):
+    verdict_data("gpu-check-kernels", parts=sys.argv[1:], failures=failures, skipped=skipped, rows=rows, **extra)
 
 def context(gemm_path, attention_path=None):
     for var, value in (("KINO_CUDA_GEMM", gemm_path), ("KINO_CUDA_ATTENTION", attention_path)):
@@ -201,6 +207,7 @@ def wgmma():
     def hung():
         print("\nFAIL wgmma attention did not finish within 120 s (deadlock?); results so far:", flush=True)
         print_table()
+        summary_line(hung="wgmma")
         os._exit(1)
     watchdog = threading.Timer(120, hung)
     watchdog.start()
@@ -209,6 +216,7 @@ def wgmma():
         wg = context(None, "wgmma")
         if torch.cuda.get_device_capability()[0] != 9:
             print("  skipped: not an sm_90 GPU")
+            skipped.append("wgmma")
         else:
             out = torch.empty(1, 8, 1, 80, device="cuda")
             q80 = rnd(1, 8, 1, 80)
@@ -235,9 +243,14 @@ def wgmma():
                         report_promise(tag + name, got, want, v, kv)
                         if rel(got, want) > 2e-2: diagnose(got, want)
             if not any("wgmma" in f for f in failures):
+                # beside the kernel auto picks now (mma.sync until WGMMA_ATTENTION_VERIFIED), so this part's
+                # verdict does not wait for the benchmarks step
+                auto = ctxs["auto (wgmma on sm_90)"]
                 for label, Lq, Lk, block, qoff in attention_shapes:
                     kt, tt = attention_bench(wg, label, Lq, Lk, block, qoff)
                     rows.append((f"attention 12x128 {label} [wgmma]", kt, tt))
+                    kt, tt = attention_bench(auto, label, Lq, Lk, block, qoff)
+                    rows.append((f"attention 12x128 {label} [{lib.kc_last_kernel(auto, 1).decode()}]", kt, tt))
             else:
                 print("  wgmma benchmarks skipped: its correctness checks failed")
     except Exception as e:  # a fault in the kernel leaves the context unusable: report it and move on
@@ -260,6 +273,7 @@ def unverified_gemm(name):
     def hung():
         print(f"\nFAIL {path} GEMM did not finish within 120 s (deadlock?); results so far:", flush=True)
         print_table()
+        summary_line(hung=name)
         os._exit(1)
     watchdog = threading.Timer(120, hung)
     watchdog.start()
@@ -267,6 +281,7 @@ def unverified_gemm(name):
     try:
         if torch.cuda.get_device_capability()[0] != 9:
             print("  skipped: not an sm_90 GPU")
+            skipped.append(name)
             watchdog.cancel()
             return
         pc, wc = context(path), context("wgmma")
@@ -345,6 +360,7 @@ if unknown or len(sys.argv) < 2: sys.exit(f"usage: gpu-check-kernels.py {'|'.joi
 for part in sys.argv[1:]: parts[part]()
 
 if rows: print_table()
+summary_line()
 if failures:
     print(f"\n{len(failures)} correctness check(s) FAILED: {failures}")
     sys.exit(1)

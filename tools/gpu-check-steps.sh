@@ -15,7 +15,9 @@
 #
 # KINO_GPU_CHECK_DRY_RUN=1 runs every step as a stand-in that prints what it would run and sleeps
 # KINO_GPU_CHECK_DRY_SLEEP seconds (default 0): the script's order, caps, budget and summary checked
-# where no GPU is (test/tools/gpu-check-steps.test.ts).
+# where no GPU is (test/tools/gpu-check-steps.test.ts). With KINO_GPU_CHECK_DRY_FIXTURES=DIR too, a step
+# whose DIR/FUNCTION.sh exists runs that script instead, its output and exit status the step's: device
+# output played through the real harness (test/tools/gpu-verdicts.test.ts).
 
 GPU_CHECK_BUDGET="${KINO_GPU_CHECK_BUDGET:-540}"
 GPU_CHECK_MIN_STEP="${KINO_GPU_CHECK_MIN_STEP:-15}"
@@ -84,6 +86,8 @@ run_step() {
 
 dry_step() {
   echo "dry run: would run $*"
+  local fixture="${KINO_GPU_CHECK_DRY_FIXTURES:-}/$1.sh"
+  if [ -n "${KINO_GPU_CHECK_DRY_FIXTURES:-}" ] && [ -f "$fixture" ]; then exec bash "$fixture"; fi
   sleep "${KINO_GPU_CHECK_DRY_SLEEP:-0}"
 }
 export -f dry_step

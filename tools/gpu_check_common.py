@@ -1,8 +1,9 @@
 # What the GPU-side checks of tools/gpu-check.sh share (gpu-check-kernels.py, gpu-check-conv.py): the
 # CUDA library through ctypes with the symbols every check calls, a context, result reporting into one
 # failure list and one benchmark table, random inputs on the GPU, and TFLOP/s of kino and of PyTorch
-# timed alike (3 warm-up calls, then `iters` back to back). TF32 is off: the references are fp32/fp64.
-import ctypes as C, math, os, sys
+# timed alike (3 warm-up calls, then `iters` back to back), and the one-line summary each check ends with for
+# tools/gpu-verdicts.ts. TF32 is off: the references are fp32/fp64.
+import ctypes as C, json, math, os, sys
 import torch
 
 torch.backends.cuda.matmul.allow_tf32 = False
@@ -68,3 +69,8 @@ def torch_bench(fn, flops, iters=20):
     for _ in range(iters): fn()
     e.record(); e.synchronize()
     return flops / (s.elapsed_time(e) / iters * 1e-3) / 1e12
+
+
+def verdict_data(script, **fields):
+    """The check's results as one `VERDICT-DATA {json}` line: what tools/gpu-verdicts.ts reads (not the prose)."""
+    print("VERDICT-DATA " + json.dumps({"script": script, **fields}), flush=True)

@@ -7,6 +7,7 @@
 //   1. every forward of the graphed clip (the first records, the others launch) equals the eager
 //      one bit for bit, and the final latents are equal;
 //   2. seconds per step (both forwards, synced) each way: the first step, and the later steps' median.
+// Ends with one VERDICT-DATA line (the check and the figures, as JSON) for tools/gpu-verdicts.ts.
 // Exits 1 when a check fails; prints one skipped line and exits 77 without a GPU. `--cpu` runs the same checks on
 // the WebAssembly backend with a tiny DiT of the same family at 64x64 and 9 frames (the script's own
 // test on a machine without a GPU).
@@ -105,6 +106,11 @@ const later = (xs: number[]) => median(xs.slice(1));
 console.log(`s/step (cond + uncond forward): eager first ${eager.perStep[0]!.toFixed(3)} s, later ${later(eager.perStep).toFixed(3)} s; ` +
   `graph first (recording) ${launched.perStep[0]!.toFixed(3)} s, later (launches) ${later(launched.perStep).toFixed(3)} s; ` +
   `eager / graph ${(later(eager.perStep) / later(launched.perStep)).toFixed(3)}x`);
+console.log(`VERDICT-DATA ${JSON.stringify({
+  script: "dit-clip-graph", backend: b.name, width, height, frames, steps, activations, ok, identical, predictions: 2 * steps,
+  latentIdentical: same(launched.latent, eager.latent), eagerFirstS: eager.perStep[0]!, eagerLaterS: later(eager.perStep),
+  graphFirstS: launched.perStep[0]!, graphLaterS: later(launched.perStep),
+})}`);
 graphed.free();
 dit.freeCross(cond);
 dit.freeCross(uncond);

@@ -21,6 +21,7 @@
 //   6. the host's launches per steady chunk each way (ops enqueued outside a graph, each a kernel launch
 //      of its own or more, plus graph launches: src/runtime/counting-backend.ts), the context pass's
 //      share of them, and the ops each graph holds.
+// Ends with one VERDICT-DATA line (each check's outcome and the figures, as JSON) for tools/gpu-verdicts.ts.
 // Exits 1 when a check fails; prints one skipped line and exits 77 without a GPU. `--cpu` runs the same checks on
 // the WebAssembly backend with a DiT of the same shape family but tiny widths at 64x64 (the script's
 // own test on a machine without a GPU).
@@ -187,24 +188,26 @@ for (let c = 0; c < chunks; c++) {
 }
 
 let failed = false;
-const report = (ok: boolean, line: string) => {
+const checks: Record<string, boolean> = {};
+const report = (check: string, ok: boolean, line: string) => {
   failed ||= !ok;
+  checks[check] = ok;
   console.log(`${ok ? "PASS" : "FAIL"} ${line}`);
 };
 const stats = (w: Way) => models[w].graph!.stats, contextStats = (w: Way) => models[w].contextGraph!.stats;
 const graphed = ["graphs bf16", "graphs f32"] as const;
 const disabled = graphed.flatMap((w) => [stats(w).disabled, contextStats(w).disabled]).filter(Boolean);
 const described = (st: ReturnType<typeof stats>) => `recorded ${st.recorded}, updated in place ${st.updated}, launched without recording ${st.replayed}`;
-report(differing === 0 && compared > 0 && disabled.length === 0,
+report("bitForBit", differing === 0 && compared > 0 && disabled.length === 0,
   `graph launches equal eager forwards bit for bit (bf16 and f32 activations): ${compared - differing}/${compared} predictions identical (max abs diff ${maxDiff})` +
   (disabled.length ? `; disabled: ${disabled.join("; ")}` : ""));
 // one recording per held cache length while the window fills (chunks 0 … warm-up), none after
 const fillChunks = Math.min(chunks, 1 + g.warmupChunks);
 const expectedPerChunk = Array.from({ length: chunks }, (_, c) => (c < fillChunks ? "1+1" : "0+0"));
-report(graphed.every((w) => recordingsPerChunk[w].join() === expectedPerChunk.join()) && chunks > fillChunks,
+report("recordings", graphed.every((w) => recordingsPerChunk[w].join() === expectedPerChunk.join()) && chunks > fillChunks,
   `recordings per stream of ${chunks} chunks (denoising forward / context pass), ${fillChunks} expected each, all while the window fills: ` +
   graphed.map((w) => `${w}: ${described(stats(w))} / ${described(contextStats(w))}; per chunk ${runs(recordingsPerChunk[w])}`).join("; "));
-report(x0Steps > 0 && x0Worst <= X0_BOUND,
+report("x0", x0Steps > 0 && x0Worst <= X0_BOUND,
   `x0 prediction with bf16 activations vs f32 activations: max abs err ${x0Worst.toExponential(2)} of max|x0| over ${x0Steps} steps (bound ${X0_BOUND})`);
 const steadyFrom = 1 + g.warmupChunks;
 const per = (w: Way) => median(seconds[w].slice(steadyFrom));
@@ -217,7 +220,7 @@ console.log(`chunk time (4 steps + context pass, ${spec.width}x${spec.height}, w
 const settled = steadyFrom + 1;
 const steady = systemAllocations.slice(settled - 1);
 const perStep = (w: Way) => [...new Set(stepAllocations[w].slice(settled * timesteps.length))].join(", ");
-report(steady.length > 1 && new Set(steady).size === 1,
+report("noSteadyMalloc", steady.length > 1 && new Set(steady).size === 1,
   `no ${cpu ? "memory growth" : "cudaMalloc"} in the steady state: ${cpu ? "wasm memory grows" : "cudaMalloc calls"} so far after chunks ${settled - 1}…${chunks - 1}: ${steady.join(" → ")}; ` +
   `blocks handed out per denoising step: ${ways.map((w) => `${w} ${perStep(w)}`).join(", ")} (graphs: every steady step a launch)`);
 
@@ -241,6 +244,12 @@ console.log(`host launches per steady chunk (chunks ≥ ${settled}: ${timesteps.
     `a denoising forward ${lastDenoiseLaunches["eager bf16"][settled]}; skipped against a full forward at t = 0: ${gflop(skipped)} GFLOP ` +
     `(the last block's q projection ${gflop(q)}, its self-attention over ${window} keys, output projection, cross-attention and FFN, and the head)`);
 }
+
+const byWay = (f: (w: Way) => number) => Object.fromEntries(ways.map((w) => [w, f(w)]));
+console.log(`VERDICT-DATA ${JSON.stringify({
+  script: "dit-graph", backend: b.name, width: spec.width, height: spec.height, chunks, steadyFrom, checks, compared, differing, x0Worst, x0Bound: X0_BOUND,
+  videoFramesPerChunk: g.videoFramesPerChunk, firstS: byWay((w) => seconds[w][0]!), steadyS: byWay(per), hostSteadyS: byWay(hostPer),
+})}`);
 
 for (const w of ways) models[w].free();
 dit.freeCross(crosses.bf16);

@@ -16,6 +16,8 @@
 //   bun tools/bench/e2e-realtime.ts [--model DIR | --preset wan-1.3b|kino-tiny|tiny] [--device auto|cuda|cpu]
 //       [--size WxH] [--chunks 10] [--warmup N] [--kino PATH|source] [--save FILE.mp4] [--json]
 //       [--target-fps F] [--target-first-chunk S] [--ready-timeout 600]
+// Without --json the table ends with one VERDICT-DATA line (the result and the targets, as JSON) for
+// tools/gpu-verdicts.ts.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -240,7 +242,9 @@ if (import.meta.main) {
       model: arg("model"), preset, device, size: arg("size"), chunks: count("chunks", 10)!, warmup: count("warmup"), kino: arg("kino"),
       save: arg("save"), readyTimeoutS: count("ready-timeout", 600)!, log: (line) => console.error(`e2e-realtime: ${line}`),
     });
-    console.log(json ? JSON.stringify(result) : formatE2e(result, { fps: number("target-fps"), firstChunkS: number("target-first-chunk") }));
+    const targets = { fps: number("target-fps"), firstChunkS: number("target-first-chunk") };
+    console.log(json ? JSON.stringify(result) : formatE2e(result, targets));
+    if (!json) console.log(`VERDICT-DATA ${JSON.stringify({ script: "e2e-realtime", ...result, targets })}`);
     // a server that had to be killed, or left workers behind, did not stop cleanly
     if (result.server.exitCode !== 0 || result.server.workersLeft.length) process.exit(1);
   } catch (err) {

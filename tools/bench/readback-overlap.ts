@@ -4,7 +4,8 @@
 // back, H.264 encoded inline by the worker's StreamTask as a session's are), runs of each mode
 // interleaved. Reports PASS/FAIL that both modes send the same bytes (every fragment and the
 // trailer), then per mode the first chunk's time and the steady interval between chunks. Exits 1 when
-// the bytes differ or the backend has no overlapped readback. A step of tools/gpu-check.sh (< 20 s on
+// the bytes differ or the backend has no overlapped readback. Ends with one VERDICT-DATA line (the
+// same, as JSON) for tools/gpu-verdicts.ts. A step of tools/gpu-check.sh (< 20 s on
 // an H200); `bun tools/bench/readback-overlap.ts [--device cuda] [--chunks 12] [--runs 2]`.
 import { createHash } from "node:crypto";
 import { resolve } from "node:path";
@@ -73,6 +74,8 @@ console.log("|---|---|---|---|");
 for (const [mode, rs] of Object.entries(results)) {
   console.log(`| ${mode} | ${median(rs.map((x) => x.firstS)).toFixed(3)} | ${median(rs.map((x) => x.intervalMs)).toFixed(1)} | ${median(rs.map((x) => x.totalS)).toFixed(2)} |`);
 }
+const medians = (rs: Run[]) => ({ firstS: median(rs.map((x) => x.firstS)), intervalMs: median(rs.map((x) => x.intervalMs)), streamS: median(rs.map((x) => x.totalS)) });
+console.log(`VERDICT-DATA ${JSON.stringify({ script: "readback-overlap", sameBytes: digests.size === 1, runs, chunks: 1 + chunks, sync: medians(results.sync), overlap: medians(results.overlap) })}`);
 model.free();
 backend.dispose();
 process.exit(digests.size === 1 ? 0 : 1);
