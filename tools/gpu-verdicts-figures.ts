@@ -1,0 +1,109 @@
+// The figures of a tools/gpu-check.sh run as markdown rows in the shapes of docs/BENCHMARKS.md's GPU
+// section (tools/gpu-verdicts.ts prints them to paste there): attention and GEMM TFLOP/s beside
+// cuDNN / cuBLAS, the Hopper GEMMs side by side, the DiT's seconds per chunk four ways, the clip graph,
+// end to end through the server, the overlapped readback, and the op sweep's counts. What a run did
+// not measure is said, with the step's result, instead of a row.
+import { type CheckLogs, type DataRecord, findRecord, findStep, readBunTest } from "./gpu-verdicts-log.ts";
+import { STEPS, rowsOf } from "./gpu-verdicts-rules.ts";
+
+const f1 = (x: number) => x.toFixed(1), f3 = (x: number) => x.toFixed(3), f4 = (x: number) => x.toFixed(4);
+/** The row names as the docs write them: × for x between sizes. */
+const pretty = (label: string) => label.replace(/(\d)x(\d)/g, "$1×$2").replace(/^gemm /, "GEMM ");
+
+function notMeasured(logs: CheckLogs, stepKey: keyof typeof STEPS): string {
+  const step = findStep(logs, STEPS[stepKey]);
+  return `(not measured: step "${STEPS[stepKey]}" ${step ? `${step.result}${step.note ? ` (${step.note})` : ""}` : "not in the logs"})`;
+}
+
+function kernelTables(logs: CheckLogs): string[] {
+  const parts = ["wgmma", "bench", "persistent", "persistent-tma", "pingpong"];
+  const recs = Object.fromEntries(parts.map((p) => [p, findRecord(logs, "gpu-check-kernels", p)])) as Record<string, DataRecord | undefined>;
+  const out = ["| op | kino TFLOP/s | PyTorch (cuBLAS / cuDNN SDPA) | kino / torch |", "|---|---|---|---|"];
+  const seen = new Set<string>();
+  for (const p of ["wgmma", "bench"]) {
+    for (const r of rowsOf(recs[p])) {
+      const key = `${r.label} [${r.kernel}]`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      out.push(`| ${pretty(r.label)} (${r.kernel}) | ${f1(r.kino)} | ${f1(r.torch)} | ${(r.kino / r.torch).toFixed(2)} |`);
+    }
+  }
+  if (!seen.size) out.splice(0, 2, `attention and GEMM beside cuBLAS / SDPA ${notMeasured(logs, "kernelsBench")}`);
+
+  // the Hopper GEMMs: each column from its own part; one block per tile and cuBLAS from the first part that timed them
+  const columns = [["wgmma", "one block per tile"], ["persistent", "persistent"], ["persistent-tma", "persistent + TMA store"], ["pingpong", "ping-pong"]] as const;
+  const rows = ["persistent", "persistent-tma", "pingpong"].flatMap((p) => rowsOf(recs[p]).map((r) => ({ ...r, part: p })));
+  if (!rows.length) return [...out, "", `Hopper GEMMs ${notMeasured(logs, "hopper")}`];
+  const labels = [...new Set(rows.map((r) => r.label))];
+  const cell = (label: string, kernel: string) => {
+    const r = rows.find((x) => x.label === label && x.kernel === kernel && (kernel === "wgmma" || x.part === kernel));
+    return r ? f1(r.kino) : "—";
+  };
+  return [...out, "", `| shape | ${columns.map(([, c]) => c).join(" | ")} | cuBLAS |`, `|---|${columns.map(() => "---|").join("")}---|`,
+    ...labels.map((l) => `| ${pretty(l).replace(/^GEMM /, "")} | ${columns.map(([k]) => cell(l, k)).join(" | ")} | ${f1(rows.find((x) => x.label === l)!.torch)} |`)];
+}
+
+function ditTable(logs: CheckLogs): string[] {
+  const r = findRecord(logs, "dit-graph");
+  if (!r) return [`causal DiT ${notMeasured(logs, "causal")}`];
+  const ways = ["eager bf16", "graphs bf16", "eager f32", "graphs f32"];
+  const first = r.firstS as Record<string, number>, steady = r.steadyS as Record<string, number>, host = r.hostSteadyS as Record<string, number>;
+  const perWay = (f: (w: string) => string) => ways.map(f).join(" | ");
+  const fps = (w: string) => f1(Number(r.videoFramesPerChunk) / steady[w]!);
+  return [`| what (${r.backend}, ${r.width}x${r.height}) | ${ways.join(" | ")} |`, "|---|---|---|---|---|",
+    `| s per chunk, first / steady (chunks ≥ ${r.steadyFrom}) | ${perWay((w) => `${f3(first[w]!)} / ${f4(steady[w]!)}`)} |`,
+    `| host s per steady chunk (until the last op is enqueued) | ${perWay((w) => f4(host[w]!))} |`,
+    `| video fps of DiT throughput, steady | ${perWay(fps)} |`,
+    `| predictions equal eager bit for bit (both dtypes) | — | ${Number(r.compared) - Number(r.differing)}/${r.compared} | — | ${Number(r.compared) - Number(r.differing)}/${r.compared} |`,
+    `| x0 max abs err / max\\|x0\\| against f32 activations (bound ${r.x0Bound}) | ${Number(r.x0Worst).toExponential(2)} | — | — | — |`];
+}
+
+function clipTable(logs: CheckLogs): string[] {
+  const r = findRecord(logs, "dit-clip-graph");
+  if (!r) return [`bidirectional clip graph ${notMeasured(logs, "clip")}`];
+  return ["| what | eager | graph |", "|---|---|---|",
+    `| s per step (both forwards), first / later | ${f3(Number(r.eagerFirstS))} / ${f3(Number(r.eagerLaterS))} | ${f3(Number(r.graphFirstS))} / ${f3(Number(r.graphLaterS))} |`,
+    `| predictions and final latent equal eager bit for bit | — | ${r.identical}/${r.predictions}, latent ${r.latentIdentical ? "identical" : "DIFFERS"} |`];
+}
+
+function e2eTable(logs: CheckLogs): string[] {
+  const r = findRecord(logs, "e2e-realtime");
+  if (!r) return [`end to end ${notMeasured(logs, "e2e")}`];
+  const n = (k: string) => Number(r[k]);
+  const t = (r.targets ?? {}) as { fps?: number; firstChunkS?: number };
+  const met = (ok: boolean) => (ok ? "met" : "NOT met");
+  const last = n("warmupChunks") + n("measuredChunks") - 1;
+  return [`| what | ${findStep(logs, "device")?.runs[0]?.lines.find((l) => l.trim())?.split(",")[0] ?? "GPU"} | target |`, "|---|---|---|",
+    `| checkpoint written / spawn → ready | ${r.checkpointWriteS === null ? "—" : `${f1(n("checkpointWriteS"))} s`} / ${f1(n("serverReadyS"))} s | — |`,
+    `| session.start → first media chunk, the server's first session | ${f3(n("coldFirstChunkS"))} s | — |`,
+    `| session.start → first media chunk, the next session (a new prompt) | ${f3(n("firstChunkS"))} s | ${t.firstChunkS !== undefined ? `≤ ${t.firstChunkS} s: ${met(n("firstChunkS") <= t.firstChunkS)}` : "—"} |`,
+    `| steady video fps (frames per wall s, chunks ${n("warmupChunks")}–${last}) | ${f1(n("steadyFps"))} | ${t.fps !== undefined ? `≥ ${t.fps}: ${met(n("steadyFps") >= t.fps)}` : "—"} |`,
+    `| real-time factor (media s per wall s) | ${n("realTimeFactor").toFixed(2)}× | ${t.fps !== undefined ? `≥ ${(t.fps / n("fps")).toFixed(3).replace(/\.?0+$/, "")}× (${t.fps} fps of ${n("fps")} fps video)` : "—"} |`];
+}
+
+function readbackTable(logs: CheckLogs): string[] {
+  const r = findRecord(logs, "readback-overlap");
+  if (!r) return [`overlapped readback ${notMeasured(logs, "readback")}`];
+  const row = (mode: string) => {
+    const m = r[mode] as { firstS: number; intervalMs: number; streamS: number };
+    return `| ${mode} | ${f3(m.firstS)} | ${f1(m.intervalMs)} | ${m.streamS.toFixed(2)} |`;
+  };
+  return ["| readback | first chunk s | steady chunk interval ms | stream s |", "|---|---|---|---|", row("sync"), row("overlap")];
+}
+
+function opSweep(logs: CheckLogs): string[] {
+  const step = findStep(logs, STEPS.opSweep);
+  const counts = step?.runs.map((r) => readBunTest(r.lines)).find((c) => c);
+  if (!counts) return [`op sweep ${notMeasured(logs, "opSweep")}`];
+  return [`| op sweep on CUDA (bun test${counts.files !== null ? `, ${counts.files} files` : ""}) | ${counts.pass} pass, ${counts.fail} fail |`,
+    ...counts.failed.map((f) => `  failed: ${f}`)];
+}
+
+/** Every table, each under a heading line naming what it is. */
+export function figures(logs: CheckLogs): string[] {
+  const device = findStep(logs, "device")?.runs[0]?.lines.find((l) => l.trim());
+  const sections: [string, string[]][] = [["attention and GEMM (TFLOP/s), then the Hopper GEMMs side by side", kernelTables(logs)],
+    ["causal DiT, Wan2.1-1.3B at real size (tools/bench/dit-graph.ts)", ditTable(logs)], ["bidirectional t2v clip as one graph", clipTable(logs)],
+    ["end to end through kino serve", e2eTable(logs)], ["readback overlapped with the next chunk", readbackTable(logs)], ["op sweep", opSweep(logs)]];
+  return [`device: ${device ?? "(no device line)"}`, ...sections.flatMap(([title, lines]) => ["", `### ${title}`, ...lines])];
+}
