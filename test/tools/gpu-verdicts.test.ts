@@ -1,0 +1,218 @@
+// tools/gpu-verdicts.ts on logs of tools/gpu-check.sh: the real script run in its dry-run mode with each
+// step's device output played through the harness (test/helpers/gpu-check-fixture.ts: the lines the
+// check scripts print, figures chosen per case), split in its python and bun parts as a device session
+// runs it. What a user sees: the merged step table, each constant's verdict and why, the rows for
+// docs/BENCHMARKS.md, and --apply setting exactly the FLIP constants in a copy of the sources.
+import { expect, test } from "bun:test";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import {
+  QUIET, type StepFixture, type Way, benchPart, clipGraph, ditGraph, e2eRealtime, gemmPart, opSweep, readbackOverlap, runCheck, wgmmaPart,
+} from "../helpers/gpu-check-fixture.ts";
+import { FLAGS, STEPS } from "../../tools/gpu-verdicts-rules.ts";
+
+const root = resolve(import.meta.dir, "../..");
+
+function verdicts(args: string[]) {
+  const r = Bun.spawnSync([process.execPath, "tools/gpu-verdicts.ts", ...args], { cwd: root, stdout: "pipe", stderr: "pipe" });
+  const out = r.stdout.toString();
+  const lines = out.split("\n");
+  /** flag → [verdict, why], and the evidence lines under it */
+  const judged: Record<string, [string, string, string[]]> = {};
+  for (const [i, line] of lines.entries()) {
+    const m = /^(FLIP|KEEP|NO EVIDENCE|SET) +(\w+) \([^)]+\): (.*)$/.exec(line);
+    if (!m) continue;
+    const evidence: string[] = [];
+    for (let j = i + 1; lines[j]?.startsWith("            "); j++) evidence.push(lines[j]!.trim());
+    judged[m[2]!] = [m[1]!, m[3]!, evidence];
+  }
+  const steps = [...out.matchAll(/^(PASS|FAIL|TIMEOUT|SKIPPED|CUT|\?) +\d+ s {2}(.*)$/gm)].map((m) => `${m[1]} ${m[2]}`);
+  return { rc: r.exitCode, out, err: r.stderr.toString(), judged, steps, verdict: (flag: string) => judged[flag]?.[0] };
+}
+
+const FAST: Record<Way, number> = { "eager bf16": 0.951, "graphs bf16": 0.812, "eager f32": 1.103, "graphs f32": 0.967 };
+interface Device {
+  wgmma?: Parameters<typeof wgmmaPart>[0];
+  gemm?: Record<string, Parameters<typeof gemmPart>[1]>;
+  steadyS?: Record<Way, number>;
+  sweepFailed?: [string, string][];
+}
+function pythonPart(d: Device = {}, extra: Record<string, StepFixture> = {}, env: Record<string, string> = {}) {
+  const gemm = { persistent: { speedup: 1.04 }, pingpong: { speedup: 1.09 }, "persistent-tma": { speedup: 1.06 }, ...d.gemm };
+  const hopper = [...wgmmaPart(d.wgmma ?? { tflops: [452.1, 461.3, 470.2, 380.5] }),
+    ...(["persistent", "pingpong", "persistent-tma"] as const).flatMap((p) => gemmPart(p, gemm[p]))];
+  const failed = !!d.wgmma?.failing || Object.values(gemm).some((g) => g.failing || g.hang);
+  return runCheck("python", { ...QUIET, unverified_hopper: { lines: hopper, rc: failed ? 1 : 0 }, kernels_bench: { lines: benchPart() }, ...extra }, env);
+}
+function bunPart(d: Device = {}, extra: Record<string, StepFixture | string> = {}, env: Record<string, string> = {}) {
+  return runCheck("bun", {
+    ...QUIET, causal_graphs: { lines: ditGraph({ steadyS: d.steadyS ?? FAST }) }, e2e_realtime: { lines: e2eRealtime() }, clip_graph: { lines: clipGraph() },
+    readback_overlap: { lines: readbackOverlap({ syncMs: 412.3, overlapMs: 377.9 }) }, op_sweep: { lines: opSweep(d.sweepFailed), rc: d.sweepFailed?.length ? 1 : 0 }, ...extra,
+  }, env);
+}
+
+/** A copy of the files the constants live in, under a temporary root. */
+function sourcesCopy(): string {
+  const dir = mkdtempSync(join(tmpdir(), "kino-verdict-src-"));
+  for (const file of new Set(Object.values(FLAGS))) {
+    mkdirSync(dirname(join(dir, file)), { recursive: true });
+    copyFileSync(join(root, file), join(dir, file));
+  }
+  return dir;
+}
+/** The lines of `file` that differ between the checkout and the copy: [line number, checkout's, copy's]. */
+function changedLines(copy: string, file: string): [number, string, string][] {
+  const a = readFileSync(join(root, file), "utf8").split("\n"), b = readFileSync(join(copy, file), "utf8").split("\n");
+  expect(b.length).toBe(a.length);
+  return a.flatMap((line, i) => (line === b[i] ? [] : [[i + 1, line, b[i]!] as [number, string, string]]));
+}
+
+test("every check passes and measures faster: each constant FLIPs (of the GEMMs the fastest), the figures come out as rows; --apply sets exactly those lines", () => {
+  const logs = [pythonPart(), bunPart()];
+  const r = verdicts(logs);
+  expect(r.rc, r.err).toBe(0);
+  expect(r.steps).toHaveLength(13);
+  expect(r.steps.every((s) => s.startsWith("PASS "))).toBe(true);
+  expect(r.steps[0]).toBe("PASS device [log 1 PASS, log 2 PASS]");
+  expect(r.steps.find((s) => s.includes(STEPS.hopper))).toEndWith("[log 1]");
+  expect(r.steps.find((s) => s.includes(STEPS.opSweep))).toEndWith("[log 2]");
+  expect(Object.fromEntries(Object.entries(r.judged).map(([f, [v]]) => [f, v]))).toEqual({
+    WGMMA_ATTENTION_VERIFIED: "FLIP", GEMM_PERSISTENT_VERIFIED: "KEEP", GEMM_PERSISTENT_TMA_VERIFIED: "KEEP", GEMM_PINGPONG_VERIFIED: "FLIP",
+    GRAPHS_VERIFIED: "FLIP", BF16_ACTIVATIONS_VERIFIED: "FLIP", READBACK_OVERLAP_VERIFIED: "FLIP",
+  });
+  expect(r.judged.GEMM_PINGPONG_VERIFIED![1]).toContain("faster than one block per tile at all 6 Wan shapes (geometric mean 1.09×)");
+  expect(r.judged.GEMM_PERSISTENT_VERIFIED![1]).toContain("but GEMM_PINGPONG_VERIFIED is faster (1.09×) and gemm.cu takes one");
+  expect(r.judged.WGMMA_ATTENTION_VERIFIED![2]).toContain("attention 12x128 Lq=4680 Lk=4680: wgmma 452.1 vs mma.sync 175.2 TFLOP/s (2.58×; torch 526.3)");
+  expect(r.judged.READBACK_OVERLAP_VERIFIED![2]).toContain("steady chunk interval: overlap 377.9 vs sync 412.3 ms; first chunk 0.409 vs 0.412 s");
+  expect(r.judged.GRAPHS_VERIFIED![2]).toContain("op sweep: 412 pass, 0 fail, none in dit-graph.test.ts, dit-sequence-graph.test.ts");
+  // the rows for docs/BENCHMARKS.md
+  for (const row of ["| attention 12×128 Lq=4680 Lk=4680 (wgmma) | 452.1 | 526.3 | 0.86 |", "| GEMM Wan QKV 4680×4608×1536 (auto) | 553.1 | 748.2 | 0.74 |",
+    "| Wan FFN up +gelu | 605.0 | 629.1 | 641.3 | 659.4 | 779.4 |", "| Wan QKV split 3 → bf16 | 536.5 | 547.2 | 568.7 | — | 748.2 |",
+    "| s per chunk, first / steady (chunks ≥ 7) | 0.379 / 0.9510 | 0.512 / 0.8120 | 0.401 / 1.1030 | 0.538 / 0.9670 |", "| video fps of DiT throughput, steady | 12.6 | 14.8 | 10.9 | 12.4 |",
+    "| session.start → first media chunk, the next session (a new prompt) | 0.470 s | ≤ 0.5 s: met |", "| steady video fps (frames per wall s, chunks 7–16) | 31.7 | ≥ 30: met |",
+    "| real-time factor (media s per wall s) | 1.98× | ≥ 1.875× (30 fps of 16 fps video) |", "| overlap | 0.409 | 377.9 | 4.62 |", "| op sweep on CUDA (bun test, 6 files) | 412 pass, 0 fail |"]) {
+    expect(r.out).toContain(`\n${row}\n`);
+  }
+  expect(r.out).toContain("device: NVIDIA H200, 570.124.06, 143771 MiB, 1980 MHz");
+  expect(r.out).toContain("| what | NVIDIA H200 | target |");
+  expect(r.out).toContain("to set WGMMA_ATTENTION_VERIFIED, GEMM_PINGPONG_VERIFIED, GRAPHS_VERIFIED, BF16_ACTIVATIONS_VERIFIED, READBACK_OVERLAP_VERIFIED: the same command with --apply");
+
+  const before = Object.values(FLAGS).map((f) => readFileSync(join(root, f), "utf8"));
+  const copy = sourcesCopy();
+  const applied = verdicts([...logs, "--apply", "--root", copy]);
+  expect(applied.rc, applied.err).toBe(0);
+  expect(applied.out).toContain(`--apply: set WGMMA_ATTENTION_VERIFIED, GEMM_PINGPONG_VERIFIED, GRAPHS_VERIFIED, BF16_ACTIVATIONS_VERIFIED, READBACK_OVERLAP_VERIFIED to true in kernels/cuda/attention.cu, kernels/cuda/gemm.cu, src/models/dit-graph.ts, src/models/dit-activations.ts, src/pipelines/readback-overlap.ts (under ${copy})`);
+  const flipped = (file: string) => changedLines(copy, file).map(([, was, now]) => `${was} → ${now}`);
+  expect(flipped("kernels/cuda/attention.cu")).toEqual(["constexpr bool WGMMA_ATTENTION_VERIFIED = false; → constexpr bool WGMMA_ATTENTION_VERIFIED = true;"]);
+  expect(flipped("kernels/cuda/gemm.cu")).toEqual(["constexpr bool GEMM_PINGPONG_VERIFIED = false; → constexpr bool GEMM_PINGPONG_VERIFIED = true;"]);
+  expect(flipped("src/models/dit-graph.ts")).toEqual(["export const GRAPHS_VERIFIED = false; → export const GRAPHS_VERIFIED = true;"]);
+  expect(flipped("src/models/dit-activations.ts")).toEqual(["export const BF16_ACTIVATIONS_VERIFIED = false; → export const BF16_ACTIVATIONS_VERIFIED = true;"]);
+  expect(flipped("src/pipelines/readback-overlap.ts")).toEqual(["export const READBACK_OVERLAP_VERIFIED = false; → export const READBACK_OVERLAP_VERIFIED = true;"]);
+  // once set, the same logs set nothing more: the GEMMs judged beside the one already set
+  const again = verdicts([...logs, "--apply", "--root", copy]);
+  expect(again.verdict("WGMMA_ATTENTION_VERIFIED")).toBe("SET");
+  expect(again.judged.GEMM_PERSISTENT_VERIFIED![1]).toContain("GEMM_PINGPONG_VERIFIED is already set and gemm.cu takes one: compare by hand");
+  expect(again.out).toContain("--apply: nothing to set");
+  expect(flipped("kernels/cuda/gemm.cu")).toHaveLength(1);
+  // the checkout's own sources untouched
+  expect(Object.values(FLAGS).map((f) => readFileSync(join(root, f), "utf8"))).toEqual(before);
+}, 60_000);
+
+test("a FAIL in the attention check keeps WGMMA_ATTENTION_VERIFIED with the failed check; a failed graph test in the op sweep keeps GRAPHS_VERIFIED", () => {
+  const r = verdicts([pythonPart({ wgmma: { tflops: [], failing: "yes" } }), bunPart({ sweepFailed: [["test/models/dit-graph.test.ts", "graph launches equal eager on CUDA"]] })]);
+  expect(r.rc, r.err).toBe(0);
+  expect(r.steps.find((s) => s.includes(STEPS.hopper))).toStartWith("FAIL ");
+  expect(r.steps.find((s) => s.includes(STEPS.opSweep))).toStartWith("FAIL ");
+  expect(r.judged.WGMMA_ATTENTION_VERIFIED!.slice(0, 2)).toEqual(["KEEP", "wgmma: 1 correctness check(s) failed: wgmma f32 in D=128 B=1 Lq=1560 Lk=1560 kv=1560 H=12 block=520/0 bias"]);
+  expect(r.verdict("GEMM_PINGPONG_VERIFIED")).toBe("FLIP"); // the GEMM parts ran in processes of their own
+  expect(r.judged.GRAPHS_VERIFIED!.slice(0, 2)).toEqual(["KEEP", "op sweep: 1 test(s) failed: test/models/dit-graph.test.ts: graph launches equal eager on CUDA"]);
+  expect(r.verdict("BF16_ACTIVATIONS_VERIFIED")).toBe("FLIP");
+  expect(r.out).toContain("| op sweep on CUDA (bun test, 6 files) | 411 pass, 1 fail |\n  failed: test/models/dit-graph.test.ts: graph launches equal eager on CUDA");
+  // mma.sync attention still has its rows, from the benchmarks step
+  expect(r.out).toContain("| attention 12×128 Lq=4680 Lk=32760 (mma.sync) | 172.3 | 558.4 | 0.31 |");
+}, 60_000);
+
+test("persistent passes but is slower than the default at a Wan shape: KEEP; a failing and a hung GEMM: KEEP; slower graphs and bf16: KEEP", () => {
+  const slowBf16: Record<Way, number> = { "eager bf16": 1.151, "graphs bf16": 1.312, "eager f32": 1.103, "graphs f32": 0.967 };
+  const r = verdicts([pythonPart({ gemm: { persistent: { speedup: { "Wan QKV": 0.94 } }, pingpong: { speedup: 1.2, failing: true }, "persistent-tma": { speedup: 1.1, hang: true } } }),
+    bunPart({ steadyS: slowBf16 })]);
+  expect(r.rc, r.err).toBe(0);
+  const [v, why, evidence] = r.judged.GEMM_PERSISTENT_VERIFIED!;
+  expect(v).toBe("KEEP");
+  expect(why).toBe("passes, but slower than the one-block-per-tile kernel at gemm Wan QKV 4680x4608x1536 0.94×");
+  expect(evidence).toContain("gemm Wan QKV 4680x4608x1536: persistent 519.9 vs wgmma 553.1 TFLOP/s (0.94×; torch 748.2)");
+  expect(evidence).toContain("gemm Wan FFN down +gated residual: persistent 724.0 vs wgmma 689.5 TFLOP/s (1.05×; torch 807.5)");
+  expect(r.judged.GEMM_PINGPONG_VERIFIED!.slice(0, 2)).toEqual(["KEEP", "pingpong: 1 correctness check(s) failed: pingpong: a f32 4680x4608x1536 [wgmma-pingpong]"]);
+  expect(r.judged.GEMM_PERSISTENT_TMA_VERIFIED!.slice(0, 2)).toEqual(["KEEP", "persistent-tma: hung (the watchdog fired after 120 s)"]);
+  expect(r.judged.GRAPHS_VERIFIED!.slice(0, 2)).toEqual(["KEEP", "graphs not faster than eager per steady chunk with bf16 activations"]);
+  expect(r.judged.BF16_ACTIVATIONS_VERIFIED!.slice(0, 2)).toEqual(["KEEP", "bf16 activations not faster than f32 per steady chunk (eager, graphs)"]);
+  expect(r.out).toContain("to set WGMMA_ATTENTION_VERIFIED, READBACK_OVERLAP_VERIFIED: the same command with --apply");
+}, 60_000);
+
+test("a step cut by its cap or a budget spent before it: NO EVIDENCE for what it had not printed; a log cut mid-step: NO EVIDENCE", () => {
+  const tight = { KINO_GPU_CHECK_BUDGET: "3", KINO_GPU_CHECK_MIN_STEP: "1" };
+  // the hopper step prints the wgmma and persistent parts whole, then hangs inside pingpong until the budget cuts it
+  const hopper = { lines: [...wgmmaPart({ tflops: [452.1, 461.3, 470.2, 380.5] }), ...gemmPart("persistent", { speedup: 1.04 }), "", "wgmma-pingpong GEMM (sm_90a) correctness:"], sleep: 30 };
+  const python = pythonPart({}, { unverified_hopper: hopper }, tight);
+  const bun = bunPart({}, { causal_graphs: { lines: ditGraph({ steadyS: FAST }).slice(0, 5), sleep: 30 } }, tight);
+  const r = verdicts([python, bun]);
+  expect(r.rc, r.err).toBe(0);
+  expect(r.steps.find((s) => s.includes(STEPS.hopper))).toMatch(/^TIMEOUT .*\(cap cut to the budget's [23] s\) \[log 1\]$/);
+  expect(r.steps.find((s) => s.includes(STEPS.readback))).toBe("SKIPPED readback of chunk i overlapped with the DiT of chunk i + 1 (bun) (budget spent) [log 2]");
+  expect(r.verdict("WGMMA_ATTENTION_VERIFIED")).toBe("FLIP");
+  expect(r.verdict("GEMM_PERSISTENT_VERIFIED")).toBe("FLIP"); // the only GEMM with a whole result
+  expect(r.judged.GEMM_PINGPONG_VERIFIED![0]).toBe("NO EVIDENCE");
+  expect(r.judged.GEMM_PINGPONG_VERIFIED![1]).toMatch(/^pingpong part: step "wgmma attention vs PyTorch" TIMEOUT \(cap cut to the budget's [23] s\), before its result$/);
+  expect(r.verdict("GEMM_PERSISTENT_TMA_VERIFIED")).toBe("NO EVIDENCE");
+  expect(r.judged.GRAPHS_VERIFIED![1]).toMatch(/^causal DiT graphs: step "causal DiT as CUDA graphs" TIMEOUT/);
+  expect(r.verdict("BF16_ACTIVATIONS_VERIFIED")).toBe("NO EVIDENCE");
+  expect(r.judged.READBACK_OVERLAP_VERIFIED!.slice(0, 2)).toEqual(["NO EVIDENCE", 'overlapped readback: step "readback of chunk i overlapped" SKIPPED (budget spent), before its result']);
+  expect(r.out).toContain("end to end (not measured: step \"end to end: kino serve\" SKIPPED (budget spent))");
+
+  // the whole command killed inside the readback step: no summary, the log ends there
+  const whole = readFileSync(bunPart(), "utf8");
+  const cut = join(mkdtempSync(join(tmpdir(), "kino-verdict-cut-")), "gpu-check.log");
+  writeFileSync(cut, whole.slice(0, whole.indexOf("PASS: overlapped readback")));
+  const c = verdicts([cut]);
+  expect(c.steps.at(-1)).toBe("CUT readback of chunk i overlapped with the DiT of chunk i + 1 (bun) (the log ends inside this step)");
+  expect(c.judged.READBACK_OVERLAP_VERIFIED!.slice(0, 2)).toEqual(["NO EVIDENCE", 'overlapped readback: step "readback of chunk i overlapped" CUT (the log ends inside this step), before its result']);
+  expect(c.verdict("GRAPHS_VERIFIED")).toBe("FLIP"); // its step and the clip's printed their results before the cut
+  expect(c.verdict("WGMMA_ATTENTION_VERIFIED")).toBe("NO EVIDENCE"); // the python part's log not given
+}, 60_000);
+
+test("the real DiT graph scripts through the harness (--cpu): their VERDICT-DATA carries the figures their prose prints, and a run off CUDA proves nothing", () => {
+  const log = bunPart({}, {
+    causal_graphs: `exec "${process.execPath}" tools/bench/dit-graph.ts --cpu\n`, clip_graph: `exec "${process.execPath}" tools/bench/dit-clip-graph.ts --cpu\n`,
+  });
+  const text = readFileSync(log, "utf8");
+  const r = verdicts([log]);
+  expect(r.rc, r.err).toBe(0);
+  expect(r.judged.GRAPHS_VERIFIED!.slice(0, 2)).toEqual(["NO EVIDENCE", "dit-graph.ts ran on the wasm backend, not CUDA"]);
+  expect(r.judged.BF16_ACTIVATIONS_VERIFIED!.slice(0, 2)).toEqual(["NO EVIDENCE", "dit-graph.ts ran on the wasm backend, not CUDA"]);
+  const prose = /first chunk eager bf16 ([\d.]+) s, graphs bf16 ([\d.]+) s, eager f32 ([\d.]+) s, graphs f32 ([\d.]+) s; steady \(chunks ≥ 7\) eager bf16 ([\d.]+) s \(host [\d.]+ s\), graphs bf16 ([\d.]+) s \(host [\d.]+ s\), eager f32 ([\d.]+) s \(host [\d.]+ s\), graphs f32 ([\d.]+) s/.exec(text)!;
+  expect(prose).not.toBeNull();
+  expect(r.out).toContain(`| s per chunk, first / steady (chunks ≥ 7) | ${prose[1]} / ${prose[5]} | ${prose[2]} / ${prose[6]} | ${prose[3]} / ${prose[7]} | ${prose[4]} / ${prose[8]} |`);
+  expect(r.out).toContain("| what (wasm, 64x64) |");
+  const clip = /eager first ([\d.]+) s, later ([\d.]+) s; graph first \(recording\) ([\d.]+) s, later \(launches\) ([\d.]+) s/.exec(text)!;
+  expect(r.out).toContain(`| s per step (both forwards), first / later | ${clip[1]} / ${clip[2]} | ${clip[3]} / ${clip[4]} |`);
+  expect(r.out).toContain("| predictions and final latent equal eager bit for bit | — | 6/6, latent identical |");
+}, 60_000);
+
+test("the step names the rules look for are tools/gpu-check.sh's, each once; bad input is refused naming what is wrong", () => {
+  const log = runCheck("python", {});
+  const steps = verdicts([log]).steps;
+  for (const fragment of Object.values(STEPS)) expect(steps.filter((s) => s.includes(fragment)), fragment).toHaveLength(1);
+
+  const notLog = join(mkdtempSync(join(tmpdir(), "kino-verdict-bad-")), "notes.txt");
+  writeFileSync(notLog, "PASS everything\n");
+  expect(verdicts([notLog])).toMatchObject({ rc: 2, err: `gpu-verdicts: ${notLog}: no "== STEP (cap …)" line in it: not a tools/gpu-check.sh log\n` });
+  expect(verdicts(["/nonexistent/gpu-check.log"]).err).toStartWith("gpu-verdicts: cannot read the log /nonexistent/gpu-check.log: ");
+  expect(verdicts([log, "--aply"])).toMatchObject({ rc: 2, err: "gpu-verdicts: unknown option --aply (options: --apply, --root DIR)\n" });
+  expect(verdicts([]).err).toStartWith("gpu-verdicts: usage: bun tools/gpu-verdicts.ts OUT1/gpu-check.log");
+  // a constant declared twice is not guessed at
+  const copy = sourcesCopy();
+  const gemm = join(copy, "kernels/cuda/gemm.cu");
+  writeFileSync(gemm, `${readFileSync(gemm, "utf8")}\nconstexpr bool GEMM_PINGPONG_VERIFIED = false;\n`);
+  expect(verdicts([log, "--root", copy])).toMatchObject({ rc: 2, err: 'gpu-verdicts: kernels/cuda/gemm.cu: 2 declarations of GEMM_PINGPONG_VERIFIED (one "constexpr bool GEMM_PINGPONG_VERIFIED = …;" or "export const GEMM_PINGPONG_VERIFIED = …;" line expected)\n' });
+}, 60_000);
