@@ -53,6 +53,12 @@
 # dist/kino. Where no bun is carried, that executable stands in for it (BUN_BE_BUN=1 makes a compiled
 # Bun program the bun CLI), so one carried file serves every step; since the tree and that file exceed
 # one call's carry, tools/gpu-payload.sh splits it and the check runs in two parts (KINO_GPU_CHECK_PART). Results are also written to $OUT/gpu-check.log when OUT is set.
+# After the run, `bun tools/gpu-verdicts.ts OUT1/gpu-check.log OUT2/gpu-check.log [--apply]` (the two
+# parts' logs) reads them instead of a person: the steps merged over the parts, then for each hand-set
+# fast path (WGMMA_ATTENTION_VERIFIED, the GEMM_*_VERIFIED, GRAPHS_VERIFIED, BF16_ACTIVATIONS_VERIFIED,
+# READBACK_OVERLAP_VERIFIED) the evidence it needs and FLIP / KEEP (why) / NO EVIDENCE (step missing or
+# cut), and the figures as rows for docs/BENCHMARKS.md; --apply sets the FLIP constants. It reads the
+# one VERDICT-DATA line each check ends with, not the prose: keep those lines when changing a check.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LOG="${OUT:-/tmp}/gpu-check.log"

@@ -67,7 +67,7 @@ export function rowsOf(r: DataRecord | undefined): Row[] {
   if (!r || !Array.isArray(r.rows)) return [];
   return (r.rows as [string, number, number][]).flatMap(([name, kino, torch]) => {
     const m = /^(.*) \[([^\]]+)\]$/.exec(name);
-    return m ? [{ label: m[1]!, kernel: m[2]!, kino, torch }] : [];
+    return m ? [{ label: m[1]!, kernel: m[2]!, kino: Number(kino), torch: Number(torch) }] : []; // null (NaN) compares as not faster
   });
 }
 
@@ -201,11 +201,20 @@ function readbackOverlap(logs: CheckLogs): Outcome {
   return { verdict: "FLIP", why: "same bytes, and the steady chunk interval dropped", evidence };
 }
 
+/** A rule that cannot read its record (a field missing or null) gives no evidence rather than ending the tool. */
+function guarded<T>(what: string, rule: () => T, fallback: (o: Outcome) => T): T {
+  try {
+    return rule();
+  } catch (e) {
+    return fallback(none(`${what}: its VERDICT-DATA could not be read (${(e as Error).message})`));
+  }
+}
+
 /** Every flag's verdict, in FLAGS' order; `current`: the constants' values in the source now. */
 export function judge(logs: CheckLogs, current: Record<Flag, boolean>): Verdict[] {
   const single: [Flag, (l: CheckLogs) => Outcome][] = [["WGMMA_ATTENTION_VERIFIED", wgmmaAttention], ["GRAPHS_VERIFIED", graphs],
     ["BF16_ACTIVATIONS_VERIFIED", bf16Activations], ["READBACK_OVERLAP_VERIFIED", readbackOverlap]];
-  const all: Verdict[] = [...gemms(logs, current),
-    ...single.map(([flag, rule]) => (current[flag] ? { flag, verdict: "SET" as const, why: `already true in ${FLAGS[flag]}`, evidence: [] } : { flag, ...rule(logs) }))];
+  const all: Verdict[] = [...guarded("GEMM parts", () => gemms(logs, current), (o) => GEMMS.map(([, flag]) => ({ flag, ...o }))),
+    ...single.map(([flag, rule]) => (current[flag] ? { flag, verdict: "SET" as const, why: `already true in ${FLAGS[flag]}`, evidence: [] } : { flag, ...guarded(flag, () => rule(logs), (o) => o) }))];
   return (Object.keys(FLAGS) as Flag[]).map((flag) => all.find((v) => v.flag === flag)!);
 }

@@ -38,7 +38,7 @@ interface Device {
   steadyS?: Record<Way, number>;
   sweepFailed?: [string, string][];
 }
-function pythonPart(d: Device = {}, extra: Record<string, StepFixture> = {}, env: Record<string, string> = {}) {
+function pythonPart(d: Device = {}, extra: Record<string, StepFixture | string> = {}, env: Record<string, string> = {}) {
   const gemm = { persistent: { speedup: 1.04 }, pingpong: { speedup: 1.09 }, "persistent-tma": { speedup: 1.06 }, ...d.gemm };
   const hopper = [...wgmmaPart(d.wgmma ?? { tflops: [452.1, 461.3, 470.2, 380.5] }),
     ...(["persistent", "pingpong", "persistent-tma"] as const).flatMap((p) => gemmPart(p, gemm[p]))];
@@ -199,6 +199,27 @@ test("the real DiT graph scripts through the harness (--cpu): their VERDICT-DATA
   expect(r.out).toContain("| predictions and final latent equal eager bit for bit | — | 6/6, latent identical |");
 }, 60_000);
 
+// The real gpu-check-kernels.py where torch is (as on the device machines), its CUDA library and device
+// stubbed: a GPU that is not sm_90 makes each Hopper part print its skip and its VERDICT-DATA line.
+const hasTorch = Bun.spawnSync(["python3", "-c", "import torch"], { stdout: "ignore", stderr: "ignore" }).exitCode === 0;
+test.skipIf(!hasTorch)("the real gpu-check-kernels.py on a stubbed sm_80 device: every Hopper part NO EVIDENCE, not an sm_90 GPU", () => {
+  const stub = join(mkdtempSync(join(tmpdir(), "kino-verdict-py-")), "stubbed.py");
+  writeFileSync(stub, [
+    "import ctypes, runpy, sys, unittest.mock as mock", "import torch",
+    "ctypes.CDLL = lambda *a, **k: mock.MagicMock()", "torch.Generator = lambda *a, **k: mock.MagicMock()",
+    "torch.cuda.get_device_capability = lambda *a: (8, 0)", "sys.path.insert(0, 'tools')",
+    "sys.argv = ['tools/gpu-check-kernels.py', *sys.argv[1:]]", "runpy.run_path('tools/gpu-check-kernels.py', run_name='__main__')"].join("\n"));
+  // the four parts unverified_hopper runs, in one process here (torch's import is most of the time)
+  const log = pythonPart({}, { unverified_hopper: `exec python3 ${stub} wgmma persistent pingpong persistent-tma\n` });
+  const r = verdicts([log]);
+  expect(r.rc, r.err).toBe(0);
+  expect(readFileSync(log, "utf8")).toContain('VERDICT-DATA {"script": "gpu-check-kernels", "parts": ["wgmma", "persistent", "pingpong", "persistent-tma"], "failures": [], "skipped": ["wgmma", "persistent", "pingpong", "persistent-tma"], "rows": []}');
+  expect(r.judged.WGMMA_ATTENTION_VERIFIED!.slice(0, 2)).toEqual(["NO EVIDENCE", "wgmma: not run, the GPU is not sm_90"]);
+  for (const [flag, part] of [["GEMM_PERSISTENT_VERIFIED", "persistent"], ["GEMM_PINGPONG_VERIFIED", "pingpong"], ["GEMM_PERSISTENT_TMA_VERIFIED", "persistent-tma"]]) {
+    expect(r.judged[flag!]!.slice(0, 2)).toEqual(["NO EVIDENCE", `${part}: not run, the GPU is not sm_90`]);
+  }
+}, 60_000);
+
 test("the step names the rules look for are tools/gpu-check.sh's, each once; bad input is refused naming what is wrong", () => {
   const log = runCheck("python", {});
   const steps = verdicts([log]).steps;
@@ -210,6 +231,16 @@ test("the step names the rules look for are tools/gpu-check.sh's, each once; bad
   expect(verdicts(["/nonexistent/gpu-check.log"]).err).toStartWith("gpu-verdicts: cannot read the log /nonexistent/gpu-check.log: ");
   expect(verdicts([log, "--aply"])).toMatchObject({ rc: 2, err: "gpu-verdicts: unknown option --aply (options: --apply, --root DIR)\n" });
   expect(verdicts([]).err).toStartWith("gpu-verdicts: usage: bun tools/gpu-verdicts.ts OUT1/gpu-check.log");
+  // a record missing its figures, and a line that is not JSON: said, and the rest still judged
+  const odd = bunPart({}, { causal_graphs: { lines: ['VERDICT-DATA {"script":"dit-graph","backend":"cuda","checks":{"bitForBit":true,"recordings":true,"x0":true,"noSteadyMalloc":true}}'] },
+    clip_graph: { lines: ["VERDICT-DATA {not json"] } });
+  const o = verdicts([odd]);
+  expect(o.rc, o.err).toBe(0);
+  expect(o.judged.GRAPHS_VERIFIED![0]).toBe("NO EVIDENCE");
+  expect(o.judged.GRAPHS_VERIFIED![1]).toStartWith("GRAPHS_VERIFIED: its VERDICT-DATA could not be read (");
+  expect(o.verdict("READBACK_OVERLAP_VERIFIED")).toBe("FLIP");
+  expect(o.out).toContain(`warning: ${odd}: a VERDICT-DATA line in "bidirectional t2v clip as one CUDA graph, Wan2.1-1.3B at 832x480, 81 frames (bun)" is not JSON (`);
+  expect(o.out).toMatch(/### causal DiT, Wan2.1-1.3B at real size \(tools\/bench\/dit-graph.ts\)\n\(could not be made from its VERDICT-DATA: /);
   // a constant declared twice is not guessed at
   const copy = sourcesCopy();
   const gemm = join(copy, "kernels/cuda/gemm.cu");
