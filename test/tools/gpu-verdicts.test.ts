@@ -39,9 +39,9 @@ interface Device {
   sweepFailed?: [string, string][];
 }
 function pythonPart(d: Device = {}, extra: Record<string, StepFixture | string> = {}, env: Record<string, string> = {}) {
-  const gemm = { persistent: { speedup: 1.04 }, pingpong: { speedup: 1.09 }, "persistent-tma": { speedup: 1.06 }, ...d.gemm };
+  const gemm: Record<string, Parameters<typeof gemmPart>[1]> = { persistent: { speedup: 1.04 }, pingpong: { speedup: 1.09 }, "persistent-tma": { speedup: 1.06 }, ...d.gemm };
   const hopper = [...wgmmaPart(d.wgmma ?? { tflops: [452.1, 461.3, 470.2, 380.5] }),
-    ...(["persistent", "pingpong", "persistent-tma"] as const).flatMap((p) => gemmPart(p, gemm[p]))];
+    ...(["persistent", "pingpong", "persistent-tma"] as const).flatMap((p) => gemmPart(p, gemm[p]!))];
   const failed = !!d.wgmma?.failing || Object.values(gemm).some((g) => g.failing || g.hang);
   return runCheck("python", { ...QUIET, unverified_hopper: { lines: hopper, rc: failed ? 1 : 0 }, kernels_bench: { lines: benchPart() }, ...extra }, env);
 }
