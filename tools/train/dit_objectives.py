@@ -70,13 +70,14 @@ def circle_twins(vae, scenes, frames=1):
 
 
 @torch.no_grad()
-def own_past(dit, text, tok, x0, prompts, gen, text_len, mask, frame_pos):
+def own_past(dit, text, tok, x0, prompts, gen, text_len, mask, frame_pos, **dit_kw):
     """Every latent frame f >= 1 of clean clips x0 [B, C, F, H, W] made as the stream makes a
     continuing chunk (from frame f-1 noised to the continuation's sigma, the last steps of the
     sampler's schedule with its guidance) with the true frames before it as the past; frame 0 stays
     true. A stream's past is its own output, and the shapes the DiT keeps over 8 chunks after a true
     past it loses after its own (probes.py --past-probe): these frames are the past the stream has,
-    one chunk's errors deep."""
+    one chunk's errors deep. dit_kw: more of the DiT's inputs (an image branch's `image`), both
+    guidance streams alike."""
     F_ = x0.shape[2]
     sig = sampler_sigmas(CFG["sample_steps"], CFG["shift"])
     start = continuation_start(CFG["sample_steps"], CFG["continuation_strength"])
@@ -90,8 +91,8 @@ def own_past(dit, text, tok, x0, prompts, gen, text_len, mask, frame_pos):
         t = torch.cat([torch.zeros(len(x0), F_), torch.full((len(x0), F_), sig[i] * 1000.0)], dim=1)
         both = torch.cat([x0, x], dim=2)
         with torch.autocast("cpu", dtype=torch.bfloat16):
-            pc = dit(both, t, cond, frame_pos=frame_pos, frame_mask=mask)[:, :, F_:].float()
-            pu = dit(both, t, uncond, frame_pos=frame_pos, frame_mask=mask)[:, :, F_:].float()
+            pc = dit(both, t, cond, frame_pos=frame_pos, frame_mask=mask, **dit_kw)[:, :, F_:].float()
+            pu = dit(both, t, uncond, frame_pos=frame_pos, frame_mask=mask, **dit_kw)[:, :, F_:].float()
         pred = pu + g * (pc - pu)  # x0 estimate (CFG "prediction" is "sample")
         x = x + (sig[i + 1] - sig[i]) * (x - pred) / sig[i]
     x[:, :, 0] = x0[:, :, 0]

@@ -31,7 +31,9 @@ def import_dit(model_dir, out):
     tok = tokmod.default_tokenizer()
     exported_vocab = json.load(open(os.path.join(model_dir, "tokenizer", "tokenizer.json")))["model"]["vocab"]
     assert exported_vocab == tok.vocab, "the exported tokenizer is not this renderer's vocabulary"
-    kino = json.load(open(os.path.join(model_dir, "transformer", "config.json")))["kino"]
+    tcfg = json.load(open(os.path.join(model_dir, "transformer", "config.json")))
+    kino = tcfg["kino"]
+    CFG["dit"]["image_dim"] = tcfg.get("image_dim")  # an image branch (image_branch.py)
     CFG["sink_chunks"] = kino["sink_frames"] // kino["chunk_latent_frames"]  # saved with the checkpoint
     CFG["native_sizes"] = kino.get("native_sizes", [f"{kino['native_width']}x{kino['native_height']}"])
     CFG["first_frame"] = kino.get("first_frame_conditioning", False)

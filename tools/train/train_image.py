@@ -1,15 +1,24 @@
 """Train kino-tiny's image branch (image_branch.py) on streams that start from a given first frame.
 
-  python3 tools/train/train_image.py --init DIT_CKPT --data DIR --out DIR --steps N [--threads 2]
+  python3 tools/train/train_image.py --init DIT_CKPT --data DIR --out DIR --steps N [--caption-teacher]
+                                     [--own-past-share S] [--threads 2]
 
 Every clip of a batch is an image-to-video stream as the server runs one: latent frame 0 is the
 client's image, clean in the past (committed without denoising) and out of the loss, and read by
 the image branch as its patches; the later frames are noised on the path a continuing chunk's
 sampling takes from its predecessor (continuation_path), under the teacher-forcing mask of
 train_dit.py; --motion-caption-share of the captions say only how things move ("moving right"),
---drop are empty (the guidance's unconditional stream sees the image too, as in Wan2.1 I2V). Only
-the branch trains (AdamW, EMA); the DiT and the text encoder are frozen, so --init's text-to-video
-model is unchanged. Checkpoints have train_dit.py's layout; sample.py and export.py read them.
+--drop are empty (the guidance's unconditional stream sees the image too, as in Wan2.1 I2V).
+
+The data alone teach the branch little: under teacher forcing the true past already carries the
+object, so the branch is needed only where a stream's own past has drifted, which the data never
+show. --caption-teacher makes a captioned clip's target what the frozen DiT predicts for the clip's
+whole caption (color and shape words) on the same inputs, so the branch must say from the image what
+the caption would; --own-past-share gives that many clips their own continuation as the past
+(own_past, with the image), where the whole caption pulls a drifted object back.
+
+Only the branch trains (AdamW, EMA); the DiT and the text encoder are frozen, so --init's
+text-to-video model is unchanged. Checkpoints have train_dit.py's layout; sample.py and export.py read them.
 """
 import argparse
 import signal
@@ -21,7 +30,7 @@ import torch
 import common
 from common import CFG
 from dit_batches import load_data
-from dit_objectives import continuation_path, flow_error
+from dit_objectives import continuation_path, flow_error, own_past
 from distill import predict
 from image_branch import freeze_all_but_branch, latent_patches, with_image_branch
 from networks import TextModel
@@ -46,6 +55,11 @@ def parse_args():
     ap.add_argument("--motion-caption-share", type=float, default=0.75)
     ap.add_argument("--drop", type=float, default=0.1, help="empty captions (the guidance's unconditional stream)")
     ap.add_argument("--ctx-noise", type=float, default=0.2, help="largest noise level of a past frame after the image")
+    ap.add_argument("--caption-teacher", action="store_true",
+                    help="a captioned clip's target is the frozen DiT's prediction for its whole caption (no image) "
+                         "on the same inputs instead of the data")
+    ap.add_argument("--own-past-share", type=float, default=0.0,
+                    help="clips whose past after the image is their own continuation (own_past, with the image)")
     ap.add_argument("--shards", type=int, default=None)
     ap.add_argument("--save-every", type=float, default=300, help="seconds")
     ap.add_argument("--threads", type=int, default=1)
@@ -60,13 +74,15 @@ def learning_rate(args, step):
 
 def load_start(args, tok):
     """The DiT with its branch, the frozen text encoder, the branch's EMA and the step: resumed from
-    --out's checkpoint, else started from --init's EMA weights."""
+    --out's checkpoint, else from --init's: continued where it has a branch (a run with another
+    objective), else the branch added to its EMA weights."""
     ck = common.load_ckpt(f"{args.out}/ckpt.pt")
-    resumed = ck is not None
-    if not resumed:
+    if ck is None:
         ck = common.load_ckpt(args.init)
         if ck is None:
             raise SystemExit(f"--init: no checkpoint at {args.init}")
+    # this run's own checkpoint, or another branch run's, continued (weights, EMA, optimizer, step)
+    resumed = bool(ck["cfg"]["dit"].get("image_dim"))
     CFG["sink_chunks"] = ck["cfg"].get("sink_chunks", CFG["sink_chunks"])
     CFG["native_sizes"] = ck["cfg"].get("native_sizes", CFG["native_sizes"])
     base = {k: v for k, v in ck["ema_dit"].items()}
@@ -141,6 +157,13 @@ def main():
             r = rng.random()
             prompts.append("" if r < args.drop else captions.motion_caption(scenes[i], rng)
                            if r < args.drop + args.motion_caption_share * (1 - args.drop) else captions.caption(scenes[i], rng))
+        image = latent_patches(x0[:, :, :1])
+        past = x0
+        n_own = int(round(args.own_past_share * args.bs))
+        if n_own:  # the stream's past: its own chunks, whose color may have drifted from the image's
+            past = x0.clone()
+            past[:n_own] = own_past(dit, text, tok, x0[:n_own], prompts[:n_own], gen, text_len, mask, frame_pos,
+                                    image=image[:n_own])
         eps = torch.randn(x0.shape, generator=gen)
         sigma = shift_sigma(torch.rand(args.bs, F_, generator=gen), CFG["shift"])
         xt = x0.clone()
@@ -149,12 +172,19 @@ def main():
         s_ctx = torch.rand(args.bs, F_, generator=gen) * args.ctx_noise * (torch.rand(args.bs, F_, generator=gen) < 0.5)
         s_ctx[:, 0] = 0.0  # the image is committed as it was encoded
         c5 = s_ctx[:, None, :, None, None]
-        x_ctx = (1 - c5) * x0 + c5 * torch.randn(x0.shape, generator=gen)
+        x_ctx = (1 - c5) * past + c5 * torch.randn(x0.shape, generator=gen)
         x_in = torch.cat([x_ctx, xt], dim=2)
         t = torch.cat([s_ctx * 1000.0, sigma * 1000.0], dim=1)
         out = predict(dit, text, tok, prompts, text_len, x_in, t, None, frame_pos=frame_pos, frame_mask=mask,
-                      image=latent_patches(x0[:, :, :1]))
-        err = flow_error(out[:, :, F_:].float(), x0, eps, s5)
+                      image=image)
+        target = x0
+        if args.caption_teacher:  # what the whole caption makes of the same inputs: the branch must say it
+            with torch.no_grad():
+                said = predict(dit, text, tok, [captions.caption(scenes[i], rng) for i in idx], text_len, x_in, t,
+                               None, frame_pos=frame_pos, frame_mask=mask)[:, :, F_:].float()
+            captioned = torch.tensor([p != "" for p in prompts])[:, None, None, None, None]
+            target = torch.where(captioned, said, x0)
+        err = flow_error(out[:, :, F_:].float(), target, eps, s5)
         loss = (err.mean(dim=(1, 3, 4)) * frame_w).sum(dim=1).mean() / frame_w.sum()
         opt.zero_grad(set_to_none=True)
         loss.backward()
