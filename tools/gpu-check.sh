@@ -44,7 +44,8 @@
 #       on a distinct GPU; with one, num_gpus 2 refused naming worker 1's CUDA_VISIBLE_DEVICES=1;
 #   13. the op sweep on CUDA (bun test): test/runtime/ops.test.ts with every kernel path forced,
 #       cuda.test.ts, the golden DiT with bf16 activations, DiT graphs causal and bidirectional, the
-#       causal context pass's K/V (its k|v-rows GEMM) bit for bit against a full forward's.
+#       causal context pass's K/V (its k|v-rows GEMM) bit for bit against a full forward's, kino's
+#       latent-patch image branch (chunked with the cache against the block-causal pass).
 # GPU machines of the lab image have python3 + torch but no bun: carry one compressed
 # (`gzip -9 -c node_modules/bun/bin/bun.exe > .gpu/bun.gz`, ~50 MB) or set KINO_BUN; the bun steps
 # are SKIPPED without it. Steps 5 and 12 run `kino serve`, which needs node_modules (not carried) or
@@ -204,7 +205,7 @@ multi_gpu() {
 
 op_sweep() {
   need_bun
-  local sweep=(test/runtime/cuda.test.ts test/models/dit-graph.test.ts test/models/dit-sequence-graph.test.ts test/models/dit-activations.test.ts test/models/dit-context-pass.test.ts)
+  local sweep=(test/runtime/cuda.test.ts test/models/dit-graph.test.ts test/models/dit-sequence-graph.test.ts test/models/dit-activations.test.ts test/models/dit-context-pass.test.ts test/models/dit-image-branch.test.ts)
   [ -f test/runtime/ops.test.ts ] && sweep+=(test/runtime/ops.test.ts)
   "$BUN" test --timeout 120000 "${sweep[@]}"
 }

@@ -116,6 +116,14 @@ def load_ckpt(path):
     return torch.load(path, map_location="cpu")
 
 
+def report(log, name, step, losses, lr, gn, s_per_step, extra=""):
+    """A training run's report every few steps: the mean loss since the last one, into the run's log
+    and on stdout."""
+    log.log(step=step, loss=float(np.mean(losses)), lr=lr, gn=float(gn), s_per_step=s_per_step)
+    print(f"{name} step {step} loss {np.mean(losses):.4f} gn {float(gn):.2f} lr {lr:.2e} {s_per_step:.2f} s/step{extra}",
+          flush=True)
+
+
 class Logger:
     def __init__(self, path):
         os.makedirs(os.path.dirname(path), exist_ok=True)

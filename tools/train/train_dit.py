@@ -367,9 +367,8 @@ def main():
             print(f"bench: {t_run / n_steps_here:.3f} s/step (bs {args.bs}), {args.bs * n_steps_here / t_run:.1f} clips/s")
             return
         if step % 20 == 0:
-            log.log(step=step, loss=float(np.mean(losses)), lr=lr, gn=float(gn), s_per_step=t_run / n_steps_here)
-            print(f"dit step {step} loss {np.mean(losses):.4f} gn {float(gn):.2f} lr {lr:.2e} "
-                  f"{t_run / n_steps_here:.2f} s/step, {(time.time() - t_start) / 60:.1f} min", flush=True)
+            common.report(log, "dit", step, losses, lr, gn, t_run / n_steps_here,
+                          f", {(time.time() - t_start) / 60:.1f} min")
             losses = []
         if time.time() - last_save > args.save_every:
             save()

@@ -50,7 +50,8 @@ def parse_args():
     ap.add_argument("--bs", type=int, default=24)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--warmup", type=int, default=50)
-    ap.add_argument("--decay-start", type=float, default=0.7, help="share of --steps after which the lr decays to 5 %%")
+    ap.add_argument("--decay-start", type=int, default=None,
+                    help="the step after which the lr decays linearly to 5 %% at --steps (default: 70 %% of --steps)")
     ap.add_argument("--ema", type=float, default=0.995)
     ap.add_argument("--motion-caption-share", type=float, default=0.75)
     ap.add_argument("--drop", type=float, default=0.1, help="empty captions (the guidance's unconditional stream)")
@@ -67,7 +68,7 @@ def parse_args():
 
 
 def learning_rate(args, step):
-    start = int(args.decay_start * args.steps)
+    start = int(0.7 * args.steps) if args.decay_start is None else args.decay_start
     decay = (step - start) / max(1, args.steps - start)
     return args.lr * min(1.0, (step + 1) / args.warmup) * (1.0 - 0.95 * min(1.0, max(0.0, decay)))
 
@@ -197,9 +198,7 @@ def main():
         t_run += time.time() - t0
         losses.append(loss.item())
         if step % 20 == 0:
-            log.log(step=step, loss=float(np.mean(losses)), lr=lr, gn=float(gn), s_per_step=t_run / n_here)
-            print(f"image step {step} loss {np.mean(losses):.4f} gn {float(gn):.2f} lr {lr:.2e} "
-                  f"{t_run / n_here:.2f} s/step", flush=True)
+            common.report(log, "image", step, losses, lr, gn, t_run / n_here)
             losses = []
         if time.time() - last_save > args.save_every:
             save()
