@@ -1,33 +1,28 @@
 // kino-tiny starting from a client's image, as a user sees it through the server: the image's latent
-// is the video's first chunk, so frame 0 is the image through the VAE, and the stream carries its
-// object on; /v1/images/edits starts an image from it. The model directory is the export with
-// kino.first_frame_conditioning set (the export declares it once trained for it).
+// is the video's first chunk, so frame 0 is the image through the VAE, and the image branch reads it in
+// every chunk, so the stream carries its object on; /v1/images/edits starts an image from it.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { decodeFrames } from "../helpers/decode.ts";
 import { expectEnvelope, startTestServer, type TestServer } from "../helpers/server.ts";
-import { background } from "./helpers/frame-colors.ts";
+import { background, objectColor, renderFrame } from "./helpers/frame-colors.ts";
 
 const EXPORT = join(import.meta.dir, "../../models/kino-tiny");
 const exported = existsSync(join(EXPORT, "model_index.json"));
+// Over the 8 scenes below: with the whole caption the export keeps all 8 colors; from the motion alone
+// it keeps 18 of 40 over 5 seeds, where the same DiT without its image branch keeps 5 (docs/MODEL.md
+// has the held-out scores).
+const MIN_KEPT_WITH_CAPTION = 7;
+const MOTION_ONLY_SEEDS = [1, 2, 3, 4, 5];
+const MIN_KEPT_MOTION_ONLY = 14;
 let server: TestServer;
-let dir: string;
 
 beforeAll(async () => {
-  if (!exported) return;
-  dir = mkdtempSync(join(tmpdir(), "kino-first-frame-"));
-  cpSync(EXPORT, dir, { recursive: true });
-  const configPath = join(dir, "transformer/config.json");
-  const config = JSON.parse(readFileSync(configPath, "utf8"));
-  config.kino.first_frame_conditioning = true;
-  writeFileSync(configPath, JSON.stringify(config));
-  server = await startTestServer({ "generator.model_path": dir });
+  if (exported) server = await startTestServer({ "generator.model_path": EXPORT });
 });
 afterAll(async () => {
   await server?.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 const post = (path: string, body: unknown) =>
@@ -70,6 +65,56 @@ describe.skipIf(!exported)("kino-tiny from an image", () => {
     expect(psnr(frames[0]!, await rgbOf(reference))).toBeGreaterThan(25);
   }, 60000);
 
+  /** The object's color in the last frame of a stream (29 frames) from `frame` and `prompt`. */
+  async function colorFrom(frame: Uint8Array, prompt: string, seed: number): Promise<string | null> {
+    const { encodeImage } = await import("../../src/media/images.ts");
+    const png = await encodeImage(frame, 64, 64, "png");
+    const res = await post("/v1/videos/sync", { prompt, size: "64x64", num_frames: 29, seed, image_reference: { image_url: dataUrl(png) } });
+    expect(res.status).toBe(200);
+    return objectColor((await decodeFrames(new Uint8Array(await res.arrayBuffer()), 64, 64)).at(-1)!);
+  }
+
+  // First frames as the training data draws them (an object of radius 13 on a solid background), and
+  // what a user would say beside them: the whole caption, or only the motion.
+  const SCENES: { color: string; shape: "circle" | "square"; bg: string; at: [number, number]; motion: string }[] = [
+    { color: "red", shape: "circle", bg: "black", at: [22, 30], motion: "moving right" },
+    { color: "yellow", shape: "square", bg: "blue", at: [42, 30], motion: "moving left" },
+    { color: "green", shape: "circle", bg: "white", at: [32, 42], motion: "moving up" },
+    { color: "blue", shape: "circle", bg: "yellow", at: [32, 22], motion: "moving down" },
+    { color: "pink", shape: "square", bg: "gray", at: [22, 32], motion: "moving right" },
+    { color: "cyan", shape: "circle", bg: "purple", at: [32, 32], motion: "standing still" },
+    { color: "orange", shape: "square", bg: "green", at: [42, 32], motion: "moving left" },
+    { color: "white", shape: "square", bg: "black", at: [22, 32], motion: "moving right" },
+  ];
+  const frameOf = (s: (typeof SCENES)[number]) => renderFrame(s.bg, s.color, s.shape, s.at[0], s.at[1], 13);
+  const captionOf = (s: (typeof SCENES)[number]) => `${s.color === "orange" ? "an" : "a"} ${s.color} ${s.shape} ${s.motion} on a ${s.bg} background`;
+
+  test("with the whole caption beside the image, the object keeps its color to the end", async () => {
+    const found: string[] = [];
+    let kept = 0;
+    for (const scene of SCENES) {
+      const got = await colorFrom(frameOf(scene), captionOf(scene), 1);
+      found.push(`${scene.color}:${got}`);
+      if (got === scene.color) kept++;
+    }
+    console.log(`whole caption beside the image: ${kept} of ${SCENES.length} kept (${found.join(", ")})`);
+    expect(kept, `object colors in the last frame: ${found.join(", ")}`).toBeGreaterThanOrEqual(MIN_KEPT_WITH_CAPTION);
+  }, 180000);
+
+  test("from a prompt that only says how it moves, the image's color carries into the stream", async () => {
+    const found: string[] = [];
+    let kept = 0;
+    for (const seed of MOTION_ONLY_SEEDS) {
+      for (const scene of SCENES) {
+        const got = await colorFrom(frameOf(scene), scene.motion, seed);
+        found.push(`${seed}:${scene.color}:${got}`);
+        if (got === scene.color) kept++;
+      }
+    }
+    console.log(`motion only: ${kept} of ${found.length} kept (${found.join(", ")})`);
+    expect(kept, `object colors in the last frame: ${found.join(", ")}`).toBeGreaterThanOrEqual(MIN_KEPT_MOTION_ONLY);
+  }, 240000);
+
   test("the image is cropped to the requested aspect, not stretched: a wide image at a square size", async () => {
     const square = await rgbOf(await drawnFrame("a green square on a white background", 2));
     // The square frame in the middle of a 128x64 picture, black bars either side: the crop keeps the middle.
@@ -96,7 +141,7 @@ describe.skipIf(!exported)("kino-tiny from an image", () => {
     expect(background(image).every((v) => v < 60)).toBe(true);
   }, 60000);
 
-  test("task i2v without an image, t2v with one, and two images are refused naming the field", async () => {
+  test("task i2v without an image, t2v with one, two images and an undecodable one are refused naming the field", async () => {
     const noImage = await expectEnvelope(await post("/v1/videos", { prompt: "moving right", task: "i2v" }), 400);
     expect(noImage).toMatchObject({ param: "task" });
     expect(noImage.message).toContain("needs an image reference");
@@ -105,5 +150,7 @@ describe.skipIf(!exported)("kino-tiny from an image", () => {
     expect(t2v).toMatchObject({ param: "task" });
     const two = await expectEnvelope(await post("/v1/videos", { prompt: "x", image_reference: [{ image_url: png }, { image_url: png }] }), 400);
     expect(two.message).toContain("at most 1 image reference");
+    const broken = await expectEnvelope(await post("/v1/videos", { prompt: "moving right", image_reference: { image_url: "data:image/png;base64,iVBORw0KGgo=" } }), 400);
+    expect(broken.param).toContain("image_reference");
   }, 60000);
 });

@@ -8,7 +8,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { decodeFrames } from "../helpers/decode.ts";
 import { RealtimeClient } from "../helpers/realtime-client.ts";
-import { expectEnvelope, startTestServer, type TestServer } from "../helpers/server.ts";
+import { startTestServer, type TestServer } from "../helpers/server.ts";
 import { background, hue, objectColor, objectRgb } from "./helpers/frame-colors.ts";
 
 const exported = existsSync(join(import.meta.dir, "../../models/kino-tiny/model_index.json"));
@@ -167,8 +167,8 @@ describe.skipIf(!exported)("kino-tiny through the server", () => {
 });
 
 // Beyond the native request: other sizes show one coherent scene at the requested aspect (not the grid
-// of copies a DiT draws when its token grid is stretched past its training size); input images are
-// refused naming the field, as the README says, until the model takes images.
+// of copies a DiT draws when its token grid is stretched past its training size). Input images:
+// kino-tiny-first-frame.test.ts.
 /** Connected regions (4-neighbour) of pixels that differ from the frame's border colour by more than
  *  60 (summed over channels): their sizes and whether they touch the frame's edge, largest first. */
 function objectRegions(rgb: Uint8Array, width: number, height: number): { size: number; onEdge: boolean }[] {
@@ -219,25 +219,4 @@ describe.skipIf(!exported)("kino-tiny at other sizes", () => {
       expect(others.length).toBeLessThanOrEqual(1);
     }, 60000);
   }
-});
-
-describe.skipIf(!exported)("kino-tiny and input images", () => {
-  test("images.edit and input_reference are refused with 400 naming the field", async () => {
-    // Refused by the model card before the image is read, so a PNG signature is all the bytes it takes.
-    const form = new FormData();
-    form.set("prompt", "a red circle");
-    form.set("image", new File([new Uint8Array([137, 80, 78, 71])], "frame.png", { type: "image/png" }));
-    const edit = await fetch(`${server.url}/v1/images/edits`, { method: "POST", body: form });
-    const editError = await expectEnvelope(edit, 400);
-    expect(editError.param).toBe("image");
-    expect(editError.message).toContain("input image");
-    const video = await fetch(`${server.url}/v1/videos`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ prompt: "a red circle", input_reference: { image_url: "data:image/png;base64,iVBORw0KGgo=" } }),
-    });
-    const videoError = await expectEnvelope(video, 400);
-    expect(videoError.param).toBe("input_reference.image_url");
-    expect(videoError.message).toContain("does not accept image references");
-  });
 });
