@@ -7,13 +7,13 @@
 // - "ti2v": Wan2.2 text-image-to-video (Wan2.2-TI2V-5B): in = out = 48 latent channels (the Wan2.2
 //   VAE), image conditioning by replacing the first latent frame, one timestep per token.
 // The original layout says it in `model_type`; a diffusers WanTransformer3DModel config says i2v with
-// `image_dim` / `added_kv_proj_dim`, and TI2V only through its 48 channels.
-// kino-tiny's image branch is Wan2.1 I2V's (img_emb, image keys/values in every cross-attention) fed
-// with the first frame's own latent cut into the DiT's patches instead of CLIP features, on a
-// text-to-video DiT (in = out channels) whose kino block says `"image_features": "latent_patches"`:
-// a "t2v" kind whose image tokens are optional (a stream without an image runs the text-to-video model). Everything else (Wan2.2's
+// `image_dim` / `added_kv_proj_dim`, and TI2V only through its 48 channels. Everything else (Wan2.2's
 // channel-concat I2V-A14B without CLIP, first-last-frame, VACE, speech-to-video, ...) is refused with a
 // message naming what was found.
+// kino-tiny's image branch is Wan2.1 I2V's (img_emb, image keys/values in every cross-attention) fed
+// with the given first frame's own latent cut into the DiT's patches instead of CLIP features, on a
+// text-to-video DiT (in = out channels) whose kino block says `"image_features": "latent_patches"`: a
+// "t2v" kind whose image tokens are optional (without an image it is the text-to-video model).
 import { CheckpointError } from "./safetensors.ts";
 
 export type DitKind = "t2v" | "i2v" | "ti2v";

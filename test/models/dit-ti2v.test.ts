@@ -114,7 +114,7 @@ for (const tb of await testBackends()) {
       const cross = await dit.crossAttnKV(get(io, "cond.context").data);
       const x = be.upload(get(io, "cond.x").data, get(io, "cond.x").shape);
       await expect(dit.forwardPerToken(x, tokenT.slice(1), cross)).rejects.toThrow("17 timesteps for the 18 tokens of a 3x2x3 grid");
-      await expect(dit.crossAttnKV(get(io, "cond.context").data, undefined, new Float32Array(48))).rejects.toThrow("a ti2v DiT takes no CLIP image features");
+      await expect(dit.crossAttnKV(get(io, "cond.context").data, undefined, new Float32Array(48))).rejects.toThrow("a ti2v DiT without an image branch takes no image features");
       be.free(x);
       dit.freeCross(cross);
       dit.free();

@@ -11,11 +11,11 @@ import { background, objectColor, renderFrame } from "./helpers/frame-colors.ts"
 const EXPORT = join(import.meta.dir, "../../models/kino-tiny");
 const exported = existsSync(join(EXPORT, "model_index.json"));
 // Over the 8 scenes below: with the whole caption the export keeps all 8 colors; from the motion alone
-// it keeps 18 of 40 over 5 seeds, where the same DiT without its image branch keeps 5 (docs/MODEL.md
-// has the held-out scores).
+// it keeps 10 of 24 over 3 seeds (18 of 40 over 5), where the same DiT without its image branch keeps
+// 3 (docs/MODEL.md has the held-out scores).
 const MIN_KEPT_WITH_CAPTION = 7;
-const MOTION_ONLY_SEEDS = [1, 2, 3, 4, 5];
-const MIN_KEPT_MOTION_ONLY = 14;
+const MOTION_ONLY_SEEDS = [1, 2, 3];
+const MIN_KEPT_MOTION_ONLY = 8;
 let server: TestServer;
 
 beforeAll(async () => {
