@@ -86,8 +86,9 @@ def load_start(args, tok):
     resumed = bool(ck["cfg"]["dit"].get("image_dim"))
     CFG["sink_chunks"] = ck["cfg"].get("sink_chunks", CFG["sink_chunks"])
     CFG["native_sizes"] = ck["cfg"].get("native_sizes", CFG["native_sizes"])
-    base = {k: v for k, v in ck["ema_dit"].items()}
-    dit = with_image_branch(base if not resumed else {k: v for k, v in base.items() if "img" not in k})
+    # the frozen DiT's weights (a resumed run's branch comes from its own "dit" below)
+    base = {k: v for k, v in ck["ema_dit"].items() if not (resumed and "img" in k)}
+    dit = with_image_branch(base)
     if resumed:
         dit.load_state_dict(ck["dit"])
     text = TextModel(tok)
