@@ -136,13 +136,19 @@ function gemms(logs: CheckLogs, current: Record<Flag, boolean>): Verdict[] {
   });
 }
 
-/** Failed tests of the op sweep in `files` (basenames): a KEEP reason, or null (also when the sweep did not run). */
-function sweepFailures(logs: CheckLogs, files: string[]): { reason: string | null; note: string } {
+/** The verdict once a flag's own checks passed: KEEP where the op sweep failed a test of `files`
+ *  (basenames), else FLIP for `why` (also when the sweep did not run); the sweep's counts join the evidence. */
+function flipUnlessSweepFailed(logs: CheckLogs, files: string[], evidence: string[], why: string): Outcome {
   const step = findStep(logs, STEPS.opSweep);
   const counts = step?.runs.map((r) => readBunTest(r.lines)).find((c) => c);
-  if (!counts) return { reason: null, note: `op sweep: ${step ? `${step.result}, no bun test counts` : "not in the logs"}` };
+  if (!counts) {
+    evidence.push(`op sweep: ${step ? `${step.result}, no bun test counts` : "not in the logs"}`);
+    return { verdict: "FLIP", why, evidence };
+  }
   const failed = counts.failed.filter((f) => files.some((file) => f.split(":")[0]!.endsWith(file)));
-  return { reason: failed.length ? `op sweep: ${failed.length} test(s) failed: ${failed.slice(0, 3).join("; ")}` : null, note: `op sweep: ${counts.pass} pass, ${counts.fail} fail, none in ${files.join(", ")}` };
+  evidence.push(`op sweep: ${counts.pass} pass, ${counts.fail} fail, none in ${files.join(", ")}`);
+  if (failed.length) return keep(`op sweep: ${failed.length} test(s) failed: ${failed.slice(0, 3).join("; ")}`, evidence);
+  return { verdict: "FLIP", why, evidence };
 }
 
 type Way = "eager bf16" | "graphs bf16" | "eager f32" | "graphs f32";
@@ -166,10 +172,8 @@ function graphs(logs: CheckLogs): Outcome {
   if (clipOff) return clipOff;
   evidence.push(`clip: ${clip.identical}/${clip.predictions} predictions and the final latent ${clip.latentIdentical ? "identical" : "DIFFER"}; s/step later eager ${Number(clip.eagerLaterS).toFixed(3)} vs graph ${Number(clip.graphLaterS).toFixed(3)}`);
   if (!clip.ok) return keep("the bidirectional clip's graph differs from eager", evidence);
-  const sweep = sweepFailures(logs, ["dit-graph.test.ts", "dit-sequence-graph.test.ts"]);
-  evidence.push(sweep.note);
-  if (sweep.reason) return keep(sweep.reason, evidence);
-  return { verdict: "FLIP", why: "graph launches equal eager bit for bit (causal and clip), recorded only while the window fills, no steady cudaMalloc, faster both ways", evidence };
+  return flipUnlessSweepFailed(logs, ["dit-graph.test.ts", "dit-sequence-graph.test.ts"], evidence,
+    "graph launches equal eager bit for bit (causal and clip), recorded only while the window fills, no steady cudaMalloc, faster both ways");
 }
 
 function bf16Activations(logs: CheckLogs): Outcome {
@@ -183,10 +187,7 @@ function bf16Activations(logs: CheckLogs): Outcome {
   if (!checks.x0) return keep("x0 with bf16 activations is outside its bound of f32's", evidence);
   const slower = (["eager", "graphs"] as const).filter((w) => !(s[`${w} bf16`] < s[`${w} f32`]));
   if (slower.length) return keep(`bf16 activations not faster than f32 per steady chunk (${slower.join(", ")})`, evidence);
-  const sweep = sweepFailures(logs, ["dit-activations.test.ts"]);
-  evidence.push(sweep.note);
-  if (sweep.reason) return keep(sweep.reason, evidence);
-  return { verdict: "FLIP", why: "x0 within its bound of f32 activations and faster, eager and as graphs", evidence };
+  return flipUnlessSweepFailed(logs, ["dit-activations.test.ts"], evidence, "x0 within its bound of f32 activations and faster, eager and as graphs");
 }
 
 function readbackOverlap(logs: CheckLogs): Outcome {

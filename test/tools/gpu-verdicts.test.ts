@@ -1,7 +1,7 @@
 // tools/gpu-verdicts.ts on logs of tools/gpu-check.sh: the real script run in its dry-run mode with each
 // step's device output played through the harness (test/helpers/gpu-check-fixture.ts: the lines the
-// check scripts print, figures chosen per case), split in its python and bun parts as a device session
-// runs it. What a user sees: the merged step table, each constant's verdict and why, the rows for
+// check scripts print, figures chosen per case), split in its python and bun parts as a run on the device
+// is. What a user sees: the merged step table, each constant's verdict and why, the rows for
 // docs/BENCHMARKS.md, and --apply setting exactly the FLIP constants in a copy of the sources.
 import { expect, test } from "bun:test";
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";

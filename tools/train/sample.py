@@ -93,7 +93,7 @@ class Stream:
         the stream's first chunk, kino.first_frame_conditioning) and returns its decoded frames."""
         streams = ["c", "u"] if self.g != 1.0 else ["c"]
         past = {s: self._past(s) for s in streams}
-        if getattr(self.dit, "image_dim", None) and self.k == 0:  # both guidance streams see the image
+        if self.dit.image_dim and self.k == 0:  # both guidance streams see the image
             self.img_kv = self.dit.image_kv(latent_patches(z))
         for s in streams:
             _, kv = self.dit.forward_chunk(z, torch.zeros(z.shape[0]), self.kv[s], [self.k], past[s], self.img_kv)

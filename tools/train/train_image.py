@@ -82,7 +82,7 @@ def load_start(args, tok):
         ck = common.load_ckpt(args.init)
         if ck is None:
             raise SystemExit(f"--init: no checkpoint at {args.init}")
-    # this run's own checkpoint, or another branch run's, continued (weights, EMA, optimizer, step)
+    # --out's checkpoint, or a checkpoint with a branch given as --init, continued (weights, EMA, optimizer, step)
     resumed = bool(ck["cfg"]["dit"].get("image_dim"))
     CFG["sink_chunks"] = ck["cfg"].get("sink_chunks", CFG["sink_chunks"])
     CFG["native_sizes"] = ck["cfg"].get("native_sizes", CFG["native_sizes"])
