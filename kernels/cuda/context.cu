@@ -79,6 +79,7 @@ KC_API KcContext* kc_create(int device, int32_t* code, char* err, int err_len) {
   ctx->conv_path = 0;
   if (conv && strcmp(conv, "simt") == 0) ctx->conv_path = 1;
   if (conv && strcmp(conv, "mma") == 0 && ctx->sm_major >= 8) ctx->conv_path = 2;
+  if (conv && strcmp(conv, "wgmma") == 0 && ctx->sm_major >= 8) ctx->conv_path = 3;  // mma.sync off sm_90 (conv.cu)
   if ((e = cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking)) != cudaSuccess) {
     snprintf(msg, sizeof msg, "cudaStreamCreate: %s (error %d)", cudaGetErrorString(e), (int)e);
     if (code) *code = (int32_t)e;
@@ -116,21 +117,21 @@ KC_API void kc_destroy(KcContext* ctx) {
 
 // Kernel choice: gemm_path 0 auto / 1 mma.sync / 2 SIMT / 3 wgmma / 4 wgmma on the persistent grid /
 // 5 wgmma ping-pong / 6 the persistent grid with the TMA-store epilogue; attention_path 0 auto / 1 f32 SIMT /
-// 2 wgmma / 3 mma.sync; conv_path 0 auto / 1 SIMT / 2 mma.sync. gemm_path 2, attention_path 1 and
+// 2 wgmma / 3 mma.sync; conv_path 0 auto / 1 SIMT / 2 mma.sync / 3 wgmma. gemm_path 2, attention_path 1 and
 // conv_path 1 are the exact ones (f32 products, no bf16 rounding of activations), for tests and
-// comparisons; forced mma.sync conv runs every call (any shape) on the tensor cores; attention_path 2 and gemm_path 4,
-// 5 and 6 run the Hopper kernels that auto does not pick yet (attention.cu, gemm.cu). A forced tensor-core path still falls back where a call's
+// comparisons; forced mma.sync conv runs every call (any shape) on the tensor cores; attention_path 2, gemm_path 4,
+// 5 and 6 and conv_path 3 run the Hopper kernels that auto does not pick yet (attention.cu, gemm.cu, conv.cu). A forced tensor-core path still falls back where a call's
 // shape or dtypes rule the kernel out (kc_last_kernel names what ran), except forced wgmma attention,
 // which fails instead; a path this device cannot run at all is refused here.
 KC_API int kc_set_paths(KcContext* ctx, int gemm_path, int attention_path, int conv_path) {
-  if (gemm_path < 0 || gemm_path > 6 || attention_path < 0 || attention_path > 3 || conv_path < 0 || conv_path > 2)
-    return kc_fail(ctx, KC_E_ARG, "kc_set_paths", "gemm_path must be 0..6, attention_path 0..3, conv_path 0..2");
+  if (gemm_path < 0 || gemm_path > 6 || attention_path < 0 || attention_path > 3 || conv_path < 0 || conv_path > 3)
+    return kc_fail(ctx, KC_E_ARG, "kc_set_paths", "gemm_path must be 0..6, attention_path 0..3, conv_path 0..3");
   char why[160];
   if ((gemm_path == 1 || attention_path == 3 || conv_path == 2) && ctx->sm_major < 8) {
     snprintf(why, sizeof why, "mma.sync needs sm_80 or newer, this device is sm_%d%d", ctx->sm_major, ctx->sm_minor);
     return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_set_paths", why);
   }
-  if ((gemm_path >= 3 || attention_path == 2) && (ctx->sm_major != 9 || !ctx->encode_tensor_map)) {
+  if ((gemm_path >= 3 || attention_path == 2 || conv_path == 3) && (ctx->sm_major != 9 || !ctx->encode_tensor_map)) {
     snprintf(why, sizeof why, "wgmma needs sm_90 and the driver's cuTensorMapEncodeTiled, this device is sm_%d%d%s",
              ctx->sm_major, ctx->sm_minor, ctx->sm_major == 9 ? " without it" : "");
     return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_set_paths", why);

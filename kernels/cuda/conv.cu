@@ -1,19 +1,32 @@
 // kc_conv3d: picks the convolution kernel for a call (semantics, kernels and precision: conv.cuh).
 //
-//   sm_80+, and the tiles are worth it → tensor cores (conv_mma.cu: x and w rounded to bf16)
+//   sm_80+, and the tiles are worth it → tensor cores (x and w rounded to bf16): conv_mma.cu, or on
+//                                        sm_90 (+ the driver's tensor-map encoder) with Cout ≥ 32
+//                                        conv_wgmma.cu once CONV_WGMMA_VERIFIED (below)
 //   otherwise                          → SIMT (exact f32 products)
 // "Worth it": Cout ≥ 64 with K = Cin·kt·kh·kw ≥ 256 (every Wan-VAE conv but the output one), or
 // K ≥ 2048 for narrow outputs (the Wan-VAE's 96 → 3 output conv). Small convs (the test models'
 // VAEs, patch embeddings) stay exact: they cost little either way, and their outputs are compared
 // with the CPU's to tight tolerances.
-// kc_set_paths (conv_path 1 SIMT, 2 tensor cores) forces a kernel for every call (the op sweep runs
-// each case on both); ctx->last_conv names the kernel each call ran.
+// KINO_CUDA_CONV=simt, =mma or =wgmma (read at kc_create), or kc_set_paths (conv_path 1 SIMT, 2 mma.sync,
+// 3 wgmma) forces a kernel for every call (the op sweep runs each case on each); forced wgmma still
+// runs mma.sync where the call rules wgmma out (Cout < 32: the narrow mma.sync tile suits it better; a
+// device that is not sm_90), as the forced wgmma GEMM does. ctx->last_conv names the kernel each call ran.
 #include "conv.cuh"
 #include <string.h>
 
 static bool tensor_cores_pay(const ConvGeom& g) {
   const int64_t K = (int64_t)g.Cin * g.kt * g.kh * g.kw;
   return (g.Cout >= 64 && K >= 256) || K >= 2048;
+}
+
+// The wgmma kernel has not yet run on a GPU: auto keeps mma.sync until the device check
+// (tools/gpu-check-conv.py, which forces it: conv_path 3) kept the tensor-core promise at every case on
+// an H200 and measured it faster than mma.sync at the Wan-VAE decoder's levels. Set to true then.
+constexpr bool CONV_WGMMA_VERIFIED = false;
+
+static bool wgmma_takes(const KcContext* ctx, const ConvGeom& g) {
+  return ctx->sm_major == 9 && ctx->encode_tensor_map && g.Cout >= 32;
 }
 
 // geom: 17 ints in ConvGeom order (Cin, Cout, T, H, W, kt, kh, kw, st, sh, sw, timePad, top, left,
@@ -28,7 +41,11 @@ KC_API int kc_conv3d(KcContext* ctx, float* out, const float* x, const float* pr
   if (w_dt != KC_F32 && w_dt != KC_BF16 && w_dt != KC_F16)
     return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_conv3d", "weights must be f32, bf16 or f16");
   const bool tensor_cores =
-      ctx->sm_major >= 8 && ctx->conv_path != 1 && (ctx->conv_path == 2 || tensor_cores_pay(g));
+      ctx->sm_major >= 8 && ctx->conv_path != 1 && (ctx->conv_path >= 2 || tensor_cores_pay(g));
+  if (tensor_cores && (ctx->conv_path == 3 || (ctx->conv_path == 0 && CONV_WGMMA_VERIFIED)) && wgmma_takes(ctx, g)) {
+    ctx->last_conv = "wgmma";
+    return kc_conv3d_wgmma_launch(ctx, out, x, prev, w, w_dt, bias, B, g);
+  }
   if (tensor_cores) {
     ctx->last_conv = "mma.sync";
     return kc_conv3d_mma_launch(ctx, out, x, prev, w, w_dt, bias, B, g);

@@ -11,11 +11,14 @@
 // Kernels (conv.cu picks one per call):
 //   conv_mma.cu   sm_80+: x and w repacked to channels-last bf16, then cp.async + ldmatrix + mma.sync
 //                 m16n8k16 with f32 accumulation, the im2col gather done by the A-tile loads.
+//   conv_wgmma.cu sm_90a: the same repacked operands (conv_pack.cu) and gather, on wgmma: the voxel rows
+//                 by cp.async into 128-byte-swizzled stages, the weight rows by TMA, one producer and
+//                 two consumer warpgroups; the same rounding, so the same promise as mma.sync.
 //   conv_simt.cu  any device: f32 FMA tiles (exact products); the exact path.
 //
 // Precision promises, per element, against the exact (f64) result on the inputs as given (w as stored),
 // with S = Σ_k |x̂[k, pos] · w[co, k]| and K = Cin·kt·kh·kw:
-//   tensor cores (mma.sync):  |out − ref| ≤ (u_x + u_w + u_x·u_w + K · 2^-23) · S
+//   tensor cores (mma.sync, wgmma):  |out − ref| ≤ (u_x + u_w + u_x·u_w + K · 2^-23) · S
 //     x is f32, rounded to bf16 (round-to-nearest-even): u_x = 2^-8; w is rounded to bf16 too:
 //     u_w = 2^-8 for f32 and f16 weights, 0 for bf16 weights (stored exactly). Products of bf16
 //     values are exact in f32 and the sum is f32, so against the reference on the rounded x and w
@@ -30,7 +33,23 @@ struct ConvGeom {
   int Cin, Cout, T, H, W, kt, kh, kw, st, sh, sw, time_pad, top, left, To, Ho, Wo;
 };
 
+// The tensor-core kernels' operands, repacked to bf16 in scratch memory by kc_conv3d_pack (conv_pack.cu,
+// which describes the layouts): xc [B, F, H, W, CP] holds the causal window's frames from `first` on
+// (0 with prev, else timePad: the taps before it read zeros), wp [Cout, taps, CP]; CP = Cin rounded up
+// to 32. kc_conv3d_pack_release hands both back (stream-ordered), also after a failed pack.
+struct ConvPacked {
+  uint16_t* xc;
+  uint16_t* wp;
+  int CP, taps, F, first;
+};
+int kc_conv3d_pack(KcContext* ctx, ConvPacked* pk, const float* x, const float* prev, const void* w, int w_dt, int B,
+                   const ConvGeom& g);
+void kc_conv3d_pack_release(KcContext* ctx, ConvPacked* pk);
+
 int kc_conv3d_simt_launch(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt,
                           const float* bias, int B, const ConvGeom& g);
 int kc_conv3d_mma_launch(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt,
                          const float* bias, int B, const ConvGeom& g);
+// sm_90 with the driver's tensor-map encoder only (conv.cu checks); Cout ≥ 32.
+int kc_conv3d_wgmma_launch(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt,
+                           const float* bias, int B, const ConvGeom& g);

@@ -1,10 +1,9 @@
 // Causal Conv3d on tensor cores (sm_80+): an implicit GEMM with M = output voxels (the batch folded
 // in), N = Cout, K = the kt·kh·kw taps × Cin channels. Reference and precision promise: conv.cuh.
 //
-// Two repacking passes run first, into scratch memory:
-//   x (and prev) f32 [B, Cin, ·, H, W] → xc bf16 [B, F, H, W, CP]: channels-last, the frames of the
-//     causal window in order (prev's timePad frames, then x's; without prev only x's, and the taps
-//     that fall on the missing frames read zeros), channels zero-padded to CP, a multiple of 32;
+// Two repacking passes run first, into scratch memory (conv_pack.cu, shared with conv_wgmma.cu):
+//   x (and prev) f32 [B, Cin, ·, H, W] → xc bf16 [B, F, H, W, CP], channels-last, channels padded to
+//     CP (a multiple of 32), the causal window's frames in order;
 //   w [Cout, Cin, kt, kh, kw] (f32/bf16/f16) → wp bf16 [Cout, taps, CP]: K ordered tap-major.
 // With K in that order a 32-deep K tile is 32 channels of one tap, and a row of the A tile (one output
 // voxel) is 64 contiguous bytes of xc at the voxel's input position moved by the tap: four 16-byte
@@ -123,50 +122,6 @@ __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N) conv_mma_kernel(const 
   }
 }
 
-// x (frames [first, timePad)) from prev, the rest from x) → xc [B, F, H·W, CP] bf16, channels padded
-// with zeros. A block transposes 32 channels × 64 positions of one frame through shared memory, so
-// both the f32 reads (along positions) and the 16-byte bf16 writes (along channels) are coalesced.
-__global__ void __launch_bounds__(256) pack_input_kernel(uint16_t* __restrict__ xc, const float* __restrict__ x,
-                                                         const float* __restrict__ prev, int Cin, int CP, int T,
-                                                         int64_t HW, int time_pad, int first, int F) {
-  __shared__ float tile[32][65];
-  const int b = blockIdx.z / F, f = blockIdx.z % F, s = f + first;  // s: frame of the causal window
-  const int c0 = blockIdx.y * 32;
-  const int64_t p0 = (int64_t)blockIdx.x * 64;
-  const int tx = threadIdx.x % 64, ty = threadIdx.x / 64;
-#pragma unroll
-  for (int i = 0; i < 8; i++) {
-    const int cl = ty + 4 * i, c = c0 + cl;
-    const int64_t pos = p0 + tx;
-    float v = 0.f;
-    if (c < Cin && pos < HW)
-      v = s < time_pad ? prev[(((int64_t)b * Cin + c) * time_pad + s) * HW + pos]
-                       : x[(((int64_t)b * Cin + c) * T + (s - time_pad)) * HW + pos];
-    tile[cl][tx] = v;
-  }
-  __syncthreads();
-  const int pl = threadIdx.x / 4, part = threadIdx.x % 4;  // 8 channels each
-  const int64_t pos = p0 + pl;
-  if (pos >= HW) return;
-  uint32_t v[4];
-#pragma unroll
-  for (int j = 0; j < 4; j++) v[j] = kc_pack_bf16(tile[part * 8 + 2 * j][pl], tile[part * 8 + 2 * j + 1][pl]);
-  *reinterpret_cast<uint4*>(xc + ((int64_t)blockIdx.z * HW + pos) * CP + c0 + part * 8) = make_uint4(v[0], v[1], v[2], v[3]);
-}
-
-// w [Cout, Cin, taps] → wp [Cout, taps, CP] bf16 (round-to-nearest-even), channels padded with zeros.
-__global__ void pack_weights_kernel(uint16_t* __restrict__ wp, const void* __restrict__ w, int w_dt, int Cin, int CP,
-                                    int taps, int64_t n) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-    const int c = (int)(i % CP);
-    const int64_t rest = i / CP;
-    const int tap = (int)(rest % taps);
-    const int64_t co = rest / taps;
-    const float v = c < Cin ? kc_ld(w, w_dt, (co * Cin + c) * taps + tap) : 0.f;
-    wp[i] = __bfloat16_as_ushort(__float2bfloat16(v));
-  }
-}
-
 template <int WARPS_M, int WARPS_N, int MI, int NJ>
 int launch_tile(KcContext* ctx, ConvMmaArgs args) {
   using T = ConvTile<WARPS_M, WARPS_N, MI, NJ>;
@@ -196,38 +151,14 @@ int launch_for_cout(KcContext* ctx, const ConvMmaArgs& args) {
 
 int kc_conv3d_mma_launch(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt,
                          const float* bias, int B, const ConvGeom& g) {
-  const int CP = (g.Cin + 31) / 32 * 32, taps = g.kt * g.kh * g.kw;
-  const int first = prev ? 0 : g.time_pad;
-  const int F = g.time_pad + g.T - first;  // frames xc holds (0: every tap reads padding)
-  const int64_t HW = (int64_t)g.H * g.W, P = (int64_t)g.To * g.Ho * g.Wo;
-  if ((int64_t)B * P > 0x7fffffff - 256 || (int64_t)taps * CP / BK > 0x7fffffff || (int64_t)B * F > 65535)
-    return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_conv3d", "too large for the tensor-core kernel");
-  const size_t xc_bytes = (size_t)B * F * HW * CP * 2, wp_bytes = (size_t)g.Cout * taps * CP * 2;
-  uint16_t* xc = (uint16_t*)kc_scratch(ctx, xc_bytes > 256 ? xc_bytes : 256);
-  if (!xc) return KC_E_OOM;
-  uint16_t* wp = (uint16_t*)kc_scratch(ctx, wp_bytes);
-  if (!wp) {
-    kc_scratch_release(ctx, xc);
-    return KC_E_OOM;
-  }
-  int rc = 0;
-  if (F > 0 && HW > 0) {
-    dim3 grid((unsigned)((HW + 63) / 64), CP / 32, B * F);
-    KC_LAUNCH(pack_input_kernel, grid, 256, 0, ctx->stream)(xc, x, prev, g.Cin, CP, g.T, HW, g.time_pad, first, F);
-    rc = kc_launched(ctx, "pack_input_kernel");
-  }
-  const int64_t wn = (int64_t)g.Cout * taps * CP;
+  ConvPacked pk;
+  int rc = kc_conv3d_pack(ctx, &pk, x, prev, w, w_dt, B, g);
   if (!rc) {
-    KC_LAUNCH(pack_weights_kernel, kc_grid_for(ctx, wn), 256, 0, ctx->stream)(wp, w, w_dt, g.Cin, CP, taps, wn);
-    rc = kc_launched(ctx, "pack_weights_kernel");
-  }
-  if (!rc) {
-    ConvMmaArgs args{out, xc, wp, bias, (int)(B * P), (int)P, g.Cout, CP, (int)(taps * CP / BK), 0,
-                     F, g.H, g.W, g.kh, g.kw, g.st, g.sh, g.sw, g.top, g.left, g.Ho, g.Wo, first};
+    const int P = g.To * g.Ho * g.Wo;
+    ConvMmaArgs args{out, pk.xc, pk.wp, bias, B * P, P, g.Cout, pk.CP, pk.taps * pk.CP / BK, 0,
+                     pk.F, g.H, g.W, g.kh, g.kw, g.st, g.sh, g.sw, g.top, g.left, g.Ho, g.Wo, pk.first};
     rc = launch_for_cout(ctx, args);
   }
-  // Stream-ordered: the next user of these blocks runs after this convolution.
-  kc_scratch_release(ctx, wp);
-  kc_scratch_release(ctx, xc);
+  kc_conv3d_pack_release(ctx, &pk);
   return rc;
 }

@@ -1,5 +1,5 @@
 // Hopper (sm_90a) building blocks shared by the warp-specialized kernels (gemm_wgmma.cu,
-// gemm_wgmma_persistent.cu, gemm_wgmma_pingpong.cu, attention_wgmma.cu): mbarriers, TMA bulk-tensor
+// gemm_wgmma_persistent.cu, gemm_wgmma_pingpong.cu, attention_wgmma.cu, conv_wgmma.cu): mbarriers, TMA bulk-tensor
 // loads and stores (with the proxy fence a store of staged data needs), wgmma shared-memory descriptors
 // and the wgmma instructions themselves, named barriers and register reallocation.
 //
@@ -206,9 +206,21 @@ __device__ __forceinline__ void kc_fence_regs(float (&d)[N]) {
   "%85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, " \
   "%105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, " \
   "%122, %123, %124, %125, %126, %127}"
-// The accumulator operands of an m64nNk16 with N/2 registers (N = 112: 56, N = 224: 112, N = 256: 128).
+#define KC_WGMMA_D48 \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
+  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, " \
+  "%42, %43, %44, %45, %46, %47}"
+#define KC_WGMMA_D96 \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
+  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, " \
+  "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, " \
+  "%62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, " \
+  "%82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}"
+// The accumulator operands of an m64nNk16 with N/2 registers (N = 96: 48, N = 112: 56, N = 192: 96, N = 224: 112, N = 256: 128).
 #define KC_ACC16(i) KC_ACC8(i), KC_ACC8(i + 8)
+#define KC_ACC48 KC_ACC32(0), KC_ACC16(32)
 #define KC_ACC56 KC_ACC32(0), KC_ACC16(32), KC_ACC8(48)
+#define KC_ACC96 KC_ACC32(0), KC_ACC32(32), KC_ACC32(64)
 #define KC_ACC112 KC_ACC32(0), KC_ACC32(32), KC_ACC32(64), KC_ACC16(96)
 #define KC_ACC128 KC_ACC32(0), KC_ACC32(32), KC_ACC32(64), KC_ACC32(96)
 // One wgmma.mma_async with A and B from shared memory: SHAPE "m64nNk16", T "bf16"/"f16", D the
@@ -228,9 +240,15 @@ __device__ __forceinline__ void kc_fence_regs(float (&d)[N]) {
 // overwrites d (the first K step of a fresh product).
 template <int N, bool F16 = false>
 __device__ __forceinline__ void kc_wgmma_ss(float* d, uint64_t desc_a, uint64_t desc_b, int accumulate) {
-  static_assert(N == 112 || N == 128 || N == 224 || N == 256,
-                "instantiated shapes: m64n112k16, m64n128k16, m64n224k16, m64n256k16");
-  if constexpr (N == 112) {
+  static_assert(N == 96 || N == 112 || N == 128 || N == 192 || N == 224 || N == 256,
+                "instantiated shapes: m64n96k16, m64n112k16, m64n128k16, m64n192k16, m64n224k16, m64n256k16");
+  if constexpr (N == 96) {
+    if constexpr (F16) KC_WGMMA_SS_ASM("m64n96k16", "f16", KC_WGMMA_D48, "48", "49", "50", KC_ACC48);
+    else KC_WGMMA_SS_ASM("m64n96k16", "bf16", KC_WGMMA_D48, "48", "49", "50", KC_ACC48);
+  } else if constexpr (N == 192) {
+    if constexpr (F16) KC_WGMMA_SS_ASM("m64n192k16", "f16", KC_WGMMA_D96, "96", "97", "98", KC_ACC96);
+    else KC_WGMMA_SS_ASM("m64n192k16", "bf16", KC_WGMMA_D96, "96", "97", "98", KC_ACC96);
+  } else if constexpr (N == 112) {
     if constexpr (F16) KC_WGMMA_SS_ASM("m64n112k16", "f16", KC_WGMMA_D56, "56", "57", "58", KC_ACC56);
     else KC_WGMMA_SS_ASM("m64n112k16", "bf16", KC_WGMMA_D56, "56", "57", "58", KC_ACC56);
   } else if constexpr (N == 128) {

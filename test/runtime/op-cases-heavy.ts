@@ -4,7 +4,8 @@
 // mma.sync 128×128, attention 64 queries × 64 keys) and the thread split thresholds. Tolerances scale
 // with the reduction length (op-precision.ts); GEMM and attention cases also carry what a tensor-core
 // kernel, which rounds its inputs, must produce. The conv cases also cross the tiles of the CUDA
-// tensor-core conv (conv_mma.cu: 128 voxels × 128 or 96 channels, 256 × 16 for Cout ≤ 16, 32 channels
+// tensor-core convs (conv_wgmma.cu: 128 voxels × 192, 128 or 96 channels, 64 channels a K step;
+// conv_mma.cu: 128 voxels × 128 or 96 channels, 256 × 16 for Cout ≤ 16, 32 channels
 // of one tap per K step).
 import type { Conv3dOptions } from "../../src/runtime/backend.ts";
 import type { HalfKind } from "../../src/runtime/dtype.ts";
@@ -130,6 +131,11 @@ export function convCases(): OpCase[] {
     // over two 96-channel tiles; then two 128-channel tiles, batch folded into the voxel rows
     { x: [1, 40, 2, 9, 17], w: [130, 40, 3, 3, 3], opts: { pad: [1, 1, 1, 1] }, prev: true, bias: true, label: "Cin 40, Cout 130, 306 voxels" },
     { x: [2, 32, 1, 6, 7], w: [256, 32, 1, 3, 3], opts: { pad: [1, 1, 1, 1], timePad: 0 }, bias: true, dt: "bf16", label: "Cout 256, batch 2" },
+    // and the wgmma conv (conv_wgmma.cu: 128 voxels × 192, 128 or 96 channels, K in steps of two
+    // 32-channel slices): an odd number of slices (Cin 20, 27 taps) with stride 2 everywhere and a
+    // 96-wide tile; the causal time padding without a cache, two 128-wide tiles with a tail, batch 2
+    { x: [1, 20, 3, 9, 11], w: [40, 20, 3, 3, 3], opts: { stride: [2, 2, 2], pad: [1, 1, 1, 1] }, bias: true, label: "stride 2, Cin 20, Cout 40" },
+    { x: [2, 36, 2, 6, 9], w: [200, 36, 3, 3, 3], opts: { pad: [1, 1, 1, 1] }, label: "no cache, Cout 200, batch 2" },
   ];
   const cases: OpCase[] = configs.map((c) => {
     const n = (s: number[]) => s.reduce((a, b) => a * b);

@@ -1,24 +1,33 @@
-// kc_conv3d's tensor-core path (kernels/cuda/conv_mma.cu, the file itself) on the CPU emulator, for
-// test/runtime/cuda-emulated.test.ts: reads one call's inputs, runs kc_conv3d_mma_launch with host
-// buffers standing in for device memory, writes the output.
+// kc_conv3d (kernels/cuda/conv.cu, the library's own entry point) on the CPU emulator, for
+// test/runtime/cuda-emulated.test.ts: the dispatch, the bf16 repacking (conv_pack.cu) and the
+// tensor-core kernels — mma.sync (conv_mma.cu) and wgmma (conv_wgmma.cu) — each file compiled as it
+// is, one translation unit each, with host buffers standing in for device memory. The SIMT kernel is
+// not linked: a call that would pick it fails. The context is an sm_90 GPU with the driver's
+// tensor-map encoder (host-runtime.h) and two multiprocessors (grid-stride loops take several turns).
 //
 //   conv IN OUT
-//   IN:  int32 B, the 17 ints of ConvGeom, w_dt (0 f32, 1 bf16, 2 f16), has_prev, has_bias; then
-//        f32 x [B, Cin, T, H, W], f32 prev [B, Cin, timePad, H, W] when has_prev, w [Cout, Cin, kt,
-//        kh, kw] (4 or 2 bytes each), f32 bias [Cout] when has_bias
+//   IN:  int32 B, the 17 ints of ConvGeom, w_dt (0 f32, 1 bf16, 2 f16), has_prev, has_bias, conv_path
+//        (context.cu: 2 mma.sync, 3 wgmma); then f32 x [B, Cin, T, H, W], f32 prev [B, Cin, timePad,
+//        H, W] when has_prev, w [Cout, Cin, kt, kh, kw] (4 or 2 bytes each), f32 bias [Cout] when has_bias
 //   OUT: f32 out [B, Cout, To, Ho, Wo]
-// Prints one line per kernel launch (grid, threads, dynamic shared memory) and exits 1 with the
-// library's message when the launch fails.
+// Prints one line per kernel launch (grid, threads, dynamic shared memory), then `kernel <name>` (what
+// kc_conv3d ran); exits 1 with the library's message when the call fails.
 #include "host-runtime.h"
-#include "../../../kernels/cuda/conv_mma.cu"
+#include "../../../kernels/cuda/conv.cuh"
+
+int kc_conv3d_simt_launch(KcContext* ctx, float*, const float*, const float*, const void*, int, const float*, int, const ConvGeom&) {
+  return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_conv3d", "the SIMT kernel is not part of this emulator build");
+}
+extern "C" int kc_conv3d(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt, const float* bias,
+                         int B, const int32_t* geom);
 
 int main(int argc, char** argv) {
   if (argc != 3) kc_emu::fail("usage: conv IN OUT");
   kc_emu::Reader in(argv[1]);
   auto take = [&](size_t bytes) { return in.take(bytes); };
-  int32_t head[21];
+  int32_t head[22];
   memcpy(head, take(sizeof head), sizeof head);
-  const int B = head[0], w_dt = head[18], has_prev = head[19], has_bias = head[20];
+  const int B = head[0], w_dt = head[18], has_prev = head[19], has_bias = head[20], path = head[21];
   ConvGeom g;
   memcpy(&g, head + 1, sizeof g);
   const size_t plane = (size_t)g.H * g.W, taps = (size_t)g.kt * g.kh * g.kw;
@@ -28,16 +37,19 @@ int main(int argc, char** argv) {
   const float* bias = has_bias ? (const float*)take(sizeof(float) * g.Cout) : nullptr;
   in.end();
   const size_t out_n = (size_t)B * g.Cout * g.To * g.Ho * g.Wo;
-  float* out = (float*)malloc(sizeof(float) * (out_n ? out_n : 1));
+  float* out = (float*)kc_emu::device_alloc(sizeof(float) * out_n);
   memset(out, 0xFF, sizeof(float) * out_n);  // NaN: an output the kernel does not write shows
 
   KcContext ctx{};
-  ctx.sm_major = 9, ctx.sm_count = 2;  // two SMs: grid-stride loops take several turns
-  const int rc = kc_conv3d_mma_launch(&ctx, out, x, prev, w, w_dt, bias, B, g);
+  ctx.sm_major = 9, ctx.sm_count = 2;
+  ctx.encode_tensor_map = (void*)&kc_emu_encode_tiled;
+  ctx.conv_path = path;
+  const int rc = kc_conv3d(&ctx, out, x, prev, w, w_dt, bias, B, head + 1);
   if (rc) {
-    fprintf(stderr, "kc_conv3d_mma_launch: %s (%d)\n", ctx.error, rc);
+    fprintf(stderr, "kc_conv3d: %s (%d)\n", ctx.error, rc);
     return 1;
   }
+  printf("kernel %s\n", ctx.last_conv);
   kc_emu::write_file(argv[2], out, sizeof(float) * out_n);
   return 0;
 }

@@ -1,9 +1,9 @@
 // The CPU emulator of the CUDA kernels (emulator.h) as the tests use it: builds a harness with the host
 // compiler (g++ and the CUDA headers, which every machine with nvcc has), runs it on one call's
-// inputs, and a Backend whose conv3d / conv2d run kernels/cuda/conv_mma.cu through it — every other
-// op is the TypeScript reference (HostBackend) — so that the op sweep's conv cases hold the
-// tensor-core kernel to its promise on machines without a GPU (GEMM and attention:
-// emulated-tensor-cores.ts).
+// inputs, and a Backend whose conv3d / conv2d run kc_conv3d's tensor-core kernels through it
+// (kernels/cuda/conv_mma.cu, conv_wgmma.cu) — every other op is the TypeScript reference
+// (HostBackend) — so that the op sweep's conv cases hold those kernels to their promise on machines
+// without a GPU (GEMM and attention: emulated-tensor-cores.ts).
 import { $ } from "bun";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -80,20 +80,35 @@ export function runHarness(harness: string, what: string, parts: ArrayBufferView
 
 const W_DT = { f32: 0, bf16: 1, f16: 2 } as const;
 
-/** HostBackend with kc_conv3d's tensor-core path emulated; `launches` lists each call's kernel launches. */
+/** The conv_path codes of kc_set_paths (context.cu) that force each tensor-core convolution kernel. */
+const CONV_PATHS = { "mma.sync": 2, wgmma: 3 } as const;
+export type ConvKernel = keyof typeof CONV_PATHS;
+
+/** The conv harness (kc_conv3d with conv.cu, conv_pack.cu, conv_mma.cu and conv_wgmma.cu), built. */
+export const buildConvEmulator = () => buildEmulator("conv", ["conv", "conv_pack", "conv_mma", "conv_wgmma"]);
+
+/** HostBackend with kc_conv3d's tensor-core kernels emulated, the one `kernel` names forced (mma.sync
+ *  unless given); `plant`: the number of a deliberate kernel bug to switch on (KC_PLANTED), 0 none.
+ *  `launches` lists each call's kernel launches, `ran` what kc_conv3d says each call ran. */
 export class EmulatedConvBackend extends HostBackend {
   readonly launches: string[][] = [];
-  constructor(private readonly harness: string) {
+  readonly ran: string[] = [];
+  readonly #path: number;
+  readonly #plant: number;
+  constructor(private readonly harness: string, opts: { kernel?: ConvKernel; plant?: number } = {}) {
     super();
+    this.#path = CONV_PATHS[opts.kernel ?? "mma.sync"];
+    this.#plant = opts.plant ?? 0;
   }
 
   override conv3d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts: Conv3dOptions = {}): void {
     const g = P.conv3dGeometry(out, x, w, bias, opts);
     const head = new Int32Array([g.B, g.Cin, g.Cout, g.T, g.H, g.W, g.kt, g.kh, g.kw, g.st, g.sh, g.sw, g.timePad, g.top, g.left, g.To, g.Ho, g.Wo,
-      W_DT[w.dtype as keyof typeof W_DT], opts.prev ? 1 : 0, bias ? 1 : 0]);
+      W_DT[w.dtype as keyof typeof W_DT], opts.prev ? 1 : 0, bias ? 1 : 0, this.#path]);
     const parts = [head, this.bytesOf(x), ...(opts.prev ? [this.bytesOf(opts.prev)] : []), this.bytesOf(w), ...(bias ? [this.bytesOf(bias)] : [])];
-    const { out: bytes, lines } = runHarness(this.harness, "conv3d", parts);
-    this.launches.push(lines);
+    const { out: bytes, lines } = runHarness(this.harness, "conv3d", parts, this.#plant);
+    this.ran.push(/^kernel (.*)$/.exec(lines.at(-1) ?? "")?.[1] ?? "?");
+    this.launches.push(lines.slice(0, -1));
     this.bytesOf(out).set(bytes);
   }
 

@@ -15,6 +15,8 @@
 // - cp.async copies are performed at the cp.async.wait_group that covers them, the latest moment the
 //   hardware allows, so a read of a stage before its wait sees the previous contents; dynamic shared
 //   memory starts as 0xFF bytes (a NaN in bf16, f16 and f32), so unfilled data shows in the result.
+//   They write through the generic proxy: wgmma (the async proxy) may read what they wrote only after
+//   a fence.proxy.async of the thread that issued them (hopper-tma-store.h, hopper-wgmma.h).
 // - mma.sync multiplies exactly (double) and rounds once to f32: real tensor cores round their sums
 //   differently, which the precision promises' f32-accumulation terms cover.
 // Built with -fsanitize=address: the "device" buffers are host allocations of their exact size, so
@@ -195,6 +197,7 @@ inline void perform(const Copy& c) {
   uint8_t* d = smem_at(c.dst, 16, "cp.async destination");
   if (c.bytes) memcpy(d, c.src, (size_t)c.bytes);
   memset(d + c.bytes, 0, (size_t)(16 - c.bytes));
+  cp_async_landed(c.dst);
 }
 
 inline void barrier() {

@@ -79,15 +79,16 @@ struct HopperBlock {
   NamedBarrier named[16];
   std::vector<WgmmaRun> wgmma_runs;
   // Per 16-byte chunk of dynamic shared memory (sized at first use, hopper-tma-store.h): the thread
-  // whose st.shared wrote it and has not executed fence.proxy.async since (-1: none), and how many
-  // TMA stores in flight still read it.
+  // whose st.shared or cp.async wrote it and has not executed fence.proxy.async since (-1: none), and
+  // how many TMA stores in flight still read it.
   std::vector<int> unfenced_writer, store_readers;
 };
 
 inline void hopper_thread_exit(Thread& t);
 inline void hopper_block_exit(Block& b);
 inline int64_t perform_tma(const TmaCopy& c);  // writes the box, returns its bytes
-inline void tma_store_thread_exit(const Thread& t);  // stops the emulator if t has TMA stores in flight
+inline void tma_store_thread_exit(const Thread& t);
+inline void cp_async_landed(uint32_t dst);  // a cp.async copy wrote 16 bytes there (generic proxy, hopper-tma-store.h)  // stops the emulator if t has TMA stores in flight
 inline void report_wgmma_runs(const Block& b);  // prints them (KC_EMU_WGMMA_RUNS)
 
 // fail() with a printf message.

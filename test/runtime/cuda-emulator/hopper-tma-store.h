@@ -16,8 +16,9 @@
 // - When: a store reads shared memory and writes global memory when a wait_group retires its group —
 //   the latest moment — after the waiting thread let every other thread run once. So a kernel that
 //   rewrites a staging buffer before the wait that retires the store reading it stores the new contents.
-// - st.shared (kc_st_shared_*) writes through the generic proxy, which the async proxy (TMA) does not see
-//   in order without fence.proxy.async.shared::cta by the writing thread after the write.
+// - st.shared (kc_st_shared_*) and cp.async (emulator.h) write through the generic proxy, which the async
+//   proxy (TMA, wgmma: hopper-wgmma.h) does not see in order without fence.proxy.async.shared::cta by the
+//   writing thread after the write (for cp.async: after the wait_group that saw it land).
 // Misuse stops the emulator with the reason: a store whose source holds a thread's st.shared writes with
 // no fence.proxy.async of that thread since; st.shared into shared memory that a store in flight still
 // reads (before the wait_group.read that retires it); a thread that exits with stores it never waited for
@@ -102,6 +103,17 @@ inline void bulk_wait(int n) {
   block->changes++;
 }
 
+// Notes a generic-proxy write of the chunk at `addr` by the running thread, until its next fence.proxy.async.
+inline void generic_write(uint32_t addr) {
+  int& writer = block->hopper.unfenced_writer[smem_chunk(addr)];
+  if (writer != me().flat) {
+    writer = me().flat;
+    me().hopper.unfenced.push_back((uint32_t)smem_chunk(addr));
+  }
+}
+
+inline void cp_async_landed(uint32_t dst) { generic_write(dst); }
+
 inline void st_shared(uint32_t addr, const void* value, int bytes) {
   if (addr % bytes) failf("st.shared of %d bytes at shared address %#x: not aligned to its size", bytes, addr);
   uint8_t* p = smem_at(addr, bytes, "st.shared");
@@ -111,11 +123,7 @@ inline void st_shared(uint32_t addr, const void* value, int bytes) {
           "cp.async.bulk.wait_group.read of that thread retired it yet",
           addr, store_reader(addr));
   memcpy(p, value, bytes);
-  int& writer = block->hopper.unfenced_writer[chunk];
-  if (writer != me().flat) {
-    writer = me().flat;
-    me().hopper.unfenced.push_back((uint32_t)chunk);
-  }
+  generic_write(addr);
 }
 
 inline void fence_proxy_async() {

@@ -19,6 +19,8 @@
 //   128 threads of the warpgroup; the last to arrive performs the group for all of them, once they have
 //   issued and committed the same instructions with the same descriptors.
 // - Products are exact (double) and the sum rounds once to f32, as the mma.sync emulation does.
+// - An operand that a thread wrote through the generic proxy (cp.async, st.shared) with no
+//   fence.proxy.async of that thread since stops the emulator: wgmma reads through the async proxy.
 // - A thread must execute wgmma.fence before its first wgmma.mma_async and again after each wait_group
 //   before the next (stricter than the ISA, which asks for the fence only where registers the wgmma uses
 //   were touched in between — which is what a kernel does after a wait).
@@ -64,6 +66,10 @@ inline uint32_t mnmajor_addr(const SmemMatrix& m, int n, int k) {
 inline double operand(uint32_t addr, bool f16) {
   uint16_t h;
   memcpy(&h, smem_at(addr, 2, "wgmma operand"), 2);
+  const int writer = block->hopper.unfenced_writer[smem_chunk(addr)];
+  if (writer >= 0)
+    failf("wgmma reads shared address %#x, which thread %d wrote (cp.async or st.shared) with no "
+          "fence.proxy.async.shared::cta of that thread after it: the async proxy need not see the write", addr, writer);
   return half_bits_to_float(h, f16);
 }
 
