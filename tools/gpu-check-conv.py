@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 # conv3d on the GPU (tools/gpu-check.sh runs this as its own step, in its own process): kc_conv3d's
-# tensor-core path (conv_path 2, conv_mma.cu) and SIMT path (1) against PyTorch's conv3d in float64
-# at awkward shapes and at the Wan2.1 VAE decoder's, each result held to its stated promise
-# (kernels/cuda/conv.cuh), which kernel auto picks; then conv3d TFLOP/s beside cuDNN at the decoder's
-# 832x480 levels, as a table. Exits 1 when a check fails.
-import ctypes as C, sys
+# tensor-core paths (conv_path 2 mma.sync, conv_mma.cu; 3 wgmma, conv_wgmma.cu, sm_90 only) and SIMT
+# path (1) against PyTorch's conv3d in float64 at awkward shapes and at the Wan2.1 VAE decoder's, each
+# result held to its stated promise (kernels/cuda/conv.cuh), which kernel auto picks; then conv3d
+# TFLOP/s of mma.sync and wgmma beside cuDNN at the decoder's 832x480 levels, as a table. Ends with one
+# VERDICT-DATA line (failed checks, the wgmma pass — skipped off sm_90, hung, cases run — and the
+# table's rows) for tools/gpu-verdicts.ts (CONV_WGMMA_VERIFIED). Exits 1 when a check fails.
+import ctypes as C, os, re, sys, threading
 import torch
 
-from gpu_check_common import bench, bf, call, create_context, failures, i32, lib, p, rel, report as report_line, rnd, rows, torch_bench, vp
+from gpu_check_common import bench, bf, call, create_context, failures, i32, lib, p, rel, report as report_line, rnd, rows, torch_bench, verdict_data, vp
 
 lib.kc_conv3d.argtypes = [vp, vp, vp, vp, vp, i32, vp, i32, C.POINTER(C.c_int32)]
 lib.kc_last_kernel.restype = C.c_char_p
@@ -20,9 +22,9 @@ def context(conv_path):
     if lib.kc_set_paths(ctx, 0, 0, conv_path): sys.exit(f"kc_set_paths: {lib.kc_last_error(ctx).decode()}")
     return ctx
 
-# ---- conv3d (kernels/cuda/conv.cuh): the tensor-core path (conv_path 2) and SIMT (1) against
+# ---- conv3d (kernels/cuda/conv.cuh): the tensor-core paths (conv_path 2, 3) and SIMT (1) against
 # PyTorch's conv3d in float64, each held to its stated promise per element:
-#   mma.sync |out − ref| ≤ (u_x + u_w + u_x·u_w + K·2^-23)·S, SIMT ≤ K·2^-24·S (+ 2^-24·|ref| for the
+#   mma.sync, wgmma |out − ref| ≤ (u_x + u_w + u_x·u_w + K·2^-23)·S, SIMT ≤ K·2^-24·S (+ 2^-24·|ref| for the
 #   bias), S = conv(|x̂|, |w|), u_x = 2^-8, u_w = 2^-8 for f32/f16 weights and 0 for bf16 ones;
 # and the tensor-core result also against the reference on bf16-rounded operands (rel err).
 def conv_geom(x, w, pad, stride, time_pad):
@@ -55,6 +57,11 @@ def ref_conv(x, w, bias, prev, pad, stride, time_pad):
     xx = causal_input(x.double(), None if prev is None else prev.double(), pad, time_pad)
     return torch.nn.functional.conv3d(xx, w.double(), None if bias is None else bias.double(), stride=stride)
 
+def conv_context(conv_path):
+    """A context forcing conv_path, or None where this device refuses it (wgmma off sm_90)."""
+    ctx = create_context()
+    return None if lib.kc_set_paths(ctx, 0, 0, conv_path) else ctx
+
 conv_ctx = {"mma.sync": context(2), "simt": context(1), "auto": context(0)}
 # (label, B, Cin, Cout, T, H, W, kernel, pad (top, bottom, left, right), stride, timePad, prev, w dtype)
 conv_cases = [
@@ -64,6 +71,10 @@ conv_cases = [
     ("downsample: pad (0,1,0,1), stride 2", 1, 20, 3, 1, 9, 9, (1, 3, 3), (0, 1, 0, 1), (1, 2, 2), 0, False, torch.bfloat16),
     ("1×1×1, f16 weights", 1, 64, 24, 1, 5, 7, (1, 1, 1), (0, 0, 0, 0), (1, 1, 1), 0, False, torch.float16),
     ("time stride 2, no cache", 1, 16, 100, 3, 13, 11, (3, 3, 3), (1, 1, 1, 1), (2, 1, 1), 2, False, torch.float32),
+    # the wgmma kernel's edges: an odd count of 32-channel K slices with stride 2 everywhere (96-wide
+    # tile), and 128-wide tiles with tails in voxels and channels, batch 2, no cache
+    ("stride 2, Cin 20, Cout 40", 1, 20, 40, 3, 9, 11, (3, 3, 3), (1, 1, 1, 1), (2, 2, 2), 2, False, torch.float32),
+    ("no cache, Cin 36, Cout 200, batch 2", 2, 36, 200, 2, 6, 9, (3, 3, 3), (1, 1, 1, 1), (1, 1, 1), 2, False, torch.float32),
     # the Wan2.1 VAE decoder's convs, real channels (levels 2-3 cropped to 120x208 to keep fp64 fast)
     ("Wan conv1 16→384 3³ 60x104", 1, 16, 384, 1, 60, 104, (3, 3, 3), (1, 1, 1, 1), (1, 1, 1), 2, True, torch.float32),
     ("Wan middle 384→384 3³ 60x104", 1, 384, 384, 1, 60, 104, (3, 3, 3), (1, 1, 1, 1), (1, 1, 1), 2, True, torch.float32),
@@ -74,25 +85,33 @@ conv_cases = [
     ("Wan level 3 96→96 3³ (120x208 crop)", 1, 96, 96, 4, 120, 208, (3, 3, 3), (1, 1, 1, 1), (1, 1, 1), 2, True, torch.float32),
     ("Wan head 96→3 3³ (120x208 crop)", 1, 96, 3, 4, 120, 208, (3, 3, 3), (1, 1, 1, 1), (1, 1, 1), 2, True, torch.float32),
 ]
+TENSOR_CORE_RATE = lambda K, u_w: 2 ** -8 + u_w + 2 ** -8 * u_w + K * 2 ** -23
+
+def check(path, label, got, ran, case):
+    """Reports one result against its promise (and a tensor-core one against the bf16-rounded reference)."""
+    x, w, bias, prev, pad, stride, tp, K, want, S, rounded = case
+    u_w = 0 if w.dtype == torch.bfloat16 else 2 ** -8
+    rate = TENSOR_CORE_RATE(K, u_w) if path != "simt" else K * 2 ** -24
+    bound = rate * S + 2 ** -24 * want.abs() + 1e-30
+    name = f"conv {path}: {label}"
+    if ran != path: report(f"{name} ran {ran}", 1.0, 0.5); return
+    report(name + " promise", ((got.double() - want).abs() / bound).max().item(), 1)
+    if path != "simt": report(name + " vs bf16-rounded ref", rel(got, rounded), 1e-4)
+
 print("conv3d correctness (promise: |err| / bound ≤ 1):", flush=True)
+kept = []  # each case's inputs and references, for the wgmma pass below
 try:
     for (label, B, Cin, Cout, T, H, W, k, pad, stride, tp, with_prev, wdt) in conv_cases:
         x, w, bias = rnd(B, Cin, T, H, W), rnd(Cout, Cin, *k).to(wdt), rnd(Cout)
         prev = rnd(B, Cin, tp, H, W) if with_prev and tp else None
-        K = Cin * k[0] * k[1] * k[2]
         want = ref_conv(x, w, bias, prev, pad, stride, tp)
         S = ref_conv(x.abs(), w.abs(), None, None if prev is None else prev.abs(), pad, stride, tp)
-        u_w = 0 if wdt == torch.bfloat16 else 2 ** -8
+        rounded = ref_conv(bf(x), bf(w.float()), bias, None if prev is None else bf(prev), pad, stride, tp)
+        case = (x, w, bias, prev, pad, stride, tp, Cin * k[0] * k[1] * k[2], want, S, rounded)
+        kept.append((label, case))
         for path in ("mma.sync", "simt"):
             got, ran = kino_conv(conv_ctx[path], x, w, bias, prev, pad, stride, tp)
-            rate = (2 ** -8 + u_w + 2 ** -8 * u_w + K * 2 ** -23) if path == "mma.sync" else K * 2 ** -24
-            bound = rate * S + 2 ** -24 * want.abs() + 1e-30
-            name = f"conv {path}: {label}"
-            if ran != path: report(f"{name} ran {ran}", 1.0, 0.5); continue
-            report(name + " promise", ((got.double() - want).abs() / bound).max().item(), 1)
-            if path == "mma.sync":
-                rounded = ref_conv(bf(x), bf(w.float()), bias, None if prev is None else bf(prev), pad, stride, tp)
-                report(name + " vs bf16-rounded ref", rel(got, rounded), 1e-4)
+            check(path, label, got, ran, case)
         _, ran = kino_conv(conv_ctx["auto"], x, w, bias, prev, pad, stride, tp)
         print(f"       auto picks {ran} for {label}", flush=True)
 except Exception as e:  # a fault leaves the contexts unusable: report it and go on to the benchmarks
@@ -102,33 +121,87 @@ except Exception as e:  # a fault leaves the contexts unusable: report it and go
 # conv3d at the Wan2.1 VAE decoder's 832x480 levels, one decode call each (a chunk's frames at that
 # level, the causal cache of 2 frames): kino (f32 activations and weights, as the VAE keeps them; its
 # bf16 repack included) against cuDNN's bf16 conv3d on the already padded bf16 input, the better of
-# NCDHW and channels-last.
+# NCDHW and channels-last. Each pass makes its inputs afresh: the timing does not depend on the values.
 conv_bench_shapes = [("384→384 3³ 104x60 T1", 384, 384, 1, 60, 104), ("384→384 3³ 208x120 T2", 384, 384, 2, 120, 208),
                      ("192→192 3³ 416x240 T4", 192, 192, 4, 240, 416), ("96→96 3³ 832x480 T4", 96, 96, 4, 480, 832),
                      ("96→3 3³ 832x480 T4 (head)", 96, 3, 4, 480, 832)]
-torch.backends.cudnn.benchmark = True  # let cuDNN pick its fastest algorithm in the warm-up
-try:
-    for label, Cin, Cout, T, H, W in conv_bench_shapes:
+BENCH_ITERS = 10
+cudnn = {}  # label → cuDNN TFLOP/s
+
+def bench_levels(c, with_cudnn, shapes):
+    for label, Cin, Cout, T, H, W in shapes:
         x, prev, w, bias = rnd(1, Cin, T, H, W), rnd(1, Cin, 2, H, W), rnd(Cout, Cin, 3, 3, 3) * 0.05, rnd(Cout)
         out = torch.empty(1, Cout, T, H, W, device="cuda")
         flops = 2 * T * H * W * Cout * Cin * 27
-        c = conv_ctx["auto"]
-        kt = bench(c, lambda: conv_rc(c, out, x, w, bias, prev, (1, 1, 1, 1), (1, 1, 1), 2), flops, 10)
+        kt = bench(c, lambda: conv_rc(c, out, x, w, bias, prev, (1, 1, 1, 1), (1, 1, 1), 2), flops, BENCH_ITERS)
         ran = lib.kc_last_kernel(c, 2).decode()
-        xx, wb, bb = causal_input(x, prev, (1, 1, 1, 1), 2).to(torch.bfloat16), w.to(torch.bfloat16), bias.to(torch.bfloat16)
-        tt = torch_bench(lambda: torch.nn.functional.conv3d(xx, wb, bb), flops, 10)
-        xl, wl = xx.to(memory_format=torch.channels_last_3d), wb.to(memory_format=torch.channels_last_3d)
-        tt = max(tt, torch_bench(lambda: torch.nn.functional.conv3d(xl, wl, bb), flops, 10))
-        rows.append((f"conv3d {label} [{ran}]", kt, tt))
-        del x, prev, out, xx, xl
+        if with_cudnn:
+            xx, wb, bb = causal_input(x, prev, (1, 1, 1, 1), 2).to(torch.bfloat16), w.to(torch.bfloat16), bias.to(torch.bfloat16)
+            tt = torch_bench(lambda: torch.nn.functional.conv3d(xx, wb, bb), flops, BENCH_ITERS)
+            xl, wl = xx.to(memory_format=torch.channels_last_3d), wb.to(memory_format=torch.channels_last_3d)
+            cudnn[label] = max(tt, torch_bench(lambda: torch.nn.functional.conv3d(xl, wl, bb), flops, BENCH_ITERS))
+            del xx, xl
+        rows.append((f"conv3d {label} [{ran}]", kt, cudnn.get(label, float("nan"))))
+        del x, prev, out
+
+torch.backends.cudnn.benchmark = True  # let cuDNN pick its fastest algorithm in the warm-up
+try:
+    bench_levels(conv_ctx["mma.sync"], True, conv_bench_shapes)
 except Exception as e:
     print(f"  FAIL conv3d benchmark: {e}")
     failures.append(f"conv3d benchmark: {e}")
 
-print(f"\n| {'op':50s} | kino TFLOP/s | torch TFLOP/s | kino/torch |")
-print(f"|{'-' * 52}|--------------|---------------|------------|")
-for name, k_, t_ in rows:
-    print(f"| {name:50s} | {k_:12.1f} | {t_:13.1f} | {k_ / t_:10.2f} |")
+# The wgmma kernel (conv path 3, conv_wgmma.cu) had not run on a GPU before this check, so it runs
+# last, on the references above, with a watchdog that reports a hang with the table so far. It is
+# timed beside mma.sync only where it kept its promise at every case; calls with Cout < 32 (the head)
+# run mma.sync on the forced path too (conv.cu), which check() accepts.
+wgmma = {"skipped": False, "hung": False, "cases": 0, "total": len(conv_cases)}
+
+def print_table():
+    print(f"\n| {'op':50s} | kino TFLOP/s | cuDNN TFLOP/s | kino/cuDNN |")
+    print(f"|{'-' * 52}|--------------|---------------|------------|")
+    for name, k_, t_ in rows:
+        print(f"| {name:50s} | {k_:12.1f} | {t_:13.1f} | {k_ / t_:10.2f} |")
+    for label in cudnn:
+        by = {re.sub(r".* \[(.*)\]$", r"\1", n): k_ for n, k_, _ in rows if n.startswith(f"conv3d {label} [")}
+        if "wgmma" in by and "mma.sync" in by: print(f"  {label}: wgmma / mma.sync {by['wgmma'] / by['mma.sync']:.2f}x")
+
+def summary_line():
+    verdict_data("gpu-check-conv", failures=failures, wgmma=wgmma, rows=rows)
+
+def hung():
+    print("\nFAIL conv3d wgmma did not finish within 45 s (deadlock?); results so far:", flush=True)
+    wgmma["hung"] = True
+    print_table()
+    summary_line()
+    os._exit(1)
+
+watchdog = threading.Timer(45, hung)
+watchdog.start()
+print("\nconv3d wgmma (path 3, sm_90a) correctness:", flush=True)
+try:
+    wg = conv_context(3)
+    if wg is None:
+        print("  skipped: not an sm_90 GPU with the driver's tensor-map encoder")
+        wgmma["skipped"] = True
+    else:
+        for label, case in kept:
+            x, w, bias, prev, pad, stride, tp = case[:7]
+            got, ran = kino_conv(wg, x, w, bias, prev, pad, stride, tp)
+            check("wgmma" if w.shape[0] >= 32 else "mma.sync", label, got, ran, case)
+            wgmma["cases"] += 1
+        if not any(f.startswith("conv wgmma") for f in failures) and wgmma["cases"] == len(conv_cases):
+            bench_levels(wg, False, [s for s in conv_bench_shapes if s[2] >= 32])
+        else:
+            print("  wgmma benchmarks skipped: its correctness checks failed or did not all run")
+except Exception as e:  # a fault in the kernel leaves the context unusable: report it
+    print(f"  FAIL conv3d wgmma: {e}")
+    failures.append(f"conv wgmma: {e}")
+watchdog.cancel()
+del kept
+
+print_table()
+summary_line()
 if failures:
     print(f"\n{len(failures)} conv3d check(s) FAILED: {failures}")
     sys.exit(1)

@@ -33,8 +33,10 @@
 #       832x480, 81 frames, 3 guided UniPC steps, eager and graphed — bit for bit, s/step both ways;
 #    7. the readback of chunk i overlapped with the DiT of chunk i + 1 (tools/bench/readback-overlap.ts):
 #       the same bytes as the synchronous readback, first chunk and steady interval each way;
-#    8. conv3d (tools/gpu-check-conv.py): both paths against PyTorch and their promise (conv.cuh), and
-#       TFLOP/s beside cuDNN at the Wan-VAE decoder's 832x480 levels;
+#    8. conv3d (tools/gpu-check-conv.py): the mma.sync and SIMT paths against PyTorch and their promise
+#       (conv.cuh), TFLOP/s beside cuDNN at the Wan-VAE decoder's 832x480 levels; then the unverified
+#       wgmma conv (conv path 3, sm_90 only) at the same cases (a watchdog reports a hang) and, where it
+#       kept its promise, its TFLOP/s beside mma.sync at those levels;
 #    9. kernels vs PyTorch (tools/gpu-check-kernels.py verify): every GEMM path (wgmma, mma.sync, SIMT;
 #       bf16 and f32 activations; epilogues; split outputs) and the attention kernels;
 #   10. kernel benchmarks (tools/gpu-check-kernels.py bench): bf16 GEMM at 4096³ and the Wan shapes,
@@ -56,8 +58,8 @@
 # one call's carry, tools/gpu-payload.sh splits it and the check runs in two parts (KINO_GPU_CHECK_PART). Results are also written to $OUT/gpu-check.log when OUT is set.
 # After the run, `bun tools/gpu-verdicts.ts OUT1/gpu-check.log OUT2/gpu-check.log [--apply]` (the two
 # parts' logs) reads them instead of a person: the steps merged over the parts, then for each hand-set
-# fast path (WGMMA_ATTENTION_VERIFIED, the GEMM_*_VERIFIED, GRAPHS_VERIFIED, BF16_ACTIVATIONS_VERIFIED,
-# READBACK_OVERLAP_VERIFIED) the evidence it needs and FLIP / KEEP (why) / NO EVIDENCE (step missing or
+# fast path (WGMMA_ATTENTION_VERIFIED, the GEMM_*_VERIFIED, CONV_WGMMA_VERIFIED, GRAPHS_VERIFIED,
+# BF16_ACTIVATIONS_VERIFIED, READBACK_OVERLAP_VERIFIED) the evidence it needs and FLIP / KEEP (why) / NO EVIDENCE (step missing or
 # cut), and the figures as rows for docs/BENCHMARKS.md; --apply sets the FLIP constants. It reads the
 # one VERDICT-DATA line each check ends with, not the prose: keep those lines when changing a check.
 set -uo pipefail

@@ -1,8 +1,8 @@
 // The figures of a tools/gpu-check.sh run as markdown rows in the shapes of docs/BENCHMARKS.md's GPU
 // section (tools/gpu-verdicts.ts prints them to paste there): attention and GEMM TFLOP/s beside
-// cuDNN / cuBLAS, the Hopper GEMMs side by side, the DiT's seconds per chunk four ways, the clip graph,
-// end to end through the server, the overlapped readback, and the op sweep's counts. What a run did
-// not measure is said, with the step's result, instead of a row.
+// cuDNN / cuBLAS, the Hopper GEMMs side by side, conv3d's kernels beside cuDNN, the DiT's seconds per
+// chunk four ways, the clip graph, end to end through the server, the overlapped readback, and the op
+// sweep's counts. What a run did not measure is said, with the step's result, instead of a row.
 import { type CheckLogs, type DataRecord, findRecord, findStep, readBunTest } from "./gpu-verdicts-log.ts";
 import { STEPS, rowsOf } from "./gpu-verdicts-rules.ts";
 
@@ -46,6 +46,19 @@ function kernelTables(logs: CheckLogs): string[] {
   };
   return [...out, "", `| shape | ${columns.map(([, c]) => c).join(" | ")} | cuBLAS |`, `|---|${columns.map(() => "---|").join("")}---|`,
     ...labels.map((l) => `| ${pretty(l).replace(/^GEMM /, "")} | ${columns.map(([k]) => cell(l, k)).join(" | ")} | ${f1(rows.find((x) => x.label === l)!.torch)} |`)];
+}
+
+/** conv3d at the Wan-VAE decoder's levels: mma.sync and wgmma beside cuDNN (TFLOP/s). */
+function convTable(logs: CheckLogs): string[] {
+  const rows = rowsOf(findRecord(logs, "gpu-check-conv"));
+  if (!rows.length) return [`conv3d beside cuDNN ${notMeasured(logs, "conv")}`];
+  const levels = [...new Set(rows.map((r) => r.label))];
+  const cell = (label: string, kernel: string) => rows.find((r) => r.label === label && r.kernel === kernel)?.kino;
+  return ["| level (conv3d) | mma.sync | wgmma | cuDNN | wgmma / mma.sync |", "|---|---|---|---|---|", ...levels.map((l) => {
+    const mma = cell(l, "mma.sync"), wg = cell(l, "wgmma");
+    const show = (x: number | undefined) => (x === undefined ? "—" : f1(x));
+    return `| ${l.replace(/^conv3d /, "")} | ${show(mma)} | ${show(wg)} | ${f1(rows.find((r) => r.label === l)!.torch)} | ${mma && wg ? (wg / mma).toFixed(2) : "—"} |`;
+  })];
 }
 
 function ditTable(logs: CheckLogs): string[] {
@@ -108,6 +121,7 @@ function opSweep(logs: CheckLogs): string[] {
 export function figures(logs: CheckLogs): string[] {
   const device = deviceLine(logs);
   const tables: [string, (l: CheckLogs) => string[]][] = [["attention and GEMM (TFLOP/s), then the Hopper GEMMs side by side", kernelTables],
+    ["conv3d at the Wan-VAE decoder's levels (TFLOP/s)", convTable],
     ["causal DiT, Wan2.1-1.3B at real size (tools/bench/dit-graph.ts)", ditTable], ["bidirectional t2v clip as one graph", clipTable],
     ["end to end through kino serve", e2eTable], ["readback overlapped with the next chunk", readbackTable], ["op sweep", opSweep]];
   // a record with a field missing costs its table, not the others

@@ -6,7 +6,9 @@
 //   NO EVIDENCE  the step or part that would tell was not run, skipped, or cut before its result;
 //   SET          the constant is already true in the source.
 // Of the three GEMM kernels at most one flips (gemm.cu picks one of them): the fastest passing one, by
-// the geometric mean of its speed-ups over the one-block-per-tile kernel at the Wan shapes.
+// the geometric mean of its speed-ups over the one-block-per-tile kernel at the Wan shapes. The wgmma
+// conv flips once it kept its promise at every case of tools/gpu-check-conv.py and beat mma.sync at
+// every Wan-VAE level timed, and no op-sweep test of the conv3d wgmma path failed.
 import { type CheckLogs, type DataRecord, findRecord, findStep, readBunTest } from "./gpu-verdicts-log.ts";
 
 export const FLAGS = {
@@ -14,6 +16,7 @@ export const FLAGS = {
   GEMM_PERSISTENT_VERIFIED: "kernels/cuda/gemm.cu",
   GEMM_PERSISTENT_TMA_VERIFIED: "kernels/cuda/gemm.cu",
   GEMM_PINGPONG_VERIFIED: "kernels/cuda/gemm.cu",
+  CONV_WGMMA_VERIFIED: "kernels/cuda/conv.cu",
   GRAPHS_VERIFIED: "src/models/dit-graph.ts",
   BF16_ACTIVATIONS_VERIFIED: "src/models/dit-activations.ts",
   READBACK_OVERLAP_VERIFIED: "src/pipelines/readback-overlap.ts",
@@ -34,6 +37,7 @@ export const STEPS = {
   e2e: "end to end: kino serve",
   clip: "bidirectional t2v clip",
   readback: "readback of chunk i overlapped",
+  conv: "conv3d vs PyTorch",
   kernelsBench: "GEMM and attention benchmarks",
   opSweep: "op sweep on CUDA",
 } as const;
@@ -137,18 +141,37 @@ function gemms(logs: CheckLogs, current: Record<Flag, boolean>): Verdict[] {
 }
 
 /** The verdict once a flag's own checks passed: KEEP where the op sweep failed a test of `files`
- *  (basenames), else FLIP for `why` (also when the sweep did not run); the sweep's counts join the evidence. */
-function flipUnlessSweepFailed(logs: CheckLogs, files: string[], evidence: string[], why: string): Outcome {
+ *  (basenames; with `name`, only tests whose name it matches), else FLIP for `why` (also when the sweep
+ *  did not run); the sweep's counts join the evidence. */
+function flipUnlessSweepFailed(logs: CheckLogs, files: string[], evidence: string[], why: string, name?: RegExp): Outcome {
   const step = findStep(logs, STEPS.opSweep);
   const counts = step?.runs.map((r) => readBunTest(r.lines)).find((c) => c);
   if (!counts) {
     evidence.push(`op sweep: ${step ? `${step.result}, no bun test counts` : "not in the logs"}`);
     return { verdict: "FLIP", why, evidence };
   }
-  const failed = counts.failed.filter((f) => files.some((file) => f.split(":")[0]!.endsWith(file)));
-  evidence.push(`op sweep: ${counts.pass} pass, ${counts.fail} fail, none in ${files.join(", ")}`);
+  const failed = counts.failed.filter((f) => files.some((file) => f.split(":")[0]!.endsWith(file)) && (!name || name.test(f)));
+  evidence.push(`op sweep: ${counts.pass} pass, ${counts.fail} fail, none in ${files.join(", ")}${name ? ` matching ${name}` : ""}`);
   if (failed.length) return keep(`op sweep: ${failed.length} test(s) failed: ${failed.slice(0, 3).join("; ")}`, evidence);
   return { verdict: "FLIP", why, evidence };
+}
+
+/** gpu-check-conv.py's wgmma pass: correctness at every case, then faster than mma.sync at every level timed. */
+function convWgmma(logs: CheckLogs): Outcome {
+  const r = findRecord(logs, "gpu-check-conv");
+  if (!r) return absent(logs, "conv", "conv3d check");
+  const w = r.wgmma as { skipped: boolean; hung: boolean; cases: number; total: number };
+  if (w.hung) return keep("wgmma pass: hung (the watchdog fired after 45 s)");
+  if (w.skipped) return none("wgmma pass: not run, the GPU is not sm_90");
+  const failures = (r.failures as string[]).filter((f) => f.startsWith("conv wgmma"));
+  if (failures.length) return keep(`wgmma pass: ${failures.length} check(s) failed: ${failures.slice(0, 3).join("; ")}${failures.length > 3 ? "; …" : ""}`);
+  if (w.cases < w.total) return none(`wgmma pass: ran ${w.cases} of ${w.total} cases (the mma.sync pass before it failed: see the log)`);
+  const rows = rowsOf(r);
+  const cmp = faster(rows.filter((x) => x.kernel === "wgmma"), rows.filter((x) => x.kernel === "mma.sync"), "TFLOP/s");
+  if (!cmp.pairs) return none(`wgmma pass kept its promise at all ${w.cases} cases, but printed no figures beside mma.sync`);
+  if (cmp.slower.length) return keep(`passes, but slower than mma.sync at ${cmp.slower.join(", ")}`, cmp.evidence);
+  return flipUnlessSweepFailed(logs, ["ops.test.ts"], cmp.evidence,
+    `wgmma pass: the promise kept at all ${w.cases} cases; faster than mma.sync at all ${cmp.pairs} Wan-VAE levels (geometric mean ${x2(cmp.geomean)})`, /conv3d on wgmma/);
 }
 
 type Way = "eager bf16" | "graphs bf16" | "eager f32" | "graphs f32";
@@ -213,7 +236,7 @@ function guarded<T>(what: string, rule: () => T, fallback: (o: Outcome) => T): T
 
 /** Every flag's verdict, in FLAGS' order; `current`: the constants' values in the source now. */
 export function judge(logs: CheckLogs, current: Record<Flag, boolean>): Verdict[] {
-  const single: [Flag, (l: CheckLogs) => Outcome][] = [["WGMMA_ATTENTION_VERIFIED", wgmmaAttention], ["GRAPHS_VERIFIED", graphs],
+  const single: [Flag, (l: CheckLogs) => Outcome][] = [["WGMMA_ATTENTION_VERIFIED", wgmmaAttention], ["CONV_WGMMA_VERIFIED", convWgmma], ["GRAPHS_VERIFIED", graphs],
     ["BF16_ACTIVATIONS_VERIFIED", bf16Activations], ["READBACK_OVERLAP_VERIFIED", readbackOverlap]];
   const all: Verdict[] = [...guarded("GEMM parts", () => gemms(logs, current), (o) => GEMMS.map(([, flag]) => ({ flag, ...o }))),
     ...single.map(([flag, rule]) => (current[flag] ? { flag, verdict: "SET" as const, why: `already true in ${FLAGS[flag]}`, evidence: [] } : { flag, ...guarded(flag, () => rule(logs), (o) => o) }))];

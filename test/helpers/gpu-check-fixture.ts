@@ -22,6 +22,8 @@ export function pyDumps(v: unknown): string {
 const pyE = (x: number, digits: number) => x.toExponential(digits).replace(/e([+-])(\d)$/, "e$10$2");
 /** gpu_check_common.report: `  ok   NAME rel err 1.23e-03 (tol 2e-03)`. */
 const reportLine = (name: string, err: number, tol: number, ok = err <= tol) => `  ${ok ? "ok  " : "FAIL"} ${name.padEnd(58)} rel err ${pyE(err, 2)} (tol ${pyE(tol, 0)})`;
+/** gpu-check-conv.py's report: wider names, and a ratio to the promise rather than a relative error. */
+const convLine = (name: string, err: number, tol: number) => `  ${err <= tol ? "ok  " : "FAIL"} ${name.padEnd(70)} ${pyE(err, 2)} (tol ${pyE(tol, 0)})`;
 
 type Row = [string, number, number];
 /** gpu-check-kernels.py print_table(), then the end of the script: summary_line() (VERDICT-DATA) and the verdict line. */
@@ -83,6 +85,40 @@ export function benchPart(): string[] {
     ...(i === 0 ? [[`gemm ${label} ${mnk} [mma.sync]`, 351.2, 861.4] as Row] : [])]);
   rows.push(...ATTENTION.map((l, i) => [`attention 12x128 ${l} [mma.sync]`, [175.2, 171.4, 172.3, 160.5][i]!, SDPA[i]!] as Row));
   return ["", "benchmarks (bf16 inputs, f32 accumulation and output):", ...kernelsEnd(["bench"], rows, [])];
+}
+
+export const CONV_LEVELS = ["384→384 3³ 104x60 T1", "384→384 3³ 208x120 T2", "192→192 3³ 416x240 T4", "96→96 3³ 832x480 T4"];
+const CONV_MMA = [151.2, 238.4, 247.9, 231.6], CUDNN = [262.4, 402.7, 417.3, 388.1];
+
+/** tools/gpu-check-conv.py: the correctness lines, the mma.sync pass's rows and the wgmma pass's (at
+ *  `speedup` × mma.sync, per level label or one for all; none where it failed, hung or was skipped),
+ *  print_table(), summary_line() (VERDICT-DATA) and the last line. */
+export function convPart(o: { speedup: number | Record<string, number>; failing?: boolean; hang?: boolean; skipped?: boolean }): string[] {
+  const promise = (path: string, label: string, err: number) => convLine(`conv ${path}: ${label} promise`, err, 1);
+  const lines = ["conv3d correctness (promise: |err| / bound ≤ 1):", promise("mma.sync", "Wan middle 384→384 3³ 60x104", 0.21),
+    promise("simt", "Wan middle 384→384 3³ 60x104", 0.03), "       auto picks mma.sync for Wan middle 384→384 3³ 60x104", "", "conv3d wgmma (path 3, sm_90a) correctness:"];
+  const failures: string[] = [];
+  const rows: Row[] = [...CONV_LEVELS.map((l, i) => [`conv3d ${l} [mma.sync]`, CONV_MMA[i]!, CUDNN[i]!] as Row), ["conv3d 96→3 3³ 832x480 T4 (head) [mma.sync]", 31.4, 12.8]];
+  if (o.skipped) lines.push("  skipped: not an sm_90 GPU with the driver's tensor-map encoder");
+  else {
+    const err = o.failing ? 3.71 : 0.24;
+    lines.push(promise("wgmma", "Wan level 1 384→384 3³ 120x208", err));
+    if (o.failing) failures.push("conv wgmma: Wan level 1 384→384 3³ 120x208 promise");
+    lines.push(promise("mma.sync", "Wan head 96→3 3³ (120x208 crop)", 0.19));
+    if (o.failing) lines.push("  wgmma benchmarks skipped: its correctness checks failed or did not all run");
+    else if (!o.hang) {
+      CONV_LEVELS.forEach((l, i) => {
+        const up = typeof o.speedup === "number" ? o.speedup : (o.speedup[l] ?? 1.3);
+        rows.push([`conv3d ${l} [wgmma]`, +(CONV_MMA[i]! * up).toFixed(2), CUDNN[i]!]);
+      });
+    }
+  }
+  const table = ["", `| ${"op".padEnd(50)} | kino TFLOP/s | cuDNN TFLOP/s | kino/cuDNN |`, `|${"-".repeat(52)}|--------------|---------------|------------|`,
+    ...rows.map(([n, k, t]) => `| ${n.padEnd(50)} | ${k.toFixed(1).padStart(12)} | ${t.toFixed(1).padStart(13)} | ${(k / t).toFixed(2).padStart(10)} |`)];
+  const data = (hung: boolean) => `VERDICT-DATA ${pyDumps({ script: "gpu-check-conv", failures, wgmma: { skipped: !!o.skipped, hung, cases: o.skipped ? 0 : o.hang ? 9 : 16, total: 16 }, rows })}`;
+  // hung(): the message, the table so far and summary_line(), the process ended there
+  if (o.hang) return [...lines, "", "FAIL conv3d wgmma did not finish within 45 s (deadlock?); results so far:", ...table, data(true)];
+  return [...lines, ...table, data(false), ...(failures.length ? ["", `${failures.length} conv3d check(s) FAILED: [${failures.map((f) => `'${f}'`).join(", ")}]`] : ["", "all conv3d checks passed"])];
 }
 
 export type Way = "eager bf16" | "graphs bf16" | "eager f32" | "graphs f32";
@@ -149,7 +185,7 @@ export interface StepFixture {
 export const QUIET: Record<string, StepFixture> = {
   device: { lines: ["NVIDIA H200, 570.124.06, 143771 MiB, 1980 MHz"] },
   build: { lines: ["built in 96 s: -rwxr-xr-x 1 root root 5281544 Jan  1 00:00 build/libkino_cuda.so", "sm_90a SASS: 1204 HGMMA, 96 UTMALDG (TMA), 8 UTMASTG (TMA store), 3310 HMMA instructions"] },
-  conv3d: { lines: ["conv3d correctness (promise: |err| / bound ≤ 1):", reportLine("conv mma.sync: Wan middle 384→384 3³ 60x104 promise", 0.21, 1), "", "all conv3d checks passed"] },
+  conv3d: { lines: convPart({ speedup: 1.3 }) },
   kernels_verify: { lines: ["GEMM correctness (out = a·wᵀ + bias):", reportLine("mma.sync: a f32 133x264x200", 1.2e-4, 2e-3), "attention correctness:", ...kernelsEnd(["verify"], [], [])] },
   vae_decode: { lines: ["CUDA on NVIDIA H200 (sm_90, 139.8 GiB):"] },
   multi_gpu: { lines: ["multi-GPU: 1 GPU on this machine: checking that num_gpus 2 is refused instead", "  ok   num_gpus 2 on 1 GPU refused, worker 1 sees no GPU (3.1 s): kino: could not load the model …"] },

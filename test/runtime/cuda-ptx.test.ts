@@ -1,14 +1,14 @@
 // The tensor-core kernels as the compiler sees them, without a GPU: the Hopper kernels
-// (kernels/cuda/attention_wgmma.cu, gemm_wgmma.cu, gemm_wgmma_persistent.cu and gemm_wgmma_pingpong.cu with their
-// epilogues) must really use the Hopper
-// instructions in their sm_90a build (wgmma, TMA bulk-tensor copies, register reallocation; the
-// persistent GEMM's TMA-store epilogue its stores, bulk async-groups and proxy fence), the
-// mma.sync attention and GEMM (attention.cu, gemm_mma.cu) mma.sync on bf16 with ldmatrix and cp.async in
-// their sm_80 build, and the tensor-core convolution (conv_mma.cu) the same in both its sm_90a and
-// sm_80 builds; every kernel of each file must fit its registers without spilling, and the wgmma
-// pipeline must not be serialized — the failure modes that cost speed silently rather than breaking
-// results. Correctness on a GPU is tools/gpu-check.sh's job (and, for conv_mma.cu, also the CPU
-// emulator's: cuda-emulated.test.ts).
+// (kernels/cuda/attention_wgmma.cu, gemm_wgmma.cu, gemm_wgmma_persistent.cu, gemm_wgmma_pingpong.cu
+// with their epilogues, and conv_wgmma.cu) must really use the Hopper instructions in their sm_90a
+// build (wgmma, TMA bulk-tensor copies, register reallocation; the persistent GEMM's TMA-store
+// epilogue its stores, bulk async-groups and proxy fence; the convolution cp.async with the proxy
+// fence), the mma.sync attention and GEMM (attention.cu, gemm_mma.cu) mma.sync on bf16 with ldmatrix
+// and cp.async in their sm_80 build, and the mma.sync convolution (conv_mma.cu) the same in both its
+// sm_90a and sm_80 builds; every kernel of each file must fit its registers without spilling, and the
+// wgmma pipeline must not be serialized — the failure modes that cost speed silently rather than
+// breaking results. Correctness on a GPU is tools/gpu-check.sh's job (and, for the convolutions, also
+// the CPU emulator's: cuda-emulated.test.ts).
 import { describe, expect, test } from "bun:test";
 import { $ } from "bun";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -37,6 +37,11 @@ const KERNELS = [
   { file: "gemm_wgmma_pingpong", kernel: "gemm_wgmma_pingpong_kernel", instances: 4, arch: "sm_90a", ptx: [...HOPPER_PTX, "wgmma.mma_async.sync.aligned.m64n112k16", "bar.sync", "bar.arrive"], uses: "wgmma m64n112k16, TMA, setmaxnreg and named barriers" },
   { file: "attention", kernel: "attention_mma_kernel", instances: 8, arch: "sm_80", ptx: MMA_SYNC_BF16_PTX, uses: "mma.sync on bf16, ldmatrix and cp.async" },
   { file: "gemm_mma", kernel: "gemm_mma_kernel", instances: 4, arch: "sm_80", ptx: MMA_SYNC_BF16_PTX, uses: "mma.sync on bf16, ldmatrix and cp.async" },
+  // three tile widths (192, 128, 96 channels: m64n192k16, m64n128k16, m64n96k16), f32 out; the voxel
+  // rows by cp.async, made visible to wgmma with the async-proxy fence; the weight rows by TMA
+  { file: "conv_wgmma", kernel: "conv_wgmma_kernel", instances: 3, arch: "sm_90a",
+    ptx: [...HOPPER_PTX, "wgmma.mma_async.sync.aligned.m64n192k16", "wgmma.mma_async.sync.aligned.m64n96k16", "cp.async.cg.shared.global", "fence.proxy.async.shared::cta"],
+    uses: "wgmma (n192, n128, n96), cp.async with the proxy fence, TMA and setmaxnreg" },
   ...["sm_90a", "sm_80"].map((arch) => (
     { file: "conv_mma", kernel: "conv_mma_kernel", instances: 3, arch, ptx: MMA_SYNC_BF16_PTX, uses: "mma.sync on bf16, ldmatrix and cp.async" })),
 ];

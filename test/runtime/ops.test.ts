@@ -6,7 +6,7 @@
 // copies, wasm-packed.ts). CUDA runs every case once on the library's own kernel choice, and the GEMM,
 // attention and convolution cases once more on each kernel path it can force (CUDA_KERNEL_PATHS in
 // src/runtime/backends/cuda.ts: GEMM wgmma, mma.sync, SIMT; attention wgmma, mma.sync, SIMT; conv3d
-// and conv2d mma.sync, SIMT); the edges of the tensor-core tiles (op-cases-tensor-cores.ts) run on
+// and conv2d wgmma, mma.sync, SIMT); the edges of the tensor-core tiles (op-cases-tensor-cores.ts) run on
 // CUDA only, on its own choice and on every tensor-core path; a path this
 // device cannot run, and everything CUDA where no device answers, is declared skipped with the reason.
 // Every tensor an op writes lies between guard bytes that must come back untouched (op-guards.ts).
@@ -19,9 +19,9 @@
 //     tensor cores       CUDA wgmma / mma.sync (bf16/f16 weights, K % 8 = 0): the activations rounded
 //                        to the weight's type, products exact, f32 accumulation: the same bound,
 //                        against the reference on the rounded activations
-//     conv tensor cores  CUDA mma.sync (kernels/cuda/conv.cuh): x, prev and the weights rounded to bf16,
+//     conv tensor cores  CUDA wgmma / mma.sync (kernels/cuda/conv.cuh): x, prev and the weights rounded to bf16,
 //                        products exact, f32 accumulation: the same bound, against the reference on
-//                        the rounded operands (test/runtime/cuda-emulated.test.ts holds the kernel to
+//                        the rounded operands (test/runtime/cuda-emulated.test.ts holds the kernels to
 //                        it on a CPU emulator where no GPU answers)
 //     epilogues          GELU, residual + gate·y: the bound on y times the epilogue's slope (GELU
 //                        1.13, max|gate|), + 2e-6·max|out| (the epilogue's f32 arithmetic)

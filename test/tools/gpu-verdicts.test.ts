@@ -8,7 +8,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } fro
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import {
-  QUIET, type StepFixture, type Way, benchPart, clipGraph, ditGraph, e2eRealtime, gemmPart, opSweep, readbackOverlap, runCheck, wgmmaPart,
+  QUIET, type StepFixture, type Way, benchPart, clipGraph, convPart, ditGraph, e2eRealtime, gemmPart, opSweep, readbackOverlap, runCheck, wgmmaPart,
 } from "../helpers/gpu-check-fixture.ts";
 import { FLAGS, STEPS } from "../../tools/gpu-verdicts-rules.ts";
 
@@ -35,6 +35,7 @@ const FAST: Record<Way, number> = { "eager bf16": 0.951, "graphs bf16": 0.812, "
 interface Device {
   wgmma?: Parameters<typeof wgmmaPart>[0];
   gemm?: Record<string, Parameters<typeof gemmPart>[1]>;
+  conv?: Parameters<typeof convPart>[0];
   steadyS?: Record<Way, number>;
   sweepFailed?: [string, string][];
 }
@@ -43,7 +44,9 @@ function pythonPart(d: Device = {}, extra: Record<string, StepFixture | string> 
   const hopper = [...wgmmaPart(d.wgmma ?? { tflops: [452.1, 461.3, 470.2, 380.5] }),
     ...(["persistent", "pingpong", "persistent-tma"] as const).flatMap((p) => gemmPart(p, gemm[p]!))];
   const failed = !!d.wgmma?.failing || Object.values(gemm).some((g) => g.failing || g.hang);
-  return runCheck("python", { ...QUIET, unverified_hopper: { lines: hopper, rc: failed ? 1 : 0 }, kernels_bench: { lines: benchPart() }, ...extra }, env);
+  const conv = d.conv ?? { speedup: 1.3 };
+  return runCheck("python", { ...QUIET, unverified_hopper: { lines: hopper, rc: failed ? 1 : 0 }, kernels_bench: { lines: benchPart() },
+    conv3d: { lines: convPart(conv), rc: conv.failing || conv.hang ? 1 : 0 }, ...extra }, env);
 }
 function bunPart(d: Device = {}, extra: Record<string, StepFixture | string> = {}, env: Record<string, string> = {}) {
   return runCheck("bun", {
@@ -79,8 +82,11 @@ test("every check passes and measures faster: each constant FLIPs (of the GEMMs 
   expect(r.steps.find((s) => s.includes(STEPS.opSweep))).toEndWith("[log 2]");
   expect(Object.fromEntries(Object.entries(r.judged).map(([f, [v]]) => [f, v]))).toEqual({
     WGMMA_ATTENTION_VERIFIED: "FLIP", GEMM_PERSISTENT_VERIFIED: "KEEP", GEMM_PERSISTENT_TMA_VERIFIED: "KEEP", GEMM_PINGPONG_VERIFIED: "FLIP",
-    GRAPHS_VERIFIED: "FLIP", BF16_ACTIVATIONS_VERIFIED: "FLIP", READBACK_OVERLAP_VERIFIED: "FLIP",
+    CONV_WGMMA_VERIFIED: "FLIP", GRAPHS_VERIFIED: "FLIP", BF16_ACTIVATIONS_VERIFIED: "FLIP", READBACK_OVERLAP_VERIFIED: "FLIP",
   });
+  expect(r.judged.CONV_WGMMA_VERIFIED![1]).toBe("wgmma pass: the promise kept at all 16 cases; faster than mma.sync at all 4 Wan-VAE levels (geometric mean 1.30×)");
+  expect(r.judged.CONV_WGMMA_VERIFIED![2]).toContain("conv3d 384→384 3³ 208x120 T2: wgmma 309.9 vs mma.sync 238.4 TFLOP/s (1.30×; torch 402.7)");
+  expect(r.judged.CONV_WGMMA_VERIFIED![2]).toContain("op sweep: 412 pass, 0 fail, none in ops.test.ts matching /conv3d on wgmma/");
   expect(r.judged.GEMM_PINGPONG_VERIFIED![1]).toContain("faster than one block per tile at all 6 Wan shapes (geometric mean 1.09×)");
   expect(r.judged.GEMM_PERSISTENT_VERIFIED![1]).toContain("but GEMM_PINGPONG_VERIFIED is faster (1.09×) and gemm.cu takes one");
   expect(r.judged.WGMMA_ATTENTION_VERIFIED![2]).toContain("attention 12x128 Lq=4680 Lk=4680: wgmma 452.1 vs mma.sync 175.2 TFLOP/s (2.58×; torch 526.3)");
@@ -91,21 +97,23 @@ test("every check passes and measures faster: each constant FLIPs (of the GEMMs 
     "| Wan FFN up +gelu | 605.0 | 629.1 | 641.3 | 659.4 | 779.4 |", "| Wan QKV split 3 → bf16 | 536.5 | 547.2 | 568.7 | — | 748.2 |",
     "| s per chunk, first / steady (chunks ≥ 7) | 0.379 / 0.9510 | 0.512 / 0.8120 | 0.401 / 1.1030 | 0.538 / 0.9670 |", "| video fps of DiT throughput, steady | 12.6 | 14.8 | 10.9 | 12.4 |",
     "| session.start → first media chunk, the next session (a new prompt) | 0.470 s | ≤ 0.5 s: met |", "| steady video fps (frames per wall s, chunks 7–16) | 31.7 | ≥ 30: met |",
-    "| real-time factor (media s per wall s) | 1.98× | ≥ 1.875× (30 fps of 16 fps video) |", "| overlap | 0.409 | 377.9 | 4.62 |", "| op sweep on CUDA (bun test, 6 files) | 412 pass, 0 fail |"]) {
+    "| real-time factor (media s per wall s) | 1.98× | ≥ 1.875× (30 fps of 16 fps video) |", "| overlap | 0.409 | 377.9 | 4.62 |", "| op sweep on CUDA (bun test, 6 files) | 412 pass, 0 fail |",
+    "| 384→384 3³ 208x120 T2 | 238.4 | 309.9 | 402.7 | 1.30 |", "| 96→3 3³ 832x480 T4 (head) | 31.4 | — | 12.8 | — |"]) {
     expect(r.out).toContain(`\n${row}\n`);
   }
   expect(r.out).toContain("device: NVIDIA H200, 570.124.06, 143771 MiB, 1980 MHz");
   expect(r.out).toContain("| what | NVIDIA H200 | target |");
-  expect(r.out).toContain("to set WGMMA_ATTENTION_VERIFIED, GEMM_PINGPONG_VERIFIED, GRAPHS_VERIFIED, BF16_ACTIVATIONS_VERIFIED, READBACK_OVERLAP_VERIFIED: the same command with --apply");
+  expect(r.out).toContain("to set WGMMA_ATTENTION_VERIFIED, GEMM_PINGPONG_VERIFIED, CONV_WGMMA_VERIFIED, GRAPHS_VERIFIED, BF16_ACTIVATIONS_VERIFIED, READBACK_OVERLAP_VERIFIED: the same command with --apply");
 
   const before = Object.values(FLAGS).map((f) => readFileSync(join(root, f), "utf8"));
   const copy = sourcesCopy();
   const applied = verdicts([...logs, "--apply", "--root", copy]);
   expect(applied.rc, applied.err).toBe(0);
-  expect(applied.out).toContain(`--apply: set WGMMA_ATTENTION_VERIFIED, GEMM_PINGPONG_VERIFIED, GRAPHS_VERIFIED, BF16_ACTIVATIONS_VERIFIED, READBACK_OVERLAP_VERIFIED to true in kernels/cuda/attention.cu, kernels/cuda/gemm.cu, src/models/dit-graph.ts, src/models/dit-activations.ts, src/pipelines/readback-overlap.ts (under ${copy})`);
+  expect(applied.out).toContain(`--apply: set WGMMA_ATTENTION_VERIFIED, GEMM_PINGPONG_VERIFIED, CONV_WGMMA_VERIFIED, GRAPHS_VERIFIED, BF16_ACTIVATIONS_VERIFIED, READBACK_OVERLAP_VERIFIED to true in kernels/cuda/attention.cu, kernels/cuda/gemm.cu, kernels/cuda/conv.cu, src/models/dit-graph.ts, src/models/dit-activations.ts, src/pipelines/readback-overlap.ts (under ${copy})`);
   const flipped = (file: string) => changedLines(copy, file).map(([, was, now]) => `${was} → ${now}`);
   expect(flipped("kernels/cuda/attention.cu")).toEqual(["constexpr bool WGMMA_ATTENTION_VERIFIED = false; → constexpr bool WGMMA_ATTENTION_VERIFIED = true;"]);
   expect(flipped("kernels/cuda/gemm.cu")).toEqual(["constexpr bool GEMM_PINGPONG_VERIFIED = false; → constexpr bool GEMM_PINGPONG_VERIFIED = true;"]);
+  expect(flipped("kernels/cuda/conv.cu")).toEqual(["constexpr bool CONV_WGMMA_VERIFIED = false; → constexpr bool CONV_WGMMA_VERIFIED = true;"]);
   expect(flipped("src/models/dit-graph.ts")).toEqual(["export const GRAPHS_VERIFIED = false; → export const GRAPHS_VERIFIED = true;"]);
   expect(flipped("src/models/dit-activations.ts")).toEqual(["export const BF16_ACTIVATIONS_VERIFIED = false; → export const BF16_ACTIVATIONS_VERIFIED = true;"]);
   expect(flipped("src/pipelines/readback-overlap.ts")).toEqual(["export const READBACK_OVERLAP_VERIFIED = false; → export const READBACK_OVERLAP_VERIFIED = true;"]);
@@ -119,13 +127,17 @@ test("every check passes and measures faster: each constant FLIPs (of the GEMMs 
   expect(Object.values(FLAGS).map((f) => readFileSync(join(root, f), "utf8"))).toEqual(before);
 }, 60_000);
 
-test("a FAIL in the attention check keeps WGMMA_ATTENTION_VERIFIED with the failed check; a failed graph test in the op sweep keeps GRAPHS_VERIFIED", () => {
-  const r = verdicts([pythonPart({ wgmma: { tflops: [], failing: "yes" } }), bunPart({ sweepFailed: [["test/models/dit-graph.test.ts", "graph launches equal eager on CUDA"]] })]);
+test("a FAIL in the attention or the wgmma conv check keeps its constant with the failed check; a failed graph test in the op sweep keeps GRAPHS_VERIFIED", () => {
+  const r = verdicts([pythonPart({ wgmma: { tflops: [], failing: "yes" }, conv: { speedup: 1.3, failing: true } }),
+    bunPart({ sweepFailed: [["test/models/dit-graph.test.ts", "graph launches equal eager on CUDA"]] })]);
   expect(r.rc, r.err).toBe(0);
   expect(r.steps.find((s) => s.includes(STEPS.hopper))).toStartWith("FAIL ");
   expect(r.steps.find((s) => s.includes(STEPS.opSweep))).toStartWith("FAIL ");
   expect(r.judged.WGMMA_ATTENTION_VERIFIED!.slice(0, 2)).toEqual(["KEEP", "wgmma: 1 correctness check(s) failed: wgmma f32 in D=128 B=1 Lq=1560 Lk=1560 kv=1560 H=12 block=520/0 bias"]);
   expect(r.verdict("GEMM_PINGPONG_VERIFIED")).toBe("FLIP"); // the GEMM parts ran in processes of their own
+  expect(r.steps.find((s) => s.includes(STEPS.conv))).toStartWith("FAIL ");
+  expect(r.judged.CONV_WGMMA_VERIFIED!.slice(0, 2)).toEqual(["KEEP", "wgmma pass: 1 check(s) failed: conv wgmma: Wan level 1 384→384 3³ 120x208 promise"]);
+  expect(r.out).toContain("| 384→384 3³ 104x60 T1 | 151.2 | — | 262.4 | — |"); // mma.sync still has its rows
   expect(r.judged.GRAPHS_VERIFIED!.slice(0, 2)).toEqual(["KEEP", "op sweep: 1 test(s) failed: test/models/dit-graph.test.ts: graph launches equal eager on CUDA"]);
   expect(r.verdict("BF16_ACTIVATIONS_VERIFIED")).toBe("FLIP");
   expect(r.out).toContain("| op sweep on CUDA (bun test, 6 files) | 411 pass, 1 fail |\n  failed: test/models/dit-graph.test.ts: graph launches equal eager on CUDA");
@@ -135,8 +147,8 @@ test("a FAIL in the attention check keeps WGMMA_ATTENTION_VERIFIED with the fail
 
 test("persistent passes but is slower than the default at a Wan shape: KEEP; a failing and a hung GEMM: KEEP; slower graphs and bf16: KEEP", () => {
   const slowBf16: Record<Way, number> = { "eager bf16": 1.151, "graphs bf16": 1.312, "eager f32": 1.103, "graphs f32": 0.967 };
-  const r = verdicts([pythonPart({ gemm: { persistent: { speedup: { "Wan QKV": 0.94 } }, pingpong: { speedup: 1.2, failing: true }, "persistent-tma": { speedup: 1.1, hang: true } } }),
-    bunPart({ steadyS: slowBf16 })]);
+  const r = verdicts([pythonPart({ gemm: { persistent: { speedup: { "Wan QKV": 0.94 } }, pingpong: { speedup: 1.2, failing: true }, "persistent-tma": { speedup: 1.1, hang: true } },
+    conv: { speedup: { "384→384 3³ 104x60 T1": 0.92 } } }), bunPart({ steadyS: slowBf16 })]);
   expect(r.rc, r.err).toBe(0);
   const [v, why, evidence] = r.judged.GEMM_PERSISTENT_VERIFIED!;
   expect(v).toBe("KEEP");
@@ -146,6 +158,8 @@ test("persistent passes but is slower than the default at a Wan shape: KEEP; a f
   expect(r.judged.GEMM_PINGPONG_VERIFIED!.slice(0, 2)).toEqual(["KEEP", "pingpong: 1 correctness check(s) failed: pingpong: a f32 4680x4608x1536 [wgmma-pingpong]"]);
   expect(r.judged.GEMM_PERSISTENT_TMA_VERIFIED!.slice(0, 2)).toEqual(["KEEP", "persistent-tma: hung (the watchdog fired after 120 s)"]);
   expect(r.judged.GRAPHS_VERIFIED!.slice(0, 2)).toEqual(["KEEP", "graphs not faster than eager per steady chunk with bf16 activations"]);
+  expect(r.judged.CONV_WGMMA_VERIFIED!.slice(0, 2)).toEqual(["KEEP", "passes, but slower than mma.sync at conv3d 384→384 3³ 104x60 T1 0.92×"]);
+  expect(r.judged.CONV_WGMMA_VERIFIED![2]).toContain("conv3d 96→96 3³ 832x480 T4: wgmma 301.1 vs mma.sync 231.6 TFLOP/s (1.30×; torch 388.1)");
   expect(r.judged.BF16_ACTIVATIONS_VERIFIED!.slice(0, 2)).toEqual(["KEEP", "bf16 activations not faster than f32 per steady chunk (eager, graphs)"]);
   expect(r.out).toContain("to set WGMMA_ATTENTION_VERIFIED, READBACK_OVERLAP_VERIFIED: the same command with --apply");
 }, 60_000);
@@ -165,6 +179,7 @@ test("a step cut by its cap or a budget spent before it: NO EVIDENCE for what it
   expect(r.judged.GEMM_PINGPONG_VERIFIED![0]).toBe("NO EVIDENCE");
   expect(r.judged.GEMM_PINGPONG_VERIFIED![1]).toMatch(/^pingpong part: step "wgmma attention vs PyTorch" TIMEOUT \(cap cut to the budget's [23] s\), before its result$/);
   expect(r.verdict("GEMM_PERSISTENT_TMA_VERIFIED")).toBe("NO EVIDENCE");
+  expect(r.judged.CONV_WGMMA_VERIFIED!.slice(0, 2)).toEqual(["NO EVIDENCE", 'conv3d check: step "conv3d vs PyTorch" SKIPPED (budget spent), before its result']);
   expect(r.judged.GRAPHS_VERIFIED![1]).toMatch(/^causal DiT graphs: step "causal DiT as CUDA graphs" TIMEOUT/);
   expect(r.verdict("BF16_ACTIVATIONS_VERIFIED")).toBe("NO EVIDENCE");
   expect(r.judged.READBACK_OVERLAP_VERIFIED!.slice(0, 2)).toEqual(["NO EVIDENCE", 'overlapped readback: step "readback of chunk i overlapped" SKIPPED (budget spent), before its result']);
@@ -218,6 +233,42 @@ test.skipIf(!hasTorch)("the real gpu-check-kernels.py on a stubbed sm_80 device:
   for (const [flag, part] of [["GEMM_PERSISTENT_VERIFIED", "persistent"], ["GEMM_PINGPONG_VERIFIED", "pingpong"], ["GEMM_PERSISTENT_TMA_VERIFIED", "persistent-tma"]]) {
     expect(r.judged[flag!]!.slice(0, 2)).toEqual(["NO EVIDENCE", `${part}: not run, the GPU is not sm_90`]);
   }
+}, 60_000);
+
+test("the wgmma conv: a hang or a failed conv3d-on-wgmma test in the op sweep keeps CONV_WGMMA_VERIFIED (another path's failure does not); off sm_90 NO EVIDENCE", () => {
+  const hung = verdicts([pythonPart({ conv: { speedup: 1.3, hang: true } }), bunPart()]);
+  expect(hung.rc, hung.err).toBe(0);
+  expect(hung.judged.CONV_WGMMA_VERIFIED!.slice(0, 2)).toEqual(["KEEP", "wgmma pass: hung (the watchdog fired after 45 s)"]);
+  expect(hung.out).toContain("| 192→192 3³ 416x240 T4 | 247.9 | — | 417.3 | — |"); // the table printed before the watchdog ended it
+
+  const wgmmaTest = "ops on cuda, conv3d on wgmma > conv3d x [1,40,2,9,17] w [130,40,3,3,3] f32 (Cin 40, Cout 130, 306 voxels)";
+  const sweep = verdicts([pythonPart(), bunPart({ sweepFailed: [["test/runtime/ops.test.ts", wgmmaTest]] })]);
+  expect(sweep.judged.CONV_WGMMA_VERIFIED!.slice(0, 2)).toEqual(["KEEP", `op sweep: 1 test(s) failed: test/runtime/ops.test.ts: ${wgmmaTest}`]);
+  const other = verdicts([pythonPart(), bunPart({ sweepFailed: [["test/runtime/ops.test.ts", "ops on cuda, conv3d on simt > conv3d x [1,1,1,1,1] w [1,1,1,1,1] f32"]] })]);
+  expect(other.verdict("CONV_WGMMA_VERIFIED")).toBe("FLIP");
+
+  const skipped = verdicts([pythonPart({ conv: { speedup: 1.3, skipped: true } })]);
+  expect(skipped.judged.CONV_WGMMA_VERIFIED!.slice(0, 2)).toEqual(["NO EVIDENCE", "wgmma pass: not run, the GPU is not sm_90"]);
+  expect(skipped.out).toContain("| 96→96 3³ 832x480 T4 | 231.6 | — | 388.1 | — |");
+}, 60_000);
+
+// The real gpu-check-conv.py where torch is, its CUDA library stubbed as an sm_80 device's (kc_set_paths
+// refuses the wgmma conv path, every call's tensors fail to reach a GPU): the wgmma pass says it
+// skipped, in its VERDICT-DATA too.
+test.skipIf(!hasTorch)("the real gpu-check-conv.py on a stubbed sm_80 device: CONV_WGMMA_VERIFIED NO EVIDENCE, not an sm_90 GPU", () => {
+  const stub = join(mkdtempSync(join(tmpdir(), "kino-verdict-conv-")), "stubbed.py");
+  writeFileSync(stub, [
+    "import ctypes, runpy, sys, unittest.mock as mock", "import torch",
+    "lib = mock.MagicMock()", "lib.kc_set_paths.side_effect = lambda ctx, gemm, attention, conv: 10002 if conv == 3 else 0",
+    "ctypes.CDLL = lambda *a, **k: lib", "torch.Generator = lambda *a, **k: mock.MagicMock()", "sys.path.insert(0, 'tools')",
+    "sys.argv = ['tools/gpu-check-conv.py']", "runpy.run_path('tools/gpu-check-conv.py', run_name='__main__')"].join("\n"));
+  const log = pythonPart({}, { conv3d: `exec python3 ${stub}\n` });
+  const text = readFileSync(log, "utf8");
+  expect(text).toContain("conv3d wgmma (path 3, sm_90a) correctness:\n  skipped: not an sm_90 GPU with the driver's tensor-map encoder");
+  expect(text).toMatch(/VERDICT-DATA \{"script": "gpu-check-conv", "failures": \[.*\], "wgmma": \{"skipped": true, "hung": false, "cases": 0, "total": 16\}, "rows": \[\]\}/);
+  const r = verdicts([log]);
+  expect(r.rc, r.err).toBe(0);
+  expect(r.judged.CONV_WGMMA_VERIFIED!.slice(0, 2)).toEqual(["NO EVIDENCE", "wgmma pass: not run, the GPU is not sm_90"]);
 }, 60_000);
 
 test("the step names the rules look for are tools/gpu-check.sh's, each once; bad input is refused naming what is wrong", () => {

@@ -23,7 +23,7 @@ export const CUDA_KERNEL_PATHS: Readonly<Record<KernelOp, Readonly<Record<string
     "mma.sync": { code: 1, rounds: true }, simt: { code: 2, rounds: false },
   },
   attention: { wgmma: { code: 2, rounds: true }, "mma.sync": { code: 3, rounds: true }, simt: { code: 1, rounds: false } },
-  conv3d: { "mma.sync": { code: 2, rounds: true }, simt: { code: 1, rounds: false } },
+  conv3d: { wgmma: { code: 3, rounds: true }, "mma.sync": { code: 2, rounds: true }, simt: { code: 1, rounds: false } },
 };
 /** The path codes that let the library choose per call (kc_create's default). */
 const AUTO_PATHS: Record<KernelOp, number> = { gemm: 0, attention: 0, conv3d: 0 };
