@@ -116,11 +116,12 @@ KC_API void kc_destroy(KcContext* ctx) {
 }
 
 // Kernel choice: gemm_path 0 auto / 1 mma.sync / 2 SIMT / 3 wgmma / 4 wgmma on the persistent grid /
-// 5 wgmma ping-pong / 6 the persistent grid with the TMA-store epilogue; attention_path 0 auto / 1 f32 SIMT /
-// 2 wgmma / 3 mma.sync; conv_path 0 auto / 1 SIMT / 2 mma.sync / 3 wgmma. gemm_path 2, attention_path 1 and
-// conv_path 1 are the exact ones (f32 products, no bf16 rounding of activations), for tests and
-// comparisons; forced mma.sync conv runs every call (any shape) on the tensor cores; attention_path 2, gemm_path 4,
-// 5 and 6 and conv_path 3 run the Hopper kernels that auto does not pick yet (attention.cu, gemm.cu, conv.cu). A forced tensor-core path still falls back where a call's
+// 5 wgmma ping-pong / 6 the persistent grid with the TMA-store epilogue; attention_path 0 auto / 1 f32
+// SIMT / 2 wgmma / 3 mma.sync; conv_path 0 auto / 1 SIMT / 2 mma.sync / 3 wgmma. gemm_path 2,
+// attention_path 1 and conv_path 1 are the exact ones (f32 products, no bf16 rounding of activations),
+// for tests and comparisons; forced tensor-core convs run every call (any shape) on the tensor cores;
+// attention_path 2, gemm_path 4, 5 and 6 and conv_path 3 run the Hopper kernels that auto does not
+// pick yet (attention.cu, gemm.cu, conv.cu). A forced tensor-core path still falls back where a call's
 // shape or dtypes rule the kernel out (kc_last_kernel names what ran), except forced wgmma attention,
 // which fails instead; a path this device cannot run at all is refused here.
 KC_API int kc_set_paths(KcContext* ctx, int gemm_path, int attention_path, int conv_path) {

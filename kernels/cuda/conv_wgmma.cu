@@ -111,7 +111,7 @@ __global__ void __launch_bounds__(THREADS, 1)
           const bool ok = live && (unsigned)(row_t[i] + ld_a) < (unsigned)p.F &&
                           (unsigned)(row_y[i] + ld_r) < (unsigned)p.H && (unsigned)(row_x[i] + ld_q) < (unsigned)p.W;
           const int row = threadIdx.x / 4 + 32 * i, c = half * 4 + chunk;
-          const int at = KC_PLANTED(15) ? c : c ^ (row % 8);
+          const int at = KC_PLANTED(27) ? c : c ^ (row % 8);
           kc_cp_async16(stage_a(s) + row * 128 + at * 16, ok ? p.xc + row_off[i] + tap_off : p.xc, ok ? 16 : 0);
         }
         if ((ld_c0 += 32) == p.CP) {
@@ -124,13 +124,13 @@ __global__ void __launch_bounds__(THREADS, 1)
       }
       kc_cp_async_commit();
       if (kt >= LAG) {
-        if (!KC_PLANTED(16)) kc_cp_async_wait<LAG>();
-        if (!KC_PLANTED(14)) kc_fence_proxy_async();
+        if (!KC_PLANTED(28)) kc_cp_async_wait<LAG>();
+        if (!KC_PLANTED(26)) kc_fence_proxy_async();
         kc_mbar_arrive(full((kt - LAG) % STAGES));
       }
     }
     kc_cp_async_wait<0>();
-    if (!KC_PLANTED(14)) kc_fence_proxy_async();
+    if (!KC_PLANTED(26)) kc_fence_proxy_async();
     for (int kt = ktiles > LAG ? ktiles - LAG : 0; kt < ktiles; kt++) kc_mbar_arrive(full(kt % STAGES));
   } else {
     kc_setmaxnreg_inc<CONSUMER_REGS>();

@@ -99,9 +99,9 @@ describe.skipIf(!wg)("conv_wgmma.cu on the CPU emulator (conv path forced to wgm
 
 // Each planted bug (KC_PLANTED(n) in conv_wgmma.cu), what it breaks, and what must report it.
 const PLANTED: [number, string, string | RegExp][] = [
-  [14, "the producer announces its cp.async stages without fence.proxy.async", /the harness failed: .*emulator: wgmma reads shared address 0x[0-9a-f]+, which thread \d+ wrote \(cp\.async or st\.shared\) with no fence\.proxy\.async/],
-  [15, "the A tile is written unswizzled (chunk c of row r at c, not c ^ (r % 8))", /% of the tolerance|max abs NaN/],
-  [16, "the producer announces a stage before cp.async.wait_group saw its copies land", /% of the tolerance|max abs NaN/],
+  [26, "the producer announces its cp.async stages without fence.proxy.async", /the harness failed: .*emulator: wgmma reads shared address 0x[0-9a-f]+, which thread \d+ wrote \(cp\.async or st\.shared\) with no fence\.proxy\.async/],
+  [27, "the A tile is written unswizzled (chunk c of row r at c, not c ^ (r % 8))", /% of the tolerance|max abs NaN/],
+  [28, "the producer announces a stage before cp.async.wait_group saw its copies land", /% of the tolerance|max abs NaN/],
 ];
 
 describe.skipIf(!harness)("the emulated cases catch planted wgmma conv bugs", () => {

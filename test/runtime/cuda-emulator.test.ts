@@ -41,8 +41,9 @@ describe.skipIf(!harness)("the emulator's __shfl_xor_sync", () => {
 // where the box leaves the tensor, and only once a thread waits on its barrier (before that the
 // destination reads as 0xFF bytes); a TMA store writes the box back through the same layout, skips
 // what lies outside the tensor on either side, and reads shared memory only at the wait_group that
-// retires it; misuse of mbarriers, TMA loads and stores, wgmma, named barriers and setmaxnreg stops the
-// emulator with the reason.
+// retires it; wgmma reads data a thread wrote with cp.async only after that thread's fence.proxy.async;
+// misuse of mbarriers, TMA loads and stores, wgmma, named barriers and setmaxnreg stops the emulator with
+// the reason.
 const hopperBuilt = await buildEmulator("hopper-primitives");
 const hopper = "path" in hopperBuilt ? hopperBuilt.path : null;
 
@@ -109,6 +110,10 @@ describe.skipIf(!hopper)("the emulator's Hopper primitives", () => {
     expectImage(tensors("store-late")[0]!, (r, c) => (r < 16 && c < 64 ? 0x1111 : SENTINEL));
   });
 
+  test("wgmma may read what cp.async wrote once the writing threads fenced the async proxy after their wait", () => {
+    expect(() => runHarness(hopper!, "wgmma-cp-async-fenced", [], 0, ["wgmma-cp-async-fenced"])).not.toThrow();
+  });
+
   const MISUSE: [string, string | RegExp][] = [
     ["arrivals", /mbarrier\.arrive on mbarrier 0x[0-9a-f]+: more arrivals than its count \(1\) in phase 0/],
     ["tx", "phase 0 received 1024 transaction bytes more than its expect_tx announced"],
@@ -121,6 +126,7 @@ describe.skipIf(!hopper)("the emulator's Hopper primitives", () => {
     ["descriptor", "lies in row 2 of a 128-byte swizzle pattern, but the base offset is 0"],
     ["named", "the block exits with named barrier 1 half-arrived (64 of 128)"],
     ["maxnreg", "setmaxnreg not executed alike by every thread of warpgroup 0"],
+    ["wgmma-cp-async", /wgmma reads shared address 0x[0-9a-f]+, which thread \d+ wrote \(cp\.async or st\.shared\) with no fence\.proxy\.async\.shared::cta of that thread after it/],
     ["store-unfenced", /which thread \d+ wrote with st\.shared and no fence\.proxy\.async\.shared::cta of that thread followed/],
     ["store-fenced-elsewhere", "which thread 5 wrote with st.shared and no fence.proxy.async.shared::cta of that thread followed"],
     ["store-reuse", "which a cp.async.bulk.tensor store of thread 0 still reads: no cp.async.bulk.wait_group.read of that thread retired it"],

@@ -20,8 +20,10 @@
 //                 OUT: B, C after wait_group.read 2 and 1, then B, C after wait_group 0
 //   store-late    the box staged, stored to B and committed, then overwritten (plain C++ writes, which
 //                 the checks do not see) before the wait: B gets what shared memory holds at the wait
+//   wgmma-cp-async-fenced  128 threads fill the wgmma operand tile with cp.async, wait for it, fence the
+//                 async proxy, sync, and multiply it: runs
 //   MISUSE  (must stop the emulator) arrivals, tx, uninit, deadlock, unfenced, wgmma-fence, wgmma-exit,
-//           wgmma-exited, descriptor, named, maxnreg; store-unfenced (no fence.proxy.async after the
+//           wgmma-exited, descriptor, named, maxnreg, wgmma-cp-async (the same without the fence); store-unfenced (no fence.proxy.async after the
 //           st.shared), store-fenced-elsewhere (thread 0 fences, thread 5 wrote), store-reuse (st.shared
 //           into the source before the wait), store-exit (no wait before exit), store-misaligned
 #include "host-runtime.h"
@@ -148,6 +150,13 @@ __global__ void warpgroup_kernel(uint8_t*) {
     return;
   }
   if (mode == "wgmma-exited" && threadIdx.x >= 96) return;
+  if (mode.rfind("wgmma-cp-async", 0) == 0) {  // the A and B tile's first 16 rows, one 16-byte chunk a thread
+    kc_cp_async16(aligned_base() + 16 * threadIdx.x, tensor_b + 8 * threadIdx.x, 16);
+    kc_cp_async_commit();
+    kc_cp_async_wait<0>();
+    if (mode == "wgmma-cp-async-fenced") kc_fence_proxy_async();
+    __syncthreads();
+  }
   if (mode != "wgmma-fence") kc_wgmma_fence();
   kc_wgmma_ss<16>(d, desc, desc, 0);
   if (mode == "wgmma-exit") return;
