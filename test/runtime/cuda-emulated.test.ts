@@ -86,7 +86,7 @@ describe.skipIf(!wg)("conv_wgmma.cu on the CPU emulator (conv path forced to wgm
     const smem = new Set(launches.map((l) => grid(l)[2]));
     for (const bn of [192, 128, 96]) expect(smem).toContain(5 * (128 + bn) * 128 + 1024);
     expect(launches.every((l) => grid(l)[1] === 384)).toBe(true);
-    expect(launches.some((l) => grid(l)[0]! >= 4)).toBe(true); // 2 × 2 tiles (Cout 200, 216 voxels)
+    expect(launches.some((l) => grid(l)[0]! >= 4)).toBe(true); // 2 × 2 tiles (Cout 200, 144 voxels)
     expect(wg!.launches.every((l) => l.length === 3 || l.length === 2)).toBe(true); // [pack x,] pack w, conv: nothing fell back
   });
 
