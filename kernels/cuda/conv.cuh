@@ -46,6 +46,22 @@ int kc_conv3d_pack(KcContext* ctx, ConvPacked* pk, const float* x, const float* 
                    const ConvGeom& g);
 void kc_conv3d_pack_release(KcContext* ctx, ConvPacked* pk);
 
+// Where output voxel m's first tap reads xc, for the im2col gather of the tensor-core kernels (p: their
+// launch arguments, which share these fields): its input frame t, row y and column x (the taps add to
+// them; the bounds test is on the sums) and the xc offset of its 16-byte chunk `chunk`. A voxel past M
+// gets a frame no tap can bring into bounds.
+template <typename Args>
+__device__ __forceinline__ void kc_conv_voxel_origin(const Args& p, int m, int chunk, int64_t& off, int& t, int& y,
+                                                     int& x) {
+  t = -(1 << 30), y = x = 0, off = 0;
+  if (m < p.M) {
+    const int b = m / p.P, pos = m - b * p.P;
+    const int xo = pos % p.Wo, yo = (pos / p.Wo) % p.Ho, to = pos / (p.Wo * p.Ho);
+    t = to * p.st - p.first_frame, y = yo * p.sh - p.top, x = xo * p.sw - p.left;
+    off = ((((int64_t)b * p.F + t) * p.H + y) * p.W + x) * p.CP + chunk * 8;
+  }
+}
+
 int kc_conv3d_simt_launch(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt,
                           const float* bias, int B, const ConvGeom& g);
 int kc_conv3d_mma_launch(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt,

@@ -58,16 +58,9 @@ __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N) conv_mma_kernel(const 
   int64_t row_off[T::A_ROWS];
   int row_t[T::A_ROWS], row_y[T::A_ROWS], row_x[T::A_ROWS];
 #pragma unroll
-  for (int i = 0; i < T::A_ROWS; i++) {
-    const int m = m0 + threadIdx.x / KC_MMA_CHUNKS + i * (T::THREADS / KC_MMA_CHUNKS);
-    row_t[i] = -(1 << 30), row_y[i] = row_x[i] = 0, row_off[i] = 0;  // past M: every tap out of bounds
-    if (m < p.M) {
-      const int b = m / p.P, pos = m - b * p.P;
-      const int xo = pos % p.Wo, yo = (pos / p.Wo) % p.Ho, to = pos / (p.Wo * p.Ho);
-      row_t[i] = to * p.st - p.first_frame, row_y[i] = yo * p.sh - p.top, row_x[i] = xo * p.sw - p.left;
-      row_off[i] = ((((int64_t)b * p.F + row_t[i]) * p.H + row_y[i]) * p.W + row_x[i]) * p.CP + chunk * 8;
-    }
-  }
+  for (int i = 0; i < T::A_ROWS; i++)
+    kc_conv_voxel_origin(p, m0 + threadIdx.x / KC_MMA_CHUNKS + i * (T::THREADS / KC_MMA_CHUNKS), chunk, row_off[i],
+                         row_t[i], row_y[i], row_x[i]);
 
   auto stage_a = [&](int s) { return base + s * T::STAGE_BYTES; };
   auto stage_b = [&](int s) { return base + s * T::STAGE_BYTES + T::A_BYTES; };

@@ -83,16 +83,8 @@ __global__ void __launch_bounds__(THREADS, 1)
     int64_t row_off[4];
     int row_t[4], row_y[4], row_x[4];
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
-      const int m = m0 + threadIdx.x / 4 + 32 * i;
-      row_t[i] = -(1 << 30), row_y[i] = row_x[i] = 0, row_off[i] = 0;  // past M: every tap out of bounds
-      if (m < p.M) {
-        const int b = m / p.P, pos = m - b * p.P;
-        const int xo = pos % p.Wo, yo = (pos / p.Wo) % p.Ho, to = pos / (p.Wo * p.Ho);
-        row_t[i] = to * p.st - p.first_frame, row_y[i] = yo * p.sh - p.top, row_x[i] = xo * p.sw - p.left;
-        row_off[i] = ((((int64_t)b * p.F + row_t[i]) * p.H + row_y[i]) * p.W + row_x[i]) * p.CP + chunk * 8;
-      }
-    }
+    for (int i = 0; i < 4; i++)
+      kc_conv_voxel_origin(p, m0 + threadIdx.x / 4 + 32 * i, chunk, row_off[i], row_t[i], row_y[i], row_x[i]);
     // The next slice to load as (tap a, r, q; channel c0), and its number.
     int ld_a = 0, ld_r = 0, ld_q = 0, ld_c0 = 0, slice = 0;
     for (int kt = 0; kt < ktiles; kt++) {
