@@ -17,9 +17,12 @@ lib.kc_last_kernel.argtypes = [vp, i32]
 # the conv checks' lines are wider, and their errors are ratios to a promise, not relative errors
 def report(name, err, tol): report_line(name, err, tol, width=70, what="")
 
-def context(conv_path):
+def context(conv_path, optional=False):
+    """A context forcing conv_path; where this device refuses it, None if optional (wgmma off sm_90), else exit."""
     ctx = create_context()
-    if lib.kc_set_paths(ctx, 0, 0, conv_path): sys.exit(f"kc_set_paths: {lib.kc_last_error(ctx).decode()}")
+    if lib.kc_set_paths(ctx, 0, 0, conv_path):
+        if optional: return None
+        sys.exit(f"kc_set_paths: {lib.kc_last_error(ctx).decode()}")
     return ctx
 
 # ---- conv3d (kernels/cuda/conv.cuh): the tensor-core paths (conv_path 2, 3) and SIMT (1) against
@@ -56,11 +59,6 @@ def causal_input(x, prev, pad, time_pad):
 def ref_conv(x, w, bias, prev, pad, stride, time_pad):
     xx = causal_input(x.double(), None if prev is None else prev.double(), pad, time_pad)
     return torch.nn.functional.conv3d(xx, w.double(), None if bias is None else bias.double(), stride=stride)
-
-def conv_context(conv_path):
-    """A context forcing conv_path, or None where this device refuses it (wgmma off sm_90)."""
-    ctx = create_context()
-    return None if lib.kc_set_paths(ctx, 0, 0, conv_path) else ctx
 
 conv_ctx = {"mma.sync": context(2), "simt": context(1), "auto": context(0)}
 # (label, B, Cin, Cout, T, H, W, kernel, pad (top, bottom, left, right), stride, timePad, prev, w dtype)
@@ -180,7 +178,7 @@ watchdog = threading.Timer(45, hung)
 watchdog.start()
 print("\nconv3d wgmma (path 3, sm_90a) correctness:", flush=True)
 try:
-    wg = conv_context(3)
+    wg = context(3, optional=True)
     if wg is None:
         print("  skipped: not an sm_90 GPU with the driver's tensor-map encoder")
         wgmma["skipped"] = True
