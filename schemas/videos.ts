@@ -95,6 +95,8 @@ export const VideoJobSchema = Type.Object({
   inference_time_s: Type.Union([Type.Number(), Type.Null()]),
   stage_durations: Type.Record(Type.String(), Type.Number()),
   peak_memory_mb: Type.Union([Type.Number(), Type.Null()]),
+  /** Once completed: the prompt the model ran on, where it extended the request's from its image. */
+  revised_prompt: Type.Optional(Type.String()),
 });
 export type VideoJob = Static<typeof VideoJobSchema>;
 

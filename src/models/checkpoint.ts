@@ -6,7 +6,8 @@
 //   tokenizer under google/umt5-xxl/.
 // An image-to-video (i2v) checkpoint also needs the CLIP image encoder: `image_encoder/` (transformers
 // CLIPVisionModel, its config.json) in the diffusers layout, `models_clip_*.safetensors` (the
-// open-clip .pth converted, config inferred from shapes) in the original one.
+// open-clip .pth converted, config inferred from shapes) in the original one. A diffusers folder may
+// also hold `prompt_extender/` (kino-tiny's image reader, image-attributes.ts).
 // Tensor key names are recognised per component from the names themselves (key-maps.ts,
 // wan-vae-layout.ts), so a diffusers folder may hold a Wan-named DiT or VAE and vice versa. Configs
 // missing from the original layout are inferred from shapes.
@@ -15,6 +16,7 @@ import { join } from "node:path";
 import { type Json, type T5Config, type VaeConfig, type WanDitConfig, UMT5_XXL, parseDitConfig, parseT5Config, parseVaeConfig } from "./configs.ts";
 import { ditNameToDiffusers, ditNameToWan, isDiffusersDit, isHfT5, t5NameToHf, t5Renamer } from "./key-maps.ts";
 import { type ClipVisionConfig, clipNameToWan, inferClipVisionConfig, isTransformersClip, parseClipVisionConfig } from "./clip-vision-config.ts";
+import { type ImageReaderConfig, parseImageReaderConfig } from "./image-attributes.ts";
 import { type KinoConfig, kinoTextLen, parseKinoConfig } from "./kino-config.ts";
 import { CheckpointError, type TensorTable, openTensorTable } from "./safetensors.ts";
 import { isDiffusersVae, vaeKeyMap } from "./wan-vae-layout.ts";
@@ -40,6 +42,8 @@ export interface WanCheckpoint {
   vae: Component<VaeConfig>;
   /** The CLIP visual tower of an image-to-video (i2v) checkpoint; null for the other kinds. */
   imageEncoder: Component<ClipVisionConfig> | null;
+  /** The image reader that words what a given frame shows into the prompt (prompt_extender/), if any. */
+  promptExtender?: Component<ImageReaderConfig> | null;
   /** The serving/sampling settings (transformer config "kino" object, scheduler config, defaults). */
   kino: KinoConfig;
 }
@@ -140,8 +144,18 @@ async function resolveDiffusers(root: string): Promise<WanCheckpoint> {
     tokenizerJson,
     vae: vaeComponent(parseVaeConfig(await readJson(vaeCfgPath), vaeCfgPath), vaeTable),
     imageEncoder: dit.config.kind === "i2v" ? await diffusersClip(root) : null,
+    promptExtender: await promptExtenderIn(root),
     kino,
   };
+}
+
+/** prompt_extender/: config.json and model.safetensors, when the checkpoint has one. */
+async function promptExtenderIn(root: string): Promise<Component<ImageReaderConfig> | null> {
+  const dir = join(root, "prompt_extender");
+  if (!existsSync(dir)) return null;
+  const cfgPath = join(dir, "config.json");
+  const table = await openTensorTable(weightsIn(dir, ["model"], "prompt_extender"));
+  return { config: parseImageReaderConfig(await readJson(cfgPath), cfgPath), table, rename: (n) => n };
 }
 
 /** image_encoder/: a transformers CLIPVisionModel(WithProjection), config and safetensors. */

@@ -1,13 +1,15 @@
 // Everything a Wan pipeline runs, loaded from a resolved checkpoint onto one backend: tokenizer +
 // umT5 (as a WanTextEncoder), the DiT (with a LoRA merged in when one is given), the VAE decoder and,
 // for a model that starts from a client's image (image-to-video, text-image-to-video, or kino-tiny's
-// first-frame conditioning), the VAE encoder; an image-to-video model also gets its CLIP image tower.
+// first-frame conditioning), the VAE encoder; an image-to-video model also gets its CLIP image tower,
+// and a checkpoint with a prompt_extender/ its image reader (image-attributes.ts).
 // The components are checked against each other here, so a mismatched checkpoint fails at start.
 import type { Backend } from "../runtime/backend.ts";
 import type { WanCheckpoint } from "./checkpoint.ts";
 import { ClipVisionEncoder } from "./clip-vision.ts";
 import { ditActivations } from "./dit-activations.ts";
 import { I2V_MASK_CHANNELS } from "./dit-kind.ts";
+import { ImageAttributeReader } from "./image-attributes.ts";
 import { vaeStrides } from "./configs.ts";
 import { LoraAdapter } from "./lora.ts";
 import { CheckpointError } from "./safetensors.ts";
@@ -35,6 +37,8 @@ export interface WanModel {
   vaeEncoder: WanVaeEncoder | null;
   /** The CLIP visual tower of an image-to-video (i2v) model; null otherwise. */
   clip: ClipVisionEncoder | null;
+  /** Reads a given frame for prompt extension (prompt-extension.ts); null without a prompt_extender/. */
+  imageReader: ImageAttributeReader | null;
   /** Frames per latent frame (time) and pixels per latent pixel (space). */
   strides: { temporal: number; spatial: number };
   free(): void;
@@ -67,6 +71,9 @@ function checkComponents(ckpt: WanCheckpoint): void {
     if (clip!.config.dim !== dit.imageDim) fail(`the CLIP image encoder's width ${clip!.config.dim} ≠ the transformer's image_dim ${dit.imageDim}`);
   } else if (dit.inDim !== z || dit.outDim !== z) {
     fail(`transformer channels ${dit.inDim}/${dit.outDim} ≠ VAE z_dim ${z}`);
+  }
+  if (ckpt.promptExtender && dit.kind === "t2v" && !ckpt.kino.firstFrameConditioning) {
+    fail("a prompt_extender/ reads a given image, but this text-to-video model takes none (kino.first_frame_conditioning is off)");
   }
   if (dit.kind === "ti2v" && !vae.wan22) fail("a text-image-to-video (ti2v) transformer works on the Wan2.2 VAE's latents; this VAE is Wan2.1's");
   if (dit.kind !== "t2v" && ckpt.kino.causal) fail(`a chunked causal ${dit.kind} transformer is not supported (streaming runs text-to-video models)`);
@@ -109,6 +116,14 @@ export async function loadWanModel(backend: Backend, ckpt: WanCheckpoint, opts: 
       loaded.push(clip);
       clipReader.finish();
     }
+    let imageReader: ImageAttributeReader | null = null;
+    if (ckpt.promptExtender) {
+      const { table, config, rename } = ckpt.promptExtender;
+      const reader = new WeightReader(backend, table, { component: "prompt_extender", rename });
+      imageReader = await ImageAttributeReader.load(reader, config);
+      loaded.push(imageReader);
+      reader.finish();
+    }
     return {
       checkpoint: ckpt,
       backend,
@@ -117,6 +132,7 @@ export async function loadWanModel(backend: Backend, ckpt: WanCheckpoint, opts: 
       vae,
       vaeEncoder,
       clip,
+      imageReader,
       strides: vaeStrides(vaeC.config),
       free: () => loaded.forEach((m) => m.free()),
     };

@@ -125,6 +125,8 @@ export interface GenerationResult {
   fps: number;
   stage_durations: StageDurations;
   peak_memory_mb: number | null;
+  /** The prompt the model ran on, where it differs from the request's (extended from a given image). */
+  revised_prompt?: string;
 }
 
 /**

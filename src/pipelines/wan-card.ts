@@ -40,7 +40,8 @@ export function wanCard(model: WanModel): ModelCard {
       guidance_scale: kino.guidance,
     },
     max_references: { image: tasks.includes("i2v") ? 1 : 0, video: 0, audio: 0 },
-    extra_params: {},
+    // a model with an image reader extends prompts from the given image unless asked not to
+    extra_params: model.imageReader ? { prompt_extend: "boolean" } : {},
     ...(shiftAdjustable(kino) ? { flow_shift: kino.shift } : {}),
     supports_streaming: kino.causal,
     supports_prompt_updates: kino.causal,

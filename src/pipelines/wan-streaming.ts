@@ -30,12 +30,13 @@
 // are — the same bytes its own RGB24 conversion makes. Images are read back as RGB24. Where the backend
 // can (readback-overlap.ts, opt-in), a chunk's readback runs while the next chunk's steps are enqueued.
 import { ditGraphsWanted } from "../models/dit-graph.ts";
-import { rgb24ToPlanarCrop, videoToRgb24 } from "../models/frames.ts";
+import { videoToRgb24 } from "../models/frames.ts";
 import { continuationStart, scheduleFor } from "../models/kino-config.ts";
 import { applyGuidance, createSampler, seededNoise } from "../models/samplers.ts";
 import { CausalWanDiT } from "../models/wan-dit-causal.ts";
 import type { CrossAttnKV } from "../models/wan-dit.ts";
 import { latentPatches } from "../models/wan-dit-image.ts";
+import { encodeFirstFrame, promptFor } from "./first-frame.ts";
 import { renderSize, type Size } from "./native-size.ts";
 import { type PendingChunk, readbackOverlapWanted, startReadback } from "./readback-overlap.ts";
 import type { WanModel } from "../models/wan-model.ts";
@@ -112,14 +113,15 @@ export class WanStreamingPipeline implements Pipeline {
 
   async generate(req: GenerationRequest, ctx: RunContext): Promise<GenerationResult> {
     const started = performance.now();
-    const cond = await this.model.text.encode(req.prompt);
+    const firstFrame = this.model.vaeEncoder ? ctx.referenceImages?.[0] : undefined;
+    const prompt = await promptFor(this.model, req, firstFrame, renderSize(this.card, req.width, req.height));
+    const cond = await this.model.text.encode(prompt);
     const textEncode = (performance.now() - started) / 1000;
     const frames: Uint8Array[] = [];
     const durations = { denoise: 0, decode: 0 };
     const clips = clipsOf(req);
     for (const [i, clip] of clips.entries()) {
       const sub: RunContext = { signal: ctx.signal, onProgress: (p) => ctx.onProgress({ ...p, fraction: (i + p.fraction) / clips.length }) };
-      const firstFrame = this.model.vaeEncoder ? ctx.referenceImages?.[0] : undefined;
       const run = this.#run({ ...req, seed: clip.seed }, sub, { conditioningFor: () => cond, promptCut: () => false, firstFrame }, clip.frames);
       for await (const chunk of run.chunks) frames.push(...chunk.frames);
       durations.denoise += run.durations.denoise;
@@ -133,6 +135,7 @@ export class WanStreamingPipeline implements Pipeline {
       fps: req.fps,
       stage_durations: { text_encode: textEncode, ...durations },
       peak_memory_mb: Math.round(this.model.backend.memory().peak / 2 ** 20),
+      ...(prompt !== req.prompt ? { revised_prompt: prompt } : {}),
     };
   }
 
@@ -274,30 +277,6 @@ export class WanStreamingPipeline implements Pipeline {
       causal.free();
       vae.reset();
     }
-  }
-}
-
-/** Bicubic resampling shrinks at most this much in one pass (Backend.resize). */
-const MAX_SHRINK = 16;
-
-/** An image as a first chunk's latent [zDim, 1, h, w]: cropped to the render aspect, resampled, encoded. */
-export async function encodeFirstFrame(model: WanModel, image: RgbImage, size: Size): Promise<Tensor> {
-  const b = model.backend, encoder = model.vaeEncoder;
-  if (!encoder) throw new Error("this model has no VAE encoder loaded (kino.first_frame_conditioning is off)");
-  const crop = rgb24ToPlanarCrop(image.rgb, image.width, image.height, size.width, size.height);
-  let x = b.upload(crop.data, [3, 1, crop.height, crop.width]);
-  try {
-    // passes of at most MAX_SHRINK where one would shrink further
-    while (x.shape[2]! !== size.height || x.shape[3]! !== size.width) {
-      const h = Math.max(size.height, Math.ceil(x.shape[2]! / MAX_SHRINK)), w = Math.max(size.width, Math.ceil(x.shape[3]! / MAX_SHRINK));
-      const next = b.alloc([3, 1, h, w]);
-      b.resize(next, x);
-      b.free(x);
-      x = next;
-    }
-    return await encoder.encode(x);
-  } finally {
-    b.free(x);
   }
 }
 

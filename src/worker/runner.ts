@@ -67,6 +67,7 @@ export class Runner {
       inference_time_s: (performance.now() - started) / 1000,
       stage_durations: { ...generated.stage_durations, encode: (performance.now() - encodeStart) / 1000 },
       peak_memory_mb: generated.peak_memory_mb ?? Math.round(peakRss / 2 ** 20),
+      ...(generated.revised_prompt !== undefined ? { revised_prompt: generated.revised_prompt } : {}),
     };
   }
 }

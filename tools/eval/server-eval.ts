@@ -17,6 +17,8 @@
 //                                                  how it moves; no sessions: they carry no image)
 //                                 [--full-prompts]  (with --first-frames: the whole canonical caption
 //                                                  beside the image instead of the motion alone)
+//                                 [--no-prompt-extend]  (with --first-frames: extra_params.prompt_extend
+//                                                  false, the prompt as sent, not extended from the image)
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { loadServeConfig } from "../../src/config/load.ts";
@@ -37,6 +39,7 @@ const stepsArg = arg("steps", "");
 const guidanceArg = arg("guidance", "");
 const size = arg("size", "64x64");
 const firstFrames = args.includes("--first-frames");
+const extendOff = args.includes("--no-prompt-extend") ? { extra_params: { prompt_extend: false } } : {};
 // the sampling settings every job and session asks for (none: the model's defaults)
 const sampling = {
   ...(stepsArg ? { num_inference_steps: Number(stepsArg) } : {}),
@@ -55,23 +58,30 @@ const server = await startServer(loadServeConfig({
 }), () => {});
 const url = server.url;
 
-async function video(prompt: string, seed: number, reference?: string): Promise<Uint8Array> {
-  const image = reference && { image_reference: { image_url: `data:image/png;base64,${Buffer.from(await Bun.file(reference).bytes()).toString("base64")}` } };
+/** A finished job's video, and the prompt the server ran it on where it extended the request's. */
+async function job(prompt: string, seed: number, reference?: string): Promise<{ bytes: Uint8Array; revised?: string }> {
+  const image = reference && { image_reference: { image_url: `data:image/png;base64,${Buffer.from(await Bun.file(reference).bytes()).toString("base64")}` }, ...extendOff };
   const res = await fetch(`${url}/v1/videos`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ prompt, size, num_frames: numFrames, seed, ...sampling, ...image }),
   });
-  const job = await res.json();
-  if (!res.ok) throw new Error(`create failed: ${JSON.stringify(job)}`);
+  const created = await res.json();
+  if (!res.ok) throw new Error(`create failed: ${JSON.stringify(created)}`);
+  let revised: string | undefined;
   for (;;) {
-    const state = await (await fetch(`${url}/v1/videos/${job.id}`)).json();
-    if (state.status === "completed") break;
+    const state = await (await fetch(`${url}/v1/videos/${created.id}`)).json();
+    if (state.status === "completed") {
+      revised = state.revised_prompt;
+      break;
+    }
     if (state.status === "failed") throw new Error(`job failed: ${JSON.stringify(state.error)}`);
     await Bun.sleep(100);
   }
-  return new Uint8Array(await (await fetch(`${url}/v1/videos/${job.id}/content`)).arrayBuffer());
+  return { bytes: new Uint8Array(await (await fetch(`${url}/v1/videos/${created.id}/content`)).arrayBuffer()), revised };
 }
+
+const video = async (prompt: string, seed: number, reference?: string) => (await job(prompt, seed, reference)).bytes;
 
 interface ChunkMeta { generation_chunk_index: number; num_frames: number; started_event_ids: string[] }
 
@@ -112,12 +122,18 @@ try {
   for (const seed of videoSeeds) {
     for (const item of plan) {
       const file = join(out, videoSeeds.length > 1 ? `${item.id}-seed${seed}.mp4` : `${item.id}.mp4`);
-      writeFileSync(file, await video(item.prompt, seed, item.reference));
-      heldout.push({ ...item, seed, file });
+      const { bytes, revised } = await job(item.prompt, seed, item.reference);
+      writeFileSync(file, bytes);
+      heldout.push({ ...item, seed, file, ...(revised !== undefined ? { revised_prompt: revised } : {}) });
       process.stdout.write(`\rheld-out ${heldout.length}/${plan.length * videoSeeds.length}`);
     }
   }
   console.log(` (${((performance.now() - started) / 1000).toFixed(0)} s)`);
+  const extended = heldout.filter((h) => h.revised_prompt !== undefined);
+  if (extended.length) {
+    const named = extended.filter((h) => h.revised_prompt!.includes(`${h.truth.color} ${h.truth.shape}`)).length;
+    console.log(`prompts extended from the image: ${extended.length}, naming the object's color and shape right: ${named}`);
+  }
   const prompt = "a red circle moving right on a black background";
   const [a, b, c] = [await video(prompt, 1), await video(prompt, 1), await video(prompt, 2)];
   const same = (x: Uint8Array, y: Uint8Array) => x.length === y.length && x.every((v, i) => v === y[i]);

@@ -30,10 +30,12 @@ async function generate(request: Request, ctx: ServerContext, schema: TObject, e
   }
   // Absolute only on the operator's public_url: the Host header is the client's to choose.
   const base = ctx.config.config.server.public_url?.replace(/\/+$/, "") ?? "";
+  // the prompt the model ran on: the request's, or the model's extension of it from the given image
+  const revised_prompt = run.result.revised_prompt ?? admitted.request.prompt;
   const data = run.images.map((image) =>
     image.bytes
-      ? { b64_json: Buffer.from(image.bytes).toString("base64"), revised_prompt: admitted.request.prompt }
-      : { url: `${base}/v1/images/${image.id}/content`, revised_prompt: admitted.request.prompt },
+      ? { b64_json: Buffer.from(image.bytes).toString("base64"), revised_prompt }
+      : { url: `${base}/v1/images/${image.id}/content`, revised_prompt },
   );
   return {
     created: Math.floor(Date.now() / 1000),

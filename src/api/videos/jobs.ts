@@ -208,6 +208,7 @@ export class VideoJobs {
       file_name: `${record.job.id}.mp4`,
       file_path: this.artifacts.location(videoKey(record.job.id)),
       ...reportedTimings(result),
+      ...(result.revised_prompt !== undefined ? { revised_prompt: result.revised_prompt } : {}),
     });
   }
 
