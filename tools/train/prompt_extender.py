@@ -16,10 +16,11 @@ convolutions (stride 2, 2, 2, 1, 1) with exact GELU, then attention pooling — 
 rows for each query's classes are read from that query's output. Any frame size the DiT makes works
 (64x64, 112x64, 64x112): the pooling does not care how many positions there are.
 
-  python3 tools/train/prompt_extender.py --steps 3000 --out build/train/prompt-extender.pt
-  python3 tools/train/prompt_extender.py --eval build/train/prompt-extender.pt
-  python3 tools/train/prompt_extender.py --export build/train/prompt-extender.pt --to models/kino-tiny
-      (also writes test/fixtures/prompt-extender-readings.json, what PyTorch reads in three frames)
+  python3 tools/train/prompt_extender.py --steps 4000 --out build/train/prompt-extender
+  python3 tools/train/prompt_extender.py --eval build/train/prompt-extender/ckpt.pt
+  python3 tools/train/prompt_extender.py --export build/train/prompt-extender/ckpt.pt --to models/kino-tiny
+      (to models/kino-tiny it also writes test/fixtures/prompt-extender-readings.json, what PyTorch
+      reads in three frames, which test/models/image-attributes.test.ts holds the runtime to)
 """
 import argparse
 import base64
@@ -46,6 +47,9 @@ COLORS = list(render.COLORS)
 SHAPES = list(render.SHAPES)
 BACKGROUNDS = list(render.BACKGROUNDS)
 COUNTS = ["one", "two"]
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+SHIPPED = os.path.join(REPO, "models", "kino-tiny")
+CHECK_FIXTURE = os.path.join(REPO, "test", "fixtures", "prompt-extender-readings.json")
 HEADS = [("color", COLORS), ("shape", SHAPES), ("background", BACKGROUNDS), ("count", COUNTS)]
 SIZES = [(64, 64), (112, 64), (64, 112)]  # the DiT's native sizes (CFG "native_sizes")
 WIDTHS = [32, 64, 96, 96, 96]
@@ -136,8 +140,8 @@ def train(args):
         opt.step()
         if step % 100 == 0 or step == args.steps:
             print(f"step {step} loss {loss.item():.4f} lr {lr:.2e} {time.time() - started:.0f}s", flush=True)
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    torch.save(model.state_dict(), args.out)
+    os.makedirs(args.out, exist_ok=True)
+    torch.save({"step": args.steps, "model": model.state_dict()}, os.path.join(args.out, "ckpt.pt"))
     evaluate(model)
 
 
@@ -174,9 +178,14 @@ def phrases():
     return {"background_solid": SOLID_BG_PHRASES[0], "background_special": {b: p[0] for b, p in BG_PHRASES.items()}}
 
 
-def export(args):
+def load(path):
     model = PromptExtender()
-    model.load_state_dict(torch.load(args.export))
+    model.load_state_dict(torch.load(path, map_location="cpu")["model"])
+    return model
+
+
+def export(args):
+    model = load(args.export)
     out = os.path.join(args.to, "prompt_extender")
     os.makedirs(out, exist_ok=True)
     sd = {name: t.detach().float().contiguous() for name, t in model.state_dict().items()}
@@ -186,7 +195,9 @@ def export(args):
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(config, f, indent=1)
     print(f"wrote {out}")
-    write_check(model, args.check)
+    check = args.check or (CHECK_FIXTURE if os.path.abspath(args.to) == SHIPPED else None)
+    if check:
+        write_check(model, check)
 
 
 @torch.no_grad()
@@ -214,21 +225,20 @@ def write_check(model, path):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--steps", type=int, default=3000)
+    p.add_argument("--steps", type=int, default=4000)
     p.add_argument("--batch", type=int, default=64)
-    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--out", default=os.path.join(HERE, "..", "..", "build", "train", "prompt-extender.pt"))
+    p.add_argument("--out", default=os.path.join(REPO, "build", "train", "prompt-extender"))
     p.add_argument("--eval")
     p.add_argument("--export")
-    p.add_argument("--to", default=os.path.join(HERE, "..", "..", "models", "kino-tiny"))
-    p.add_argument("--check", default=os.path.join(HERE, "..", "..", "test", "fixtures", "prompt-extender-readings.json"))
+    p.add_argument("--to", default=SHIPPED)
+    p.add_argument("--check", help="where the export writes what PyTorch reads in three frames (default: the "
+                   "test fixture when exporting to models/kino-tiny, else nowhere)")
     args = p.parse_args()
     torch.set_num_threads(2)
     if args.eval:
-        model = PromptExtender()
-        model.load_state_dict(torch.load(args.eval))
-        evaluate(model)
+        evaluate(load(args.eval))
     elif args.export:
         export(args)
     else:
