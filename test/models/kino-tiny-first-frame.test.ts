@@ -168,7 +168,10 @@ describe.skipIf(!exported)("kino-tiny from an image", () => {
     form.set("image", new File([reference], "frame.png", { type: "image/png" }));
     const res = await fetch(`${server.url}/v1/images/edits`, { method: "POST", body: form });
     expect(res.status).toBe(200);
-    const image = await rgbOf(Buffer.from((await res.json()).data[0].b64_json, "base64"));
+    const { data } = await res.json();
+    // the prompt the image was made from: the request's, with the background the image shows
+    expect(data[0].revised_prompt).toBe("a yellow star on a black background");
+    const image = await rgbOf(Buffer.from(data[0].b64_json, "base64"));
     expect(background(image).every((v) => v < 60)).toBe(true);
   }, 60000);
 
