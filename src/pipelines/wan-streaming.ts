@@ -18,7 +18,9 @@
 // denoising step, every later chunk continuing from it. A single-frame output from an image (an image
 // edit) instead starts from that latent noised as a continuing chunk starts from its predecessor. A DiT
 // with kino's latent-patch image branch (dit-kind.ts) also reads the image's latent patches in every
-// cross-attention, in both guidance streams (as Wan2.1 I2V's unconditional pass keeps the image).
+// cross-attention, in both guidance streams (as Wan2.1 I2V's unconditional pass keeps the image). A
+// model with an image reader (prompt_extender/) first extends the request's prompt with what the image
+// shows and the prompt does not say (first-frame.ts).
 //
 // With classifier-free guidance the conditional and the unconditional stream each keep their own KV
 // cache, filled by their own context pass over the same guided clean chunk (kino-tiny's recipe,
