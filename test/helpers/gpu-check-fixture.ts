@@ -75,7 +75,7 @@ export function gemmPart(part: string, o: { speedup: number | Record<string, num
     }
   });
   // the watchdog's hung(): the table so far and summary_line(hung=name), the process ended there
-  if (o.hang) return [...lines, "", `FAIL ${path} GEMM did not finish within 120 s (deadlock?); results so far:`, ...kernelsEnd([part], rows.slice(0, 3), [], { hung: part }).slice(0, -2)];
+  if (o.hang) return [...lines, "", `FAIL ${path} GEMM did not finish within 60 s (deadlock?); results so far:`, ...kernelsEnd([part], rows.slice(0, 3), [], { hung: part, watchdog_s: 60 }).slice(0, -2)];
   return [...lines, ...kernelsEnd([part], rows, failures)];
 }
 
