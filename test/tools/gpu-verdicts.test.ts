@@ -43,7 +43,7 @@ function pythonPart(d: Device = {}, extra: Record<string, StepFixture | string> 
   const gemm: Record<string, Parameters<typeof gemmPart>[1]> = { persistent: { speedup: 1.04 }, pingpong: { speedup: 1.09 }, "persistent-tma": { speedup: 1.06 }, ...d.gemm };
   const hopper = [...wgmmaPart(d.wgmma ?? { tflops: [452.1, 461.3, 470.2, 380.5] }),
     ...(["persistent", "pingpong", "persistent-tma"] as const).flatMap((p) => gemmPart(p, gemm[p]!))];
-  const failed = !!d.wgmma?.failing || Object.values(gemm).some((g) => g.failing || g.hang);
+  const failed = !!d.wgmma?.failing || d.wgmma?.bkv176 === "failing" || Object.values(gemm).some((g) => g.failing || g.hang);
   const conv = d.conv ?? { speedup: 1.3 };
   return runCheck("python", { ...QUIET, unverified_hopper: { lines: hopper, rc: failed ? 1 : 0 }, kernels_bench: { lines: benchPart() },
     conv3d: { lines: convPart(conv), rc: conv.failing || conv.hang ? 1 : 0 }, ...extra }, env);
@@ -125,6 +125,26 @@ test("every check passes and measures faster: each constant FLIPs (of the GEMMs 
   expect(flipped("kernels/cuda/gemm.cu")).toHaveLength(1);
   // the checkout's own sources untouched
   expect(Object.values(FLAGS).map((f) => readFileSync(join(root, f), "utf8"))).toEqual(before);
+}, 60_000);
+
+test("the wgmma attention's 176-key tiles: a figure table beside the 128-key ones and SDPA saying which is faster; WGMMA_ATTENTION_VERIFIED judged on the 128-key kernel alone", () => {
+  const faster = verdicts([pythonPart({ wgmma: { tflops: [452.1, 461.3, 470.2, 380.5], bkv176: [488.3, 470.1, 468.2, 391.2] } })]);
+  expect(faster.rc, faster.err).toBe(0);
+  expect(faster.verdict("WGMMA_ATTENTION_VERIFIED")).toBe("FLIP");
+  expect(faster.judged.WGMMA_ATTENTION_VERIFIED![2]).not.toContain("bkv176");
+  for (const line of ["176-key tiles: every correctness check passed (10 cases, f32 and bf16 inputs)", "| shape (D 128) | 128-key tiles | 176-key tiles | 176 / 128 | SDPA |",
+    "| attention 12×128 Lq=4680 Lk=4680 | 452.1 | 488.3 | 1.08 | 526.3 |", "| attention 12×128 Lq=4680 Lk=32760 | 470.2 | 468.2 | 1.00 | 558.4 |",
+    "176-key tiles faster at 3 of 4 shapes", "| attention 12×128 Lq=4680 Lk=4680 (wgmma-bkv176) | 488.3 | 526.3 | 0.93 |"]) {
+    expect(faster.out).toContain(`\n${line}\n`);
+  }
+  // failing: no rows of theirs, the failure named, the 128-key kernel's verdict untouched (the step FAILs)
+  const failing = verdicts([pythonPart({ wgmma: { tflops: [452.1, 461.3, 470.2, 380.5], bkv176: "failing" } })]);
+  expect(failing.verdict("WGMMA_ATTENTION_VERIFIED")).toBe("FLIP");
+  expect(failing.steps.find((s) => s.includes(STEPS.hopper))).toStartWith("FAIL ");
+  expect(failing.out).toContain("\n176-key tiles: 1 correctness check(s) FAILED: wgmma bkv176 f32 in D=128 B=1 Lq=1560 Lk=1560 kv=1560 H=12 block=520/0 bias\n");
+  expect(failing.out).not.toContain("wgmma-bkv176");
+  // a log of a script from before the 176-key tiles
+  expect(verdicts([pythonPart()]).out).toContain("\n(the wgmma part of this log did not run the 176-key tiles)\n");
 }, 60_000);
 
 test("a FAIL in the attention or the wgmma conv check keeps its constant with the failed check; a failed graph test in the op sweep keeps GRAPHS_VERIFIED", () => {
