@@ -2,6 +2,8 @@
 # separate steps (each under its own time cap, the unverified kernels first):
 #   wgmma   the Hopper attention kernel (attention path 2, sm_90a; not yet chosen by auto): its
 #           correctness at awkward shapes and its precision promise, then its TFLOP/s beside SDPA;
+#           the same at D 128 with FlashAttention-3's 176-key tiles (KINO_CUDA_ATTENTION_BKV=176, rows
+#           [wgmma-bkv176]; its failures are VERDICT-DATA's `bkv176`, not the 128-key kernel's);
 #   persistent, pingpong, persistent-tma  the Hopper GEMMs auto does not choose yet: the persistent
 #           grid (gemm path 4, gemm_wgmma_persistent.cu), the ping-pong kernel (path 5,
 #           gemm_wgmma_pingpong.cu) or the persistent grid with the TMA-store epilogue (path 6,
@@ -34,16 +36,23 @@ lib.kc_last_kernel.restype = C.c_char_p
 lib.kc_last_kernel.argtypes = [vp, i32]
 F32, BF16 = 0, 1
 skipped = []  # parts that found no sm_90 GPU to run on
+# How long an unverified kernel's part may take before its watchdog reports a hang: each part's real work
+# (correctness at small and Wan shapes, fp64 references, ~20 timed calls per shape) takes seconds on an
+# H200, and a hang must leave the step's other parts their time under its cap.
+WATCHDOG_S = 60
+
+data = {}  # a part's own VERDICT-DATA fields (the wgmma part's 176-key tiles)
 
 def summary_line(**extra):
-    verdict_data("gpu-check-kernels", parts=sys.argv[1:], failures=failures, skipped=skipped, rows=rows, **extra)
+    verdict_data("gpu-check-kernels", parts=sys.argv[1:], failures=failures, skipped=skipped, rows=rows, **data, **extra)
 
-def context(gemm_path, attention_path=None):
-    for var, value in (("KINO_CUDA_GEMM", gemm_path), ("KINO_CUDA_ATTENTION", attention_path)):
+def context(gemm_path, attention_path=None, attention_bkv=None):
+    for var, value in (("KINO_CUDA_GEMM", gemm_path), ("KINO_CUDA_ATTENTION", attention_path), ("KINO_CUDA_ATTENTION_BKV", attention_bkv)):
         if value: os.environ[var] = value
         else: os.environ.pop(var, None)
     ctx = create_context()
     os.environ.pop("KINO_CUDA_ATTENTION", None)
+    os.environ.pop("KINO_CUDA_ATTENTION_BKV", None)
     return ctx
 
 def report_promise(name, got, want, v, kv):
@@ -116,9 +125,6 @@ def print_table():
     for name, k_, t_ in rows:
         print(f"| {name:60s} | {k_:12.1f} | {t_:13.1f} | {k_ / t_:10.2f} |")
     print(f"\ntargets: GEMM ≥ 600, attention ≥ 450 TFLOP/s", flush=True)
-
-# The Hopper attention kernel (attention path 2), last: it has not run on a GPU before this check, so a
-
 
 def verify():
     print("GEMM correctness (out = a·wᵀ + bias):")
@@ -205,11 +211,11 @@ def diagnose(got, want):
 
 def wgmma():
     def hung():
-        print("\nFAIL wgmma attention did not finish within 120 s (deadlock?); results so far:", flush=True)
+        print(f"\nFAIL wgmma attention did not finish within {WATCHDOG_S} s (deadlock?); results so far:", flush=True)
         print_table()
-        summary_line(hung="wgmma")
+        summary_line(hung="wgmma", watchdog_s=WATCHDOG_S)
         os._exit(1)
-    watchdog = threading.Timer(120, hung)
+    watchdog = threading.Timer(WATCHDOG_S, hung)
     watchdog.start()
     print("\nwgmma attention (path 2, sm_90a) correctness:", flush=True)
     try:
@@ -229,30 +235,46 @@ def wgmma():
                      (1, 135, 130, 130, 2, 64, 0, True),
                      (2, 1000, 1100, 1030, 12, 0, 0, False),     # 192 work items: several per persistent block
                      (1, 1560, 1560, 1560, 12, 520, 0, True)]   # block-causal with bias, items of unequal length
-            for D in (64, 128):
+            # FlashAttention-3's 128×176 tiles at D 128 (KINO_CUDA_ATTENTION_BKV=176), checked and timed beside
+            # the 128-key ones; its failures are its own (data["bkv176"]), not WGMMA_ATTENTION_VERIFIED's
+            wg176 = context(None, "wgmma", "176")
+            data["bkv176"] = b176 = {"cases": 0, "failures": []}
+            for D, ctx, tile in ((64, wg, ""), (128, wg, ""), (128, wg176, "bkv176 ")):
                 for (B, Lq, Lk, kv, H, block, qoff, with_bias) in cases:
                     q, k, v = rnd(B, Lq, H, D), rnd(B, Lk, H, D), rnd(B, Lk, H, D)
                     bias = rnd(H, Lq, kv) * 3 if with_bias else None
                     scale = 1 / math.sqrt(D)
                     want = ref_attention(bf(q), bf(k), bf(v), kv, scale, bias, block, qoff)
                     name = f"D={D} B={B} Lq={Lq} Lk={Lk} kv={kv} H={H} block={block}/{qoff}{' bias' if with_bias else ''}"
+                    before = len(failures)
                     for dt in (torch.float32, torch.bfloat16):  # bf16 inputs keep Lk as the batch stride of k and v
-                        got = kino_attention(wg, q.to(dt), k.to(dt), v.to(dt), kv, scale, bias, block, qoff)
-                        tag = f"wgmma {'f32' if dt == torch.float32 else 'bf16'} in "
+                        got = kino_attention(ctx, q.to(dt), k.to(dt), v.to(dt), kv, scale, bias, block, qoff)
+                        tag = f"wgmma {tile}{'f32' if dt == torch.float32 else 'bf16'} in "
                         report(tag + name, rel(got, want), 2e-2)
                         report_promise(tag + name, got, want, v, kv)
                         if rel(got, want) > 2e-2: diagnose(got, want)
-            if not any("wgmma" in f for f in failures):
+                        ran = lib.kc_last_kernel(ctx, 1).decode()
+                        if ran != ("wgmma-" + tile.strip() if tile else "wgmma"): report(f"{tag}{name} ran {ran}", 1.0, 0.5)
+                    if tile:
+                        b176["cases"] += 1
+                        b176["failures"] += failures[before:]
+                        del failures[before:]
+            ok128, ok176 = not any("wgmma" in f for f in failures), not b176["failures"]
+            if ok128 or ok176:
                 # beside the kernel auto picks now (mma.sync until WGMMA_ATTENTION_VERIFIED), so this part's
-                # verdict does not wait for the benchmarks step
+                # verdict does not wait for the benchmarks step; the 176-key tiles beside both
                 auto = ctxs["auto (wgmma on sm_90)"]
                 for label, Lq, Lk, block, qoff in attention_shapes:
-                    kt, tt = attention_bench(wg, label, Lq, Lk, block, qoff)
-                    rows.append((f"attention 12x128 {label} [wgmma]", kt, tt))
+                    if ok128:
+                        kt, tt = attention_bench(wg, label, Lq, Lk, block, qoff)
+                        rows.append((f"attention 12x128 {label} [wgmma]", kt, tt))
+                    if ok176:
+                        kt, tt = attention_bench(wg176, label, Lq, Lk, block, qoff)
+                        rows.append((f"attention 12x128 {label} [wgmma-bkv176]", kt, tt))
                     kt, tt = attention_bench(auto, label, Lq, Lk, block, qoff)
                     rows.append((f"attention 12x128 {label} [{lib.kc_last_kernel(auto, 1).decode()}]", kt, tt))
-            else:
-                print("  wgmma benchmarks skipped: its correctness checks failed")
+            if not ok128: print("  wgmma benchmarks skipped: its correctness checks failed")
+            if not ok176: print(f"  wgmma 176-key tile benchmarks skipped: {len(b176['failures'])} of its correctness checks failed")
     except Exception as e:  # a fault in the kernel leaves the context unusable: report it and move on
         print(f"  FAIL wgmma attention: {e}")
         failures.append(f"wgmma attention: {e}")
@@ -271,11 +293,11 @@ UNVERIFIED_GEMMS = {"persistent": "wgmma-persistent", "pingpong": "wgmma-pingpon
 def unverified_gemm(name):
     path = UNVERIFIED_GEMMS[name]
     def hung():
-        print(f"\nFAIL {path} GEMM did not finish within 120 s (deadlock?); results so far:", flush=True)
+        print(f"\nFAIL {path} GEMM did not finish within {WATCHDOG_S} s (deadlock?); results so far:", flush=True)
         print_table()
-        summary_line(hung=name)
+        summary_line(hung=name, watchdog_s=WATCHDOG_S)
         os._exit(1)
-    watchdog = threading.Timer(120, hung)
+    watchdog = threading.Timer(WATCHDOG_S, hung)
     watchdog.start()
     print(f"\n{path} GEMM (sm_90a) correctness:", flush=True)
     try:
@@ -361,7 +383,8 @@ for part in sys.argv[1:]: parts[part]()
 
 if rows: print_table()
 summary_line()
-if failures:
-    print(f"\n{len(failures)} correctness check(s) FAILED: {failures}")
+if failures or data.get("bkv176", {}).get("failures"):
+    if failures: print(f"\n{len(failures)} correctness check(s) FAILED: {failures}")
+    if data.get("bkv176", {}).get("failures"): print(f"\n176-key tiles: {len(data['bkv176']['failures'])} correctness check(s) FAILED: {data['bkv176']['failures']}")
     sys.exit(1)
 print("\nall correctness checks passed")

@@ -11,6 +11,10 @@
 #                                        a command) in a process group of its own under the cap.
 #                                        Its exit status: 0 PASS, 77 SKIPPED (it found nothing to
 #                                        check here, e.g. no bun), anything else FAIL.
+#                                        With GPU_CHECK_RESERVE=SECONDS set for the call, the cap is
+#                                        cut to leave that much of the budget to the steps after it
+#                                        (never below KINO_GPU_CHECK_MIN_STEP): a step that overruns
+#                                        cannot starve the next one that matters.
 #   summary                              prints the table; returns 1 when any step failed or timed out.
 #
 # KINO_GPU_CHECK_DRY_RUN=1 runs every step as a stand-in that prints what it would run and sleeps
@@ -55,10 +59,15 @@ run_step() {
     record_step "$name" SKIPPED 0 "budget spent"
     return 0
   fi
-  local limit=$cap note=""
+  local limit=$cap note="" reserve="${GPU_CHECK_RESERVE:-0}"
   if [ "$left" -lt "$cap" ]; then
     limit=$left
     note="cap cut to the budget's ${left} s"
+  fi
+  if [ "$reserve" -gt 0 ] && [ $((left - reserve)) -lt "$limit" ]; then
+    limit=$((left - reserve))
+    [ "$limit" -lt "$GPU_CHECK_MIN_STEP" ] && limit=$GPU_CHECK_MIN_STEP
+    note="cap cut to ${limit} s, ${reserve} s kept for the steps after it"
   fi
   if [ -n "${KINO_GPU_CHECK_DRY_RUN:-}" ]; then
     set -- dry_step "$@"

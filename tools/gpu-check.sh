@@ -15,8 +15,9 @@
 #       shapes with every epilogue against PyTorch, then its TFLOP/s at the Wan shapes beside the
 #       one-block-per-tile wgmma GEMM and cuBLAS (the TMA-store one beside the register one too);
 #       the attention kernel (attention path 2) at awkward shapes against PyTorch and its precision
-#       promise, f32 and bf16 inputs, then its TFLOP/s beside SDPA; none is chosen by auto yet, and a
-#       watchdog in each prints what was measured if it hangs;
+#       promise, f32 and bf16 inputs, then its TFLOP/s beside SDPA, with 128- and (D 128,
+#       KINO_CUDA_ATTENTION_BKV=176) 176-key tiles; none is chosen by auto yet, and a watchdog in each
+#       prints what was measured if it hangs;
 #    4. causal DiT as CUDA graphs and with bf16 activations (tools/bench/dit-graph.ts): Wan2.1-1.3B at
 #       real size, 832x480, 3-frame chunks, 4 steps + context pass, window 21 — launches bit for bit
 #       against eager (the RoPE frame offset read from a device tensor), recordings per stream (the
@@ -48,14 +49,17 @@
 #       cuda.test.ts, the golden DiT with bf16 activations, DiT graphs causal and bidirectional, the
 #       causal context pass's K/V (its k|v-rows GEMM) bit for bit against a full forward's, kino's
 #       latent-patch image branch (chunked with the cache against the block-causal pass).
-# GPU machines of the lab image have python3 + torch but no bun: carry one compressed
-# (`gzip -9 -c node_modules/bun/bin/bun.exe > .gpu/bun.gz`, ~50 MB) or set KINO_BUN; the bun steps
-# are SKIPPED without it. Steps 5 and 12 run `kino serve`, which needs node_modules (not carried) or
-# the single executable: dist/kino, or `.gpu/kino.xz` (`bun build.ts --compile && xz -9 -c dist/kino
-# > .gpu/kino.xz`, ~52 MB, built from the same commit; or its parts from tools/gpu-payload.sh) unpacked to
-# dist/kino. Where no bun is carried, that executable stands in for it (BUN_BE_BUN=1 makes a compiled
-# Bun program the bun CLI), so one carried file serves every step; since the tree and that file exceed
-# one call's carry, tools/gpu-payload.sh splits it and the check runs in two parts (KINO_GPU_CHECK_PART). Results are also written to $OUT/gpu-check.log when OUT is set.
+# GPU machines of the lab image have python3 + torch (and nvcc) but no bun, no node_modules and no
+# build/ (ignored, not carried): the device run carries the payload of tools/gpu-payload.sh, an
+# xz-compressed tar of this commit's single executable (dist/kino) and the build/ files the bun steps
+# import (the wasm kernels, the H.264 encoders), unpacked by find_kino below. That executable stands in
+# for bun (BUN_BE_BUN=1 makes a compiled Bun program the bun CLI) and serves steps 5 and 12 (`kino
+# serve`); a real bun can be carried instead (`gzip -9 -c node_modules/bun/bin/bun.exe > .gpu/bun.gz`)
+# or named by KINO_BUN, and the bun steps are SKIPPED with neither. Since the tree and the payload exceed
+# one call's carry (64 MiB), the payload is split in two and the check runs in two parts
+# (KINO_GPU_CHECK_PART), each call carrying one part; `bash tools/gpu-rehearsal.sh` plays both calls on
+# a machine without a GPU first, to catch script faults. Results are also written to $OUT/gpu-check.log
+# when OUT is set.
 # After the run, `bun tools/gpu-verdicts.ts OUT1/gpu-check.log OUT2/gpu-check.log [--apply]` (the two
 # parts' logs) reads them instead of a person: the steps merged over the parts, then for each hand-set
 # fast path (WGMMA_ATTENTION_VERIFIED, the GEMM_*_VERIFIED, CONV_WGMMA_VERIFIED, GRAPHS_VERIFIED,
@@ -68,23 +72,34 @@ LOG="${OUT:-/tmp}/gpu-check.log"
 exec > >(tee "$LOG") 2>&1
 source tools/gpu-check-steps.sh
 
-# The single executable, unpacked from .gpu/ where it was carried compressed: whole, or split in
-# parts (kino.xz.00, kino.xz.01, …) carried by successive calls to one warm machine, since the tree
-# and the whole file together exceed what one call carries.
+# The single executable and the build/ files the bun steps import (the wasm kernels and the H.264
+# encoders: build/ is not carried), unpacked from .gpu/: tools/gpu-payload.sh's xz-compressed tar, split
+# in parts (kino.xz.00, kino.xz.01, …) carried by successive calls to one warm machine, since the tree
+# and the whole file together exceed what one call carries. Into a temporary folder, kept only when the
+# stream unpacked whole: the first call of a split run has only part 00, and a truncated executable
+# left as dist/kino would pass for one in the next call too (ignored files stay on the machine); again
+# when the parts differ from the ones an unpacked dist/kino came from (a rerun with a new payload). A
+# dist/kino or build/ file that did not come from a payload (a developer's own build) is left alone.
 find_kino() {
-  if [ ! -x dist/kino ]; then
-    mkdir -p dist
-    local parts=(.gpu/kino.xz.[0-9]*) ok=1
-    # Into a temporary file, kept only when the stream decompressed whole: the first call of a split
-    # run has only part 00, and a truncated executable left as dist/kino would pass for one in the
-    # next call too (ignored files stay on the machine).
-    if [ -f .gpu/kino.xz ]; then xz -dc .gpu/kino.xz >dist/kino.part || ok=0
-    elif [ -f "${parts[0]}" ]; then cat "${parts[@]}" | xz -dc >dist/kino.part 2>/dev/null || ok=0
-    elif [ -f .gpu/kino.gz ]; then gzip -dc .gpu/kino.gz >dist/kino.part || ok=0
-    else ok=0
+  local parts=(.gpu/kino.xz.[0-9]*) stage=.gpu/unpacking sum f
+  if [ -f "${parts[0]}" ] && { [ ! -e dist/kino ] || [ -f dist/kino.payload ]; }; then
+    sum=$(cat "${parts[@]}" | sha1sum | cut -d' ' -f1)
+    if [ "$(cat dist/kino.payload 2>/dev/null)" != "$sum" ]; then
+      rm -rf "$stage" && mkdir -p "$stage"
+      if cat "${parts[@]}" | xz -dc 2>/dev/null | tar -x -C "$stage" 2>/dev/null && [ -s "$stage/dist/kino" ]; then
+        mkdir -p dist build
+        touch dist/kino.files
+        for f in $(cd "$stage" && find build -type f); do
+          if [ ! -e "$f" ] || grep -qxF "$f" dist/kino.files; then mv -f "$stage/$f" "$f" && echo "$f"; fi
+        done >dist/kino.files.new
+        mv dist/kino.files.new dist/kino.files
+        chmod +x "$stage/dist/kino" && mv -f "$stage/dist/kino" dist/kino && echo "$sum" >dist/kino.payload
+      fi
+      rm -rf "$stage"
     fi
-    if [ "$ok" = 1 ] && [ -s dist/kino.part ]; then chmod +x dist/kino.part && mv dist/kino.part dist/kino; else rm -f dist/kino.part; fi
   fi
+  # newer than the sources this call copied, so that nothing here tries to rebuild them (no clang here)
+  [ -f dist/kino.payload ] && [ -f dist/kino.files ] && xargs -r touch <dist/kino.files
   [ -x dist/kino ] && echo "$PWD/dist/kino"
 }
 KINO="$(find_kino)"
@@ -118,6 +133,7 @@ need_bun() {
 }
 
 device() {
+  command -v nvidia-smi >/dev/null || { echo "no nvidia-smi on this machine"; exit 1; }
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
 }
 
@@ -127,12 +143,14 @@ cuda_sources_hash() { cat kernels/cuda/* tools/build/cuda.ts | sha1sum | cut -d'
 
 build() {
   local start=$SECONDS
-  if [ -f build/libkino_cuda.so ] && [ "$(cat build/cuda-sources.sha1 2>/dev/null)" = "$(cuda_sources_hash)" ]; then
+  if [ -f build/libkino_cuda.so ] && [ -s build/cuda-sources.sha1 ] && [ "$(cat build/cuda-sources.sha1)" = "$(cuda_sources_hash)" ]; then
     echo "build/libkino_cuda.so kept: built on this machine from these sources by an earlier part"
     return 0
   fi
+  rm -f build/cuda-sources.sha1
   if [ -n "$BUN" ]; then
     "$BUN" tools/build/cuda.ts || exit 1
+    [ -f build/libkino_cuda.so ] || { echo "no build/libkino_cuda.so (no nvcc?)"; exit 1; }
   else
     # Same flags as tools/build/cuda.ts (kept in step with it).
     mkdir -p build/cuda-obj
@@ -159,12 +177,14 @@ build() {
 }
 
 unverified_hopper() {
-  local rc=0
+  local part code rc=77
   # Attention first: it is most of a chunk's time, so its verdict matters most if the cap cuts the rest.
-  python3 tools/gpu-check-kernels.py wgmma || rc=1
-  python3 tools/gpu-check-kernels.py persistent || rc=1
-  python3 tools/gpu-check-kernels.py pingpong || rc=1
-  python3 tools/gpu-check-kernels.py persistent-tma || rc=1
+  # FAIL when one part failed, SKIPPED (77) when every part found no GPU, else PASS.
+  for part in wgmma persistent pingpong persistent-tma; do
+    python3 tools/gpu-check-kernels.py "$part"
+    code=$?
+    if [ "$code" != 0 ] && [ "$code" != 77 ]; then rc=1; elif [ "$code" = 0 ] && [ "$rc" = 77 ]; then rc=0; fi
+  done
   return $rc
 }
 causal_graphs() { need_bun; "$BUN" tools/bench/dit-graph.ts; }
@@ -181,7 +201,7 @@ e2e_realtime() {
   if [ -n "$KINO" ]; then kino="$KINO"
   elif [ -d node_modules/elysia ]; then kino=source
   else
-    echo "skipped: no kino to serve with (carry .gpu/kino.xz or have node_modules)"
+    echo "skipped: no kino to serve with (carry the tools/gpu-payload.sh parts or have node_modules)"
     exit 77
   fi
   # The executable would load the CUDA library it embeds; the one step 2 built from this tree is the
@@ -212,7 +232,7 @@ op_sweep() {
   "$BUN" test --timeout 120000 "${sweep[@]}"
 }
 
-export -f need_bun device build unverified_hopper causal_graphs clip_graph readback_overlap conv3d kernels_verify kernels_bench vae_decode e2e_realtime multi_gpu op_sweep
+export -f cuda_sources_hash need_bun device build unverified_hopper causal_graphs clip_graph readback_overlap conv3d kernels_verify kernels_bench vae_decode e2e_realtime multi_gpu op_sweep
 
 # KINO_GPU_CHECK_PART=python runs only the steps that need no bun, =bun only the others (device and
 # build run in both): the two halves of a check split over two calls to one warm machine, the first
@@ -235,8 +255,11 @@ run_step "build (nvcc)" 240 build
 # Without the library no later step has anything to run.
 [ "${STEP_RESULTS[-1]}" = PASS ] || GPU_CHECK_OFF="the build failed"
 export GPU_CHECK_OFF
-step python "persistent wgmma GEMM, ping-pong wgmma GEMM, persistent GEMM with TMA stores and wgmma attention vs PyTorch, then their benchmarks" 260 unverified_hopper
-step bun "causal DiT as CUDA graphs and with bf16 activations, Wan2.1-1.3B at 832x480 (bun)" 150 causal_graphs
+# A step that matters most is kept from starving the next one that does (GPU_CHECK_RESERVE): in the
+# python part the Hopper kernels leave the conv check (its wgmma pass is last in it) 120 s, in the bun
+# part the causal DiT leaves the end-to-end session 120 s.
+GPU_CHECK_RESERVE=120 step python "persistent wgmma GEMM, ping-pong wgmma GEMM, persistent GEMM with TMA stores and wgmma attention vs PyTorch, then their benchmarks" 260 unverified_hopper
+GPU_CHECK_RESERVE=120 step bun "causal DiT as CUDA graphs and with bf16 activations, Wan2.1-1.3B at 832x480 (bun)" 150 causal_graphs
 # the headline figure next: a bun part with a short budget still reaches it
 # writing 3.9 GB (~10 s) + loading it (~30 s) + 17 chunks at ~2 s before any speed-up, with room left
 step bun "end to end: kino serve, Wan2.1-1.3B random checkpoint, realtime session at 832x480 (target ≥ 30 fps, first chunk ≤ 0.5 s)" 180 e2e_realtime

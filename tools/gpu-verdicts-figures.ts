@@ -1,8 +1,8 @@
 // The figures of a tools/gpu-check.sh run as markdown rows in the shapes of docs/BENCHMARKS.md's GPU
 // section (tools/gpu-verdicts.ts prints them to paste there): attention and GEMM TFLOP/s beside
-// cuDNN / cuBLAS, the Hopper GEMMs side by side, conv3d's kernels beside cuDNN, the DiT's seconds per
-// chunk four ways, the clip graph, end to end through the server, the overlapped readback, and the op
-// sweep's counts. What a run did not measure is said, with the step's result, instead of a row.
+// cuDNN / cuBLAS, the wgmma attention's 176-key tiles beside its 128-key ones, the Hopper GEMMs side by
+// side, conv3d's kernels beside cuDNN, the DiT's seconds per chunk four ways, the clip graph, end to
+// end through the server, the overlapped readback, and the op sweep's counts. What a run did not measure is said, with the step's result, instead of a row.
 import { type CheckLogs, type DataRecord, findRecord, findStep, readBunTest } from "./gpu-verdicts-log.ts";
 import { STEPS, rowsOf } from "./gpu-verdicts-rules.ts";
 
@@ -46,6 +46,27 @@ function kernelTables(logs: CheckLogs): string[] {
   };
   return [...out, "", `| shape | ${columns.map(([, c]) => c).join(" | ")} | cuBLAS |`, `|---|${columns.map(() => "---|").join("")}---|`,
     ...labels.map((l) => `| ${pretty(l).replace(/^GEMM /, "")} | ${columns.map(([k]) => cell(l, k)).join(" | ")} | ${f1(rows.find((x) => x.label === l)!.torch)} |`)];
+}
+
+/** The wgmma attention at D 128 with FlashAttention-3's 176-key tiles (KINO_CUDA_ATTENTION_BKV=176) beside
+ *  its 128-key ones and SDPA, from the wgmma part (its VERDICT-DATA `bkv176`: cases and failures): which is
+ *  faster at each Wan shape. A figure only: neither auto nor any constant follows from it. */
+function bkvTable(logs: CheckLogs): string[] {
+  const r = findRecord(logs, "gpu-check-kernels", "wgmma");
+  if (!r) return [`176-key tiles ${notMeasured(logs, "hopper")}`];
+  const b = r.bkv176 as { cases: number; failures: string[] } | undefined;
+  if (!b) return ["(the wgmma part of this log did not run the 176-key tiles)"];
+  const rows = rowsOf(r).filter((x) => x.label.startsWith("attention"));
+  const t176 = rows.filter((x) => x.kernel === "wgmma-bkv176"), t128 = rows.filter((x) => x.kernel === "wgmma");
+  const said = b.failures.length
+    ? `176-key tiles: ${b.failures.length} correctness check(s) FAILED: ${b.failures.slice(0, 2).join("; ")}${b.failures.length > 2 ? "; …" : ""}`
+    : `176-key tiles: every correctness check passed (${b.cases} cases, f32 and bf16 inputs)`;
+  if (!t176.length) return [said];
+  const pairs = t176.map((x) => [x, t128.find((y) => y.label === x.label)] as const);
+  const faster = pairs.filter(([x, y]) => y && x.kino > y.kino).length, compared = pairs.filter(([, y]) => y).length;
+  return [said, "| shape (D 128) | 128-key tiles | 176-key tiles | 176 / 128 | SDPA |", "|---|---|---|---|---|",
+    ...pairs.map(([x, y]) => `| ${pretty(x.label)} | ${y ? f1(y.kino) : "—"} | ${f1(x.kino)} | ${y ? (x.kino / y.kino).toFixed(2) : "—"} | ${f1(x.torch)} |`),
+    compared ? `176-key tiles faster at ${faster} of ${compared} shapes` : "(no 128-key figures beside them)"];
 }
 
 /** conv3d at the Wan-VAE decoder's levels: mma.sync and wgmma beside cuDNN (TFLOP/s). */
@@ -121,6 +142,7 @@ function opSweep(logs: CheckLogs): string[] {
 export function figures(logs: CheckLogs): string[] {
   const device = deviceLine(logs);
   const tables: [string, (l: CheckLogs) => string[]][] = [["attention and GEMM (TFLOP/s), then the Hopper GEMMs side by side", kernelTables],
+    ["wgmma attention, 176- beside 128-key tiles (TFLOP/s; auto picks neither by this)", bkvTable],
     ["conv3d at the Wan-VAE decoder's levels (TFLOP/s)", convTable],
     ["causal DiT, Wan2.1-1.3B at real size (tools/bench/dit-graph.ts)", ditTable], ["bidirectional t2v clip as one graph", clipTable],
     ["end to end through kino serve", e2eTable], ["readback overlapped with the next chunk", readbackTable], ["op sweep", opSweep]];

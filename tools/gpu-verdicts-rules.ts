@@ -77,7 +77,7 @@ export function rowsOf(r: DataRecord | undefined): Row[] {
 
 /** A kernels part's correctness: hung, skipped off sm_90, failed checks — or null when it passed. */
 function kernelPart(r: DataRecord, part: string): Outcome | null {
-  if (r.hung) return keep(`${part}: hung (the watchdog fired after 120 s)`);
+  if (r.hung) return keep(`${part}: hung (the watchdog fired after ${r.watchdog_s ?? 120} s)`);
   if (Array.isArray(r.skipped) && r.skipped.includes(part)) return none(`${part}: not run, the GPU is not sm_90`);
   const failures = Array.isArray(r.failures) ? (r.failures as string[]) : [];
   if (failures.length) return keep(`${part}: ${failures.length} correctness check(s) failed: ${failures.slice(0, 3).join("; ")}${failures.length > 3 ? "; …" : ""}`);

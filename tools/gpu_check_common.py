@@ -6,6 +6,9 @@
 import ctypes as C, json, math, os, sys
 import torch
 
+if not torch.cuda.is_available():  # the step is SKIPPED (exit 77), not failed: nothing was checked here
+    print(f"skipped: PyTorch {torch.__version__} sees no CUDA GPU (torch.version.cuda {torch.version.cuda})", flush=True)
+    sys.exit(77)
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 lib = C.CDLL(os.path.abspath("build/libkino_cuda.so"))

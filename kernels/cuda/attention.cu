@@ -14,7 +14,9 @@
 //     through a 2-stage cp.async ring; S = Q·Kᵀ and O += P·V with mma.sync m16n8k16, online softmax in
 //     f32 on the S fragments (exp2 domain), P re-packed to bf16 straight from the S accumulators.
 //   attention_wgmma_kernel (attention_wgmma.cu) sm_90a, D ∈ {64, 128}: FlashAttention-3 style — TMA
-//     loads, wgmma, a producer and two ping-ponging consumer warpgroups, a persistent grid.
+//     loads, wgmma, a producer and two ping-ponging consumer warpgroups, a persistent grid; 128-key
+//     tiles, or at D 128 FlashAttention-3's 176 with KINO_CUDA_ATTENTION_BKV=176 (kc_last_kernel then
+//     says "wgmma-bkv176"; auto takes neither until tools/gpu-check.sh has timed both).
 //   attention_simt_kernel f32 everything, any D ≤ 512: one warp per query row, lanes split D. The
 //     fallback for other head sizes and the exact path (kc_set_paths, KINO_CUDA_ATTENTION=f32).
 // Choice (kc_attention): attention path 1 → SIMT for f32 inputs; path 2 (KINO_CUDA_ATTENTION=wgmma) →

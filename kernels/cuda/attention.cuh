@@ -14,6 +14,13 @@ __device__ __forceinline__ int kc_visible_keys(int i, int kv_len, int block_size
   return lim < kv_len ? (int)lim : kv_len;
 }
 
+// KINO_CUDA_ATTENTION_BKV (kc_create reads it into ctx->attention_bkv): "176" gives the wgmma kernel
+// 176-key tiles at D 128 (FlashAttention-3's forward tile for D 128 without causal masks); anything
+// else keeps 128. Not chosen by auto: tools/gpu-check.sh times both.
+static inline int kc_attention_bkv_setting(const char* value) {
+  return value != nullptr && value[0] == '1' && value[1] == '7' && value[2] == '6' && value[3] == 0 ? 176 : 128;
+}
+
 // The Hopper kernel runs only on sm_90 with the driver's tensor-map encoder, for D 64 and 128.
 bool kc_attention_wgmma_supported(const KcContext* ctx, int D);
 // ... and reads q, k, v with TMA, which (with its 128-byte swizzle) needs them 128-byte aligned.

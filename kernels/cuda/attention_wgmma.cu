@@ -9,15 +9,16 @@
 // A persistent grid (one 384-thread block per multiprocessor) walks the work items (128-query tile,
 // head, batch item) round-robin; both roles below derive the same item sequence on their own. Per item:
 //   producer (warpgroup 0, 24 registers): one thread loads the q tile (128 rows × D) with TMA, then
-//     streams the item's key tiles — k and v, 128 keys each — through a 2-stage shared-memory ring.
+//     streams the item's key tiles — k and v, BKV keys each (128; 176 at D 128 on request, below) —
+//     through a 2-stage shared-memory ring.
 //     Each load completes on a "full" mbarrier; k and v have separate barriers so S = Q·Kᵀ can start
 //     before v has landed. It refills a stage once both consumers arrived on its "empty" barrier.
 //   consumers (warpgroups 1 and 2, 240 registers): each owns 64 query rows. For key tile t:
-//     S = Q·Kᵀ   D/16 × wgmma m64n128k16, q and k K-major straight from the swizzled tiles;
+//     S = Q·Kᵀ   D/16 × wgmma m64nBKVk16, q and k K-major straight from the swizzled tiles;
 //     softmax    scale, T5 bias and mask in the log2 domain (masked logits are -inf, so masked keys
 //                contribute exactly 0), online row max and sum in f32, exp2 in place in S;
 //     O += P·V   O rescaled, P packed to bf16 (the S accumulator layout is the A operand layout), then
-//                8 × wgmma m64nDk16 with P from registers and v from shared memory as an N-major B
+//                BKV/16 × wgmma m64nDk16 with P from registers and v from shared memory as an N-major B
 //                (the instruction transposes it), so v is never transposed by hand.
 //   Ping-pong: the consumers take turns at the tensor cores through named barriers 1 and 2. In its
 //   turn a consumer issues S(t) = Q·K(t)ᵀ and O += P(t-1)·V(t-1) back to back and hands the turn over;
@@ -31,22 +32,29 @@
 //
 // Why these sizes (D = 128): q 32 KiB + 2 stages × (k 32 KiB + v 32 KiB) = 160 KiB of shared memory;
 // per consumer thread S and O take 64 f32 registers each and P 32, which fits the 240-register budget
-// without spilling. D = 64 uses the same tiles with half the bytes.
+// without spilling. D = 64 uses the same tiles with half the bytes. FlashAttention-3's forward tile for
+// D = 128 without causal masks is 128 × 176 (BKV 176, KINO_CUDA_ATTENTION_BKV=176, D = 128 only; not
+// chosen by auto until tools/gpu-check.sh has timed it): q 32 KiB + 2 × (k 44 KiB + v 44 KiB) = 208 KiB
+// of the 227 KiB a block may have, S 88 registers, P 44, O 64, S = Q·Kᵀ one m64n176k16 per K step and
+// P·V 11 K steps; 176 rows are 22 swizzle atoms of 8, so every box stays 1024-byte aligned.
 #include "attention.cuh"
 #include "hopper.cuh"
 
 namespace {
-constexpr int BQ = 128, BKV = 128, STAGES = 2, THREADS = 384;
+constexpr int BQ = 128, STAGES = 2, THREADS = 384;  // BKV, the key tile: a template parameter (128 or 176)
 constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = 240;  // (24 + 2 × 240) × 128 threads ≤ 64 Ki registers
 constexpr int TURN_BAR = 1;        // consumer c issues its GEMMs when named barrier TURN_BAR + c opens
 constexpr int CONSUMERS = 2 * 128;  // arrivals that release an "empty" barrier; threads per turn barrier
 
-template <int D>
+template <int D, int BKV>
 struct Layout {
   static constexpr int BOXES = D / 64;                        // 64-element (128-byte) TMA boxes per row
   static constexpr int Q_BOX = BQ * 128, KV_BOX = BKV * 128;  // bytes of one box
   static constexpr int Q_BYTES = BOXES * Q_BOX, KV_BYTES = BOXES * KV_BOX;
   static constexpr int SMEM = Q_BYTES + 2 * STAGES * KV_BYTES + 1024;  // + slack to align to 1024 (swizzle atom)
+  static_assert(BKV % 16 == 0 && BKV <= 256, "key tiles of whole K steps, at most one wgmma N (and one TMA box) wide");
+  static_assert(KV_BOX % 1024 == 0, "each box starts on a 1024-byte swizzle atom");
+  static_assert(SMEM <= 227 * 1024, "more shared memory than a Hopper block may have");
 };
 
 struct Work {
@@ -55,6 +63,7 @@ struct Work {
 
 // Query tiles of a (head, batch item) are visited last-first: under a block-causal mask the later
 // tiles see the most keys, so the longest items start in the first wave.
+template <int BKV>
 __device__ __forceinline__ Work work_item(int item, int q_tiles, int H, int Lq, int kv_len, int block_size,
                                           int q_offset) {
   Work w;
@@ -69,14 +78,14 @@ __device__ __forceinline__ Work work_item(int item, int q_tiles, int H, int Lq, 
   return w;
 }
 
-template <int D, typename TO>
+template <int D, int BKV, typename TO>
 __global__ void __launch_bounds__(THREADS, 1)
     attention_wgmma_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_k,
                            const __grid_constant__ CUtensorMap map_v, TO* __restrict__ out,
                            const float* __restrict__ bias, int Lq, int kv_len, int H, int items, float scale,
                            int block_size, int q_offset) {
 #ifdef KC_HAS_WGMMA
-  using L = Layout<D>;
+  using L = Layout<D, BKV>;
   __shared__ __align__(8) uint64_t bars[2 + 4 * STAGES];
   const uint32_t sq = (kc_smem_addr(kc_dynamic_smem()) + 1023) & ~1023u;
   auto sk = [&](int s) { return sq + L::Q_BYTES + s * L::KV_BYTES; };
@@ -108,7 +117,7 @@ __global__ void __launch_bounds__(THREADS, 1)
       int tile = 0;  // key tiles loaded so far: tile % STAGES is the stage, (tile / STAGES) & 1 its phase
       int n = 0;     // items loaded so far: the phase of the q barriers
       for (int item = blockIdx.x; item < items; item += gridDim.x, n++) {
-        const Work w = work_item(item, q_tiles, H, Lq, kv_len, block_size, q_offset);
+        const Work w = work_item<BKV>(item, q_tiles, H, Lq, kv_len, block_size, q_offset);
         kc_mbar_wait(q_empty, (n & 1) ^ 1);  // both consumers finished their last S of the previous item
         kc_mbar_expect_tx(q_full, L::Q_BYTES);
         for (int x = 0; x < L::BOXES; x++) kc_tma_load_4d(sq + x * L::Q_BOX, &map_q, q_full, 64 * x, w.h, w.q0, w.b);
@@ -134,7 +143,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     if (c == 1) kc_bar_arrive(TURN_BAR, CONSUMERS);  // consumer 0 takes the first turn
     int tile = 0, n = 0;
     for (int item = blockIdx.x; item < items; item += gridDim.x, n++) {
-      const Work w = work_item(item, q_tiles, H, Lq, kv_len, block_size, q_offset);
+      const Work w = work_item<BKV>(item, q_tiles, H, Lq, kv_len, block_size, q_offset);
       // The two query rows whose accumulators this thread holds (fragment rows lane/4 and lane/4 + 8).
       const int row0 = w.q0 + c * 64 + warp * 16 + lane / 4, row1 = row0 + 8;
       const int lim0 = row0 < Lq ? kc_visible_keys(row0, kv_len, block_size, q_offset) : 0;
@@ -185,6 +194,10 @@ __global__ void __launch_bounds__(THREADS, 1)
               if (bias != nullptr && col < lim) x += bias[(e < 2 ? bias0 : bias1) + col] * KC_LOG2E;
               s[4 * j + e] = col < lim ? x : -INFINITY;
             }
+            // 176-key tiles: the bias loads in two halves (a compiler barrier between them), or ptxas
+            // issues all 88 at once and spills (S 88 + P 44 + O 64 registers live here).
+            if constexpr (BKV > 128)
+              if (j == BKV / 16 - 1) asm volatile("" ::: "memory");
           }
           mul = 1.f;
         }
@@ -311,35 +324,35 @@ __global__ void __launch_bounds__(THREADS, 1)
 }
 
 // [B, L, H, D] bf16 as a 4-D tensor {D, H, L, B} that ends at `rows` tokens (of batch stride L): boxes
-// of 64 features × 1 head × 128 tokens.
-int encode(KcContext* ctx, CUtensorMap* map, const void* ptr, int B, int L, int rows, int H, int D) {
+// of 64 features × 1 head × `box_rows` tokens (BQ for q, BKV for k and v).
+int encode(KcContext* ctx, CUtensorMap* map, const void* ptr, int B, int L, int rows, int H, int D, int box_rows) {
   const cuuint64_t dims[4] = {(cuuint64_t)D, (cuuint64_t)H, (cuuint64_t)rows, (cuuint64_t)B};
   const cuuint64_t strides[3] = {(cuuint64_t)D * 2, (cuuint64_t)H * D * 2, (cuuint64_t)L * H * D * 2};
-  const cuuint32_t box[4] = {64, 1, (cuuint32_t)BKV, 1};
-  static_assert(BQ == BKV, "one box shape serves q, k and v");
+  const cuuint32_t box[4] = {64, 1, (cuuint32_t)box_rows, 1};
   return kc_encode_tma(ctx, map, ptr, false, 4, dims, strides, box, "could not describe an attention operand");
 }
 
-template <int D, typename TO>
+template <int D, int BKV, typename TO>
 int launch(KcContext* ctx, void* out, const void* q, const void* k, const void* v, const float* bias, int B,
            int Lq, int Lkv, int kv_len, int H, float scale, int block_size, int q_offset) {
   static bool configured = false;
   if (!configured) {
     KC_TRY(kc_check(ctx,
-                    cudaFuncSetAttribute(attention_wgmma_kernel<D, TO>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         Layout<D>::SMEM),
+                    cudaFuncSetAttribute(attention_wgmma_kernel<D, BKV, TO>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         Layout<D, BKV>::SMEM),
                     "cudaFuncSetAttribute(attention_wgmma_kernel)"));
     configured = true;
   }
   CUtensorMap map_q, map_k, map_v;
-  KC_TRY(encode(ctx, &map_q, q, B, Lq, Lq, H, D));
-  KC_TRY(encode(ctx, &map_k, k, B, Lkv, kv_len, H, D));
-  KC_TRY(encode(ctx, &map_v, v, B, Lkv, kv_len, H, D));
+  KC_TRY(encode(ctx, &map_q, q, B, Lq, Lq, H, D, BQ));
+  KC_TRY(encode(ctx, &map_k, k, B, Lkv, kv_len, H, D, BKV));
+  KC_TRY(encode(ctx, &map_v, v, B, Lkv, kv_len, H, D, BKV));
   const int64_t items = (int64_t)((Lq + BQ - 1) / BQ) * H * B;
   if (items > INT32_MAX) return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention", "too many attention work items");
   const unsigned grid = (unsigned)(items < ctx->sm_count ? items : ctx->sm_count);
-  auto kernel = attention_wgmma_kernel<D, TO>;
-  KC_LAUNCH(kernel, grid, THREADS, Layout<D>::SMEM, ctx->stream)(
+  auto kernel = attention_wgmma_kernel<D, BKV, TO>;
+  constexpr int smem = Layout<D, BKV>::SMEM;
+  KC_LAUNCH(kernel, grid, THREADS, smem, ctx->stream)(
       map_q, map_k, map_v, (TO*)out, bias, Lq, kv_len, H, (int)items, scale, block_size, q_offset);
   return kc_launched(ctx, "attention_wgmma_kernel");
 }
@@ -361,10 +374,15 @@ int kc_attention_wgmma_launch(KcContext* ctx, void* out, bool out_bf16, const vo
   if (!kc_attention_wgmma_aligned(q, k, v) || ((uintptr_t)out & 7))
     return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention",
                    "the wgmma attention kernel needs 128-byte aligned q, k, v and an 8-byte aligned out");
+  // 176-key tiles only at D 128 and only where asked for (KINO_CUDA_ATTENTION_BKV=176); kc_last_kernel says which ran.
+  const bool bkv176 = D == 128 && ctx->attention_bkv == 176;
+  if (bkv176) ctx->last_attention = "wgmma-bkv176";
   if (out_bf16) {
-    if (D == 64) return launch<64, __nv_bfloat16>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
-    return launch<128, __nv_bfloat16>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
+    if (D == 64) return launch<64, 128, __nv_bfloat16>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
+    if (bkv176) return launch<128, 176, __nv_bfloat16>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
+    return launch<128, 128, __nv_bfloat16>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
   }
-  if (D == 64) return launch<64, float>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
-  return launch<128, float>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
+  if (D == 64) return launch<64, 128, float>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
+  if (bkv176) return launch<128, 176, float>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
+  return launch<128, 128, float>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
 }

@@ -5,6 +5,7 @@
 // stream order alone makes it safe to hand a freed block to the next allocation without a sync.
 // The context is not thread-safe: kino gives each worker process (and so each GPU) one context.
 #include "alloc.cuh"
+#include "attention.cuh"
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +76,7 @@ KC_API KcContext* kc_create(int device, int32_t* code, char* err, int err_len) {
   ctx->attention_path = 0;
   if (attention && strcmp(attention, "f32") == 0) ctx->attention_path = 1;
   if (attention && strcmp(attention, "wgmma") == 0) ctx->attention_path = 2;
+  ctx->attention_bkv = kc_attention_bkv_setting(getenv("KINO_CUDA_ATTENTION_BKV"));
   const char* conv = getenv("KINO_CUDA_CONV");
   ctx->conv_path = 0;
   if (conv && strcmp(conv, "simt") == 0) ctx->conv_path = 1;

@@ -216,10 +216,17 @@ __device__ __forceinline__ void kc_fence_regs(float (&d)[N]) {
   "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, " \
   "%62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, " \
   "%82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}"
-// The accumulator operands of an m64nNk16 with N/2 registers (N = 96: 48, N = 112: 56, N = 192: 96, N = 224: 112, N = 256: 128).
+#define KC_WGMMA_D88 \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
+  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, " \
+  "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, " \
+  "%62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, " \
+  "%82, %83, %84, %85, %86, %87}"
+// The accumulator operands of an m64nNk16 with N/2 registers (N = 96: 48, N = 112: 56, N = 176: 88, N = 192: 96, N = 224: 112, N = 256: 128).
 #define KC_ACC16(i) KC_ACC8(i), KC_ACC8(i + 8)
 #define KC_ACC48 KC_ACC32(0), KC_ACC16(32)
 #define KC_ACC56 KC_ACC32(0), KC_ACC16(32), KC_ACC8(48)
+#define KC_ACC88 KC_ACC32(0), KC_ACC32(32), KC_ACC16(64), KC_ACC8(80)
 #define KC_ACC96 KC_ACC32(0), KC_ACC32(32), KC_ACC32(64)
 #define KC_ACC112 KC_ACC32(0), KC_ACC32(32), KC_ACC32(64), KC_ACC16(96)
 #define KC_ACC128 KC_ACC32(0), KC_ACC32(32), KC_ACC32(64), KC_ACC32(96)
@@ -240,8 +247,8 @@ __device__ __forceinline__ void kc_fence_regs(float (&d)[N]) {
 // overwrites d (the first K step of a fresh product).
 template <int N, bool F16 = false>
 __device__ __forceinline__ void kc_wgmma_ss(float* d, uint64_t desc_a, uint64_t desc_b, int accumulate) {
-  static_assert(N == 96 || N == 112 || N == 128 || N == 192 || N == 224 || N == 256,
-                "instantiated shapes: m64n96k16, m64n112k16, m64n128k16, m64n192k16, m64n224k16, m64n256k16");
+  static_assert(N == 96 || N == 112 || N == 128 || N == 176 || N == 192 || N == 224 || N == 256,
+                "instantiated shapes: m64n96k16, m64n112k16, m64n128k16, m64n176k16, m64n192k16, m64n224k16, m64n256k16");
   if constexpr (N == 96) {
     if constexpr (F16) KC_WGMMA_SS_ASM("m64n96k16", "f16", KC_WGMMA_D48, "48", "49", "50", KC_ACC48);
     else KC_WGMMA_SS_ASM("m64n96k16", "bf16", KC_WGMMA_D48, "48", "49", "50", KC_ACC48);
@@ -254,6 +261,9 @@ __device__ __forceinline__ void kc_wgmma_ss(float* d, uint64_t desc_a, uint64_t 
   } else if constexpr (N == 128) {
     if constexpr (F16) KC_WGMMA_SS_ASM("m64n128k16", "f16", KC_WGMMA_D64, "64", "65", "66", KC_ACC32(0), KC_ACC32(32));
     else KC_WGMMA_SS_ASM("m64n128k16", "bf16", KC_WGMMA_D64, "64", "65", "66", KC_ACC32(0), KC_ACC32(32));
+  } else if constexpr (N == 176) {
+    if constexpr (F16) KC_WGMMA_SS_ASM("m64n176k16", "f16", KC_WGMMA_D88, "88", "89", "90", KC_ACC88);
+    else KC_WGMMA_SS_ASM("m64n176k16", "bf16", KC_WGMMA_D88, "88", "89", "90", KC_ACC88);
   } else if constexpr (N == 224) {
     if constexpr (F16) KC_WGMMA_SS_ASM("m64n224k16", "f16", KC_WGMMA_D112, "112", "113", "114", KC_ACC112);
     else KC_WGMMA_SS_ASM("m64n224k16", "bf16", KC_WGMMA_D112, "112", "113", "114", KC_ACC112);

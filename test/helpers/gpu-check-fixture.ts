@@ -38,16 +38,20 @@ function kernelsEnd(parts: string[], rows: Row[], failures: string[], extra: Rec
 export const ATTENTION = ["Lq=4680 Lk=4680", "Lq=4680 Lk=18720", "Lq=4680 Lk=32760", "Lq=Lk=18720 block-causal 4680"];
 const SDPA = [526.3, 551.2, 558.4, 402.7];
 
-/** gpu-check-kernels.py wgmma: its correctness lines (report, report_promise), then [wgmma] and auto's [mma.sync] rows. */
-export function wgmmaPart(o: { tflops: number[]; mma?: number[]; failing?: string }): string[] {
+/** gpu-check-kernels.py wgmma: its correctness lines (report, report_promise), then [wgmma], [wgmma-bkv176] (the 176-key
+ *  tiles: `bkv176` their TFLOP/s, or "failing") and auto's [mma.sync] rows. */
+export function wgmmaPart(o: { tflops: number[]; mma?: number[]; failing?: string; bkv176?: number[] | "failing" }): string[] {
   const name = "D=128 B=1 Lq=1560 Lk=1560 kv=1560 H=12 block=520/0 bias";
   const lines = ["", "wgmma attention (path 2, sm_90a) correctness:", reportLine("forced wgmma, D=80 refused (kc_attention: path 2 needs D 64 or 1…)", 0, 0.5),
     reportLine(`wgmma f32 in ${name}`, o.failing ? 0.31 : 3.07e-3, 2e-2), reportLine(`  promise wgmma f32 in ${name}`, 0.42, 1)];
   const failures = o.failing ? [`wgmma f32 in ${name}`] : [];
   if (o.failing) lines.push("    nan/inf: 0, max err by row slice: ['3.1e-01', '2.9e-01', '0.0e+00', '0.0e+00', '0.0e+00', '0.0e+00', '0.0e+00', '0.0e+00']", "  wgmma benchmarks skipped: its correctness checks failed");
+  const b176 = o.bkv176 === "failing" ? [`wgmma bkv176 f32 in ${name}`] : [];
+  if (o.bkv176 === "failing") lines.push(reportLine(`wgmma bkv176 f32 in ${name}`, 0.27, 2e-2), "  wgmma 176-key tile benchmarks skipped: 1 of its correctness checks failed");
   const rows: Row[] = o.failing ? [] : ATTENTION.flatMap((l, i) => [[`attention 12x128 ${l} [wgmma]`, o.tflops[i]!, SDPA[i]!] as Row,
+    ...(Array.isArray(o.bkv176) ? [[`attention 12x128 ${l} [wgmma-bkv176]`, o.bkv176[i]!, SDPA[i]!] as Row] : []),
     [`attention 12x128 ${l} [mma.sync]`, (o.mma ?? [175.2, 171.4, 172.3, 160.5])[i]!, SDPA[i]!] as Row]);
-  return [...lines, ...kernelsEnd(["wgmma"], rows, failures)];
+  return [...lines, ...kernelsEnd(["wgmma"], rows, failures, o.bkv176 ? { bkv176: { cases: 10, failures: b176 } } : {})];
 }
 
 export const GEMM_SHAPES: [string, string, string][] = [["4096³", "4096x4096x4096", ""], ["Wan QKV", "4680x4608x1536", ""], ["Wan O / cross-Q", "4680x1536x1536", ""],
@@ -75,7 +79,7 @@ export function gemmPart(part: string, o: { speedup: number | Record<string, num
     }
   });
   // the watchdog's hung(): the table so far and summary_line(hung=name), the process ended there
-  if (o.hang) return [...lines, "", `FAIL ${path} GEMM did not finish within 120 s (deadlock?); results so far:`, ...kernelsEnd([part], rows.slice(0, 3), [], { hung: part }).slice(0, -2)];
+  if (o.hang) return [...lines, "", `FAIL ${path} GEMM did not finish within 60 s (deadlock?); results so far:`, ...kernelsEnd([part], rows.slice(0, 3), [], { hung: part, watchdog_s: 60 }).slice(0, -2)];
   return [...lines, ...kernelsEnd([part], rows, failures)];
 }
 

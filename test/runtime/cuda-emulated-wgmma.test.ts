@@ -13,12 +13,16 @@
 // TMA-store epilogue cuda-emulated-wgmma-persistent-tma.test.ts; the ping-pong GEMM
 // (gemm_wgmma_pingpong.cu): cuda-emulated-wgmma-pingpong.test.ts.
 //
+// The D 128 cases run again with FlashAttention-3's 176-key tiles (KINO_CUDA_ATTENTION_BKV=176), with two
+// cases of their own (a T5 bias under a block-causal mask; four tiles a row).
+//
 // TMA with a 128-byte swizzle needs 128-byte aligned global memory (the CUDA programming guide); a view
 // 16 bytes past such a boundary must not reach the wgmma kernels. The last tests plant known bugs in the
 // Hopper kernels (KC_PLANTED, common.cuh) and require the cases to catch each one.
 import { describe, expect, test } from "bun:test";
 import { EmulatedTensorCoreBackend, buildTensorCoreEmulators } from "./cuda-emulator/emulated-tensor-cores.ts";
 import { failure, firstFailure, wgmmaAttentionCases, wgmmaGemmCases } from "./cuda-emulator/wgmma-cases.ts";
+import { type AttentionShape, tensorCoreAttentionCases } from "./op-cases-tensor-cores.ts";
 
 const built = await buildTensorCoreEmulators();
 const skip = "skip" in built ? built.skip : undefined;
@@ -60,6 +64,36 @@ describe.skipIf(!harness)("the wgmma GEMM and attention on the CPU emulator", ()
   });
 });
 
+// FlashAttention-3's 176-key tiles (KINO_CUDA_ATTENTION_BKV=176, D 128 only): every D-128 case above
+// (keys off the 176-row tiles, kvLen < Lk, block-causal, one query, f32 and bf16 in and out) and two
+// of their own: a T5 bias with a block-causal mask across tiles and kvLen off them, and rows of four
+// tiles (the 2-stage ring turning twice) whose logits rise along the keys, two items per block.
+const BKV176_SHAPES: AttentionShape[] = [
+  { B: 1, Lq: 130, Lk: 400, H: 2, D: 128, kvLen: 390, block: [100, 50], bias: true, in: "f32", out: "bf16", label: "176-key tiles: bias and a mask across them" },
+  { B: 2, Lq: 200, Lk: 600, H: 1, D: 128, rising: true, in: "bf16", out: "f32", label: "176-key tiles: four a row, each rescaling the last" },
+];
+const bkv176 = [...attentions.filter((c) => c.headDim === 128), ...tensorCoreAttentionCases([128], BKV176_SHAPES)];
+
+describe.skipIf(!harness)("the wgmma attention with 176-key tiles (KINO_CUDA_ATTENTION_BKV=176)", () => {
+  const be = harness && new EmulatedTensorCoreBackend(harness, { kernels: "wgmma", attentionBkv: 176 });
+  // dynamic shared memory: q 32 KiB + 2 stages × (k + v) of BKV rows × 256 bytes, + 1 KiB to align
+  const smem = (D: number, bkv: number) => (128 * D * 2 + 2 * 2 * bkv * D * 2 + 1024).toString();
+  for (const c of bkv176) {
+    test(`attention ${c.name} keeps the tensor-core promise`, async () => {
+      const why = await failure(be!, c);
+      expect(be!.calls.at(-1)?.kernel).toBe("wgmma-bkv176");
+      expect(be!.calls.at(-1)!.launches).toEqual([expect.stringMatching(new RegExp(`^launch grid [12],1,1 threads 384 smem ${smem(128, 176)}$`))]);
+      expect(why).toBeNull();
+    }, 60_000);
+  }
+  test("D 64 keeps its 128-key tiles; the setting is read where the other KINO_CUDA_* paths are", async () => {
+    expect(await failure(be!, attentions.find((c) => c.headDim === 64)!)).toBeNull();
+    expect(be!.calls.at(-1)?.kernel).toBe("wgmma");
+    expect(be!.calls.at(-1)!.launches[0]).toEndWith(`smem ${smem(64, 128)}`);
+    expect(await Bun.file(new URL("../../kernels/cuda/context.cu", import.meta.url)).text()).toContain('kc_attention_bkv_setting(getenv("KINO_CUDA_ATTENTION_BKV"))');
+  }, 60_000);
+});
+
 describe.skipIf(!harness)("operands 16 bytes past a 128-byte boundary (a view into a block)", () => {
   const be = harness && new EmulatedTensorCoreBackend(harness, { kernels: "wgmma", misalign: true });
   test("the GEMM leaves them to mma.sync, which keeps its promise", async () => {
@@ -93,6 +127,14 @@ describe.skipIf(!harness)("the emulated cases catch planted Hopper kernel bugs",
       const planted = new EmulatedTensorCoreBackend(harness!, { kernels: "wgmma", plant: n });
       const caught = await firstFailure(planted, op === "gemm" ? gemms : attentions);
       console.log(`planted bug ${n} caught by ${caught}`);
+      expect(caught).not.toBeNull();
+    }, 120_000);
+  }
+  for (const [n, , what] of PLANTED.filter(([, op]) => op === "attention")) {
+    test(`bug ${n} with 176-key tiles, ${what}`, async () => {
+      const planted = new EmulatedTensorCoreBackend(harness!, { kernels: "wgmma", plant: n, attentionBkv: 176 });
+      const caught = await firstFailure(planted, bkv176);
+      console.log(`planted bug ${n} (176-key tiles) caught by ${caught}`);
       expect(caught).not.toBeNull();
     }, 120_000);
   }

@@ -21,11 +21,13 @@ const nvcc = findNvcc();
 const HOPPER_PTX = ["wgmma.mma_async", "cp.async.bulk.tensor", "setmaxnreg.dec", "setmaxnreg.inc"];
 const MMA_SYNC_BF16_PTX = ["mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "ldmatrix.sync.aligned.m8n8.x4.shared.b16", "cp.async.cg.shared.global"];
 /** Each file, its main kernel, how many instances of it the file compiles (each for an f32 and a bf16
- *  output — backend.ts "Activations" — times: attention D 64 and 128, or D 16, 32, 64, 128 for
- *  mma.sync; GEMM bf16 and f16 operands; conv: three tile shapes, f32 out), the target, and the
- *  instructions its PTX must contain. */
+ *  output — backend.ts "Activations" — times: attention D 64 and 128 with 128-key tiles and D 128 with
+ *  176-key ones (KINO_CUDA_ATTENTION_BKV=176), or D 16, 32, 64, 128 for mma.sync; GEMM bf16 and f16
+ *  operands; conv: three tile shapes, f32 out), the target, and the instructions its PTX must contain. */
 const KERNELS = [
-  { file: "attention_wgmma", kernel: "attention_wgmma_kernel", instances: 4, arch: "sm_90a", ptx: HOPPER_PTX, uses: "wgmma, TMA and setmaxnreg" },
+  { file: "attention_wgmma", kernel: "attention_wgmma_kernel", instances: 6, arch: "sm_90a",
+    ptx: [...HOPPER_PTX, "wgmma.mma_async.sync.aligned.m64n128k16", "wgmma.mma_async.sync.aligned.m64n176k16"],
+    uses: "wgmma (S = Q·Kᵀ as m64n128k16 and m64n176k16), TMA and setmaxnreg" },
   { file: "gemm_wgmma", kernel: "gemm_wgmma_kernel", instances: 4, arch: "sm_90a", ptx: HOPPER_PTX, uses: "wgmma, TMA and setmaxnreg" },
   // tile widths 224 and 256, each for bf16 and f16 operands, both outputs and both epilogues (registers,
   // TMA store: the results staged with st.shared, the proxy fence, 3-d TMA stores in bulk async-groups)

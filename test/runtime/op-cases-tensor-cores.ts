@@ -57,7 +57,7 @@ export function tensorCoreGemmCases(shapes: GemmShape[] = GEMM_SHAPES, seed = 31
   });
 }
 
-interface AttentionShape {
+export interface AttentionShape {
   B: number; Lq: number; Lk: number; H: number; D: number; kvLen?: number; block?: [number, number]; bias?: boolean;
   scale?: number; rising?: boolean; in: DType; out: DType; label: string;
 }
@@ -73,10 +73,10 @@ const ATTENTION_SHAPES: AttentionShape[] = [
 ];
 
 /** The attention cases, or those of the head sizes in `dims` (a forced wgmma path takes D 64 and 128
- *  only, and refuses the others by contract: attention.cu). */
-export function tensorCoreAttentionCases(dims?: readonly number[]): OpCase[] {
+ *  only, and refuses the others by contract: attention.cu); `shapes`: others than these. */
+export function tensorCoreAttentionCases(dims?: readonly number[], shapes: readonly AttentionShape[] = ATTENTION_SHAPES): OpCase[] {
   const r = rng(32);
-  const cases = ATTENTION_SHAPES.map((s) => {
+  const cases = shapes.map((s) => {
     const { B, Lq, Lk, H, D } = s;
     const kvLen = s.kvLen ?? Lk;
     const q = host([B, Lq, H, D], r(B * Lq * H * D)), v = host([B, Lk, H, D], r(B * Lk * H * D));
@@ -104,5 +104,5 @@ export function tensorCoreAttentionCases(dims?: readonly number[]): OpCase[] {
     };
   });
   // filtered after all are made, so that each case's random inputs are the same either way
-  return dims ? cases.filter((_, i) => dims.includes(ATTENTION_SHAPES[i]!.D)) : cases;
+  return dims ? cases.filter((_, i) => dims.includes(shapes[i]!.D)) : cases;
 }

@@ -5,7 +5,7 @@
 // unverified kernels and paths before the long op sweep, the end-to-end session right after the causal DiT
 // steps, and a small budget cutting the tail.
 import { expect, test } from "bun:test";
-import { existsSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -62,6 +62,58 @@ test("steps under caps and one budget: PASS, FAIL, SKIPPED, TIMEOUT with what wa
   Bun.sleepSync(3500 - (performance.now() - started - took * 1000));
   expect(existsSync(late)).toBe(false);
 }, 30_000);
+
+test("GPU_CHECK_RESERVE cuts a step's cap to leave the next step its seconds, never below the minimum step", () => {
+  const script = `
+    source tools/gpu-check-steps.sh
+    long() { echo "attention: 3 of 4 shapes"; sleep 30; }
+    passes() { echo "conv3d ok"; }
+    export -f long passes
+    GPU_CHECK_RESERVE=4 run_step "hopper" 30 long
+    run_step "conv" 30 passes
+    GPU_CHECK_RESERVE=100 run_step "starved" 30 long
+    summary`;
+  const started = performance.now();
+  const { out } = bash(script, { KINO_GPU_CHECK_BUDGET: "10", KINO_GPU_CHECK_MIN_STEP: "2" });
+  expect((performance.now() - started) / 1000).toBeLessThan(12);
+  const rows = summaryRows(out).map(([r, , n]) => `${r} ${n}`);
+  expect(rows[0]).toMatch(/^TIMEOUT hopper \(cap cut to [56] s, 4 s kept for the steps after it\)$/);
+  expect(rows[1]).toMatch(/^PASS conv \(cap cut to the budget's [345] s\)$/);
+  // a reserve larger than what is left still runs the step for the minimum (2 s here), not 0 s
+  expect(rows[2]).toBe("TIMEOUT starved (cap cut to 2 s, 100 s kept for the steps after it)");
+}, 30_000);
+
+test("the device run's budget (two parts of 330 s): every step before a key one running to its cap still leaves that one its time", () => {
+  // gpu-check.sh's steps as written: [part, name, cap, reserve]; device and build run in both parts
+  const text = readFileSync(join(root, "tools/gpu-check.sh"), "utf8");
+  const steps = [...text.matchAll(/^(?:GPU_CHECK_RESERVE=(\d+) )?(?:step (python|bun)|run_step) "([^"]+)" (\d+) \w+$/gm)]
+    .map((m) => ({ reserve: Number(m[1] ?? 0), part: m[2] ?? "both", name: m[3]!, cap: Number(m[4]) }));
+  expect(steps.length).toBe(13);
+  // the worst case: nvidia-smi hanging to its cap, the build as long as on a slow device (its longest
+  // file, gemm_wgmma_persistent.cu, took 36 s of one core here), then kept by the bun part; every
+  // later step to its limit — run_step's arithmetic (tools/gpu-check-steps.sh)
+  const limits = (part: string, budget = 330, minStep = 15) => {
+    let left = budget;
+    const out: Record<string, number> = {};
+    for (const s of steps.filter((s) => s.part === "both" || s.part === part)) {
+      if (left < minStep) { out[s.name] = 0; continue; }
+      let limit = Math.min(s.cap, left);
+      if (s.reserve > 0 && left - s.reserve < limit) limit = Math.max(left - s.reserve, minStep);
+      const took = s.name.startsWith("build") ? (part === "python" ? 60 : 5) : limit;
+      out[s.name] = limit;
+      left -= took;
+    }
+    return out;
+  };
+  const at = (l: Record<string, number>, fragment: string) => Object.entries(l).find(([n]) => n.includes(fragment))![1];
+  const python = limits("python"), bun = limits("bun");
+  // step 3 (the unverified Hopper kernels: four processes, each with a 60 s watchdog) and step 8
+  // (conv3d, its wgmma pass last), in the python part; steps 4 (graphs) and 5 (end to end) in the bun part
+  expect(at(python, "wgmma attention vs PyTorch")).toBeGreaterThanOrEqual(130);
+  expect(at(python, "conv3d vs PyTorch")).toBeGreaterThanOrEqual(120);
+  expect(at(bun, "causal DiT as CUDA graphs")).toBe(150);
+  expect(at(bun, "end to end: kino serve")).toBeGreaterThanOrEqual(120);
+});
 
 test("gpu-check.sh dry run: every step in order, the unverified paths first and the op sweep last; a small budget skips the tail", () => {
   const out1 = mkdtempSync(join(tmpdir(), "kino-gpu-check-"));

@@ -10,8 +10,9 @@
 //        attention_path (context.cu); f32 scale; then q [B, Lq, H, D], k and v [B, Lk, H, D] (dt),
 //        f32 bias [H, Lq, kv_len]
 //   OUT: out [B, Lq, H, D] (out_dt)
-// Prints one line per kernel launch and then `kernel <name>` (what kc_attention ran); exits 1 with the
-// library's message when the call fails.
+// KINO_CUDA_ATTENTION_BKV=176 in the environment gives the wgmma kernel its 176-key tiles at D 128, as
+// it does kc_create. Prints one line per kernel launch and then `kernel <name>` (what kc_attention
+// ran); exits 1 with the library's message when the call fails.
 #include "host-runtime.h"
 #include "../../../kernels/cuda/attention.cuh"
 
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
   ctx.sm_major = h[11] == 2 ? 9 : 8, ctx.sm_count = 2;
   if (h[11] == 2) ctx.encode_tensor_map = (void*)&kc_emu_encode_tiled;
   ctx.attention_path = h[11];
+  ctx.attention_bkv = kc_attention_bkv_setting(getenv("KINO_CUDA_ATTENTION_BKV"));  // as kc_create reads it
   const int rc = kc_attention(&ctx, out, q, k, v, dt, bias, B, Lq, Lk, kv_len, H, D, scale, h[9], h[10], out_dt);
   if (rc) {
     fprintf(stderr, "kc_attention: %s (%d)\n", ctx.error, rc);

@@ -35,8 +35,8 @@ export async function buildTensorCoreEmulators(): Promise<{ gemm: string; attent
 
 export interface EmulatedCall {
   op: "gemm" | "attention";
-  /** What the library says it ran (kc_last_kernel): "mma.sync", "wgmma", "wgmma-persistent", "wgmma-pingpong" or
-   *  "wgmma-persistent-tma". */
+  /** What the library says it ran (kc_last_kernel): "mma.sync", "wgmma", "wgmma-persistent", "wgmma-pingpong",
+   *  "wgmma-persistent-tma" or (attention at D 128 with 176-key tiles) "wgmma-bkv176". */
   kernel: string;
   /** One line per kernel launch: grid, threads, dynamic shared memory. */
   launches: string[];
@@ -63,13 +63,15 @@ export class EmulatedTensorCoreBackend extends HostBackend {
   /** `kernels`: the family the paths force (mma.sync unless given); `plant`: the number of a deliberate
    *  kernel bug to switch on (KC_PLANTED in the kernels), 0 none; `misalign`: every buffer starts 16
    *  bytes past a 128-byte boundary, as a view may, instead of 256-byte aligned as an allocation;
-   *  `wgmmaRuns`: record which warpgroup issued wgmma when (EmulatedCall.runs). */
+   *  `wgmmaRuns`: record which warpgroup issued wgmma when (EmulatedCall.runs); `attentionBkv`: 176
+   *  gives the wgmma attention 176-key tiles at D 128 (KINO_CUDA_ATTENTION_BKV). */
   constructor(private readonly harness: { gemm: string; attention: string },
-    opts: { kernels?: TensorCoreKernels; plant?: number; misalign?: boolean; wgmmaRuns?: boolean } = {}) {
+    opts: { kernels?: TensorCoreKernels; plant?: number; misalign?: boolean; wgmmaRuns?: boolean; attentionBkv?: 128 | 176 } = {}) {
     super();
     this.#kernels = opts.kernels ?? "mma.sync";
     this.#plant = opts.plant ?? 0;
-    this.#env = { ...(opts.misalign ? { KC_EMU_MISALIGN: "1" } : {}), ...(opts.wgmmaRuns ? { KC_EMU_WGMMA_RUNS: "1" } : {}) };
+    this.#env = { ...(opts.misalign ? { KC_EMU_MISALIGN: "1" } : {}), ...(opts.wgmmaRuns ? { KC_EMU_WGMMA_RUNS: "1" } : {}),
+      ...(opts.attentionBkv ? { KINO_CUDA_ATTENTION_BKV: String(opts.attentionBkv) } : {}) };
   }
 
   #run(op: EmulatedCall["op"], parts: ArrayBufferView[], dims: Pick<EmulatedCall, "M" | "N" | "split" | "K" | "out"> = {}): Uint8Array {
