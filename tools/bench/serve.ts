@@ -7,7 +7,8 @@
 //     the model drew from text), wall time to the MP4.
 // Each measured `--runs` times (default 3), the median printed. The WASM backend uses min(2, cores)
 // threads. `--size WxH` asks every request for that size instead of the model's native one (kino-tiny
-// renders 64x64 and resamples on the backend).
+// renders 64x64 and resamples on the backend); `--no-prompt-extend` sends the image request with
+// extra_params.prompt_extend false.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -22,6 +23,8 @@ const arg = (name: string, fallback: string) => {
 const seconds = Number(arg("seconds", "4"));
 const runs = Number(arg("runs", "3"));
 const size = arg("size", "");
+// the image request with the prompt as sent, not extended from the image (a model with an image reader)
+const extendOff = args.includes("--no-prompt-extend") ? { extra_params: { prompt_extend: false } } : {};
 const sized = size ? { size } : {};
 const overrides: Record<string, string> = {
   "server.port": "0",
@@ -66,7 +69,7 @@ async function oneShot(seed: number, image?: string): Promise<number> {
   const res = await fetch(`${server.url}/v1/videos/sync`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ prompt, seconds: String(seconds), seed, ...sized, ...(image ? { image_reference: { image_url: image } } : {}) }),
+    body: JSON.stringify({ prompt, seconds: String(seconds), seed, ...sized, ...(image ? { image_reference: { image_url: image }, ...extendOff } : {}) }),
   });
   if (!res.ok) throw new Error(`sync generation failed: ${res.status} ${await res.text()}`);
   await res.arrayBuffer();
