@@ -43,9 +43,12 @@
 #   10. kernel benchmarks (tools/gpu-check-kernels.py bench): bf16 GEMM at 4096³ and the Wan shapes,
 #       mma.sync attention at the Wan shapes, TFLOP/s beside cuBLAS and SDPA;
 #   11. Wan2.1 VAE decode at 832x480 per 3-latent-frame chunk and the frames' readback (tools/bench/vae-decode.ts);
-#   12. multi-GPU: with ≥ 2 GPUs, `kino serve` with num_gpus = that count on kino-tiny, every worker
+#   12. the image models at real size, random weights (tools/bench/image-models.ts): Wan2.2 TI2V-5B at
+#       1280x704, 121 frames — s per guided denoising step and the Wan2.2 VAE decode; Wan2.1 I2V-14B at
+#       832x480 — s per step (late in the bun part: a short budget cuts it before the headline figures);
+#   13. multi-GPU: with ≥ 2 GPUs, `kino serve` with num_gpus = that count on kino-tiny, every worker
 #       on a distinct GPU; with one, num_gpus 2 refused naming worker 1's CUDA_VISIBLE_DEVICES=1;
-#   13. the op sweep on CUDA (bun test): test/runtime/ops.test.ts with every kernel path forced,
+#   14. the op sweep on CUDA (bun test): test/runtime/ops.test.ts with every kernel path forced,
 #       cuda.test.ts, the golden DiT with bf16 activations, DiT graphs causal and bidirectional, the
 #       causal context pass's K/V (its k|v-rows GEMM) bit for bit against a full forward's, kino's
 #       latent-patch image branch (chunked with the cache against the block-causal pass).
@@ -194,6 +197,7 @@ conv3d() { python3 tools/gpu-check-conv.py; }
 kernels_verify() { python3 tools/gpu-check-kernels.py verify; }
 kernels_bench() { python3 tools/gpu-check-kernels.py bench; }
 vae_decode() { need_bun; "$BUN" tools/bench/vae-decode.ts --width 832 --height 480 --chunk 3 --chunks 4; }
+image_models() { need_bun; "$BUN" tools/bench/image-models.ts --steps 2 --vae-latents 3; }
 
 e2e_realtime() {
   need_bun
@@ -232,7 +236,7 @@ op_sweep() {
   "$BUN" test --timeout 120000 "${sweep[@]}"
 }
 
-export -f cuda_sources_hash need_bun device build unverified_hopper causal_graphs clip_graph readback_overlap conv3d kernels_verify kernels_bench vae_decode e2e_realtime multi_gpu op_sweep
+export -f cuda_sources_hash need_bun device build unverified_hopper causal_graphs clip_graph readback_overlap conv3d kernels_verify kernels_bench vae_decode image_models e2e_realtime multi_gpu op_sweep
 
 # KINO_GPU_CHECK_PART=python runs only the steps that need no bun, =bun only the others (device and
 # build run in both): the two halves of a check split over two calls to one warm machine, the first
@@ -269,6 +273,7 @@ step python "conv3d vs PyTorch, then benchmarks" 150 conv3d
 step python "GEMM and attention kernels vs PyTorch" 150 kernels_verify
 step python "GEMM and attention benchmarks beside cuBLAS and SDPA" 90 kernels_bench
 step bun "Wan2.1 VAE decode and the frames' readback at 832x480 (bun)" 120 vae_decode
+step bun "image models at real size: Wan2.2 TI2V-5B 1280x704 s/step and VAE decode, Wan2.1 I2V-14B 832x480 s/step (bun)" 150 image_models
 step bun "multi-GPU (one worker per GPU)" 45 multi_gpu
 step bun "op sweep on CUDA (bun test)" 300 op_sweep
 summary

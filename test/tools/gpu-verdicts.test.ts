@@ -75,7 +75,7 @@ test("every check passes and measures faster: each constant FLIPs (of the GEMMs 
   const logs = [pythonPart(), bunPart()];
   const r = verdicts(logs);
   expect(r.rc, r.err).toBe(0);
-  expect(r.steps).toHaveLength(13);
+  expect(r.steps).toHaveLength(14);
   expect(r.steps.every((s) => s.startsWith("PASS "))).toBe(true);
   expect(r.steps[0]).toBe("PASS device [log 1 PASS, log 2 PASS]");
   expect(r.steps.find((s) => s.includes(STEPS.hopper))).toEndWith("[log 1]");

@@ -8,6 +8,9 @@
 // - Wan2.1 I2V-14B at 832x480, 81 frames (32 760 tokens, 257 CLIP tokens beside the 512 text rows):
 //   seconds per guided denoising step with the 36-channel input.
 // Each DiT runs `steps` steps (the first pays for the first use of every kernel) and reports the last.
+//
+//   bun tools/bench/image-models.ts [--steps 2] [--vae-latents 3]   (on CUDA; tools/gpu-check.sh's
+//                                    image-models step; without a GPU it prints one skipped line, exit 77)
 import { type Json, parseDitConfig, parseVaeConfig, type WanDitConfig } from "../../src/models/configs.ts";
 import { RandomWeights } from "../../src/models/random-weights.ts";
 import { SeededRandom } from "../../src/models/random.ts";
@@ -19,6 +22,7 @@ import { type GuidedRun, sampleGuided } from "../../src/pipelines/wan-clips.ts";
 import { conditionedPredict } from "../../src/pipelines/wan-i2v.ts";
 import { firstFrameRun } from "../../src/pipelines/wan-ti2v.ts";
 import type { Backend } from "../../src/runtime/backend.ts";
+import { openBackend } from "../../src/runtime/device.ts";
 import type { Tensor } from "../../src/runtime/tensor.ts";
 
 /** wan/configs/wan_ti2v_5B.py as WanModel arguments. */
@@ -165,5 +169,26 @@ export async function benchImageModels(b: Backend, steps: number, vaeLatents: nu
     const d = await benchVae22Decode(b, h, w, vaeLatents, T);
     console.log(`${spec.name} — Wan2.2 VAE decode (random f32 weights, ${(d.parameters / 1e6).toFixed(0)} M parameters): latent frames ${d.latents.map((t) => t.toFixed(2)).join(", ")} s ` +
       `→ ${d.totalLatents} latent frames (121 video frames) ≈ ${d.estimate.toFixed(1)} s${vaeLatents < T ? ` (first + ${T - 1} × median of the next ${vaeLatents - 1})` : ""} | finite: ${d.finite}`);
+  }
+}
+
+if (import.meta.main) {
+  const args = process.argv.slice(2);
+  const arg = (name: string, fallback: string) => {
+    const i = args.indexOf(`--${name}`);
+    return i >= 0 ? args[i + 1]! : fallback;
+  };
+  let backend: Backend;
+  try {
+    backend = await openBackend("cuda", { log: () => {} });
+  } catch (e) {
+    console.log(`image models — skipped: the CUDA backend did not open (${(e as Error).message})`);
+    process.exit(77); // skipped: what tools/gpu-check-steps.sh reports as SKIPPED
+  }
+  try {
+    console.log(`image models — ${backend.description}`);
+    await benchImageModels(backend, Number(arg("steps", "2")), Number(arg("vae-latents", "3")));
+  } finally {
+    backend.dispose();
   }
 }
