@@ -7,7 +7,7 @@ close that gap outside the DiT: their prompt extension has a vision-language mod
 image and rewrite the prompt before the text encoder sees it. kino-tiny's world is closed (its
 renderer's ten colors, five shapes and fourteen backgrounds), so a small classifier is its
 vision-language model: it reads the frame and says the object's color and shape, the background, and
-whether there are one or two objects; the server (src/models/prompt-extender.ts) words what the prompt
+whether there are one or two objects; the server (src/models/prompt-extension.ts) words what the prompt
 does not already say with the captions' own phrases.
 
 The network is made of ops the runtime already has (conv2d, GELU, a GEMM, one attention): five 3x3
@@ -16,9 +16,11 @@ convolutions (stride 2, 2, 2, 1, 1) with exact GELU, then attention pooling — 
 rows for each query's classes are read from that query's output. Any frame size the DiT makes works
 (64x64, 112x64, 64x112): the pooling does not care how many positions there are.
 
-  python3 tools/train/prompt_extender.py --steps 4000 --out build/train/prompt-extender
+  python3 tools/train/prompt_extender.py --steps 4000 --small-share 0 --out build/train/prompt-extender
+  python3 tools/train/prompt_extender.py --init build/train/prompt-extender/ckpt.pt --steps 1500 --lr 1e-3 \
+      --out build/train/prompt-extender-small     (a third of the objects drawn small: what it misread)
   python3 tools/train/prompt_extender.py --eval build/train/prompt-extender/ckpt.pt
-  python3 tools/train/prompt_extender.py --export build/train/prompt-extender/ckpt.pt --to models/kino-tiny
+  python3 tools/train/prompt_extender.py --export build/train/prompt-extender-small/ckpt.pt --to models/kino-tiny
       (to models/kino-tiny it also writes test/fixtures/prompt-extender-readings.json, what PyTorch
       reads in three frames, which test/models/image-attributes.test.ts holds the runtime to)
 """
@@ -139,7 +141,7 @@ def train(args):
         for g in opt.param_groups:
             g["lr"] = lr
         size = SIZES[0] if rng.random() < 0.6 else SIZES[1 + int(rng.integers(2))]
-        x, y = batch(rng, args.batch, size)
+        x, y = batch(rng, args.batch, size, small_share=args.small_share)
         loss = loss_of(model, x, y)
         opt.zero_grad()
         loss.backward()
@@ -237,6 +239,8 @@ def main():
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--out", default=os.path.join(REPO, "build", "train", "prompt-extender"))
     p.add_argument("--init", help="a checkpoint to continue from")
+    p.add_argument("--small-share", type=float, default=0.3,
+                   help="the share of frames whose objects are drawn at 0.4-0.75 of their radius")
     p.add_argument("--eval")
     p.add_argument("--export")
     p.add_argument("--to", default=SHIPPED)
