@@ -2,9 +2,10 @@
 // writes has exactly the golden Wan2.2 VAE's tensor names and order; an i2v folder finds its CLIP
 // tower under image_encoder/ and says so when it is missing; a TI2V checkpoint without a "kino"
 // object gets Wan2.2 TI2V-5B's own settings (1280×704 or 704×1280, 121 frames at 24 fps, 50 steps,
-// shift 5); and loading each kind builds its pipeline with the card it should have.
+// shift 5); loading each kind builds its pipeline with the card it should have; and an image reader
+// (prompt_extender/) beside a model that takes no image is refused.
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { resolveCheckpoint } from "../../src/models/checkpoint.ts";
@@ -62,4 +63,14 @@ describe("a TI2V checkpoint", () => {
       ti2v: { name: "WanTI2VPipeline", tasks: ["t2v", "i2v"], images: 1, streaming: false },
     });
   });
+});
+
+test("a prompt_extender/ beside a text-to-video model that takes no image is refused, saying why", async () => {
+  const dir = join(root, "t2v-with-reader");
+  await makeTinyCheckpoint(dir);
+  cpSync(join(import.meta.dir, "../../models/kino-tiny/prompt_extender"), join(dir, "prompt_extender"), { recursive: true });
+  expect((await resolveCheckpoint(dir)).promptExtender!.config.classes.shape).toEqual(["circle", "square", "triangle", "ring", "star"]);
+  await expect(loadPipeline({ modelPath: dir, device: "cpu", numGpus: 1, lora: null })).rejects.toThrow(
+    "a prompt_extender/ reads a given image, but this text-to-video model takes none (kino.first_frame_conditioning is off)",
+  );
 });
