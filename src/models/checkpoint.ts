@@ -43,7 +43,7 @@ export interface WanCheckpoint {
   /** The CLIP visual tower of an image-to-video (i2v) checkpoint; null for the other kinds. */
   imageEncoder: Component<ClipVisionConfig> | null;
   /** The image reader that words what a given frame shows into the prompt (prompt_extender/), if any. */
-  promptExtender?: Component<ImageReaderConfig> | null;
+  promptExtender: Component<ImageReaderConfig> | null;
   /** The serving/sampling settings (transformer config "kino" object, scheduler config, defaults). */
   kino: KinoConfig;
 }
@@ -203,6 +203,7 @@ async function resolveOriginal(root: string): Promise<WanCheckpoint> {
     tokenizerJson,
     vae: vaeComponent(inferVaeConfig(vaeTable), vaeTable),
     imageEncoder,
+    promptExtender: null,
     kino,
   };
 }

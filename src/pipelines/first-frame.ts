@@ -32,31 +32,22 @@ export function firstFramePixels(model: WanModel, image: RgbImage, size: Size): 
   }
 }
 
-/** An image as a first chunk's latent [zDim, 1, h, w]: cropped to the render aspect, resampled, encoded. */
-export async function encodeFirstFrame(model: WanModel, image: RgbImage, size: Size): Promise<Tensor> {
+/** The image's pixels (firstFramePixels) as a first chunk's latent [zDim, 1, h, w]. */
+export async function encodeFirstFrame(model: WanModel, pixels: Tensor): Promise<Tensor> {
   const encoder = model.vaeEncoder;
   if (!encoder) throw new Error("this model has no VAE encoder loaded (kino.first_frame_conditioning is off)");
-  const x = firstFramePixels(model, image, size);
-  try {
-    return await encoder.encode(x);
-  } finally {
-    model.backend.free(x);
-  }
+  return encoder.encode(pixels);
 }
 
 /**
- * The prompt a request runs on: with an image and a model that reads images, the request's prompt
- * extended by what the image shows and the prompt does not say — unless the request turned that off
- * (extra_params.prompt_extend false). Otherwise the request's own prompt.
+ * The prompt a request runs on: with an image (its pixels, firstFramePixels) and a model that reads
+ * images, the request's prompt extended by what the image shows and the prompt does not say — unless
+ * the request turned that off (extra_params.prompt_extend false). Otherwise the request's own prompt.
  */
-export async function promptFor(model: WanModel, req: GenerationRequest, image: RgbImage | undefined, size: Size): Promise<string> {
+export async function promptFor(model: WanModel, req: GenerationRequest, pixels: Tensor | undefined): Promise<string> {
   const reader = model.imageReader;
-  if (!reader || !image || req.extra_params.prompt_extend === false) return req.prompt;
-  const x = firstFramePixels(model, image, size);
-  try {
-    const seen = await reader.read(x.reshape([3, size.height, size.width]));
-    return extendPrompt(req.prompt, seen, reader.config.wording);
-  } finally {
-    model.backend.free(x);
-  }
+  if (!reader || !pixels || req.extra_params.prompt_extend === false) return req.prompt;
+  const [, , h, w] = pixels.shape as [number, number, number, number];
+  const seen = await reader.read(pixels.reshape([3, h, w]));
+  return extendPrompt(req.prompt, seen, reader.config.wording);
 }

@@ -38,14 +38,14 @@ import { applyGuidance, createSampler, seededNoise } from "../models/samplers.ts
 import { CausalWanDiT } from "../models/wan-dit-causal.ts";
 import type { CrossAttnKV } from "../models/wan-dit.ts";
 import { latentPatches } from "../models/wan-dit-image.ts";
-import { encodeFirstFrame, promptFor } from "./first-frame.ts";
+import { encodeFirstFrame, firstFramePixels, promptFor } from "./first-frame.ts";
 import { renderSize, type Size } from "./native-size.ts";
 import { type PendingChunk, readbackOverlapWanted, startReadback } from "./readback-overlap.ts";
 import type { WanModel } from "../models/wan-model.ts";
 import type { Backend } from "../runtime/backend.ts";
 import type { Tensor } from "../runtime/tensor.ts";
 import type {
-  Conditioning, FrameFormat, GenerationChunk, GenerationRequest, GenerationResult, ModelCard, Pipeline, RgbImage, RunContext, StreamContext,
+  Conditioning, FrameFormat, GenerationChunk, GenerationRequest, GenerationResult, ModelCard, Pipeline, RunContext, StreamContext,
 } from "./pipeline.ts";
 import { wanCard } from "./wan-card.ts";
 
@@ -69,11 +69,12 @@ export function clipsOf(req: GenerationRequest): { seed: number; frames: number 
   return Array.from({ length: req.num_frames }, (_, i) => ({ seed: req.seed + i, frames: 1 }));
 }
 
-/** Where a run's chunks take their conditioning from, whether a chunk cuts to a new prompt, and the image it starts from. */
+/** Where a run's chunks take their conditioning from, whether a chunk cuts to a new prompt, and the image it
+ *  starts from (its pixels at the render size, firstFramePixels; owned by the caller). */
 interface ChunkSource {
   conditioningFor(index: number): Conditioning;
   promptCut(index: number): boolean;
-  firstFrame?: RgbImage;
+  firstFrame?: Tensor;
 }
 
 interface ChunkRun {
@@ -115,19 +116,26 @@ export class WanStreamingPipeline implements Pipeline {
 
   async generate(req: GenerationRequest, ctx: RunContext): Promise<GenerationResult> {
     const started = performance.now();
-    const firstFrame = this.model.vaeEncoder ? ctx.referenceImages?.[0] : undefined;
-    const prompt = await promptFor(this.model, req, firstFrame, renderSize(this.card, req.width, req.height));
-    const cond = await this.model.text.encode(prompt);
-    const textEncode = (performance.now() - started) / 1000;
+    const image = this.model.vaeEncoder ? ctx.referenceImages?.[0] : undefined;
+    // cropped and resampled once: the image reader and every clip's first chunk take the same pixels
+    const firstFrame = image && firstFramePixels(this.model, image, renderSize(this.card, req.width, req.height));
     const frames: Uint8Array[] = [];
     const durations = { denoise: 0, decode: 0 };
-    const clips = clipsOf(req);
-    for (const [i, clip] of clips.entries()) {
-      const sub: RunContext = { signal: ctx.signal, onProgress: (p) => ctx.onProgress({ ...p, fraction: (i + p.fraction) / clips.length }) };
-      const run = this.#run({ ...req, seed: clip.seed }, sub, { conditioningFor: () => cond, promptCut: () => false, firstFrame }, clip.frames);
-      for await (const chunk of run.chunks) frames.push(...chunk.frames);
-      durations.denoise += run.durations.denoise;
-      durations.decode += run.durations.decode;
+    let prompt: string, textEncode: number;
+    try {
+      prompt = await promptFor(this.model, req, firstFrame);
+      const cond = await this.model.text.encode(prompt);
+      textEncode = (performance.now() - started) / 1000;
+      const clips = clipsOf(req);
+      for (const [i, clip] of clips.entries()) {
+        const sub: RunContext = { signal: ctx.signal, onProgress: (p) => ctx.onProgress({ ...p, fraction: (i + p.fraction) / clips.length }) };
+        const run = this.#run({ ...req, seed: clip.seed }, sub, { conditioningFor: () => cond, promptCut: () => false, firstFrame }, clip.frames);
+        for await (const chunk of run.chunks) frames.push(...chunk.frames);
+        durations.denoise += run.durations.denoise;
+        durations.decode += run.durations.decode;
+      }
+    } finally {
+      if (firstFrame) this.model.backend.free(firstFrame);
     }
     return {
       format: frameFormatFor(req, this.streamFormat),
@@ -188,7 +196,7 @@ export class WanStreamingPipeline implements Pipeline {
     let image: Float32Array | undefined;
     vae.reset();
     try {
-      if (source.firstFrame) given = await encodeFirstFrame(this.model, source.firstFrame, render);
+      if (source.firstFrame) given = await encodeFirstFrame(this.model, source.firstFrame);
       if (given && dit.config.imageFeatures === "latent_patches") image = latentPatches(await b.download(given), given.shape, dit.config.patch);
       if (guided) uncond = await dit.crossAttnKV(await text.encode(req.negative_prompt || kino.negativePrompt), undefined, image);
       let produced = 0;
