@@ -69,6 +69,13 @@ export function extendPrompt(prompt: string, seen: ImageAttributes, wording: Pro
   return out;
 }
 
+/** Whether the prompt names an object with its color ("a red circle", "a small blue star"): then
+ *  extendPrompt adds no object words, and there is nothing about the object left for an image to say. */
+export function namesObject(prompt: string, wording: PromptWording): boolean {
+  const words = prompt.toLowerCase().match(/[a-z]+/g) ?? [];
+  return words.some((w, at) => wording.shapes.includes(w) && colored(words, at, wording));
+}
+
 /** Whether the shape word at `at` has a color word before it (size words may stand between). */
 function colored(words: string[], at: number, wording: PromptWording): boolean {
   let i = at - 1;

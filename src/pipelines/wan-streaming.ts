@@ -38,7 +38,7 @@ import { applyGuidance, createSampler, seededNoise } from "../models/samplers.ts
 import { CausalWanDiT } from "../models/wan-dit-causal.ts";
 import type { CrossAttnKV } from "../models/wan-dit.ts";
 import { latentPatches } from "../models/wan-dit-image.ts";
-import { encodeFirstFrame, firstFramePixels, promptFor } from "./first-frame.ts";
+import { encodeFirstFrame, firstFramePixels, imageBranchFor, promptFor } from "./first-frame.ts";
 import { renderSize, type Size } from "./native-size.ts";
 import { type PendingChunk, readbackOverlapWanted, startReadback } from "./readback-overlap.ts";
 import type { WanModel } from "../models/wan-model.ts";
@@ -70,11 +70,13 @@ export function clipsOf(req: GenerationRequest): { seed: number; frames: number 
 }
 
 /** Where a run's chunks take their conditioning from, whether a chunk cuts to a new prompt, and the image it
- *  starts from (its pixels at the render size, firstFramePixels; owned by the caller). */
+ *  starts from (its pixels at the render size, firstFramePixels; owned by the caller) with whether the
+ *  DiT's image branch reads it (imageBranchFor). */
 interface ChunkSource {
   conditioningFor(index: number): Conditioning;
   promptCut(index: number): boolean;
   firstFrame?: Tensor;
+  imageBranch?: boolean;
 }
 
 interface ChunkRun {
@@ -125,11 +127,12 @@ export class WanStreamingPipeline implements Pipeline {
     try {
       prompt = await promptFor(this.model, req, firstFrame);
       const cond = await this.model.text.encode(prompt);
+      const imageBranch = imageBranchFor(this.model, prompt);
       textEncode = (performance.now() - started) / 1000;
       const clips = clipsOf(req);
       for (const [i, clip] of clips.entries()) {
         const sub: RunContext = { signal: ctx.signal, onProgress: (p) => ctx.onProgress({ ...p, fraction: (i + p.fraction) / clips.length }) };
-        const run = this.#run({ ...req, seed: clip.seed }, sub, { conditioningFor: () => cond, promptCut: () => false, firstFrame }, clip.frames);
+        const run = this.#run({ ...req, seed: clip.seed }, sub, { conditioningFor: () => cond, promptCut: () => false, firstFrame, imageBranch }, clip.frames);
         for await (const chunk of run.chunks) frames.push(...chunk.frames);
         durations.denoise += run.durations.denoise;
         durations.decode += run.durations.decode;
@@ -197,7 +200,7 @@ export class WanStreamingPipeline implements Pipeline {
     vae.reset();
     try {
       if (source.firstFrame) given = await encodeFirstFrame(this.model, source.firstFrame);
-      if (given && dit.config.imageFeatures === "latent_patches") image = latentPatches(await b.download(given), given.shape, dit.config.patch);
+      if (given && source.imageBranch && dit.config.imageFeatures === "latent_patches") image = latentPatches(await b.download(given), given.shape, dit.config.patch);
       if (guided) uncond = await dit.crossAttnKV(await text.encode(req.negative_prompt || kino.negativePrompt), undefined, image);
       let produced = 0;
       for (let index = 0; produced < totalFrames; index++) {

@@ -1,7 +1,7 @@
 // kino-tiny starting from a client's image, as a user sees it through the server: the image's latent
-// is the video's first chunk, so frame 0 is the image through the VAE; the image branch reads it in
-// every chunk and the prompt is extended with what the image shows, so the stream carries its object
-// on; /v1/images/edits starts an image from it.
+// is the video's first chunk, so frame 0 is the image through the VAE; the prompt is extended with what
+// the image shows, and where it still does not name the object the image branch reads the image in
+// every chunk, so the stream carries its object on; /v1/images/edits starts an image from it.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";

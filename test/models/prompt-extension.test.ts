@@ -1,6 +1,6 @@
 // Prompt extension's wording: what the image reader saw is added only where the prompt says nothing.
 import { describe, expect, test } from "bun:test";
-import { extendPrompt, type ImageAttributes, type PromptWording } from "../../src/models/prompt-extension.ts";
+import { extendPrompt, type ImageAttributes, namesObject, type PromptWording } from "../../src/models/prompt-extension.ts";
 
 const WORDING: PromptWording = {
   colors: ["red", "orange", "yellow", "green", "cyan", "blue", "purple", "pink", "white", "gray", "black"],
@@ -44,5 +44,24 @@ describe("extendPrompt", () => {
     const unsureShape = { ...seen("red", "circle", "blue"), shape: { label: "circle", probability: 0.4 } };
     expect(extendPrompt("moving right", unsureShape, WORDING)).toBe("moving right on a blue background");
     expect(extendPrompt("a ring moving right", unsureShape, WORDING)).toBe("a red ring moving right on a blue background");
+  });
+});
+
+describe("namesObject", () => {
+  test("a shape word with its color names the object; a motion, a bare shape or a color alone does not", () => {
+    expect(namesObject("a red circle moving right on a blue background", WORDING)).toBe(true);
+    expect(namesObject("A Small Orange Star growing", WORDING)).toBe(true);
+    expect(namesObject("moving right on a blue background", WORDING)).toBe(false);
+    expect(namesObject("a square moving left", WORDING)).toBe(false);
+    expect(namesObject("something red moving right", WORDING)).toBe(false);
+    expect(namesObject("", WORDING)).toBe(false);
+  });
+
+  test("whatever extendPrompt makes of a motion and a trusted one-object reading names the object", () => {
+    for (const prompt of ["moving right", "a star spinning", "growing in the snow"]) {
+      const extended = extendPrompt(prompt, seen("purple", "triangle", "white"), WORDING);
+      expect({ extended, names: namesObject(extended, WORDING) }).toEqual({ extended, names: true });
+    }
+    expect(namesObject(extendPrompt("moving right", seen("red", "circle", "blue", "two"), WORDING), WORDING)).toBe(false);
   });
 });
