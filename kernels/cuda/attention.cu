@@ -9,10 +9,27 @@
 // visits key tiles below the largest n of its rows (block-causal chunks skip the future).
 //
 // Kernels:
-//   attention_mma_kernel  bf16 q/k/v (f32 inputs are rounded to bf16 first, kc_attention does it),
-//     D ∈ {16, 32, 64, 128}: FlashAttention-2 style. 4 warps × 16 query rows; key tiles of 64 stream
-//     through a 2-stage cp.async ring; S = Q·Kᵀ and O += P·V with mma.sync m16n8k16, online softmax in
-//     f32 on the S fragments (exp2 domain), P re-packed to bf16 straight from the S accumulators.
+//   attention_mma_kernel (attention_mma.cuh) bf16 q/k/v (f32 inputs are rounded to bf16 first,
+//     kc_attention does it), D ∈ {16, 32, 64, 128}, sm_80 and later (every GPU without a verified wgmma
+//     kernel, the H200 included): FlashAttention-2 style. S = Q·Kᵀ and O += P·V with mma.sync m16n8k16,
+//     online softmax in f32 on the S fragments (exp2 domain), P re-packed to bf16 straight from the S
+//     accumulators. Blocks of 4 warps, two tilings:
+//       128 query rows per block, 32 per warp (FlashAttention-2's forward tile at D 128 on A100/H100:
+//         128 × 64 keys, 4 warps). Each K and V fragment a warp reads with ldmatrix feeds two MMAs, so
+//         shared-memory reads per FLOP are half those of 16 rows per warp, and each K/V byte staged
+//         serves 128 queries. Q's fragments stay in registers at D ≤ 64; at D 128 (O 128 + S 64
+//         registers) a warp re-reads them from shared memory per key tile, as FlashAttention-2 does.
+//       64 query rows per block, 16 per warp, Q in registers: twice the blocks for the same queries.
+//     Keys in tiles of 64; K and V half-tiles through a 3-slot cp.async ring, each issued two halves
+//     ahead (a whole tile of lead, as a 2-stage ring of K+V tiles, in 3/4 of its shared memory). A
+//     warp skips the key tiles none of its rows sees and masks only the tiles some row sees in part.
+//     Resources (ptxas, sm_80 / sm_90a; no spills — test/runtime/cuda-ptx.test.ts; f32 and bf16 out
+//     alike), registers and dynamic shared memory:
+//                 D 128            D 64             D 32             D 16
+//       128 rows  255/255, 80 KiB  238/240, 40 KiB  182/194, 20 KiB  157/158, 10 KiB
+//        64 rows  205/211, 64 KiB  148/156, 32 KiB  121/120, 16 KiB  116/116,  8 KiB
+//     so 2 blocks (8 warps) per multiprocessor on A100, H100 and H200 (at D 128: 2 × 80 KiB of shared
+//     memory fits A100's 164 KiB), 1 on the 100 KiB parts (RTX 4090, L40S) at D 128.
 //   attention_wgmma_kernel (attention_wgmma.cu) sm_90a, D ∈ {64, 128}: FlashAttention-3 style — TMA
 //     loads, wgmma, a producer and two ping-ponging consumer warpgroups, a persistent grid; 128-key
 //     tiles, or at D 128 FlashAttention-3's 176 with KINO_CUDA_ATTENTION_BKV=176 (kc_last_kernel then
@@ -21,15 +38,19 @@
 //     fallback for other head sizes and the exact path (kc_set_paths, KINO_CUDA_ATTENTION=f32).
 // Choice (kc_attention): attention path 1 → SIMT for f32 inputs; path 2 (KINO_CUDA_ATTENTION=wgmma) →
 // the wgmma kernel, or an error where it cannot run; path 3 → mma.sync where the shape allows; path 0
-// (auto) → mma.sync where the shape allows, else SIMT. Auto moves to the wgmma kernel only once WGMMA_ATTENTION_VERIFIED (below) is true.
+// (auto) → mma.sync where the shape allows, else SIMT. Auto moves to the wgmma kernel only once
+// WGMMA_ATTENTION_VERIFIED (below) is true. The mma.sync kernel takes 128-row blocks unless even 64-row
+// ones leave at most one block per multiprocessor (ceil(Lq / 64) · H · B ≤ SMs): a grid that small
+// cannot fill the GPU with 128-row blocks, and halving the rows per block halves the time of the
+// busiest multiprocessor. KINO_CUDA_ATTENTION_BQ=64|128 forces one (tools/gpu-check.sh times both).
 //
 // Precision promises, per output element out[b,i,h,d], against the exact (f64) result. Notation:
 // V = max_{j<n} |v[b,j,h,d]| (the max of |v| over the whole tensor is a valid, looser substitute),
 // u = 2^-8 (bf16 unit roundoff), ε = 2.01·u · |scale| · max_{j<n} Σ_d |q[b,i,h,d] · k[b,j,h,d]| (D ≤ 256:
 // the 0.01·u also covers the f32 sums of the logits).
 //   tensor-core paths (mma.sync, wgmma): f32 q, k, v are rounded to bf16 (round-to-nearest-even); logits
-//     accumulate in f32, the softmax is f32 (ex2.approx, relative error ~2^-22; the wgmma kernel
-//     flushes weights below 2^-126 to 0), P is rounded to bf16 for P·V, which accumulates in f32 and is
+//     accumulate in f32, the softmax is f32 (ex2.approx.ftz, relative error ~2^-22, weights below
+//     2^-126 flushed to 0: at most n · 2^-126 · V), P is rounded to bf16 for P·V, which accumulates in f32 and is
 //     normalized by the f32 sum of the unrounded P.
 //       against the reference computed on bf16-rounded q, k, v:  |out − ref| ≤ 2u · V
 //         (P's rounding gives ≤ u · V; the f32 terms lie orders of magnitude below the rest)

@@ -180,7 +180,7 @@ __global__ void __launch_bounds__(WARPS * 32, 2)
           const float next = fmaxf(m[mi][half], mx[half]);
           // A row with nothing visible yet keeps max -inf; subtracting 0 instead keeps exp2 at 0, not NaN.
           base[half] = next == -INFINITY ? 0.f : next;
-          alpha[half] = exp2f(m[mi][half] - base[half]);
+          alpha[half] = kc_exp2_ftz(m[mi][half] - base[half]);
           m[mi][half] = next;
           l[mi][half] *= alpha[half];
         }
@@ -195,7 +195,7 @@ __global__ void __launch_bounds__(WARPS * 32, 2)
         for (int j = 0; j < BKV / 8; j++) {
 #pragma unroll
           for (int e = 0; e < 4; e++) {
-            s[mi][j][e] = exp2f(s[mi][j][e] - base[e / 2]);
+            s[mi][j][e] = kc_exp2_ftz(s[mi][j][e] - base[e / 2]);
             l[mi][e / 2] += s[mi][j][e];
           }
         }

@@ -214,6 +214,14 @@ __device__ __forceinline__ void kc_mma_16816(float* d, const uint32_t* a, const 
   }
 }
 
+// 2^x on the special-function unit alone: results below 2^-126 flush to 0 (exp2f adds denormal handling
+// around the same instruction). The attention kernels' softmax weights.
+__device__ __forceinline__ float kc_exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 #endif  // KC_EMULATE
 
 // Two f32 → one packed pair of bf16 (low half = first element), the A-operand register format.
