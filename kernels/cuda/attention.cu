@@ -16,9 +16,10 @@
 //     accumulators. Blocks of 4 warps, two tilings:
 //       128 query rows per block, 32 per warp (FlashAttention-2's forward tile at D 128 on A100/H100:
 //         128 × 64 keys, 4 warps). Each K and V fragment a warp reads with ldmatrix feeds two MMAs, so
-//         shared-memory reads per FLOP are half those of 16 rows per warp, and each K/V byte staged
-//         serves 128 queries. Q's fragments stay in registers at D ≤ 64; at D 128 (O 128 + S 64
-//         registers) a warp re-reads them from shared memory per key tile, as FlashAttention-2 does.
+//         its shared-memory reads per FLOP are half those of 16 rows per warp, and each K/V byte
+//         staged serves 128 queries. Q's fragments stay in registers at D ≤ 64; at D 128 (O 128 + S 64
+//         registers) a warp re-reads them from shared memory per key tile, as FlashAttention-2 does,
+//         which brings its reads to 5/8 of 16 rows per warp's.
 //       64 query rows per block, 16 per warp, Q in registers: twice the blocks for the same queries.
 //     Keys in tiles of 64; K and V half-tiles through a 3-slot cp.async ring, each issued two halves
 //     ahead (a whole tile of lead, as a 2-stage ring of K+V tiles, in 3/4 of its shared memory). A
@@ -26,8 +27,8 @@
 //     Resources (ptxas, sm_80 / sm_90a; no spills — test/runtime/cuda-ptx.test.ts; f32 and bf16 out
 //     alike), registers and dynamic shared memory:
 //                 D 128            D 64             D 32             D 16
-//       128 rows  255/255, 80 KiB  238/240, 40 KiB  182/194, 20 KiB  157/158, 10 KiB
-//        64 rows  205/211, 64 KiB  148/156, 32 KiB  121/120, 16 KiB  116/116,  8 KiB
+//       128 rows  255/255, 80 KiB  232/240, 40 KiB  181/186, 20 KiB  155/157, 10 KiB
+//        64 rows  205/211, 64 KiB  148/156, 32 KiB  117/119, 16 KiB  116/116,  8 KiB
 //     so 2 blocks (8 warps) per multiprocessor on A100, H100 and H200 (at D 128: 2 × 80 KiB of shared
 //     memory fits A100's 164 KiB), 1 on the 100 KiB parts (RTX 4090, L40S) at D 128.
 //   attention_wgmma_kernel (attention_wgmma.cu) sm_90a, D ∈ {64, 128}: FlashAttention-3 style — TMA
