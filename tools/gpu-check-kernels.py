@@ -15,10 +15,12 @@
 #   verify  every GEMM path (wgmma, mma.sync, SIMT; bf16 and f32 activations; the GELU and
 #           gated-residual epilogues, in place; split outputs with even and odd parts) and the
 #           attention kernels (D 16…128, Lq ≠ Lk, kvLen < Lk, block-causal, T5 bias, SIMT head
-#           sizes), each tensor-core attention result also against its promise (attention.cu:
-#           |err| ≤ 2^-7 · max|v|);
+#           sizes; the mma.sync attention also with 128- and 64-row query blocks forced), each
+#           tensor-core attention result also against its promise (attention.cu: |err| ≤ 2^-7 · max|v|);
 #   bench   bf16 GEMM (4096³ and the Wan-1.3B shapes at M = 4680) and attention (12 heads × 128,
-#           Lq 4680, Lk 4680/18720/32760, one block-causal case) in TFLOP/s beside cuBLAS and SDPA.
+#           Lq 4680, Lk 4680/18720/32760, one block-causal case) in TFLOP/s beside cuBLAS and SDPA; the
+#           mma.sync attention with the 128-row query blocks auto takes there ([mma.sync]) and with
+#           64-row ones forced (KINO_CUDA_ATTENTION_BQ=64, [mma.sync bq64]).
 # Each part prints its own table, then one VERDICT-DATA line (its parts, failed checks, parts skipped
 # off sm_90, the table's rows; with `hung` when a watchdog fired) for tools/gpu-verdicts.ts; exit 1 when
 # a correctness check failed.
@@ -46,13 +48,14 @@ data = {}  # a part's own VERDICT-DATA fields (the wgmma part's 176-key tiles)
 def summary_line(**extra):
     verdict_data("gpu-check-kernels", parts=sys.argv[1:], failures=failures, skipped=skipped, rows=rows, **data, **extra)
 
-def context(gemm_path, attention_path=None, attention_bkv=None):
-    for var, value in (("KINO_CUDA_GEMM", gemm_path), ("KINO_CUDA_ATTENTION", attention_path), ("KINO_CUDA_ATTENTION_BKV", attention_bkv)):
+def context(gemm_path, attention_path=None, attention_bkv=None, attention_bq=None):
+    settings = (("KINO_CUDA_GEMM", gemm_path), ("KINO_CUDA_ATTENTION", attention_path), ("KINO_CUDA_ATTENTION_BKV", attention_bkv),
+                ("KINO_CUDA_ATTENTION_BQ", attention_bq))
+    for var, value in settings:
         if value: os.environ[var] = value
         else: os.environ.pop(var, None)
     ctx = create_context()
-    os.environ.pop("KINO_CUDA_ATTENTION", None)
-    os.environ.pop("KINO_CUDA_ATTENTION_BKV", None)
+    for var, _ in settings[1:]: os.environ.pop(var, None)
     return ctx
 
 def report_promise(name, got, want, v, kv):
@@ -95,6 +98,9 @@ def ref_attention(q, k, v, kv_len, scale, bias=None, block=0, qoff=0):
     return (w @ v).transpose(1, 2)
 
 ctxs = {"mma.sync": context("mma"), "simt": context("simt"), "auto (wgmma on sm_90)": context(None)}
+# The mma.sync attention's query blocks forced (attention.cu): auto takes 128 rows except on grids too
+# small to fill the GPU, where it takes 64 — most of the small correctness shapes below.
+attention_rows = {rows_: context(None, attention_bq=str(rows_)) for rows_ in (128, 64)}
 os.environ.pop("KINO_CUDA_GEMM", None)
 # (label, Lq, Lk, block size, q offset): Wan 1.3B self-attention (12 heads × 128) at 4680 tokens a
 # chunk, against 1, 4 and 7 chunks of keys; and a 4-chunk block-causal pass (later chunks see more).
@@ -162,12 +168,13 @@ def verify():
             q, k, v = rnd(B, Lq, H, D), rnd(B, Lk, H, D), rnd(B, Lk, H, D)
             bias = rnd(H, Lq, kv) * 3 if with_bias else None
             scale = 1 / math.sqrt(D)
-            got = kino_attention(ctx, q, k, v, kv, scale, bias, block, qoff)
             tc = D in (16, 32, 64, 128)
             want = ref_attention(bf(q), bf(k), bf(v), kv, scale, bias, block, qoff) if tc else ref_attention(q, k, v, kv, scale, bias, block, qoff)
             name = f"D={D} B={B} Lq={Lq} Lk={Lk} kv={kv} H={H} block={block}/{qoff}{' bias' if with_bias else ''}"
-            report(("bf16 mma " if tc else "f32 simt ") + name, rel(got, want), 2e-2 if tc else 1e-5)
-            if tc: report_promise("bf16 mma " + name, got, want, v, kv)
+            for tag, c in [("", ctx)] + ([(f" ({r} rows)", attention_rows[r]) for r in (128, 64)] if tc else []):
+                got = kino_attention(c, q, k, v, kv, scale, bias, block, qoff)
+                report(("bf16 mma " if tc else "f32 simt ") + name + tag, rel(got, want), 2e-2 if tc else 1e-5)
+                if tc: report_promise("bf16 mma " + name + tag, got, want, v, kv)
     exact = context("simt")
     lib.kc_set_paths(exact, 2, 1, 1)  # what openCudaBackend({ exact: true }) does
     q, k, v = rnd(1, 100, 2, 128), rnd(1, 230, 2, 128), rnd(1, 230, 2, 128)
@@ -190,7 +197,9 @@ def benchmarks():
             rows.append((f"gemm {label} {M}x{N}x{K} [{path.split()[0]}]", kt, tt))
     for label, Lq, Lk, block, qoff in attention_shapes:
         kt, tt = attention_bench(ctx, label, Lq, Lk, block, qoff)
-        rows.append((f"attention 12x128 {label} [mma.sync]", kt, tt))
+        rows.append((f"attention 12x128 {label} [mma.sync]", kt, tt))  # 128-row blocks at these shapes
+        kt, tt = attention_bench(attention_rows[64], label, Lq, Lk, block, qoff)
+        rows.append((f"attention 12x128 {label} [mma.sync bq64]", kt, tt))
 
 
 # The Hopper attention kernel (attention path 2) had not run on a GPU before this check: a watchdog

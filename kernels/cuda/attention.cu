@@ -9,10 +9,28 @@
 // visits key tiles below the largest n of its rows (block-causal chunks skip the future).
 //
 // Kernels:
-//   attention_mma_kernel  bf16 q/k/v (f32 inputs are rounded to bf16 first, kc_attention does it),
-//     D ∈ {16, 32, 64, 128}: FlashAttention-2 style. 4 warps × 16 query rows; key tiles of 64 stream
-//     through a 2-stage cp.async ring; S = Q·Kᵀ and O += P·V with mma.sync m16n8k16, online softmax in
-//     f32 on the S fragments (exp2 domain), P re-packed to bf16 straight from the S accumulators.
+//   attention_mma_kernel (attention_mma.cuh) bf16 q/k/v (f32 inputs are rounded to bf16 first,
+//     kc_attention does it), D ∈ {16, 32, 64, 128}, sm_80 and later (every GPU without a verified wgmma
+//     kernel, the H200 included): FlashAttention-2 style. S = Q·Kᵀ and O += P·V with mma.sync m16n8k16,
+//     online softmax in f32 on the S fragments (exp2 domain), P re-packed to bf16 straight from the S
+//     accumulators. Blocks of 4 warps, two tilings:
+//       128 query rows per block, 32 per warp (FlashAttention-2's forward tile at D 128 on A100/H100:
+//         128 × 64 keys, 4 warps). Each K and V fragment a warp reads with ldmatrix feeds two MMAs, so
+//         its shared-memory reads per FLOP are half those of 16 rows per warp, and each K/V byte
+//         staged serves 128 queries. Q's fragments stay in registers at D ≤ 64; at D 128 (O 128 + S 64
+//         registers) a warp re-reads them from shared memory per key tile, as FlashAttention-2 does,
+//         which brings its reads to 5/8 of 16 rows per warp's.
+//       64 query rows per block, 16 per warp, Q in registers: twice the blocks for the same queries.
+//     Keys in tiles of 64; K and V half-tiles through a 3-slot cp.async ring, each issued two halves
+//     ahead (a whole tile of lead, as a 2-stage ring of K+V tiles, in 3/4 of its shared memory). A
+//     warp skips the key tiles none of its rows sees and masks only the tiles some row sees in part.
+//     Resources (ptxas, sm_80 / sm_90a; no spills — test/runtime/cuda-ptx.test.ts; f32 and bf16 out
+//     alike), registers and dynamic shared memory:
+//                 D 128            D 64             D 32             D 16
+//       128 rows  255/255, 80 KiB  232/240, 40 KiB  181/186, 20 KiB  155/157, 10 KiB
+//        64 rows  205/211, 64 KiB  148/156, 32 KiB  117/119, 16 KiB  116/116,  8 KiB
+//     so 2 blocks (8 warps) per multiprocessor on A100, H100 and H200 (at D 128: 2 × 80 KiB of shared
+//     memory fits A100's 164 KiB), 1 on the 100 KiB parts (RTX 4090, L40S) at D 128.
 //   attention_wgmma_kernel (attention_wgmma.cu) sm_90a, D ∈ {64, 128}: FlashAttention-3 style — TMA
 //     loads, wgmma, a producer and two ping-ponging consumer warpgroups, a persistent grid; 128-key
 //     tiles, or at D 128 FlashAttention-3's 176 with KINO_CUDA_ATTENTION_BKV=176 (kc_last_kernel then
@@ -21,15 +39,19 @@
 //     fallback for other head sizes and the exact path (kc_set_paths, KINO_CUDA_ATTENTION=f32).
 // Choice (kc_attention): attention path 1 → SIMT for f32 inputs; path 2 (KINO_CUDA_ATTENTION=wgmma) →
 // the wgmma kernel, or an error where it cannot run; path 3 → mma.sync where the shape allows; path 0
-// (auto) → mma.sync where the shape allows, else SIMT. Auto moves to the wgmma kernel only once WGMMA_ATTENTION_VERIFIED (below) is true.
+// (auto) → mma.sync where the shape allows, else SIMT. Auto moves to the wgmma kernel only once
+// WGMMA_ATTENTION_VERIFIED (below) is true. The mma.sync kernel takes 128-row blocks unless even 64-row
+// ones leave at most one block per multiprocessor (ceil(Lq / 64) · H · B ≤ SMs): a grid that small
+// cannot fill the GPU with 128-row blocks, and halving the rows per block halves the time of the
+// busiest multiprocessor. KINO_CUDA_ATTENTION_BQ=64|128 forces one (tools/gpu-check.sh times both).
 //
 // Precision promises, per output element out[b,i,h,d], against the exact (f64) result. Notation:
 // V = max_{j<n} |v[b,j,h,d]| (the max of |v| over the whole tensor is a valid, looser substitute),
 // u = 2^-8 (bf16 unit roundoff), ε = 2.01·u · |scale| · max_{j<n} Σ_d |q[b,i,h,d] · k[b,j,h,d]| (D ≤ 256:
 // the 0.01·u also covers the f32 sums of the logits).
 //   tensor-core paths (mma.sync, wgmma): f32 q, k, v are rounded to bf16 (round-to-nearest-even); logits
-//     accumulate in f32, the softmax is f32 (ex2.approx, relative error ~2^-22; the wgmma kernel
-//     flushes weights below 2^-126 to 0), P is rounded to bf16 for P·V, which accumulates in f32 and is
+//     accumulate in f32, the softmax is f32 (ex2.approx.ftz, relative error ~2^-22, weights below
+//     2^-126 flushed to 0: at most n · 2^-126 · V), P is rounded to bf16 for P·V, which accumulates in f32 and is
 //     normalized by the f32 sum of the unrounded P.
 //       against the reference computed on bf16-rounded q, k, v:  |out − ref| ≤ 2u · V
 //         (P's rounding gives ≤ u · V; the f32 terms lie orders of magnitude below the rest)
@@ -44,182 +66,9 @@
 //   q, k, v may come as bf16 (the DiT stores them so): then "rounded to bf16" costs nothing, and the
 //   SIMT path (forced, or a head size without tensor cores) widens them exactly.
 #include "attention.cuh"
+#include "attention_mma.cuh"
 
 namespace {
-// ---- tensor-core kernel ----------------------------------------------------------------------------
-constexpr int WARPS = 4, BQ = WARPS * 16, BKV = 64;
-
-template <int D>
-struct Tile {
-  static constexpr int CHUNKS = D / 8;                        // 16-byte chunks per row
-  static constexpr int XOR = CHUNKS >= 8 ? 7 : CHUNKS - 1;    // swizzle: chunk ^ (row & XOR)
-  static constexpr int BYTES_Q = BQ * D * 2, BYTES_KV = BKV * D * 2;
-  static constexpr int SMEM = BYTES_Q + 4 * BYTES_KV;         // q, 2 stages of k and of v
-  __device__ static uint32_t at(int row, int chunk) { return (uint32_t)(row * D * 2 + ((chunk ^ (row & XOR)) << 4)); }
-};
-
-// Stages `rows` rows (starting at token r0) of one head of a [B, L, H, D] bf16 tensor; rows ≥ limit are
-// zero-filled so masked keys contribute exactly 0 · 0 (never 0 · garbage).
-template <int D, int ROWS>
-__device__ __forceinline__ void load_rows(uint32_t dst, const __nv_bfloat16* base, int r0, int limit, int H) {
-  using T = Tile<D>;
-  for (int idx = threadIdx.x; idx < ROWS * T::CHUNKS; idx += WARPS * 32) {
-    int row = idx / T::CHUNKS, chunk = idx % T::CHUNKS, r = r0 + row;
-    bool ok = r < limit;
-    const __nv_bfloat16* src = ok ? base + (int64_t)r * H * D + chunk * 8 : base;
-    kc_cp_async16(dst + T::at(row, chunk), src, ok ? 16 : 0);
-  }
-}
-
-template <int D, typename TO>
-__global__ void __launch_bounds__(WARPS * 32)
-    attention_mma_kernel(TO* __restrict__ out, const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k,
-                         const __nv_bfloat16* __restrict__ v, const float* __restrict__ bias, int Lq, int Lkv,
-                         int kv_len, int H, float scale, int block_size, int q_offset) {
-  using T = Tile<D>;
-  const uint32_t sq = kc_smem_addr(kc_dynamic_smem());
-  auto sk = [&](int s) { return sq + T::BYTES_Q + s * T::BYTES_KV; };
-  auto sv = [&](int s) { return sq + T::BYTES_Q + (2 + s) * T::BYTES_KV; };
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int q0 = blockIdx.x * BQ, h = blockIdx.y, b = blockIdx.z;
-  const __nv_bfloat16* qb = q + ((int64_t)b * Lq * H + h) * D;
-  const __nv_bfloat16* kb = k + ((int64_t)b * Lkv * H + h) * D;
-  const __nv_bfloat16* vb = v + ((int64_t)b * Lkv * H + h) * D;
-
-  const int kv_end = kc_visible_keys(min(q0 + BQ, Lq) - 1, kv_len, block_size, q_offset);
-  const int ntiles = (kv_end + BKV - 1) / BKV;
-  // The two query rows this thread accumulates (fragment rows lane/4 and lane/4 + 8 of its warp).
-  const int row_a = q0 + warp * 16 + lane / 4, row_b = row_a + 8;
-  const int lim_a = row_a < Lq ? kc_visible_keys(row_a, kv_len, block_size, q_offset) : 0;
-  const int lim_b = row_b < Lq ? kc_visible_keys(row_b, kv_len, block_size, q_offset) : 0;
-  const float sl2 = scale * KC_LOG2E;
-
-  load_rows<D, BQ>(sq, qb + (int64_t)q0 * H * D, 0, Lq - q0, H);
-  if (ntiles > 0) {
-    load_rows<D, BKV>(sk(0), kb, 0, kv_end, H);
-    load_rows<D, BKV>(sv(0), vb, 0, kv_end, H);
-  }
-  kc_cp_async_commit();
-
-  uint32_t qf[D / 16][4];
-  float o[D / 8][4] = {};
-  float m_a = -INFINITY, m_b = -INFINITY, l_a = 0.f, l_b = 0.f;  // running max (log2 units), partial sums
-
-  for (int t = 0; t < ntiles; t++) {
-    if (t + 1 < ntiles) {
-      load_rows<D, BKV>(sk((t + 1) & 1), kb + (int64_t)(t + 1) * BKV * H * D, 0, kv_end - (t + 1) * BKV, H);
-      load_rows<D, BKV>(sv((t + 1) & 1), vb + (int64_t)(t + 1) * BKV * H * D, 0, kv_end - (t + 1) * BKV, H);
-    }
-    kc_cp_async_commit();
-    kc_cp_async_wait<1>();
-    __syncthreads();
-    if (t == 0) {
-#pragma unroll
-      for (int kk = 0; kk < D / 16; kk++) {
-        int row = warp * 16 + (lane % 16), chunk = kk * 2 + lane / 16;
-        kc_ldmatrix_x4(sq + T::at(row, chunk), qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
-      }
-    }
-    const uint32_t ks = sk(t & 1), vs = sv(t & 1);
-
-    // S = Q · Kᵀ for 16 rows × 64 keys: 8 fragments of 8 keys.
-    float s[8][4] = {};
-#pragma unroll
-    for (int kk = 0; kk < D / 16; kk++) {
-#pragma unroll
-      for (int p = 0; p < 4; p++) {
-        uint32_t kf[2][2];
-        int row = p * 16 + (lane % 8) + (lane / 16) * 8, chunk = kk * 2 + (lane / 8) % 2;
-        kc_ldmatrix_x4(ks + T::at(row, chunk), kf[0][0], kf[0][1], kf[1][0], kf[1][1]);
-        kc_mma_16816<false>(s[2 * p], qf[kk], kf[0]);
-        kc_mma_16816<false>(s[2 * p + 1], qf[kk], kf[1]);
-      }
-    }
-
-    // Scale, bias and mask in the log2 domain, then the online-softmax update.
-    float mx_a = -INFINITY, mx_b = -INFINITY;
-#pragma unroll
-    for (int j = 0; j < 8; j++) {
-#pragma unroll
-      for (int e = 0; e < 4; e++) {
-        int col = t * BKV + j * 8 + (lane % 4) * 2 + (e & 1);
-        bool second = e >= 2;
-        int row = second ? row_b : row_a, lim = second ? lim_b : lim_a;
-        float x = s[j][e] * sl2;
-        if (bias && col < lim) x += bias[((int64_t)h * Lq + row) * kv_len + col] * KC_LOG2E;
-        x = (KC_PLANTED(4) ? col <= lim : col < lim) ? x : -INFINITY;
-        s[j][e] = x;
-        if (second) mx_b = fmaxf(mx_b, x);
-        else mx_a = fmaxf(mx_a, x);
-      }
-    }
-#pragma unroll
-    for (int off = 1; off <= 2; off <<= 1) {
-      mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, off));
-      mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, off));
-    }
-    const float new_a = fmaxf(m_a, mx_a), new_b = fmaxf(m_b, mx_b);
-    // A row with nothing visible yet keeps max -inf; subtracting 0 instead keeps exp2 at 0, not NaN.
-    const float base_a = new_a == -INFINITY ? 0.f : new_a, base_b = new_b == -INFINITY ? 0.f : new_b;
-    const float alpha_a = exp2f(m_a - base_a), alpha_b = exp2f(m_b - base_b);
-    m_a = new_a;
-    m_b = new_b;
-    l_a *= alpha_a;
-    l_b *= alpha_b;
-#pragma unroll
-    for (int j = 0; j < D / 8; j++) {
-      o[j][0] *= alpha_a;
-      o[j][1] *= alpha_a;
-      o[j][2] *= KC_PLANTED(6) ? alpha_a : alpha_b;
-      o[j][3] *= alpha_b;
-    }
-#pragma unroll
-    for (int j = 0; j < 8; j++) {
-      s[j][0] = exp2f(s[j][0] - base_a);
-      s[j][1] = exp2f(s[j][1] - base_a);
-      s[j][2] = exp2f(s[j][2] - base_b);
-      s[j][3] = exp2f(s[j][3] - base_b);
-      l_a += s[j][0] + s[j][1];
-      l_b += s[j][2] + s[j][3];
-    }
-
-    // O += P · V. The S accumulator layout of two neighbouring 8-key fragments is exactly the A
-    // operand layout of one 16-key step, so P never leaves registers.
-#pragma unroll
-    for (int kstep = 0; kstep < BKV / 16; kstep++) {
-      uint32_t pf[4] = {kc_pack_bf16(s[2 * kstep][0], s[2 * kstep][1]), kc_pack_bf16(s[2 * kstep][2], s[2 * kstep][3]),
-                        kc_pack_bf16(s[2 * kstep + 1][0], s[2 * kstep + 1][1]),
-                        kc_pack_bf16(s[2 * kstep + 1][2], s[2 * kstep + 1][3])};
-#pragma unroll
-      for (int dp = 0; dp < D / 16; dp++) {
-        uint32_t vf[2][2];
-        int row = kstep * 16 + (lane % 8) + (KC_PLANTED(5) ? lane / 16 : (lane / 8) % 2) * 8, chunk = dp * 2 + lane / 16;
-        kc_ldmatrix_x4_trans(vs + T::at(row, chunk), vf[0][0], vf[0][1], vf[1][0], vf[1][1]);
-        kc_mma_16816<false>(o[2 * dp], pf, vf[0]);
-        kc_mma_16816<false>(o[2 * dp + 1], pf, vf[1]);
-      }
-    }
-    __syncthreads();  // every warp is done with stage t&1 before iteration t+1 refills it
-  }
-  kc_cp_async_wait<0>();
-
-#pragma unroll
-  for (int off = 1; off <= 2; off <<= 1) {
-    l_a += __shfl_xor_sync(0xffffffffu, l_a, off);
-    l_b += __shfl_xor_sync(0xffffffffu, l_b, off);
-  }
-  const float inv_a = l_a > 0.f ? 1.f / l_a : 0.f, inv_b = l_b > 0.f ? 1.f / l_b : 0.f;
-#pragma unroll
-  for (int half = 0; half < 2; half++) {
-    int row = half ? row_b : row_a;
-    if (row >= Lq) continue;
-    float inv = half ? inv_b : inv_a;
-    TO* dst = out + (((int64_t)b * Lq + row) * H + h) * D + (lane % 4) * 2;
-#pragma unroll
-    for (int j = 0; j < D / 8; j++) kc_put2(dst + j * 8, o[j][2 * half] * inv, o[j][2 * half + 1] * inv);
-  }
-}
-
 // ---- SIMT f32 kernel ---------------------------------------------------------------------------------
 constexpr int SIMT_MAX_PER_LANE = 16;  // D ≤ 512
 
@@ -292,36 +141,6 @@ int launch_simt_any(KcContext* ctx, void* out, bool out_bf16, const void* q, con
                   : launch_simt<float, float>(ctx, out, q, k, v, bias, B, Lq, Lk, kv_len, H, D, scale, block_size, q_offset);
 }
 
-template <int D, typename TO>
-int launch_mma(KcContext* ctx, void* out, const void* q, const void* k, const void* v, const float* bias, int B,
-               int Lq, int Lkv, int kv_len, int H, float scale, int block_size, int q_offset) {
-  static bool configured = false;
-  constexpr int smem = Tile<D>::SMEM;
-  auto kernel = attention_mma_kernel<D, TO>;
-  if (!configured) {
-    KC_TRY(kc_check(ctx, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
-                    "cudaFuncSetAttribute(attention_mma_kernel)"));
-    configured = true;
-  }
-  dim3 grid((Lq + BQ - 1) / BQ, H, B);
-  KC_LAUNCH(kernel, grid, WARPS * 32, smem, ctx->stream)(
-      (TO*)out, (const __nv_bfloat16*)q, (const __nv_bfloat16*)k, (const __nv_bfloat16*)v, bias, Lq, Lkv, kv_len, H, scale,
-      block_size, q_offset);
-  return kc_launched(ctx, "attention_mma_kernel");
-}
-
-template <typename TO>
-int launch_mma_d(KcContext* ctx, void* out, const void* q, const void* k, const void* v, const float* bias, int B,
-                 int Lq, int Lkv, int kv_len, int H, int D, float scale, int block_size, int q_offset) {
-  switch (D) {
-    case 16: return launch_mma<16, TO>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
-    case 32: return launch_mma<32, TO>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
-    case 64: return launch_mma<64, TO>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
-    case 128: return launch_mma<128, TO>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
-  }
-  return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention", "tensor-core attention needs D in {16, 32, 64, 128}");
-}
-
 // f32 → bf16 of the first `rows` tokens of each batch item of a [B, L, H, D] tensor (a KV cache is
 // converted only up to kvLen). Returns the scratch block or null.
 void* to_bf16_rows(KcContext* ctx, const float* src, int B, int L, int rows, int64_t row_elems, int* rc) {
@@ -352,9 +171,15 @@ int launch_tensor_core(KcContext* ctx, void* out, bool out_bf16, const void* q, 
   if (wgmma)
     return kc_attention_wgmma_launch(ctx, out, out_bf16, q, k, v, bias, B, Lq, Lkv, kv_len, H, D, scale, block_size,
                                      q_offset);
-  if (out_bf16)
-    return launch_mma_d<__nv_bfloat16>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, D, scale, block_size, q_offset);
-  return launch_mma_d<float>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, D, scale, block_size, q_offset);
+  // 64-row blocks where even they leave at most one block per multiprocessor (attention.cu's header).
+  const bool rows64 = ctx->attention_bq == 64 ||
+                      (ctx->attention_bq != 128 && (int64_t)((Lq + 63) / 64) * H * B <= ctx->sm_count);
+  using namespace kc_attention_mma;
+  if (rows64)
+    return out_bf16 ? launch_d<1, __nv_bfloat16>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, D, scale, block_size, q_offset)
+                    : launch_d<1, float>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, D, scale, block_size, q_offset);
+  return out_bf16 ? launch_d<2, __nv_bfloat16>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, D, scale, block_size, q_offset)
+                  : launch_d<2, float>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, D, scale, block_size, q_offset);
 }
 }  // namespace
 

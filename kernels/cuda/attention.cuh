@@ -21,6 +21,15 @@ static inline int kc_attention_bkv_setting(const char* value) {
   return value != nullptr && value[0] == '1' && value[1] == '7' && value[2] == '6' && value[3] == 0 ? 176 : 128;
 }
 
+// KINO_CUDA_ATTENTION_BQ (kc_create reads it into ctx->attention_bq): "64" or "128" forces the mma.sync
+// kernel's query rows per block; anything else lets kc_attention choose by shape (attention.cu).
+// tools/gpu-check.sh times both.
+static inline int kc_attention_bq_setting(const char* value) {
+  if (value == nullptr) return 0;
+  if (value[0] == '6' && value[1] == '4' && value[2] == 0) return 64;
+  return value[0] == '1' && value[1] == '2' && value[2] == '8' && value[3] == 0 ? 128 : 0;
+}
+
 // The Hopper kernel runs only on sm_90 with the driver's tensor-map encoder, for D 64 and 128.
 bool kc_attention_wgmma_supported(const KcContext* ctx, int D);
 // ... and reads q, k, v with TMA, which (with its 128-byte swizzle) needs them 128-byte aligned.

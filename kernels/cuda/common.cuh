@@ -34,6 +34,8 @@ struct KcContext {
                                // (KINO_CUDA_ATTENTION=f32|wgmma)
   int attention_bkv;           // key tile of the wgmma attention at D 128: 128, or FlashAttention-3's 176
                                // (KINO_CUDA_ATTENTION_BKV=176; 0 reads as 128)
+  int attention_bq;            // query rows per block of the mma.sync attention: 64 or 128 forced, 0 by shape
+                               // (KINO_CUDA_ATTENTION_BQ=64|128)
   int conv_path;               // 0 auto, 1 force the f32 SIMT kernel, 2 force mma.sync, 3 force wgmma
                                // (KINO_CUDA_CONV=simt|mma|wgmma)
   // The kernel the last kc_gemm / kc_attention / kc_conv3d call ran ("wgmma", "mma.sync", "simt"; ""
@@ -210,6 +212,14 @@ __device__ __forceinline__ void kc_mma_16816(float* d, const uint32_t* a, const 
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
   }
+}
+
+// 2^x on the special-function unit alone: results below 2^-126 flush to 0 (exp2f adds denormal handling
+// around the same instruction). The attention kernels' softmax weights.
+__device__ __forceinline__ float kc_exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
 }
 
 #endif  // KC_EMULATE

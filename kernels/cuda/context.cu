@@ -77,6 +77,7 @@ KC_API KcContext* kc_create(int device, int32_t* code, char* err, int err_len) {
   if (attention && strcmp(attention, "f32") == 0) ctx->attention_path = 1;
   if (attention && strcmp(attention, "wgmma") == 0) ctx->attention_path = 2;
   ctx->attention_bkv = kc_attention_bkv_setting(getenv("KINO_CUDA_ATTENTION_BKV"));
+  ctx->attention_bq = kc_attention_bq_setting(getenv("KINO_CUDA_ATTENTION_BQ"));
   const char* conv = getenv("KINO_CUDA_CONV");
   ctx->conv_path = 0;
   if (conv && strcmp(conv, "simt") == 0) ctx->conv_path = 1;

@@ -133,14 +133,6 @@ __device__ __forceinline__ void kc_bar_sync(int id, int threads) {
 __device__ __forceinline__ void kc_bar_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
-
-// 2^x on the special-function unit alone: results below 2^-126 flush to 0 (exp2f adds denormal handling
-// around the same instruction).
-__device__ __forceinline__ float kc_exp2_ftz(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
 #endif  // KC_HAS_WGMMA && !KC_EMULATE
 
 #ifdef KC_HAS_WGMMA

@@ -1,17 +1,20 @@
 // The CUDA mma.sync GEMM (kernels/cuda/gemm_mma.cu, with mma_tile.cuh and the epilogues of
-// gemm_epilogue.cuh) and mma.sync attention (attention.cu) without a GPU: the CPU emulator
+// gemm_epilogue.cuh) and mma.sync attention (attention.cu, attention_mma.cuh) without a GPU: the CPU emulator
 // (cuda-emulator/emulator.h) runs the library's own kc_gemm and kc_attention — dispatch, the rounding
 // of f32 operands to 16 bits, the kernels as written — on every op-sweep case these kernels take and
 // on the cases of op-cases-tensor-cores.ts, which cross every edge of their tiles (M, N, K not
 // multiples of the tile, K under one step and over many ring turns; Lq ≠ Lk, kvLen < Lk,
 // block-causal masks, the T5 bias, D 16 to 128, several heads and batch items), with f32 and bf16
-// inputs and outputs and every GEMM epilogue. Each result must keep its tensor-core promise
+// inputs and outputs and every GEMM epilogue; the attention cases of op-cases-tensor-cores.ts once more
+// with the 64-row query blocks forced (KINO_CUDA_ATTENTION_BQ=64), which kc_attention otherwise takes
+// only for grids too small to fill the GPU. Each result must keep its tensor-core promise
 // (op-precision.ts); the harnesses are built with AddressSanitizer, so a read or write outside any
 // buffer fails a case too.
 //
 // The last tests plant known bugs in the kernels (KC_PLANTED, common.cuh: fragment indices, the K
-// tail, the M edge, the cp.async wait, the key mask, the softmax rescale) and require the cases to
-// catch each one: the evidence that a passing run means something.
+// tail, the M edge, the cp.async waits of both rings, the key mask, the softmax rescale, the attention
+// warps' key-tile skipping) and require the cases to catch each one: the evidence that a passing run
+// means something.
 import { describe, expect, test } from "bun:test";
 import { attentionCases, gemmCases } from "./op-cases-heavy.ts";
 import { gemmEpilogueCases } from "./op-cases-fused.ts";
@@ -37,6 +40,20 @@ function takesMmaSync(c: OpCase): boolean {
   return c.op === "attention" && !!d && [16, 32, 64, 128].includes(Number(d[1])) && !/kvLen 0\b/.test(c.name);
 }
 
+/** The harness's context has two multiprocessors (cuda-emulator/attention.cpp). */
+const EMULATED_SMS = 2;
+const dims = (c: OpCase) => {
+  const [B, Lq, H] = [/^B (\d+)/, / Lq (\d+)/, / H (\d+)/].map((re) => Number(re.exec(c.name)![1]));
+  return { B: B!, Lq: Lq!, H: H! };
+};
+/** The query rows per block kc_attention picks (attention.cu): 64 where even 64-row blocks leave at most
+ *  one block per multiprocessor, else 128. */
+const autoRows = (c: OpCase) => {
+  const { B, Lq, H } = dims(c);
+  return Math.ceil(Lq / 64) * H * B <= EMULATED_SMS ? 64 : 128;
+};
+const queryBlocks = (launch: string) => Number(/grid (\d+),/.exec(launch)![1]);
+
 const gemms = [...gemmCases(), ...gemmEpilogueCases(), ...bf16GemmCases()].filter(takesMmaSync).concat(tensorCoreGemmCases());
 const attentions = [...attentionCases(), ...bf16AttentionCases()].filter(takesMmaSync).concat(tensorCoreAttentionCases());
 
@@ -45,7 +62,9 @@ describe.skipIf(!harness)("the mma.sync GEMM and attention on the CPU emulator",
   for (const c of [...gemms, ...attentions]) {
     test(`${c.op} ${c.name} runs mma.sync and keeps the tensor-core promise`, async () => {
       const why = await failure(be!, c);
-      expect(be!.calls.at(-1)?.kernel).toBe("mma.sync");
+      const call = be!.calls.at(-1)!;
+      expect(call.kernel).toBe("mma.sync");
+      if (c.op === "attention") expect(queryBlocks(call.launches[0]!)).toBe(Math.ceil(dims(c).Lq / autoRows(c)));
       expect(why).toBeNull();
     }, 60_000);
   }
@@ -54,8 +73,22 @@ describe.skipIf(!harness)("the mma.sync GEMM and attention on the CPU emulator",
     const grids = (op: string) => be!.calls.filter((c) => c.op === op).flatMap((c) => c.launches).map((l) => /grid (\d+),(\d+),(\d+)/.exec(l)!.slice(1).map(Number));
     expect(grids("gemm").some(([x, y]) => x! >= 3 && y! >= 2)).toBe(true); // N and M over several 128 tiles
     expect(grids("attention").some(([x, y, z]) => x! >= 3 && y! >= 2 && z! >= 2)).toBe(true); // query blocks × heads × batch
+    expect(attentions.some((c) => autoRows(c) === 64) && attentions.some((c) => autoRows(c) === 128)).toBe(true); // both tilings
     expect(be!.calls.every((c) => c.launches.length === 1)).toBe(true); // one kernel per call: nothing fell back
   });
+});
+
+describe.skipIf(!harness)("the mma.sync attention with 64-row query blocks forced", () => {
+  const be = harness && new EmulatedTensorCoreBackend(harness, { attentionBq: 64 });
+  for (const c of tensorCoreAttentionCases()) {
+    test(`attention ${c.name} keeps the tensor-core promise in ${Math.ceil(dims(c).Lq / 64)} query blocks`, async () => {
+      const why = await failure(be!, c);
+      const call = be!.calls.at(-1)!;
+      expect(call.kernel).toBe("mma.sync");
+      expect(queryBlocks(call.launches[0]!)).toBe(Math.ceil(dims(c).Lq / 64));
+      expect(why).toBeNull();
+    }, 60_000);
+  }
 });
 
 // Each planted bug (KC_PLANTED(n) in the kernel source) with the op whose cases must catch it.
@@ -64,9 +97,11 @@ const PLANTED: [number, "gemm" | "attention", string][] = [
   [2, "gemm", "K tail: the chunk at k = K is loaded instead of zero-filled (mma_tile.cuh)"],
   [3, "gemm", "M edge: row M is stored (gemm_mma.cu epilogue)"],
   [7, "gemm", "cp.async ring: waits for one group too few (mma_tile.cuh)"],
-  [4, "attention", "key mask: col ≤ lim instead of col < lim (attention.cu)"],
-  [5, "attention", "V fragment: ldmatrix.trans takes the wrong 8-key half (attention.cu)"],
-  [6, "attention", "online softmax: the second row's output is rescaled by the first row's factor (attention.cu)"],
+  [4, "attention", "key mask: col ≤ lim instead of col < lim (attention_mma.cuh)"],
+  [5, "attention", "V fragment: ldmatrix.trans takes the wrong 8-key half (attention_mma.cuh)"],
+  [6, "attention", "online softmax: the second row's output is rescaled by the first row's factor (attention_mma.cuh)"],
+  [29, "attention", "K/V ring: K tile t is read before its cp.async group is waited for (attention_mma.cuh)"],
+  [30, "attention", "warp skipping: a warp stops at its first row's keys, not its last row's (attention_mma.cuh)"],
 ];
 
 describe.skipIf(!harness)("the emulated cases catch planted kernel bugs", () => {

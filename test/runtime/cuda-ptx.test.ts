@@ -3,8 +3,8 @@
 // with their epilogues, and conv_wgmma.cu) must really use the Hopper instructions in their sm_90a
 // build (wgmma, TMA bulk-tensor copies, register reallocation; the persistent GEMM's TMA-store
 // epilogue its stores, bulk async-groups and proxy fence; the convolution cp.async with the proxy
-// fence), the mma.sync attention and GEMM (attention.cu, gemm_mma.cu) mma.sync on bf16 with ldmatrix
-// and cp.async in their sm_80 build, and the mma.sync convolution (conv_mma.cu) the same in both its
+// fence), the mma.sync GEMM (gemm_mma.cu) mma.sync on bf16 with ldmatrix and cp.async in its sm_80
+// build, and the mma.sync attention and convolution (attention.cu, conv_mma.cu) the same in both their
 // sm_90a and sm_80 builds; every kernel of each file must fit its registers without spilling, and the
 // wgmma pipeline must not be serialized — the failure modes that cost speed silently rather than
 // breaking results. Correctness on a GPU is tools/gpu-check.sh's job (and, for the convolutions, also
@@ -22,7 +22,8 @@ const HOPPER_PTX = ["wgmma.mma_async", "cp.async.bulk.tensor", "setmaxnreg.dec",
 const MMA_SYNC_BF16_PTX = ["mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "ldmatrix.sync.aligned.m8n8.x4.shared.b16", "cp.async.cg.shared.global"];
 /** Each file, its main kernel, how many instances of it the file compiles (each for an f32 and a bf16
  *  output — backend.ts "Activations" — times: attention D 64 and 128 with 128-key tiles and D 128 with
- *  176-key ones (KINO_CUDA_ATTENTION_BKV=176), or D 16, 32, 64, 128 for mma.sync; GEMM bf16 and f16
+ *  176-key ones (KINO_CUDA_ATTENTION_BKV=176), or D 16, 32, 64, 128 with 128- and 64-row query blocks for
+ *  mma.sync; GEMM bf16 and f16
  *  operands; conv: three tile shapes, f32 out), the target, and the instructions its PTX must contain. */
 const KERNELS = [
   { file: "attention_wgmma", kernel: "attention_wgmma_kernel", instances: 6, arch: "sm_90a",
@@ -37,7 +38,10 @@ const KERNELS = [
     uses: "wgmma, TMA loads and stores, the async-proxy fence and setmaxnreg" },
   // one tile shape (128×112 per consumer), bf16 and f16 operands, both outputs; the turns are named barriers
   { file: "gemm_wgmma_pingpong", kernel: "gemm_wgmma_pingpong_kernel", instances: 4, arch: "sm_90a", ptx: [...HOPPER_PTX, "wgmma.mma_async.sync.aligned.m64n112k16", "bar.sync", "bar.arrive"], uses: "wgmma m64n112k16, TMA, setmaxnreg and named barriers" },
-  { file: "attention", kernel: "attention_mma_kernel", instances: 8, arch: "sm_80", ptx: MMA_SYNC_BF16_PTX, uses: "mma.sync on bf16, ldmatrix and cp.async" },
+  // D 16…128 × 128- and 64-row query blocks × both outputs; the H200 runs the sm_90a build until the
+  // wgmma kernel is verified, every other GPU the sm_80 one
+  ...["sm_90a", "sm_80"].map((arch) => (
+    { file: "attention", kernel: "attention_mma_kernel", instances: 16, arch, ptx: MMA_SYNC_BF16_PTX, uses: "mma.sync on bf16, ldmatrix and cp.async" })),
   { file: "gemm_mma", kernel: "gemm_mma_kernel", instances: 4, arch: "sm_80", ptx: MMA_SYNC_BF16_PTX, uses: "mma.sync on bf16, ldmatrix and cp.async" },
   // three tile widths (192, 128, 96 channels: m64n192k16, m64n128k16, m64n96k16), f32 out; the voxel
   // rows by cp.async, made visible to wgmma with the async-proxy fence; the weight rows by TMA

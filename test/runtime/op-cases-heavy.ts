@@ -1,7 +1,7 @@
 // Op-sweep cases for the three compute-heavy ops (GEMM, attention, convolution): the shapes walk
 // across every blocking boundary of the CPU kernels (kernels/cpu/gemm.h: MR 4, NR 8, KC 256, MC 96,
 // NC 512; attention.c: 128-query chunks, 64-key blocks), the CUDA tensor-core tiles (wgmma 128×256,
-// mma.sync 128×128, attention 64 queries × 64 keys) and the thread split thresholds. Tolerances scale
+// mma.sync 128×128, attention 128 or 64 queries × 64 keys) and the thread split thresholds. Tolerances scale
 // with the reduction length (op-precision.ts); GEMM and attention cases also carry what a tensor-core
 // kernel, which rounds its inputs, must produce. The conv cases also cross the tiles of the CUDA
 // tensor-core convs (conv_wgmma.cu: 128 voxels × 192, 128 or 96 channels, 64 channels a K step;

@@ -1,10 +1,11 @@
 // GEMM and attention cases aimed at the edges of the CUDA mma.sync kernels' tiles, beyond the op
 // sweep's (op-cases-heavy.ts, op-cases-fused.ts, op-cases-bf16.ts): gemm_mma.cu (128×128 output
-// tiles of 8 warps at 64×32, K in steps of 32 through a 4-stage cp.async ring) and attention.cu's
-// attention_mma_kernel (64 query rows per block, 16 per warp; key tiles of 64 through a 2-stage
-// ring). Every case carries its tensor-core promise (op-precision.ts) and is one the library sends to
-// mma.sync (GEMM: bf16/f16 weights, K % 8 = 0; attention: D ∈ {16, 32, 64, 128}), in every mix of
-// f32 and bf16 activations and outputs the DiT uses. cuda-emulated-tensor-cores.test.ts runs them
+// tiles of 8 warps at 64×32, K in steps of 32 through a 4-stage cp.async ring) and attention_mma.cuh's
+// attention_mma_kernel (128 query rows per block, 32 per warp, or 64 and 16; key tiles of 64, K and V
+// halves through a 3-slot ring; warps that skip key tiles their rows cannot see). Every case carries
+// its tensor-core promise (op-precision.ts) and is one the library sends to mma.sync (GEMM: bf16/f16
+// weights, K % 8 = 0; attention: D ∈ {16, 32, 64, 128}), in every mix of f32 and bf16 activations and
+// outputs the DiT uses. cuda-emulated-tensor-cores.test.ts runs them
 // on the CPU emulator.
 import type { Backend, GemmEpilogue } from "../../src/runtime/backend.ts";
 import type { HalfKind } from "../../src/runtime/dtype.ts";
@@ -70,6 +71,10 @@ const ATTENTION_SHAPES: AttentionShape[] = [
   { B: 2, Lq: 1, Lk: 200, H: 4, D: 128, kvLen: 130, in: "bf16", out: "bf16", label: "one query (a decode step) over a cache" },
   { B: 1, Lq: 80, Lk: 80, H: 2, D: 16, block: [20, 0], bias: true, scale: 0.5, in: "f32", out: "f32", label: "bias and mask together" },
   { B: 1, Lq: 48, Lk: 200, H: 2, D: 64, rising: true, in: "f32", out: "f32", label: "logits rising along the keys: every tile rescales the last" },
+  { B: 2, Lq: 300, Lk: 200, H: 2, D: 64, in: "bf16", out: "f32", label: "three 128-row query blocks, the last cut short, over heads and batch items" },
+  { B: 1, Lq: 260, Lk: 400, H: 1, D: 128, block: [100, 37], bias: true, in: "f32", out: "bf16",
+    label: "a block boundary mid-tile: the warps of one query block see different key tiles, the last block's warps past Lq none" },
+  { B: 1, Lq: 140, Lk: 300, H: 2, D: 128, kvLen: 190, bias: true, in: "bf16", out: "f32", label: "a cache's filled part with a bias: the mask inside a key tile" },
 ];
 
 /** The attention cases, or those of the head sizes in `dims` (a forced wgmma path takes D 64 and 128

@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   if (h[11] == 2) ctx.encode_tensor_map = (void*)&kc_emu_encode_tiled;
   ctx.attention_path = h[11];
   ctx.attention_bkv = kc_attention_bkv_setting(getenv("KINO_CUDA_ATTENTION_BKV"));  // as kc_create reads it
+  ctx.attention_bq = kc_attention_bq_setting(getenv("KINO_CUDA_ATTENTION_BQ"));
   const int rc = kc_attention(&ctx, out, q, k, v, dt, bias, B, Lq, Lk, kv_len, H, D, scale, h[9], h[10], out_dt);
   if (rc) {
     fprintf(stderr, "kc_attention: %s (%d)\n", ctx.error, rc);

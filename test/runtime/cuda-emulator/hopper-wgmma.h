@@ -24,8 +24,8 @@
 // - A thread must execute wgmma.fence before its first wgmma.mma_async and again after each wait_group
 //   before the next (stricter than the ISA, which asks for the fence only where registers the wgmma uses
 //   were touched in between — which is what a kernel does after a wait).
-// kc_exp2_ftz (ex2.approx.ftz.f32) and kc_fence_regs (no instruction) live here too, the other Hopper
-// kernel helpers hopper.cuh leaves to the emulator.
+// kc_fence_regs (no instruction) lives here too, the other Hopper kernel helper hopper.cuh leaves to
+// the emulator.
 #pragma once
 
 namespace kc_emu {
@@ -193,10 +193,3 @@ inline void kc_wgmma_rs_tb(float* d, const uint32_t* a, uint64_t desc_b) {
 template <int N>
 inline void kc_fence_regs(float (&)[N]) {}
 
-// ex2.approx.ftz.f32: a subnormal input counts as 0, a subnormal result flushes to 0. (The hardware's
-// approximation has a relative error ~2^-22; this is exact, which the precision promises cover.)
-inline float kc_exp2_ftz(float x) {
-  if (std::fpclassify(x) == FP_SUBNORMAL) x = 0.f;
-  const float y = exp2f(x);
-  return std::fpclassify(y) == FP_SUBNORMAL ? 0.f : y;
-}

@@ -1,7 +1,7 @@
 // The primitives kernels/cuda/common.cuh leaves to the CPU emulator (emulator.h includes this): shared
 // addresses (dynamic shared memory from DYN_BASE, static __shared__ objects in a window of their own),
 // cp.async with its groups (each copy performed at the wait_group that covers it), ldmatrix and
-// mma.sync (collectives.h).
+// mma.sync (collectives.h), and ex2.approx.ftz.
 #pragma once
 
 namespace kc_emu {
@@ -47,6 +47,13 @@ inline void kc_ldmatrix_x4_trans(uint32_t addr, uint32_t& r0, uint32_t& r1, uint
   uint32_t r[4];
   kc_emu::ldmatrix_x4(addr, r, true);
   r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
+}
+// ex2.approx.ftz.f32: a subnormal input counts as 0, a subnormal result flushes to 0. (The hardware's
+// approximation has a relative error ~2^-22; this is exact, which the precision promises cover.)
+inline float kc_exp2_ftz(float x) {
+  if (std::fpclassify(x) == FP_SUBNORMAL) x = 0.f;
+  const float y = exp2f(x);
+  return std::fpclassify(y) == FP_SUBNORMAL ? 0.f : y;
 }
 template <bool IS_F16>
 inline void kc_mma_16816(float* d, const uint32_t* a, const uint32_t* b) {
