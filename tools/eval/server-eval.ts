@@ -13,7 +13,7 @@
 //                                 [--size 64x64]  (WxH of every job and session: 480x272 asks for the
 //                                                  16:9 the model renders at its nearest native size)
 //                                 [--first-frames]  (image-to-video: each held-out combination's first
-//                                                  frame as image_reference and a prompt that says only
+//                                                  frame, rendered at --size, as image_reference and a prompt that says only
 //                                                  how it moves; no sessions: they carry no image)
 //                                 [--full-prompts]  (with --first-frames: the whole canonical caption
 //                                                  beside the image instead of the motion alone)
@@ -50,7 +50,8 @@ const PY = existsSync("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
 mkdirSync(out, { recursive: true });
 
 interface PlanItem { id: string; prompt: string; truth: Record<string, string>; reference?: string }
-const planArgs = firstFrames ? ["--first-frames", join(out, "first-frames"), ...(args.includes("--full-prompts") ? ["--full-prompts"] : [])] : [];
+// the first frames are rendered at the size asked for, as a client sends its picture at the video's size
+const planArgs = firstFrames ? ["--first-frames", join(out, "first-frames"), "--frame-size", size, ...(args.includes("--full-prompts") ? ["--full-prompts"] : [])] : [];
 const plan: PlanItem[] = JSON.parse(Bun.spawnSync([PY, join(ROOT, "tools/eval/plan.py"), ...planArgs], { stderr: "inherit" }).stdout.toString());
 
 const server = await startServer(loadServeConfig({
