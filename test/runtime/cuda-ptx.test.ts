@@ -12,7 +12,7 @@
 import { describe, expect, test } from "bun:test";
 import { $ } from "bun";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { findNvcc } from "../../tools/build/cuda.ts";
 
@@ -80,40 +80,70 @@ function ptxasReport(log: string) {
 
 if (!nvcc) console.log("cuda-ptx.test.ts: skipped, nvcc not found (CI has it)");
 
+interface Compiled {
+  exitCode: number;
+  log: string;
+  /** The kept PTX, or null when nvcc kept none. */
+  ptx: string | null;
+}
+
+/** nvcc -Xptxas -v of one file for one target, its PTX kept. */
+async function compile(file: string, arch: string): Promise<Compiled> {
+  const dir = mkdtempSync(join(tmpdir(), "kino-ptx-"));
+  try {
+    const src = join(root, `kernels/cuda/${file}.cu`);
+    const compute = arch.replace("sm_", "compute_");
+    const r = await $`${nvcc} -O3 -std=c++17 --expt-relaxed-constexpr -gencode arch=${compute},code=${arch} -Xptxas -v --keep --keep-dir ${dir} -c ${src} -o ${join(dir, `${file}.o`)}`
+      .nothrow()
+      .quiet();
+    const ptxFile = readdirSync(dir).find((f) => f.endsWith(".ptx"));
+    return { exitCode: r.exitCode, log: r.stdout.toString() + r.stderr.toString(), ptx: ptxFile ? readFileSync(join(dir, ptxFile), "utf8") : null };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// Every compilation starts at once, as many at a time as there are cores (each is single-threaded and
+// the slowest take half a minute); each test waits for its own.
+const compilations = new Map<string, Promise<Compiled>>();
+if (nvcc) {
+  let next = 0;
+  const settle = new Map(KERNELS.map(({ file, arch }) => [`${file} ${arch}`, Promise.withResolvers<Compiled>()]));
+  const worker = async () => {
+    while (next < KERNELS.length) {
+      const { file, arch } = KERNELS[next++]!;
+      const done = settle.get(`${file} ${arch}`)!;
+      await compile(file, arch).then(done.resolve, done.reject);
+    }
+  };
+  for (const [key, { promise }] of settle) {
+    promise.catch(() => {}); // a failed start is reported by the test that awaits it, not as unhandled
+    compilations.set(key, promise);
+  }
+  for (let i = 0; i < Math.min(availableParallelism(), KERNELS.length); i++) void worker();
+}
+
 for (const { file, kernel: KERNEL, instances, arch, ptx: instructions, uses } of KERNELS) describe.skipIf(!nvcc)(`${file}.cu for ${arch}`, () => {
   test(`uses ${uses}; no spills and no serialized wgmma`, async () => {
-    const dir = mkdtempSync(join(tmpdir(), "kino-ptx-"));
-    try {
-      const src = join(root, `kernels/cuda/${file}.cu`);
-      const compute = arch.replace("sm_", "compute_");
-      const r = await $`${nvcc} -O3 -std=c++17 --expt-relaxed-constexpr -gencode arch=${compute},code=${arch} -Xptxas -v --keep --keep-dir ${dir} -c ${src} -o ${join(dir, `${file}.o`)}`
-        .nothrow()
-        .quiet();
-      const log = r.stdout.toString() + r.stderr.toString();
-      expect(r.exitCode, log).toBe(0);
+    const { exitCode, log, ptx } = await compilations.get(`${file} ${arch}`)!;
+    expect(exitCode, log).toBe(0);
+    expect(ptx, "no .ptx kept").not.toBeNull();
+    for (const instruction of instructions) expect(ptx).toContain(instruction);
 
-      const ptxFile = readdirSync(dir).find((f) => f.endsWith(".ptx"));
-      expect(ptxFile, `no .ptx kept in ${dir}`).toBeDefined();
-      const ptx = readFileSync(join(dir, ptxFile!), "utf8");
-      for (const instruction of instructions) expect(ptx).toContain(instruction);
-
-      // Every instance of the main kernel is compiled, and no kernel of the file spills.
-      const report = ptxasReport(log);
-      expect(report.filter((k) => k.name.includes(KERNEL)).length, log).toBe(instances);
-      console.log(`${file}.cu ${arch}: ${report.map((k) => `${shortName(k.name)} ${k.registers} registers, ${k.smem} B static smem, ${k.spillStores}/${k.spillLoads} B spilled`).join("; ")}`);
-      for (const k of report) {
-        expect({ kernel: k.name, spillStores: k.spillStores, spillLoads: k.spillLoads }).toEqual({
-          kernel: k.name,
-          spillStores: 0,
-          spillLoads: 0,
-        });
-      }
-      // ptxas warns (C7510, C7520, ...) when it must serialize wgmma instructions, e.g. a wgmma on a
-      // divergent path or accumulator registers touched while the pipeline runs.
-      const serialized = log.split("\n").filter((l) => /wgmma\.mma_async instructions are serialized/.test(l) && l.includes(KERNEL));
-      expect(serialized).toEqual([]);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
+    // Every instance of the main kernel is compiled, and no kernel of the file spills.
+    const report = ptxasReport(log);
+    expect(report.filter((k) => k.name.includes(KERNEL)).length, log).toBe(instances);
+    console.log(`${file}.cu ${arch}: ${report.map((k) => `${shortName(k.name)} ${k.registers} registers, ${k.smem} B static smem, ${k.spillStores}/${k.spillLoads} B spilled`).join("; ")}`);
+    for (const k of report) {
+      expect({ kernel: k.name, spillStores: k.spillStores, spillLoads: k.spillLoads }).toEqual({
+        kernel: k.name,
+        spillStores: 0,
+        spillLoads: 0,
+      });
     }
-  }, 120_000);
+    // ptxas warns (C7510, C7520, ...) when it must serialize wgmma instructions, e.g. a wgmma on a
+    // divergent path or accumulator registers touched while the pipeline runs.
+    const serialized = log.split("\n").filter((l) => /wgmma\.mma_async instructions are serialized/.test(l) && l.includes(KERNEL));
+    expect(serialized).toEqual([]);
+  }, 240_000);
 });
