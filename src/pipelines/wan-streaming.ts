@@ -70,13 +70,12 @@ export function clipsOf(req: GenerationRequest): { seed: number; frames: number 
 }
 
 /** Where a run's chunks take their conditioning from, whether a chunk cuts to a new prompt, and the image it
- *  starts from (its pixels at the render size, firstFramePixels; owned by the caller) with whether the
+ *  starts from: its pixels at the render size (firstFramePixels; owned by the caller) and whether the
  *  DiT's image branch reads it (imageBranchFor). */
 interface ChunkSource {
   conditioningFor(index: number): Conditioning;
   promptCut(index: number): boolean;
-  firstFrame?: Tensor;
-  imageBranch?: boolean;
+  firstFrame?: { pixels: Tensor; imageBranch: boolean };
 }
 
 interface ChunkRun {
@@ -127,12 +126,12 @@ export class WanStreamingPipeline implements Pipeline {
     try {
       prompt = await promptFor(this.model, req, firstFrame);
       const cond = await this.model.text.encode(prompt);
-      const imageBranch = imageBranchFor(this.model, prompt);
+      const start = firstFrame && { pixels: firstFrame, imageBranch: imageBranchFor(this.model, prompt) };
       textEncode = (performance.now() - started) / 1000;
       const clips = clipsOf(req);
       for (const [i, clip] of clips.entries()) {
         const sub: RunContext = { signal: ctx.signal, onProgress: (p) => ctx.onProgress({ ...p, fraction: (i + p.fraction) / clips.length }) };
-        const run = this.#run({ ...req, seed: clip.seed }, sub, { conditioningFor: () => cond, promptCut: () => false, firstFrame, imageBranch }, clip.frames);
+        const run = this.#run({ ...req, seed: clip.seed }, sub, { conditioningFor: () => cond, promptCut: () => false, firstFrame: start }, clip.frames);
         for await (const chunk of run.chunks) frames.push(...chunk.frames);
         durations.denoise += run.durations.denoise;
         durations.decode += run.durations.decode;
@@ -199,8 +198,8 @@ export class WanStreamingPipeline implements Pipeline {
     let image: Float32Array | undefined;
     vae.reset();
     try {
-      if (source.firstFrame) given = await encodeFirstFrame(this.model, source.firstFrame);
-      if (given && source.imageBranch && dit.config.imageFeatures === "latent_patches") image = latentPatches(await b.download(given), given.shape, dit.config.patch);
+      if (source.firstFrame) given = await encodeFirstFrame(this.model, source.firstFrame.pixels);
+      if (given && source.firstFrame?.imageBranch && dit.config.imageFeatures === "latent_patches") image = latentPatches(await b.download(given), given.shape, dit.config.patch);
       if (guided) uncond = await dit.crossAttnKV(await text.encode(req.negative_prompt || kino.negativePrompt), undefined, image);
       let produced = 0;
       for (let index = 0; produced < totalFrames; index++) {
