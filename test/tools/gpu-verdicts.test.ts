@@ -161,8 +161,9 @@ test("a FAIL in the attention or the wgmma conv check keeps its constant with th
   expect(r.judged.GRAPHS_VERIFIED!.slice(0, 2)).toEqual(["KEEP", "op sweep: 1 test(s) failed: test/models/dit-graph.test.ts: graph launches equal eager on CUDA"]);
   expect(r.verdict("BF16_ACTIVATIONS_VERIFIED")).toBe("FLIP");
   expect(r.out).toContain("| op sweep on CUDA (bun test, 6 files) | 411 pass, 1 fail |\n  failed: test/models/dit-graph.test.ts: graph launches equal eager on CUDA");
-  // mma.sync attention still has its rows, from the benchmarks step
+  // mma.sync attention still has its rows, from the benchmarks step, both tilings
   expect(r.out).toContain("| attention 12×128 Lq=4680 Lk=32760 (mma.sync) | 172.3 | 558.4 | 0.31 |");
+  expect(r.out).toContain("| attention 12×128 Lq=4680 Lk=32760 (mma.sync bq64) | 149.6 | 558.4 | 0.27 |");
 }, 60_000);
 
 test("persistent passes but is slower than the default at a Wan shape: KEEP; a failing and a hung GEMM: KEEP; slower graphs and bf16: KEEP", () => {
