@@ -1,6 +1,7 @@
 import type { TObject } from "@sinclair/typebox";
 import { ApiError, badRequest } from "./errors.ts";
 import { decodeForm } from "./form.ts";
+import { jsonTooDeep, MAX_JSON_DEPTH } from "./json-depth.ts";
 
 /** A create body after transport decoding: plain fields plus multipart file uploads by field name. */
 export interface DecodedBody {
@@ -29,9 +30,10 @@ const tooLarge = (max: number) => new ApiError(413, `Request body exceeds the ${
  * JSON or multipart/form-data (or urlencoded) into one field object. Form values are strings, so fields
  * the schema types as objects may arrive as JSON strings (vLLM-Omni clients) or in bracket notation
  * (`input_reference[image_url]`, `image[]`: the OpenAI SDKs); both decode to the same object, and form
- * scalars are converted to the schema's types. JSON bodies are taken as typed by the client.
+ * scalars are converted to the schema's types. JSON bodies are taken as typed by the client. Only the
+ * `fileFields` take file parts.
  */
-export async function decodeBody(request: Request, schema: TObject, maxBytes: number): Promise<DecodedBody> {
+export async function decodeBody(request: Request, schema: TObject, maxBytes: number, fileFields: readonly string[] = []): Promise<DecodedBody> {
   const bytes = await readBodyBytes(request, maxBytes);
   const contentType = request.headers.get("content-type") ?? "";
   if (/^multipart\/form-data|^application\/x-www-form-urlencoded/i.test(contentType)) {
@@ -41,12 +43,20 @@ export async function decodeBody(request: Request, schema: TObject, maxBytes: nu
     } catch (err) {
       throw badRequest(`Malformed form body: ${(err as Error).message}`);
     }
-    return decodeForm(form, schema);
+    return decodeForm(form, schema, fileFields);
   }
   if (bytes.byteLength === 0) throw badRequest("Request body is empty; send a JSON object");
+  const deep = jsonTooDeep(bytes);
+  if (deep) throw badRequest(`The JSON body nests deeper than ${MAX_JSON_DEPTH} levels${deep.field ? ` in '${deep.field}'` : ""}`, deep.field);
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    throw badRequest("Malformed JSON body: it is not valid UTF-8 (JSON bodies must be UTF-8)");
+  }
   let fields: unknown;
   try {
-    fields = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+    fields = JSON.parse(text);
   } catch (err) {
     throw badRequest(`Malformed JSON body: ${(err as Error).message}`);
   }

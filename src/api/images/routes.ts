@@ -16,7 +16,7 @@ import { validateOrThrow } from "../validate.ts";
 
 async function generate(request: Request, ctx: ServerContext, schema: TObject, edit: boolean): Promise<ImagesResponse> {
   ctx.node.refuseWhileDraining("generation");
-  const body = await decodeBody(request, schema, ctx.config.config.server.max_body_bytes);
+  const body = await decodeBody(request, schema, ctx.config.config.server.max_body_bytes, edit ? ["image", "mask"] : []);
   const fields = validateOrThrow(schema, body.fields, edit ? "image edit request" : "image request");
   const requestId = newImageRequestId();
   const admitted = await admitImages(fields as never, body.uploads, requestId, ctx.admission, edit);

@@ -24,7 +24,7 @@ import { validateOrThrow } from "../validate.ts";
 
 /** Validation, admission and reference materialization: everything that can fail before a job exists. */
 async function admit(request: Request, ctx: ServerContext, requestId: string) {
-  const body = await decodeBody(request, VideoCreateSchema, ctx.config.config.server.max_body_bytes);
+  const body = await decodeBody(request, VideoCreateSchema, ctx.config.config.server.max_body_bytes, ["input_reference"]);
   const fields = validateOrThrow(VideoCreateSchema, body.fields, "video request");
   const admitted = await admitVideo(fields, body.uploads, requestId, ctx.admission);
   admitted.request.references = await materializeReferences(requestId, admitted.references, ctx.references);
