@@ -1,3 +1,4 @@
+import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib";
 import type { TObject } from "@sinclair/typebox";
 import { ApiError, badRequest } from "./errors.ts";
 import { decodeForm } from "./form.ts";
@@ -9,10 +10,19 @@ export interface DecodedBody {
   uploads: Map<string, File[]>;
 }
 
-/** Reads at most maxBytes of the body; 413 beyond that, whether or not Content-Length was declared. */
+/**
+ * Reads at most maxBytes of the body; 413 beyond that, whether or not Content-Length was declared. A
+ * body sent compressed (Content-Encoding gzip, deflate or br) is inflated under the same limit, so
+ * a small bomb is a 413 too, never an allocation; other encodings are a 415.
+ */
 export async function readBodyBytes(request: Request, maxBytes: number): Promise<Uint8Array<ArrayBuffer>> {
   const declared = Number(request.headers.get("content-length") ?? NaN);
   if (declared > maxBytes) throw tooLarge(maxBytes);
+  const encoding = (request.headers.get("content-encoding") ?? "identity").trim().toLowerCase();
+  const inflate = INFLATE[encoding];
+  if (encoding !== "identity" && !inflate) {
+    throw new ApiError(415, `Content-Encoding '${encoding}' is not supported; send the body uncompressed, or as gzip, deflate or br`);
+  }
   if (!request.body) return new Uint8Array(0);
   const parts: Uint8Array[] = [];
   let total = 0;
@@ -21,8 +31,22 @@ export async function readBodyBytes(request: Request, maxBytes: number): Promise
     if (total > maxBytes) throw tooLarge(maxBytes);
     parts.push(part);
   }
-  return new Uint8Array(Buffer.concat(parts));
+  const bytes = Buffer.concat(parts);
+  if (!inflate) return new Uint8Array(bytes);
+  try {
+    return new Uint8Array(inflate(bytes, { maxOutputLength: maxBytes }));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") throw tooLarge(maxBytes);
+    throw badRequest(`The body is not valid ${encoding} data, as its Content-Encoding says: ${(err as Error).message}`);
+  }
 }
+
+const INFLATE: Record<string, (data: Buffer, options: { maxOutputLength: number }) => Buffer> = {
+  gzip: gunzipSync,
+  "x-gzip": gunzipSync,
+  deflate: inflateSync,
+  br: brotliDecompressSync,
+};
 
 const tooLarge = (max: number) => new ApiError(413, `Request body exceeds the ${max}-byte limit`, null, "invalid_request_error");
 

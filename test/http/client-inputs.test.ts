@@ -1,8 +1,9 @@
 // What real clients send that is unusual or wrong at the transport level — JSON nested without end,
-// numbers JSON cannot hold, bodies that are not UTF-8, text fields sent as file parts, field names in
+// numbers JSON cannot hold, bodies that are not UTF-8 or are compressed, text fields sent as file parts, field names in
 // another case — and images beyond plain stills (transparency, animation, print and other formats).
 // Each gets the envelope naming the field, or works; the server answers /health and serves after each.
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { brotliCompressSync, deflateSync, gzipSync } from "node:zlib";
 import { decodeImage, encodeImage } from "../../src/media/images.ts";
 import { animatedWebp, solid } from "../media/helpers/webp-animation.ts";
 import { expectEnvelope, startTestServer, type TestServer } from "../helpers/server.ts";
@@ -66,6 +67,27 @@ describe("JSON values and encodings", () => {
   test("a field in another case points to the field meant", async () => {
     const error = await expectEnvelope(await postJson("/v1/videos", '{"Prompt":"p"}'), 400);
     expect([error.param, error.message]).toEqual(["Prompt", "Unknown field 'Prompt' in video request (did you mean 'prompt'?)"]);
+  });
+});
+
+describe("compressed bodies", () => {
+  const send = (encoding: string, body: Uint8Array) =>
+    fetch(`${server.url}/v1/videos`, { method: "POST", headers: { "content-type": "application/json", "content-encoding": encoding }, body });
+  const json = Buffer.from(JSON.stringify({ prompt: "p", size: "32x32", num_frames: 1 }));
+
+  test("gzip, deflate and br bodies work (gzip read as not UTF-8 before)", async () => {
+    for (const [encoding, body] of [["gzip", gzipSync(json)], ["deflate", deflateSync(json)], ["br", brotliCompressSync(json)]] as const) {
+      const res = await send(encoding, body);
+      expect([encoding, res.status]).toEqual([encoding, 200]);
+    }
+  });
+
+  test("a bomb past the body limit is a 413; a body that is not what its encoding says, or another encoding, is refused", async () => {
+    await expectEnvelope(await send("gzip", gzipSync(Buffer.alloc(8 << 20, 32))), 413);
+    expect((await expectEnvelope(await send("gzip", json), 400)).message).toStartWith("The body is not valid gzip data, as its Content-Encoding says");
+    expect((await expectEnvelope(await send("compress", json), 415)).message).toBe(
+      "Content-Encoding 'compress' is not supported; send the body uncompressed, or as gzip, deflate or br",
+    );
   });
 });
 
