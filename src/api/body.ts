@@ -1,6 +1,8 @@
+import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib";
 import type { TObject } from "@sinclair/typebox";
 import { ApiError, badRequest } from "./errors.ts";
 import { decodeForm } from "./form.ts";
+import { jsonTooDeep, MAX_JSON_DEPTH } from "./json-depth.ts";
 
 /** A create body after transport decoding: plain fields plus multipart file uploads by field name. */
 export interface DecodedBody {
@@ -8,10 +10,19 @@ export interface DecodedBody {
   uploads: Map<string, File[]>;
 }
 
-/** Reads at most maxBytes of the body; 413 beyond that, whether or not Content-Length was declared. */
+/**
+ * Reads at most maxBytes of the body; 413 beyond that, whether or not Content-Length was declared. A
+ * body sent compressed (Content-Encoding gzip, deflate or br) is inflated under the same limit, so
+ * a small bomb is a 413 too, never an allocation; other encodings are a 415.
+ */
 export async function readBodyBytes(request: Request, maxBytes: number): Promise<Uint8Array<ArrayBuffer>> {
   const declared = Number(request.headers.get("content-length") ?? NaN);
   if (declared > maxBytes) throw tooLarge(maxBytes);
+  const encoding = (request.headers.get("content-encoding") ?? "identity").trim().toLowerCase();
+  const inflate = INFLATE[encoding];
+  if (encoding !== "identity" && !inflate) {
+    throw new ApiError(415, `Content-Encoding '${encoding}' is not supported; send the body uncompressed, or as gzip, deflate or br`);
+  }
   if (!request.body) return new Uint8Array(0);
   const parts: Uint8Array[] = [];
   let total = 0;
@@ -20,8 +31,22 @@ export async function readBodyBytes(request: Request, maxBytes: number): Promise
     if (total > maxBytes) throw tooLarge(maxBytes);
     parts.push(part);
   }
-  return new Uint8Array(Buffer.concat(parts));
+  const bytes = Buffer.concat(parts);
+  if (!inflate) return new Uint8Array(bytes);
+  try {
+    return new Uint8Array(inflate(bytes, { maxOutputLength: maxBytes }));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") throw tooLarge(maxBytes);
+    throw badRequest(`The body is not valid ${encoding} data, as its Content-Encoding says: ${(err as Error).message}`);
+  }
 }
+
+const INFLATE: Record<string, (data: Buffer, options: { maxOutputLength: number }) => Buffer> = {
+  gzip: gunzipSync,
+  "x-gzip": gunzipSync,
+  deflate: inflateSync,
+  br: brotliDecompressSync,
+};
 
 const tooLarge = (max: number) => new ApiError(413, `Request body exceeds the ${max}-byte limit`, null, "invalid_request_error");
 
@@ -29,9 +54,10 @@ const tooLarge = (max: number) => new ApiError(413, `Request body exceeds the ${
  * JSON or multipart/form-data (or urlencoded) into one field object. Form values are strings, so fields
  * the schema types as objects may arrive as JSON strings (vLLM-Omni clients) or in bracket notation
  * (`input_reference[image_url]`, `image[]`: the OpenAI SDKs); both decode to the same object, and form
- * scalars are converted to the schema's types. JSON bodies are taken as typed by the client.
+ * scalars are converted to the schema's types. JSON bodies are taken as typed by the client. Only the
+ * `fileFields` take file parts.
  */
-export async function decodeBody(request: Request, schema: TObject, maxBytes: number): Promise<DecodedBody> {
+export async function decodeBody(request: Request, schema: TObject, maxBytes: number, fileFields: readonly string[] = []): Promise<DecodedBody> {
   const bytes = await readBodyBytes(request, maxBytes);
   const contentType = request.headers.get("content-type") ?? "";
   if (/^multipart\/form-data|^application\/x-www-form-urlencoded/i.test(contentType)) {
@@ -41,12 +67,20 @@ export async function decodeBody(request: Request, schema: TObject, maxBytes: nu
     } catch (err) {
       throw badRequest(`Malformed form body: ${(err as Error).message}`);
     }
-    return decodeForm(form, schema);
+    return decodeForm(form, schema, fileFields);
   }
   if (bytes.byteLength === 0) throw badRequest("Request body is empty; send a JSON object");
+  const deep = jsonTooDeep(bytes);
+  if (deep) throw badRequest(`The JSON body nests deeper than ${MAX_JSON_DEPTH} levels${deep.field ? ` in '${deep.field}'` : ""}`, deep.field);
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    throw badRequest("Malformed JSON body: it is not valid UTF-8 (JSON bodies must be UTF-8)");
+  }
   let fields: unknown;
   try {
-    fields = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+    fields = JSON.parse(text);
   } catch (err) {
     throw badRequest(`Malformed JSON body: ${(err as Error).message}`);
   }

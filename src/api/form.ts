@@ -4,9 +4,19 @@
 // boolean field becomes one exactly when JSON would read it so — never rounded or truncated.
 import type { TObject, TSchema } from "@sinclair/typebox";
 import { badRequest } from "./errors.ts";
+import { jsonTooDeep, MAX_JSON_DEPTH } from "./json-depth.ts";
+import { similarField } from "./validate.ts";
 
-/** The form's fields, typed, and its file uploads by top-level field name (body.ts's DecodedBody). */
-export function decodeForm(form: FormData, schema: TObject): { fields: Record<string, unknown>; uploads: Map<string, File[]> } {
+/**
+ * The form's fields, typed, and its file uploads by top-level field name (body.ts's DecodedBody). A
+ * file part is refused unless its field is one of `fileFields`: a text field sent as a file would
+ * otherwise read as missing.
+ */
+export function decodeForm(
+  form: FormData,
+  schema: TObject,
+  fileFields: readonly string[] = [],
+): { fields: Record<string, unknown>; uploads: Map<string, File[]> } {
   const fields: Record<string, unknown> = {};
   const uploads = new Map<string, File[]>();
   for (const [rawKey, value] of form.entries()) {
@@ -14,6 +24,7 @@ export function decodeForm(form: FormData, schema: TObject): { fields: Record<st
     if (typeof value !== "string") {
       // Uploads are kept apart under their top-level name ("image[]" → "image").
       const name = path[0]!;
+      if (!fileFields.includes(name)) throw notAFileField(name, schema, fileFields);
       uploads.set(name, [...(uploads.get(name) ?? []), value as File]);
       continue;
     }
@@ -28,11 +39,22 @@ export function decodeForm(form: FormData, schema: TObject): { fields: Record<st
   return { fields, uploads };
 }
 
+function notAFileField(name: string, schema: TObject, fileFields: readonly string[]) {
+  if (Object.hasOwn(schema.properties, name)) {
+    const files = fileFields.filter((f) => f !== "mask"); // edits take a mask part only to refuse it by name
+    const hint = files.length ? `; upload files as ${files.map((f) => `'${f}'`).join(" or ")}` : "";
+    return badRequest(`Field '${name}' cannot be a file upload${hint}`, name);
+  }
+  const near = similarField(name, [...fileFields, ...Object.keys(schema.properties)]);
+  return badRequest(`Field '${name}' does not accept file uploads${near ? ` (did you mean '${near}'?)` : ""}`, name);
+}
+
 /** "a[b][]" → ["a", "b", ""]; "" marks an appended array element. */
 function parseFormKey(key: string): string[] {
   const match = /^([^[\]]+)((?:\[[^[\]]*\])*)$/.exec(key);
   if (!match) throw badRequest(`Malformed form field name '${key}'`, key);
   const rest = [...match[2]!.matchAll(/\[([^[\]]*)\]/g)].map((m) => m[1]!);
+  if (rest.length >= MAX_JSON_DEPTH) throw badRequest(`Form field '${match[1]}' nests deeper than ${MAX_JSON_DEPTH} levels`, match[1]!);
   return [match[1]!, ...rest];
 }
 
@@ -71,6 +93,7 @@ function decodeJsonField(key: string, value: unknown, schema: TSchema | undefine
   if (typeof value !== "string" || !expectsStructured(schema)) return value;
   const trimmed = value.trim();
   if (!trimmed.startsWith("{") && !trimmed.startsWith("[")) return value;
+  if (jsonTooDeep(trimmed)) throw badRequest(`Field '${key}' nests deeper than ${MAX_JSON_DEPTH} levels`, key);
   try {
     return JSON.parse(trimmed);
   } catch (err) {

@@ -31,7 +31,9 @@ export function validateOrThrow<T extends TSchema>(schema: T, value: unknown, wh
   if (unknown) {
     // TypeBox reports an unexpected property at its own path.
     const path = pointerToPath(unknown.path);
-    throw badRequest(`Unknown field '${path}' in ${what}`, path);
+    const name = unknown.path.split("/").pop()!.replace(/~1/g, "/").replace(/~0/g, "~");
+    const near = similarField(name, Object.keys((unknown.schema as { properties?: object }).properties ?? {}));
+    throw badRequest(`Unknown field '${path}' in ${what}${near ? ` (did you mean '${near}'?)` : ""}`, path);
   }
   const first = errors.sort((a, b) => b.path.length - a.path.length)[0]!;
   const path = pointerToPath(first.path);
@@ -40,7 +42,19 @@ export function validateOrThrow<T extends TSchema>(schema: T, value: unknown, wh
   if (got === undefined) throw badRequest(`Missing required field '${path}'`, path);
   // A field may say in words what it accepts (`errorMessage`), where TypeBox's own message would not.
   const message = first.schema.errorMessage ?? first.message;
-  throw badRequest(`Invalid '${path}': ${message} (got ${JSON.stringify(got)?.slice(0, 80)})`, path);
+  throw badRequest(`Invalid '${path}': ${message} (got ${describeValue(got)})`, path);
+}
+
+/** A value as the message shows it: JSON, except numbers JSON cannot write (1e400 parses to Infinity). */
+function describeValue(value: unknown): string {
+  if (typeof value === "number" && !Number.isFinite(value)) return `${value}, a number out of range`;
+  return JSON.stringify(value)?.slice(0, 80) ?? String(value);
+}
+
+/** The known field a client most likely meant: the same name in another case or with '-' for '_'. */
+export function similarField(name: string, known: readonly string[]): string | undefined {
+  const normal = (s: string) => s.toLowerCase().replace(/-/g, "_");
+  return known.find((k) => k !== name && normal(k) === normal(name));
 }
 
 function valueAt(value: unknown, pointer: string): any {

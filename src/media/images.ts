@@ -28,7 +28,9 @@ import webpEncWasmPath from "@jsquash/webp/codec/enc/webp_enc.wasm" with { type:
 import webpDecWasmPath from "@jsquash/webp/codec/dec/webp_dec.wasm" with { type: "file" };
 import { InvalidMediaError } from "./errors.ts";
 import { ascii, u16be, u16le, u24le, u32be } from "./bytes.ts";
+import { describeOtherFormat } from "./other-formats.ts";
 import { decodePng, type RgbaImage } from "./png-decode.ts";
+import { placeOnCanvas, webpFirstFrame } from "./webp-animation.ts";
 
 export type ImageFormat = "png" | "jpeg" | "webp";
 
@@ -72,6 +74,12 @@ function pngDimensions(b: Uint8Array): { width: number; height: number } | null 
 const isStartOfFrame = (m: number) => m >= 0xc0 && m <= 0xcf && m !== 0xc4 && m !== 0xc8 && m !== 0xcc;
 
 function jpegDimensions(b: Uint8Array): { width: number; height: number } | null {
+  const frame = jpegFrameHeader(b);
+  return frame && { width: frame.width, height: frame.height };
+}
+
+/** The JPEG frame header (SOFn): size and number of colour components (1 grey, 3 YCbCr/RGB, 4 CMYK/YCCK). */
+function jpegFrameHeader(b: Uint8Array): { width: number; height: number; components: number } | null {
   let pos = 2; // after SOI
   while (pos + 4 <= b.length) {
     if (b[pos] !== 0xff) return null;
@@ -86,8 +94,8 @@ function jpegDimensions(b: Uint8Array): { width: number; height: number } | null
     const length = u16be(b, pos);
     if (length < 2) return null;
     if (isStartOfFrame(marker)) {
-      // length (2), precision (1), height (2), width (2)
-      return pos + 7 <= b.length ? { height: u16be(b, pos + 3), width: u16be(b, pos + 5) } : null;
+      // length (2), precision (1), height (2), width (2), components (1)
+      return pos + 8 <= b.length ? { height: u16be(b, pos + 3), width: u16be(b, pos + 5), components: b[pos + 7]! } : null;
     }
     pos += length;
   }
@@ -244,14 +252,19 @@ function toRgba(pixels: Uint8Array, width: number, height: number): Uint8Clamped
 
 /**
  * Sniffs the format, reads the size from the header and rejects zero-sized images and images over
- * `maxPixels` before any decoding (decompression bombs), then decodes to RGBA. Every failure is an
+ * `maxPixels` before any decoding (decompression bombs), then decodes to RGBA. An animation gives its
+ * first frame (an APNG its default image, which encoders make the first frame). Every failure is an
  * InvalidMediaError naming `param`.
  */
 export async function decodeImage(bytes: Uint8Array, opts: { maxPixels: number; param: string }): Promise<RgbaImage> {
   const { maxPixels, param } = opts;
   const fail = (reason: string) => new InvalidMediaError(`${param}: ${reason}`, param);
   const format = sniffImageFormat(bytes);
-  if (format === null) throw fail("not a PNG, JPEG or WebP image");
+  if (bytes.length === 0) throw fail("the image is empty (0 bytes)");
+  if (format === null) {
+    const other = describeOtherFormat(bytes);
+    throw fail(other ? `this is ${other}; send a PNG, JPEG or WebP image` : "not a PNG, JPEG or WebP image");
+  }
   const label = FORMAT_LABEL[format];
   const size = imageDimensions(bytes);
   if (size === null) throw fail(`${label} header is truncated or malformed`);
@@ -261,10 +274,21 @@ export async function decodeImage(bytes: Uint8Array, opts: { maxPixels: number; 
     throw fail(`image is ${width}x${height} (${width * height} pixels), over the limit of ${maxPixels} pixels`);
   }
 
+  if (format === "jpeg" && jpegFrameHeader(bytes)?.components === 4) {
+    throw fail("this is a CMYK JPEG (print colours), which kino does not decode; save it as an RGB JPEG or a PNG");
+  }
+
   let image: RgbaImage;
   try {
+    const animation = format === "webp" ? webpFirstFrame(bytes) : null;
     if (format === "png") {
       image = decodePng(bytes);
+    } else if (animation) {
+      const { image: frame } = await webpDecoder.run(animation.still);
+      if (frame.width !== animation.width || frame.height !== animation.height) {
+        throw new Error(`the first frame decoded to ${frame.width}x${frame.height} but its header says ${animation.width}x${animation.height}`);
+      }
+      image = { width: animation.canvasWidth, height: animation.canvasHeight, data: placeOnCanvas(animation, frame.data) };
     } else {
       const decoded = await (format === "jpeg" ? jpegDecoder : webpDecoder).run(bytes);
       // Truncation is only a libjpeg warning; the rest of the image would be filled with gray.
@@ -281,4 +305,27 @@ export async function decodeImage(bytes: Uint8Array, opts: { maxPixels: number; 
     throw fail(`${label} decoded to ${image.width}x${image.height} but its header says ${width}x${height}`);
   }
   return image;
+}
+
+/**
+ * The image as opaque rgb24: every pixel composited over black by its alpha, which is what its
+ * colour means where alpha counts as coverage (premultiplied), and never the colour an editor left
+ * under fully transparent pixels. A video frame has no alpha, so one rule for every model.
+ */
+export function compositeOverBlack(image: RgbaImage): Uint8Array {
+  const { data } = image;
+  const rgb = new Uint8Array(image.width * image.height * 3);
+  for (let p = 0, q = 0; q < data.length; p += 3, q += 4) {
+    const alpha = data[q + 3]!;
+    if (alpha === 255) {
+      rgb[p] = data[q]!;
+      rgb[p + 1] = data[q + 1]!;
+      rgb[p + 2] = data[q + 2]!;
+    } else if (alpha !== 0) {
+      rgb[p] = Math.round((data[q]! * alpha) / 255);
+      rgb[p + 1] = Math.round((data[q + 1]! * alpha) / 255);
+      rgb[p + 2] = Math.round((data[q + 2]! * alpha) / 255);
+    }
+  }
+  return rgb;
 }

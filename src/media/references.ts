@@ -8,7 +8,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { MaterializedReference } from "../pipelines/pipeline.ts";
 import { InvalidMediaError } from "./errors.ts";
-import { decodeImage, encodeImage } from "./images.ts";
+import { compositeOverBlack, decodeImage, encodeImage } from "./images.ts";
 import { removeStored, storing, type StorageError } from "./storage.ts";
 
 export interface ReferencePolicy {
@@ -92,9 +92,9 @@ async function prepare(input: ReferenceInput, bytes: Uint8Array, policy: Referen
   const { media, param } = input;
   if (media === "image") {
     const image = await decodeImage(bytes, { maxPixels: policy.maxPixels, param });
-    // Re-encoded so the pipeline reads one format, and so nothing but decoded pixels reaches it.
-    const pixels = new Uint8Array(image.data.buffer, image.data.byteOffset, image.data.length);
-    const png = await encodeImage(pixels, image.width, image.height, "png");
+    // Re-encoded so the pipeline reads one format, and so nothing but decoded pixels reaches it:
+    // opaque, transparency composited over black (compositeOverBlack).
+    const png = await encodeImage(compositeOverBlack(image), image.width, image.height, "png");
     return { bytes: png, extension: "png", size: { width: image.width, height: image.height } };
   }
   if (media === "video") {

@@ -174,7 +174,7 @@ describe("rejecting bad input", () => {
 
   test("garbage bytes", async () => {
     await expectInvalid(new Uint8Array(64).fill(0x41), /not a PNG, JPEG or WebP image/);
-    await expectInvalid(new Uint8Array(), /not a PNG, JPEG or WebP image/);
+    await expectInvalid(new Uint8Array(), /the image is empty \(0 bytes\)/);
   });
 
   for (const format of FORMATS) {

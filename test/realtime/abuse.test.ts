@@ -6,7 +6,7 @@ import { startTestServer, waitForJob, type TestServer } from "../helpers/server.
 
 let server: TestServer;
 beforeAll(async () => {
-  server = await startTestServer({ "generator.engine.num_workers": "2", "server.realtime.max_sessions": "8", "server.realtime.max_start_bytes": "65536" });
+  server = await startTestServer({ "generator.engine.num_workers": "2", "server.realtime.max_sessions": "8", "server.realtime.max_start_bytes": "1048576" });
 });
 afterAll(() => server.close());
 
@@ -45,7 +45,7 @@ test("a flood of interactions and garbage is answered message by message; the st
 
 test("frames over the session.start limit close that connection only", async () => {
   const big = await RealtimeClient.connect(server.url);
-  big.send({ ...start, prompt: "x".repeat(100_000) });
+  big.send({ ...start, prompt: "x".repeat(1_100_000) });
   expect((await big.closed).code).toBe(1009);
   const ok = await RealtimeClient.connect(server.url);
   ok.send({ ...start, num_frames: 5 });
@@ -84,4 +84,21 @@ test("session.stop during a transition: trailer, done stopped:true, the transiti
   expect(messages.at(-1)).toMatchObject({ type: "session.done", stopped: true });
   expect(messages.filter((m) => m.type === "video.chunk_metadata").at(-1).kind).toBe("trailer");
   expect(messages.some((m) => m.type === "video.chunk_metadata" && m.completed_event_ids.includes("t"))).toBe(false);
+});
+
+test("a message nested without end is answered (it went unanswered): before the start it ends the connection, after it the session goes on", async () => {
+  const deep = (levels: number) => `${'{"a":'.repeat(levels)}1${"}".repeat(levels)}`;
+  const early = await RealtimeClient.connect(server.url);
+  early.send(`{"type":"session.start","prompt":"p","extra_params":${deep(100_000)}}`);
+  expect(await early.nextOfType("error")).toMatchObject({ code: "invalid_message", message: "The message nests deeper than 32 levels" });
+  expect((await early.closed).code).toBe(1000);
+
+  const streaming = await RealtimeClient.connect(server.url);
+  streaming.send({ ...start, num_frames: 9 });
+  await streaming.nextOfType("video.start");
+  streaming.send(`{"type":"session.interaction","interaction":{"event":${"[".repeat(100_000)}${"]".repeat(100_000)}}}`);
+  expect(await streaming.nextOfType("error")).toMatchObject({ code: "invalid_message", message: "The message nests deeper than 32 levels" });
+  streaming.send({ type: "session.ping" });
+  await streaming.nextOfType("session.pong");
+  expect((await streaming.nextOfType("session.done")).stopped).toBe(false);
 });

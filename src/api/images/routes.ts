@@ -16,7 +16,7 @@ import { validateOrThrow } from "../validate.ts";
 
 async function generate(request: Request, ctx: ServerContext, schema: TObject, edit: boolean): Promise<ImagesResponse> {
   ctx.node.refuseWhileDraining("generation");
-  const body = await decodeBody(request, schema, ctx.config.config.server.max_body_bytes);
+  const body = await decodeBody(request, schema, ctx.config.config.server.max_body_bytes, edit ? ["image", "mask"] : []);
   const fields = validateOrThrow(schema, body.fields, edit ? "image edit request" : "image request");
   const requestId = newImageRequestId();
   const admitted = await admitImages(fields as never, body.uploads, requestId, ctx.admission, edit);
@@ -51,7 +51,7 @@ async function generate(request: Request, ctx: ServerContext, schema: TObject, e
 export function imageRoutes(ctx: ServerContext) {
   const create = ({ request }: { request: Request }) => generate(request, ctx, ImageGenerateSchema, false);
   const tags = ["images"];
-  const responses = { ...jsonResponse("the images", ImagesResponseSchema), ...errorResponses(400, 401, 413, 500, 503) };
+  const responses = { ...jsonResponse("the images", ImagesResponseSchema), ...errorResponses(400, 401, 413, 415, 500, 503) };
   const detail = { tags, summary: "Generate images", requestBody: createBody(ImageGenerateSchema), responses };
   return new Elysia({ name: "images" })
     .post("/v1/images", create, { parse: "none", detail })

@@ -18,6 +18,7 @@ import type { StreamChunk, StreamEvent } from "../../worker/ipc.ts";
 import type { ServerContext } from "../context.ts";
 import { ApiError } from "../errors.ts";
 import { validateOrThrow } from "../validate.ts";
+import { MAX_JSON_DEPTH, valueTooDeep } from "../json-depth.ts";
 import { InvalidMediaError } from "../../media/errors.ts";
 import { materializeReferences, removeReferences } from "../../media/references.ts";
 import { EventRegistry } from "./event-registry.ts";
@@ -72,19 +73,31 @@ export class RealtimeSession implements LiveSession {
 
   /** A client frame as Elysia delivers it: JSON text parsed to a value, bad JSON as a string, binary as a Buffer. */
   received(message: unknown): void {
+    try {
+      this.handle(message);
+    } catch (err) {
+      // A message must never go unanswered, whatever fails in handling it.
+      this.ctx.log(`realtime: handling a message failed: ${(err as Error)?.stack ?? err}`);
+      this.error("internal_error", `Internal error: ${(err as Error)?.message ?? err}`);
+    }
+  }
+
+  private handle(message: unknown): void {
     if (this.state === "ended") return;
     if (message instanceof Uint8Array) return this.error("invalid_message", "Binary frames are not accepted; send JSON text frames");
     if (typeof message === "string") return this.error("invalid_json", "The message is not valid JSON");
     if (typeof message !== "object" || message === null || Array.isArray(message)) {
       return this.error("invalid_message", "Every message must be a JSON object with a 'type'");
     }
+    // Without a start there is no session to go on with: a refused message before it ends the connection.
+    const refuse = (code: "message_too_large" | "invalid_message", text: string) => {
+      this.error(code, text);
+      return this.state === "awaiting_start" ? this.end() : undefined;
+    };
+    if (valueTooDeep(message)) return refuse("invalid_message", `The message nests deeper than ${MAX_JSON_DEPTH} levels`);
     const limit = this.state === "awaiting_start" ? this.config.max_start_bytes : this.config.max_control_bytes;
     const bytes = Buffer.byteLength(JSON.stringify(message));
-    if (bytes > limit) {
-      this.error("message_too_large", `The message is ${bytes} bytes; the limit is ${limit}`);
-      // Without a start there is no session to go on with.
-      return this.state === "awaiting_start" ? this.end() : undefined;
-    }
+    if (bytes > limit) return refuse("message_too_large", `The message is ${bytes} bytes; the limit is ${limit}`);
     const body = message as Record<string, unknown>;
     switch (body.type) {
       case "session.start":

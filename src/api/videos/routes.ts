@@ -24,7 +24,7 @@ import { validateOrThrow } from "../validate.ts";
 
 /** Validation, admission and reference materialization: everything that can fail before a job exists. */
 async function admit(request: Request, ctx: ServerContext, requestId: string) {
-  const body = await decodeBody(request, VideoCreateSchema, ctx.config.config.server.max_body_bytes);
+  const body = await decodeBody(request, VideoCreateSchema, ctx.config.config.server.max_body_bytes, ["input_reference"]);
   const fields = validateOrThrow(VideoCreateSchema, body.fields, "video request");
   const admitted = await admitVideo(fields, body.uploads, requestId, ctx.admission);
   admitted.request.references = await materializeReferences(requestId, admitted.references, ctx.references);
@@ -48,7 +48,7 @@ export function videoRoutes(ctx: ServerContext) {
     tags,
     summary: "Submit an asynchronous video job",
     requestBody: createBody(VideoCreateSchema),
-    responses: { ...jsonResponse("the job, queued", VideoJobSchema), ...errorResponses(400, 401, 413, 503) },
+    responses: { ...jsonResponse("the job, queued", VideoJobSchema), ...errorResponses(400, 401, 413, 415, 503) },
   };
   const mp4 = { content: { "video/mp4": { schema: { type: "string", format: "binary" } } } };
   return new Elysia({ name: "videos" })
@@ -60,7 +60,7 @@ export function videoRoutes(ctx: ServerContext) {
         tags,
         summary: "Generate and return the MP4 directly (X-Request-Id, X-Model, X-Inference-Time-S, X-Stage-Durations, X-Peak-Memory-MB)",
         requestBody: createBody(VideoCreateSchema),
-        responses: { 200: { description: "the MP4", ...mp4 }, ...errorResponses(400, 401, 413, 500, 503) },
+        responses: { 200: { description: "the MP4", ...mp4 }, ...errorResponses(400, 401, 413, 415, 500, 503) },
       },
     })
     .get("/v1/videos", async ({ request }) => {
