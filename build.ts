@@ -3,7 +3,7 @@
 // so `npm start` and `npm test` can run it every time.
 import { $ } from "bun";
 import { existsSync } from "node:fs";
-import { ENCODER_THREAD_ENTRY } from "./src/media/stream/thread-entry.ts";
+import { ENCODER_THREAD_ENTRY, IMAGE_THREAD_ENTRY } from "./src/media/thread-entries.ts";
 import { packBundle } from "./src/models/bundle.ts";
 import { buildCpuWasm } from "./tools/build/cpu.ts";
 import { buildCudaLib } from "./tools/build/cuda.ts";
@@ -32,7 +32,7 @@ if (compile) {
   }
   // Worker threads run modules of their own: each is an entrypoint bundled beside the main one, found
   // at run time by its path from the project root (--root keeps that path whatever else is embedded).
-  const threads = [ENCODER_THREAD_ENTRY];
+  const threads = [ENCODER_THREAD_ENTRY, IMAGE_THREAD_ENTRY];
   await $`${process.execPath} build --compile --minify-syntax --root . src/cli/main.ts ${threads} ${embedded} --outfile dist/kino`;
   console.log("build: dist/kino written");
 }

@@ -8,7 +8,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { MaterializedReference } from "../pipelines/pipeline.ts";
 import { InvalidMediaError } from "./errors.ts";
-import { compositeOverBlack, decodeImage, encodeImage } from "./images.ts";
+import { prepareImage } from "./image-thread-host.ts";
 import { removeStored, storing, type StorageError } from "./storage.ts";
 
 export interface ReferencePolicy {
@@ -91,11 +91,11 @@ interface PreparedFile {
 async function prepare(input: ReferenceInput, bytes: Uint8Array, policy: ReferencePolicy): Promise<PreparedFile> {
   const { media, param } = input;
   if (media === "image") {
-    const image = await decodeImage(bytes, { maxPixels: policy.maxPixels, param });
     // Re-encoded so the pipeline reads one format, and so nothing but decoded pixels reaches it:
-    // opaque, transparency composited over black (compositeOverBlack).
-    const png = await encodeImage(compositeOverBlack(image), image.width, image.height, "png");
-    return { bytes: png, extension: "png", size: { width: image.width, height: image.height } };
+    // opaque, transparency composited over black (images.ts compositeOverBlack); on the image thread,
+    // off the event loop.
+    const { png, width, height } = await prepareImage(bytes, policy.maxPixels, param);
+    return { bytes: png, extension: "png", size: { width, height } };
   }
   if (media === "video") {
     if (!isMp4(bytes)) throw new InvalidMediaError(`${param}: video references must be MP4 files (no 'ftyp' box found)`, param);

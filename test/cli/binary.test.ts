@@ -58,7 +58,7 @@ describe("kino serve from an empty folder", () => {
     await proc.exited;
   });
 
-  test("REST smoke: models, a job through to its MP4, sync, images, errors", async () => {
+  test("REST smoke: models, a job through to its MP4, sync, images, a video from an image, errors", async () => {
     const models = await (await fetch(`${url}/v1/models`)).json();
     expect(models.data[0].id).toBe("builtin:kino-tiny");
     // The embedded model unpacks to a temporary folder; its card still names it as the checkout does.
@@ -72,6 +72,11 @@ describe("kino serve from an empty folder", () => {
     expect((await probeMp4(new Uint8Array(await sync.arrayBuffer()))).frames).toBe(5);
     const images = await (await fetch(`${url}/v1/images`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ prompt: "x", size: "64x64", output_format: "jpeg" }) })).json();
     expect(images.data[0].b64_json.length).toBeGreaterThan(100);
+    // A video from that image: the reference is prepared on the image thread, embedded in the binary.
+    const reference = { image_url: `data:image/jpeg;base64,${images.data[0].b64_json}` };
+    const fromImage = await fetch(`${url}/v1/videos/sync`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ prompt: "moving right", size: "64x64", num_frames: 5, image_reference: [reference] }) });
+    expect(fromImage.status).toBe(200);
+    expect((await probeMp4(new Uint8Array(await fromImage.arrayBuffer()))).frames).toBe(5);
     const bad = await fetch(`${url}/v1/videos`, { method: "POST", headers: { "content-type": "application/json" }, body: "{" });
     expect(bad.status).toBe(400);
     // Its outputs land beside it, in ./outputs.

@@ -3,7 +3,7 @@
 // JavaScript heap, the encoder's modules, the wasm module compiled) costs 60–150 ms that would
 // otherwise land on every session's first chunk. Streams register by id and get their own replies.
 // A thread that dies fails every stream open on it; the next stream starts a new one.
-import { ENCODER_THREAD_ENTRY } from "./thread-entry.ts";
+import { ENCODER_THREAD_ENTRY } from "../thread-entries.ts";
 import type { FromEncoderThread, ToEncoderThread } from "./thread-messages.ts";
 
 /**
