@@ -2,7 +2,7 @@ import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib";
 import type { TObject } from "@sinclair/typebox";
 import { ApiError, badRequest } from "./errors.ts";
 import { decodeForm } from "./form.ts";
-import { jsonTooDeep, MAX_JSON_DEPTH } from "./json-depth.ts";
+import { jsonOverLimits, MAX_JSON_DEPTH, MAX_JSON_MEMBERS } from "./json-depth.ts";
 
 /** A create body after transport decoding: plain fields plus multipart file uploads by field name. */
 export interface DecodedBody {
@@ -70,8 +70,11 @@ export async function decodeBody(request: Request, schema: TObject, maxBytes: nu
     return decodeForm(form, schema, fileFields);
   }
   if (bytes.byteLength === 0) throw badRequest("Request body is empty; send a JSON object");
-  const deep = jsonTooDeep(bytes);
-  if (deep) throw badRequest(`The JSON body nests deeper than ${MAX_JSON_DEPTH} levels${deep.field ? ` in '${deep.field}'` : ""}`, deep.field);
+  const over = jsonOverLimits(bytes);
+  if (over) {
+    const where = over.field ? ` in '${over.field}'` : "";
+    throw badRequest(over.limit === "depth" ? `The JSON body nests deeper than ${MAX_JSON_DEPTH} levels${where}` : `The JSON body has more than ${MAX_JSON_MEMBERS} members and items${where}; no field takes that many`, over.field);
+  }
   let text: string;
   try {
     text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);

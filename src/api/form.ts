@@ -4,7 +4,7 @@
 // boolean field becomes one exactly when JSON would read it so — never rounded or truncated.
 import type { TObject, TSchema } from "@sinclair/typebox";
 import { badRequest } from "./errors.ts";
-import { jsonTooDeep, MAX_JSON_DEPTH } from "./json-depth.ts";
+import { jsonOverLimits, MAX_JSON_DEPTH, MAX_JSON_MEMBERS } from "./json-depth.ts";
 import { similarField } from "./validate.ts";
 
 /**
@@ -93,7 +93,8 @@ function decodeJsonField(key: string, value: unknown, schema: TSchema | undefine
   if (typeof value !== "string" || !expectsStructured(schema)) return value;
   const trimmed = value.trim();
   if (!trimmed.startsWith("{") && !trimmed.startsWith("[")) return value;
-  if (jsonTooDeep(trimmed)) throw badRequest(`Field '${key}' nests deeper than ${MAX_JSON_DEPTH} levels`, key);
+  const over = jsonOverLimits(trimmed);
+  if (over) throw badRequest(over.limit === "depth" ? `Field '${key}' nests deeper than ${MAX_JSON_DEPTH} levels` : `Field '${key}' has more than ${MAX_JSON_MEMBERS} members and items`, key);
   try {
     return JSON.parse(trimmed);
   } catch (err) {

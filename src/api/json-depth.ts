@@ -1,21 +1,34 @@
-// How deep client JSON may nest. JSON.parse takes any depth, but what runs on the value afterwards —
-// the null cleanup, schema validation, JSON.stringify, the structured clone to a worker — recurses
-// and throws RangeError ("Maximum call stack size exceeded") somewhere past ten thousand levels, and
-// parsing a body of brackets costs the event loop about 0.4 µs a level (10 s for a 60 MB body). No
-// field of any request or realtime message nests more than a few levels, so anything deeper than
-// MAX_JSON_DEPTH is refused: before parsing where kino parses the text, by a walk where the
-// framework already did (WebSocket messages).
+// How deep client JSON may nest, and how many members it may have. JSON.parse takes any depth, but
+// what runs on the value afterwards — the null cleanup, schema validation, JSON.stringify, the
+// structured clone to a worker — recurses and throws RangeError ("Maximum call stack size exceeded")
+// somewhere past ten thousand levels, and parsing a body of brackets costs the event loop about
+// 0.4 µs a level (10 s for a 60 MB body). No field of any request or realtime message nests more
+// than a few levels, so anything deeper than MAX_JSON_DEPTH is refused: before parsing where kino
+// parses the text, by a walk where the framework already did (WebSocket messages). Many small
+// members cost the parse too — 2 million keys in 25 MB, inside the body limit a data-URL image
+// needs, held the event loop 5–7 s — and no request has more than a few dozen, so the same scan
+// refuses a body with more than MAX_JSON_MEMBERS.
 
 export const MAX_JSON_DEPTH = 32;
+/** Object members at every depth, counted by their separators outside strings (a colon each, and the
+ *  commas between them), so arrays may hold up to twice as many items. */
+export const MAX_JSON_MEMBERS = 10_000;
 
 const QUOTE = 0x22, BACKSLASH = 0x5c, OPEN_OBJECT = 0x7b, OPEN_ARRAY = 0x5b, CLOSE_OBJECT = 0x7d, CLOSE_ARRAY = 0x5d;
+const COMMA = 0x2c, COLON = 0x3a;
+
+/** Which limit JSON text is over, and the top-level key it is over it in (null where the text is not
+ *  an object, or the key cannot be read), so the error can name the field. */
+export interface JsonOverLimit {
+  limit: "depth" | "members";
+  field: string | null;
+}
 
 /**
- * Scans JSON text for a container opened deeper than `max` levels without parsing it. Returns null
- * within the limit; otherwise the top-level key the deep value sits under (null where the text is
- * not an object, or the key cannot be read), so the error can name the field.
+ * Scans JSON text, without parsing it, for a container opened deeper than `max` levels or more than
+ * `maxMembers` members and items in all. Returns null within the limits.
  */
-export function jsonTooDeep(text: Uint8Array | string, max = MAX_JSON_DEPTH): { field: string | null } | null {
+export function jsonOverLimits(text: Uint8Array | string, max = MAX_JSON_DEPTH, maxMembers = MAX_JSON_MEMBERS): JsonOverLimit | null {
   const bytes = typeof text === "string" ? new TextEncoder().encode(text) : text;
   let depth = 0;
   let inString = false;
@@ -23,6 +36,7 @@ export function jsonTooDeep(text: Uint8Array | string, max = MAX_JSON_DEPTH): { 
   let stringStart = 0;
   let lastTopLevelString: [number, number] | null = null; // in a top-level object: the last key (or value) read
   let field: [number, number] | null = null; // the key of the top-level value being scanned
+  let members = 0; // separators: a colon per object member, a comma between items or members
   const topLevelObject = firstNonSpace(bytes) === OPEN_OBJECT;
   for (let i = 0; i < bytes.length; i++) {
     const c = bytes[i]!;
@@ -42,9 +56,11 @@ export function jsonTooDeep(text: Uint8Array | string, max = MAX_JSON_DEPTH): { 
       depth++;
       // A container that opens at the second level is a top-level value: its key was the last string.
       if (depth === 2) field = topLevelObject ? lastTopLevelString : null;
-      if (depth > max) return { field: field && readKey(bytes, field) };
+      if (depth > max) return { limit: "depth", field: field && readKey(bytes, field) };
     } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
       depth--;
+    } else if ((c === COLON || c === COMMA) && ++members > 2 * maxMembers) {
+      return { limit: "members", field: depth > 1 ? field && readKey(bytes, field) : null };
     }
   }
   return null;

@@ -44,6 +44,16 @@ describe("JSON nested without end", () => {
     expect((await expectEnvelope(await postJson("/v1/videos", `{"prompt":"p","video_params":${deepObject(20)}}`), 400)).param).toBe("video_params.a");
   });
 
+  test("a body of too many small members is refused before it is parsed, naming the field", async () => {
+    const members = (n: number) => `{${Array.from({ length: n }, (_, i) => `"k${i}":0`).join(",")}}`;
+    const error = await expectEnvelope(await postJson("/v1/videos", `{"prompt":"p","extra_params":${members(300_000)}}`), 400);
+    expect([error.param, error.message]).toEqual(["extra_params", "The JSON body has more than 10000 members and items in 'extra_params'; no field takes that many"]);
+    const flat = await expectEnvelope(await postJson("/v1/videos", `{"prompt":"p",${Array.from({ length: 12_000 }, (_, i) => `"k${i}":0`).join(",")}}`), 400);
+    expect([flat.param, flat.message]).toEqual([null, "The JSON body has more than 10000 members and items; no field takes that many"]);
+    // Within the limit the body is validated as usual: the unknown keys are what is wrong.
+    expect((await expectEnvelope(await postJson("/v1/videos", `{"prompt":"p","video_params":${members(3000)}}`), 400)).param).toStartWith("video_params.k");
+  });
+
   test("forms: bracket names and JSON strings nested past the limit", async () => {
     const brackets = await postForm("/v1/videos", [["prompt", "p"], [`video_params${"[a]".repeat(40)}`, "1"]]);
     expect(await expectEnvelope(brackets, 400)).toMatchObject({ param: "video_params", message: "Form field 'video_params' nests deeper than 32 levels" });
