@@ -101,6 +101,20 @@ describe("compressed bodies", () => {
   });
 });
 
+describe("forms of a great many fields", () => {
+  test("are refused before they are parsed, urlencoded and multipart alike", async () => {
+    const post = (body: string, type: string) => fetch(`${server.url}/v1/videos`, { method: "POST", headers: { "content-type": type }, body });
+    const urlencoded = `prompt=p&${Array.from({ length: 200_000 }, (_, i) => `k${i}=0`).join("&")}`;
+    const refusal = { param: null, message: "The form has more than 1000 fields; no request takes that many" };
+    expect(await expectEnvelope(await post(urlencoded, "application/x-www-form-urlencoded"), 400)).toMatchObject(refusal);
+    const parts = Array.from({ length: 20_000 }, (_, i) => `--B0\r\nContent-Disposition: form-data; name="k${i}"\r\n\r\n0\r\n`);
+    expect(await expectEnvelope(await post(`${parts.join("")}--B0--\r\n`, 'multipart/form-data; boundary="B0"'), 400)).toMatchObject(refusal);
+    // a form of a thousand fields is read, and what is wrong with it named
+    const many = `prompt=p&${Array.from({ length: 999 }, (_, i) => `k${i}=0`).join("&")}`;
+    expect((await expectEnvelope(await post(many, "application/x-www-form-urlencoded"), 400)).message).toStartWith("Unknown field 'k");
+  });
+});
+
 describe("multipart file parts", () => {
   const png = () => encodeImage(new Uint8Array(4 * 4 * 3), 4, 4, "png");
 
