@@ -4,10 +4,9 @@
 // thread that dies fails what was waiting on it; the next image starts a new one.
 import { InvalidMediaError } from "./errors.ts";
 import type { FromImageThread, ToImageThread } from "./image-thread-messages.ts";
-import { IMAGE_THREAD_ENTRY } from "./thread-entries.ts";
+import { IMAGE_THREAD_ENTRY, threadModuleUrl } from "./thread-entries.ts";
 
-/** In a compiled executable an embedded entrypoint by its path from the project root (build.ts); from source, the file beside this one. */
-const IMAGE_THREAD_URL: URL | string = import.meta.url.includes("$bunfs") ? `./${IMAGE_THREAD_ENTRY}` : new URL("./image-thread.ts", import.meta.url);
+const IMAGE_THREAD_URL = threadModuleUrl(IMAGE_THREAD_ENTRY);
 
 export interface PreparedImage {
   png: Uint8Array;

@@ -27,7 +27,7 @@ import webpEncWasmPath from "@jsquash/webp/codec/enc/webp_enc.wasm" with { type:
 // @ts-ignore
 import webpDecWasmPath from "@jsquash/webp/codec/dec/webp_dec.wasm" with { type: "file" };
 import { InvalidMediaError } from "./errors.ts";
-import { ascii, u16be, u16le, u24le, u32be } from "./bytes.ts";
+import { ascii, u16be, u16le, u24le, u32be, u32le } from "./bytes.ts";
 import { describeOtherFormat } from "./other-formats.ts";
 import { decodePng, type RgbaImage } from "./png-decode.ts";
 import { placeOnCanvas, webpFirstFrame } from "./webp-animation.ts";
@@ -111,7 +111,7 @@ function webpDimensions(b: Uint8Array): { width: number; height: number } | null
   }
   if (chunk === "VP8L" && b.length >= 25) {
     if (b[20] !== 0x2f) return null;
-    const bits = (u24le(b, 21) | (b[24]! << 24)) >>> 0;
+    const bits = u32le(b, 21);
     return { width: (bits & 0x3fff) + 1, height: ((bits >>> 14) & 0x3fff) + 1 };
   }
   if (chunk === "VP8X" && b.length >= 30) return { width: u24le(b, 24) + 1, height: u24le(b, 27) + 1 };

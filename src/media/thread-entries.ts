@@ -4,3 +4,13 @@
 export const ENCODER_THREAD_ENTRY = "src/media/stream/encoder-thread.ts";
 /** The reference-image thread (image-thread-host.ts). */
 export const IMAGE_THREAD_ENTRY = "src/media/image-thread.ts";
+
+/**
+ * Where a thread's module is, for `new Worker`. In a `bun build --compile` executable (modules under
+ * Bun's /$bunfs/, built with --root at the project root) a relative specifier names an embedded
+ * entrypoint by its path from that root; run from source, the file itself (this file is two folders
+ * below the root).
+ */
+export function threadModuleUrl(entry: string): URL | string {
+  return import.meta.url.includes("$bunfs") ? `./${entry}` : new URL(`../../${entry}`, import.meta.url);
+}

@@ -1,9 +1,8 @@
 // The first frame of an animated WebP. libwebp's still-image decoder (what @jsquash wraps) refuses
 // animations, so the first ANMF frame is cut out of the container (RFC 9649 §5.7) as a still WebP of
 // its own, decoded like any other, and placed on the canvas the file declares.
-import { ascii, u24le } from "./bytes.ts";
+import { ascii, u24le, u32le } from "./bytes.ts";
 
-const u32le = (b: Uint8Array, i: number) => (b[i]! | (b[i + 1]! << 8) | (b[i + 2]! << 16) | (b[i + 3]! << 24)) >>> 0;
 const ANIMATION_FLAG = 0x02;
 const ALPHA_FLAG = 0x10;
 

@@ -3,15 +3,10 @@
 // JavaScript heap, the encoder's modules, the wasm module compiled) costs 60–150 ms that would
 // otherwise land on every session's first chunk. Streams register by id and get their own replies.
 // A thread that dies fails every stream open on it; the next stream starts a new one.
-import { ENCODER_THREAD_ENTRY } from "../thread-entries.ts";
+import { ENCODER_THREAD_ENTRY, threadModuleUrl } from "../thread-entries.ts";
 import type { FromEncoderThread, ToEncoderThread } from "./thread-messages.ts";
 
-/**
- * Where the thread's module is. In a `bun build --compile` executable (modules under Bun's /$bunfs/,
- * built with --root at the project root) a relative specifier names an embedded entrypoint by its path
- * from that root; run from source, the file beside this one.
- */
-const ENCODER_THREAD_URL: URL | string = import.meta.url.includes("$bunfs") ? `./${ENCODER_THREAD_ENTRY}` : new URL("./encoder-thread.ts", import.meta.url);
+const ENCODER_THREAD_URL = threadModuleUrl(ENCODER_THREAD_ENTRY);
 
 /** What a stream on the thread is told: its replies, and the thread's failure. */
 export interface ThreadStream {
