@@ -63,17 +63,18 @@ async function play(page: string, parts: Uint8Array[], mime: string, screenshot:
 }
 
 describe.skipIf(!hasChromium)("Chromium", () => {
-  test("MediaSource plays the fragmented stream: every frame shown, no error, last frame blue", async () => {
+  // Chromium counts a frame as dropped when its compositor falls behind real time, which a busy machine
+  // causes whatever the stream holds, so dropped frames are reported but not asserted: every frame must
+  // reach the decoder (totalVideoFrames counts dropped ones too) and the last one must be on screen.
+  test("MediaSource plays the fragmented stream: every frame decoded, no error, last frame blue", async () => {
     const { samples, track } = await encode();
     const writer = new FragmentedMp4Writer(track);
     const parts = [writer.initSegment()];
     for (let i = 0; i < FRAMES; i += CHUNK) parts.push(writer.fragment(samples.slice(i, i + CHUNK)));
     parts.push(writer.close());
     const result = await play(`${import.meta.dir}/../fixtures/mse-player.html`, parts, writer.mimeType, "mse-playback.png");
-    expect(result.supported).toBe(true);
-    expect(result.errors).toEqual([]);
-    expect(result.frames).toBe(FRAMES);
-    expect(result.dropped).toBe(0);
+    // One assertion over the whole report, so that a failure prints everything the page saw.
+    expect(result).toMatchObject({ supported: true, errors: [], frames: FRAMES, ended: true });
     expect(result.duration).toBeCloseTo(FRAMES / FPS, 2);
     const [r, , b] = result.lastPixel;
     expect(b).toBeGreaterThan(180);

@@ -10,13 +10,9 @@
 // breaking results. Correctness on a GPU is tools/gpu-check.sh's job (and, for the convolutions, also
 // the CPU emulator's: cuda-emulated.test.ts).
 import { describe, expect, test } from "bun:test";
-import { $ } from "bun";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { availableParallelism, tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { findNvcc } from "../../tools/build/cuda.ts";
+import { readFileSync } from "node:fs";
+import { buildCudaLib, findNvcc, PTX_TARGETS, ptxasLogPath, ptxPath } from "../../tools/build/cuda.ts";
 
-const root = resolve(import.meta.dir, "../..");
 const nvcc = findNvcc();
 const HOPPER_PTX = ["wgmma.mma_async", "cp.async.bulk.tensor", "setmaxnreg.dec", "setmaxnreg.inc"];
 const MMA_SYNC_BF16_PTX = ["mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "ldmatrix.sync.aligned.m8n8.x4.shared.b16", "cp.async.cg.shared.global"];
@@ -80,54 +76,22 @@ function ptxasReport(log: string) {
 
 if (!nvcc) console.log("cuda-ptx.test.ts: skipped, nvcc not found (CI has it)");
 
-interface Compiled {
-  exitCode: number;
-  log: string;
-  /** The kept PTX, or null when nvcc kept none. */
-  ptx: string | null;
+/** ptxas's report for one target out of the build's log of all of them: each ptxas run opens with its
+ *  "bytes gmem" line and names its target on its first entry function. */
+function reportFor(log: string, arch: string): string {
+  const sections = log.split(/^(?=ptxas info\s+: \d+ bytes gmem)/m);
+  return sections.filter((s) => s.includes(`for '${arch}'`)).join("");
 }
 
-/** nvcc -Xptxas -v of one file for one target, its PTX kept. */
-async function compile(file: string, arch: string): Promise<Compiled> {
-  const dir = mkdtempSync(join(tmpdir(), "kino-ptx-"));
-  try {
-    const src = join(root, `kernels/cuda/${file}.cu`);
-    const compute = arch.replace("sm_", "compute_");
-    const r = await $`${nvcc} -O3 -std=c++17 --expt-relaxed-constexpr -gencode arch=${compute},code=${arch} -Xptxas -v --keep --keep-dir ${dir} -c ${src} -o ${join(dir, `${file}.o`)}`
-      .nothrow()
-      .quiet();
-    const ptxFile = readdirSync(dir).find((f) => f.endsWith(".ptx"));
-    return { exitCode: r.exitCode, log: r.stdout.toString() + r.stderr.toString(), ptx: ptxFile ? readFileSync(join(dir, ptxFile), "utf8") : null };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-// Every compilation starts at once, as many at a time as there are cores (each is single-threaded and
-// the slowest take half a minute); each test waits for its own.
-const compilations = new Map<string, Promise<Compiled>>();
-if (nvcc) {
-  let next = 0;
-  const settle = new Map(KERNELS.map(({ file, arch }) => [`${file} ${arch}`, Promise.withResolvers<Compiled>()]));
-  const worker = async () => {
-    while (next < KERNELS.length) {
-      const { file, arch } = KERNELS[next++]!;
-      const done = settle.get(`${file} ${arch}`)!;
-      await compile(file, arch).then(done.resolve, done.reject);
-    }
-  };
-  for (const [key, { promise }] of settle) {
-    promise.catch(() => {}); // a failed start is reported by the test that awaits it, not as unhandled
-    compilations.set(key, promise);
-  }
-  for (let i = 0; i < Math.min(availableParallelism(), KERNELS.length); i++) void worker();
-}
-
+// The build (tools/build/cuda.ts) compiles every kernel file for every target with ptxas -v and keeps its
+// report and PTX: reading those checks the kernels exactly as shipped. buildCudaLib is a no-op where the
+// build is current (npm test builds first) and rebuilds what a kernel edit left stale.
+const built = nvcc ? await buildCudaLib() : null;
 for (const { file, kernel: KERNEL, instances, arch, ptx: instructions, uses } of KERNELS) describe.skipIf(!nvcc)(`${file}.cu for ${arch}`, () => {
   test(`uses ${uses}; no spills and no serialized wgmma`, async () => {
-    const { exitCode, log, ptx } = await compilations.get(`${file} ${arch}`)!;
-    expect(exitCode, log).toBe(0);
-    expect(ptx, "no .ptx kept").not.toBeNull();
+    expect(built).not.toBeNull();
+    const log = reportFor(readFileSync(ptxasLogPath(file), "utf8"), arch);
+    const ptx = readFileSync(ptxPath(file, `compute_${arch.slice(3)}` as keyof typeof PTX_TARGETS), "utf8");
     for (const instruction of instructions) expect(ptx).toContain(instruction);
 
     // Every instance of the main kernel is compiled, and no kernel of the file spills.
@@ -145,5 +109,5 @@ for (const { file, kernel: KERNEL, instances, arch, ptx: instructions, uses } of
     // divergent path or accumulator registers touched while the pipeline runs.
     const serialized = log.split("\n").filter((l) => /wgmma\.mma_async instructions are serialized/.test(l) && l.includes(KERNEL));
     expect(serialized).toEqual([]);
-  }, 240_000);
+  });
 });

@@ -7,8 +7,12 @@
 // object in build/cuda-obj (in parallel, one job per core up to 8: nvcc takes ~1 GB per job), and an
 // object is rebuilt only when its source, a header or this script is newer. Without nvcc this is a
 // no-op that returns null: the server then runs on the WebAssembly backend.
+//
+// Beside each object the build keeps what the compiler made of it: ptxas's report (registers, spills,
+// shared memory, per target) and the PTX of each virtual architecture, which test/runtime/cuda-ptx.test.ts
+// reads, so that the kernels are checked as shipped without compiling them a second time.
 import { $ } from "bun";
-import { existsSync, mkdirSync, readdirSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { basename, join, resolve } from "node:path";
 
@@ -32,9 +36,25 @@ export function findNvcc(): string | null {
 
 const mtime = (p: string) => statSync(p).mtimeMs;
 
+/** The virtual architectures whose PTX the build keeps, and the machine code ptxas makes of each. */
+export const PTX_TARGETS = { compute_90a: "sm_90a", compute_80: "sm_80" } as const;
+
+/** What the build kept of kernels/cuda/`name`.cu: ptxas's -v report, and the PTX for a virtual architecture. */
+export const ptxasLogPath = (name: string) => join(objDir, `${name}.ptxas.log`);
+export const ptxPath = (name: string, virtualArch: keyof typeof PTX_TARGETS) => join(objDir, `${name}.${virtualArch}.ptx`);
+
 async function compile(nvcc: string, src: string, obj: string): Promise<void> {
-  const r = await $`${nvcc} ${COMPILE} -c ${src} -o ${obj}`.nothrow().quiet();
-  if (r.exitCode !== 0) throw new Error(`buildCudaLib: nvcc failed on ${basename(src)}:\n${r.stderr.toString()}`);
+  const name = basename(src, ".cu");
+  const keep = mkdtempSync(join(objDir, `${name}.keep-`));
+  try {
+    const r = await $`${nvcc} ${COMPILE} -Xptxas -v --keep --keep-dir ${keep} -c ${src} -o ${obj}`.nothrow().quiet();
+    if (r.exitCode !== 0) throw new Error(`buildCudaLib: nvcc failed on ${basename(src)}:\n${r.stderr.toString()}`);
+    for (const virtualArch of Object.keys(PTX_TARGETS) as (keyof typeof PTX_TARGETS)[])
+      renameSync(join(keep, `${name}.${virtualArch}.ptx`), ptxPath(name, virtualArch));
+    writeFileSync(ptxasLogPath(name), r.stdout.toString() + r.stderr.toString());
+  } finally {
+    rmSync(keep, { recursive: true, force: true });
+  }
 }
 
 /** Runs `jobs` with at most `limit` in flight. */
@@ -61,8 +81,9 @@ export async function buildCudaLib(): Promise<string | null> {
 
   const objects = sources.map((f) => join(objDir, f.replace(/\.cu$/, ".o")));
   const stale = sources.filter((f, i) => {
-    const obj = objects[i]!;
-    return !existsSync(obj) || mtime(obj) < Math.max(headersNewest, mtime(join(srcDir, f)));
+    const obj = objects[i]!, name = f.replace(/\.cu$/, "");
+    const kept = [ptxasLogPath(name), ...Object.keys(PTX_TARGETS).map((v) => ptxPath(name, v as keyof typeof PTX_TARGETS))];
+    return !existsSync(obj) || kept.some((k) => !existsSync(k)) || mtime(obj) < Math.max(headersNewest, mtime(join(srcDir, f)));
   });
   const lib = join(root, CUDA_LIB);
   const libStale = !existsSync(lib) || objects.some((o) => !existsSync(o) || mtime(o) > mtime(lib));
