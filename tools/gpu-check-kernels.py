@@ -12,12 +12,15 @@
 #           gated-residual epilogues) beside the one-block-per-tile wgmma kernel and cuBLAS (the
 #           TMA-store part also beside the register epilogue, and at the bf16 outputs of Wan's QKV
 #           split and FFN up);
-#   verify  every GEMM path (wgmma, mma.sync, SIMT; bf16 and f32 activations; the GELU and
-#           gated-residual epilogues, in place; split outputs with even and odd parts) and the
+#   verify  every GEMM path (wgmma, mma.sync — also with its 128×256 and 128×128 block tiles forced,
+#           KINO_CUDA_GEMM_MMA_TILE —, SIMT; bf16 and f32 activations; the GELU and gated-residual
+#           epilogues, in place; split outputs with even and odd parts) and the
 #           attention kernels (D 16…128, Lq ≠ Lk, kvLen < Lk, block-causal, T5 bias, SIMT head
 #           sizes; the mma.sync attention also with 128- and 64-row query blocks forced), each
 #           tensor-core attention result also against its promise (attention.cu: |err| ≤ 2^-7 · max|v|);
-#   bench   bf16 GEMM (4096³ and the Wan-1.3B shapes at M = 4680) and attention (12 heads × 128,
+#   bench   bf16 GEMM (4096³ and the Wan-1.3B shapes at M = 4680: the kernel auto picks, mma.sync with
+#           the tile it picks there — 128×256 — [mma.sync], and its 128×128 tile forced [mma.sync 128x128])
+#           and attention (12 heads × 128,
 #           Lq 4680, Lk 4680/18720/32760, one block-causal case) in TFLOP/s beside cuBLAS and SDPA; the
 #           mma.sync attention with the 128-row query blocks auto takes there ([mma.sync]) and with
 #           64-row ones forced (KINO_CUDA_ATTENTION_BQ=64, [mma.sync bq64]).
@@ -48,9 +51,9 @@ data = {}  # a part's own VERDICT-DATA fields (the wgmma part's 176-key tiles)
 def summary_line(**extra):
     verdict_data("gpu-check-kernels", parts=sys.argv[1:], failures=failures, skipped=skipped, rows=rows, **data, **extra)
 
-def context(gemm_path, attention_path=None, attention_bkv=None, attention_bq=None):
+def context(gemm_path, attention_path=None, attention_bkv=None, attention_bq=None, mma_tile=None):
     settings = (("KINO_CUDA_GEMM", gemm_path), ("KINO_CUDA_ATTENTION", attention_path), ("KINO_CUDA_ATTENTION_BKV", attention_bkv),
-                ("KINO_CUDA_ATTENTION_BQ", attention_bq))
+                ("KINO_CUDA_ATTENTION_BQ", attention_bq), ("KINO_CUDA_GEMM_MMA_TILE", mma_tile))
     for var, value in settings:
         if value: os.environ[var] = value
         else: os.environ.pop(var, None)
@@ -97,7 +100,9 @@ def ref_attention(q, k, v, kv_len, scale, bias=None, block=0, qoff=0):
     w = torch.softmax(s, -1).nan_to_num(0.0)
     return (w @ v).transpose(1, 2)
 
-ctxs = {"mma.sync": context("mma"), "simt": context("simt"), "auto (wgmma on sm_90)": context(None)}
+ctxs = {"mma.sync": context("mma"), "simt": context("simt"), "auto (wgmma on sm_90)": context(None),
+        # the mma.sync GEMM's block tiles forced (gemm_mma.cu): auto takes 128×256 where its grid fills the GPU
+        "mma.sync 128x256": context("mma", mma_tile="128x256"), "mma.sync 128x128": context("mma", mma_tile="128x128")}
 # The mma.sync attention's query blocks forced (attention.cu): auto takes 128 rows except on grids too
 # small to fill the GPU, where it takes 64 — most of the small correctness shapes below.
 attention_rows = {rows_: context(None, attention_bq=str(rows_)) for rows_ in (128, 64)}
@@ -135,7 +140,7 @@ def print_table():
 def verify():
     print("GEMM correctness (out = a·wᵀ + bias):")
     shapes = [(1, 8, 8), (133, 264, 200), (77, 40, 24), (4680, 1536, 1536), (4680, 4608, 1536), (300, 1536, 8960), (257, 520, 4104)]
-    for path in ["mma.sync", "auto (wgmma on sm_90)", "simt"]:
+    for path in ["mma.sync", "mma.sync 128x256", "mma.sync 128x128", "auto (wgmma on sm_90)", "simt"]:
         ctx = ctxs[path]
         for M, N, K in shapes:
             if path == "simt" and M * N * K > 2e9: continue
@@ -190,11 +195,13 @@ def benchmarks():
         a, w = rnd(M, K, dtype=torch.bfloat16), rnd(N, K, dtype=torch.bfloat16)
         out = torch.empty(M, N, device="cuda")
         flops = 2 * M * N * K
-        for path in ["auto (wgmma on sm_90)", "mma.sync"] if label == "4096³" else ["auto (wgmma on sm_90)"]:
+        tt = torch_bench(lambda: torch.matmul(a, w.T), flops)
+        # the kernel auto picks ([auto]), mma.sync with the tile it picks ([mma.sync]: 128×256 at these shapes)
+        # and with its 128×128 tile forced ([mma.sync 128x128])
+        for path, tag in [("auto (wgmma on sm_90)", "auto"), ("mma.sync", "mma.sync"), ("mma.sync 128x128", "mma.sync 128x128")]:
             c = ctxs[path]
             kt = bench(c, lambda: lib.kc_gemm(c, p(out), p(a), BF16, p(w), BF16, None, M, N, K, 0, None, None, 1, 1, 0, F32), flops)
-            tt = torch_bench(lambda: torch.matmul(a, w.T), flops)
-            rows.append((f"gemm {label} {M}x{N}x{K} [{path.split()[0]}]", kt, tt))
+            rows.append((f"gemm {label} {M}x{N}x{K} [{tag}]", kt, tt))
     for label, Lq, Lk, block, qoff in attention_shapes:
         kt, tt = attention_bench(ctx, label, Lq, Lk, block, qoff)
         rows.append((f"attention 12x128 {label} [mma.sync]", kt, tt))  # 128-row blocks at these shapes

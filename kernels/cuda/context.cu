@@ -6,6 +6,7 @@
 // The context is not thread-safe: kino gives each worker process (and so each GPU) one context.
 #include "alloc.cuh"
 #include "attention.cuh"
+#include "gemm.cuh"
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +79,7 @@ KC_API KcContext* kc_create(int device, int32_t* code, char* err, int err_len) {
   if (attention && strcmp(attention, "wgmma") == 0) ctx->attention_path = 2;
   ctx->attention_bkv = kc_attention_bkv_setting(getenv("KINO_CUDA_ATTENTION_BKV"));
   ctx->attention_bq = kc_attention_bq_setting(getenv("KINO_CUDA_ATTENTION_BQ"));
+  ctx->gemm_mma_tile = kc_gemm_mma_tile_setting(getenv("KINO_CUDA_GEMM_MMA_TILE"));
   const char* conv = getenv("KINO_CUDA_CONV");
   ctx->conv_path = 0;
   if (conv && strcmp(conv, "simt") == 0) ctx->conv_path = 1;

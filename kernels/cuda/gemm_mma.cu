@@ -1,85 +1,236 @@
 // Tensor-core GEMM with mma.sync (sm_80 and later): the path on Ampere/Ada, and on Hopper when the
 // wgmma kernel is unavailable (KINO_CUDA_GEMM=mma forces it for comparison). Reference: gemm.cuh.
 //
-// Block tile 128×128, K step 32, 8 warps in a 2×4 grid (each warp 64×32 = 4×4 m16n8 fragments).
-// Operands stream global → shared with 16-byte cp.async through a 4-stage ring, so three tiles are in
-// flight while one is multiplied. Rows past M/N and the K tail are zero-filled by cp.async (src size 0),
-// which is why any M and N work; K must be a multiple of 8 (16-byte rows), gemm.cu checks it.
+// One kernel, two block tiles, every warp on a 64×64 piece (4×8 m16n8k16 fragments); K steps of 32
+// through a 4-stage cp.async ring, stages laid out as mma_tile.cuh's swizzled 64-byte rows:
+//   128×256, 8 warps (2×4), 96 KiB — wherever its grid has a block for every SM (the Wan shapes, 4096³);
+//   128×128, 4 warps (2×2), 64 KiB — smaller grids, where the big tile would leave SMs idle: twice the
+//            blocks, and two of them fit an SM (228 registers × 128 threads; 128 KiB on A100/H100).
+// KINO_CUDA_GEMM_MMA_TILE=128x128|128x256 forces one (tests, and tools/gpu-check.sh times both).
 //
-// The stage layout (swizzled 64-byte rows), the cp.async ring and the warp's ldmatrix + mma step are
-// mma_tile.cuh's, shared with the tensor-core convolution (conv_mma.cu).
+// Why: mma.sync on A100-class parts is bound by shared memory unless each ldmatrix'd fragment feeds
+// enough MMAs. Per SM and 32-deep K step, shared memory moving 128 B per cycle and the tensor cores
+// taking 2 cycles per m16n8k16 on A100 (1 on H100):
+//   the former 128×128 tile, warps 64×32: 6 ldmatrix.x4 (3 KiB) per 16 MMAs; 8 warps · 2 k16 · 3 KiB =
+//     48 KiB read + 16 KiB cp.async written = 512 cycles per 256 MMAs (512 tensor cycles on A100, 256 on
+//     H100): shared memory the limit on both;
+//   128×256, warps 64×64: 8 ldmatrix.x4 (4 KiB) per 32 MMAs; 64 KiB read + 24 KiB written = 704 cycles per
+//     512 MMAs (1024 on A100: 0.69 of the tensor time; 512 on H100: 1.38, 1.45× the MMAs per cycle);
+//   128×128, warps 64×64 (4 warps): 32 + 16 KiB = 384 cycles per 256 MMAs (0.75 on A100).
+// 64×64 is as large as a warp tile gets: 128 accumulators plus two sets of fragments (64 registers,
+// double-buffered across k steps) come to 228–236 registers, no spills (test/runtime/cuda-ptx.test.ts), so
+// the big tile runs one block per SM. 128×256 rather than 256×128: M = 4680 pads to 37·128 = 4736 rows
+// (1.2 %) against 19·256 = 4864 (3.9 %), and N ∈ {1536, 4608, 8960} are whole multiples of 256 — FFN up
+// in 1295 tiles, 12.0 waves on 108 SMs, 9.8 on 132, against 1330 (12.3, 10.1) for 256×128. Waves at
+// the Wan shapes (tiles / SMs → launches of a block per SM; share of those spent on real outputs):
+//                               108 SMs (A100)        132 SMs (H100/H200)
+//   4096³           512 tiles   4.74 → 5   95 %       3.88 → 4   97 %
+//   QKV   4680×4608  666 tiles   6.17 → 7   87 %       5.05 → 6   83 %
+//   O, FFN down ×1536 222 tiles  2.06 → 3   68 %       1.68 → 2   83 %
+//   FFN up 4680×8960 1295 tiles 11.99 → 12  99 %       9.81 → 10  97 %
+// (the 128×128 tile at two blocks per SM quantizes identically: twice the tiles, twice the slots).
+// BK stays 32 with 4 stages: 4 · (128 + 256) · 64 B = 96 KiB fits the 99 KiB a block may have on
+// sm_86/sm_89 (RTX 30xx/40xx, L40S) as well as A100/H100, where BK 64 with 3 stages would take 144 KiB;
+// the barriers per FLOP halve anyway with the wider block (512 MMAs between two instead of 256).
+//
+// The ring (its own; conv_mma.cu keeps mma_tile.cuh's kc_mma_pipeline): tile kt + 3's copies are issued
+// at the start of tile kt, into the slot of tile kt − 1; the wait and barrier for tile kt + 1 come
+// before tile kt's last k step, so that step's MMAs are issued while tile kt + 1's first fragments load,
+// and no warp waits for ldmatrix after a barrier. Rows past M/N and the K tail are zero-filled by
+// cp.async (src size 0), which is why any M and N work; K must be a multiple of 8 (16-byte rows),
+// gemm.cu checks it. The epilogue goes through shared memory, so that each warp stores whole rows
+// (below).
 #include "gemm.cuh"
 #include "mma_tile.cuh"
 
 namespace {
-constexpr int BM = 128, BN = 128, BK = KC_MMA_BK, STAGES = 4, THREADS = 256;
-constexpr int TILE_A_BYTES = BM * KC_MMA_ROW_BYTES, TILE_B_BYTES = BN * KC_MMA_ROW_BYTES;
-constexpr int STAGE_BYTES = TILE_A_BYTES + TILE_B_BYTES;           // 16 KiB
-constexpr int SMEM_BYTES = STAGES * STAGE_BYTES;                   // 64 KiB
+constexpr int STAGES = 4, BK = KC_MMA_BK, KSTEPS = BK / 16;
+static_assert(KSTEPS % 2 == 0, "a tile's last k step loads into fragment set 0, which the next tile's first k step reads");
 
-template <bool F16, typename TO>
-__global__ void __launch_bounds__(THREADS) gemm_mma_kernel(TO* __restrict__ out, const uint16_t* __restrict__ a,
-                                                         const uint16_t* __restrict__ w,
-                                                         const KcGemmEpilogue epi, int M, int N, int K, bool pairs) {
+// One thread's share of copying a K-major operand's tile rows into a stage: rows tid/4 + j·(THREADS/4)
+// (j < ROWS·4/THREADS), 16-byte chunk tid % 4 of each (the same swizzle for all j: the rows are a multiple
+// of 8 apart). The first row's address and how many rows are left are worked out once, so a K step costs
+// each copy an address add, a compare and a select.
+template <int ROWS, int THREADS>
+struct RowCopier {
+  static constexpr int STEP = THREADS / KC_MMA_CHUNKS, COPIES = ROWS / STEP;
+  static_assert(ROWS % STEP == 0 && STEP % 8 == 0, "whole rows per thread, and one swizzle phase for all of them");
+  const uint16_t* src;  // the first row's chunk at k = 0
+  int rows_left;        // rows from the first one to the end of the matrix
+  __device__ __forceinline__ RowCopier(const uint16_t* m, int r0, int nrows, int K) {
+    const int row = threadIdx.x / KC_MMA_CHUNKS;
+    src = m + (int64_t)(r0 + row) * K + threadIdx.x % KC_MMA_CHUNKS * 8;
+    rows_left = nrows - r0 - row;
+  }
+  // K columns [k0, k0 + BK) into the tile at shared address `tile`; rows past the end and columns past K
+  // are zero-filled (cp.async with 0 source bytes, from the matrix's first row: nothing is read).
+  __device__ __forceinline__ void copy(uint32_t tile, const uint16_t* m, int k0, int K) const {
+    const int row = threadIdx.x / KC_MMA_CHUNKS, chunk = threadIdx.x % KC_MMA_CHUNKS, k = k0 + chunk * 8;
+    const bool k_ok = KC_PLANTED(2) ? k <= K : k < K;
+#pragma unroll
+    for (int j = 0; j < COPIES; j++) {
+      const bool ok = k_ok && j * STEP < rows_left;
+      kc_cp_async16(tile + kc_mma_swizzle(row + j * STEP, chunk), ok ? src + (int64_t)j * STEP * K + k0 : m, ok ? 16 : 0);
+    }
+  }
+};
+
+// Every warp multiplies a 64×64 piece of the block's tile: 4×8 m16n8 fragments.
+constexpr int MI = 4, NJ = 8;
+template <int WARPS_M, int WARPS_N>
+struct Tile {
+  static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
+  static constexpr int BM = WARPS_M * MI * 16, BN = WARPS_N * NJ * 8;
+  static constexpr int A_BYTES = BM * KC_MMA_ROW_BYTES, STAGE_BYTES = (BM + BN) * KC_MMA_ROW_BYTES;
+  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES;
+};
+using Big = Tile<2, 4>;    // 128×256, 8 warps, 96 KiB
+using Small = Tile<2, 2>;  // 128×128, 4 warps, 64 KiB
+static_assert(Big::SMEM_BYTES == 96 * 1024 && Small::SMEM_BYTES == 64 * 1024, "the shared memory the header promises");
+
+template <int WARPS_M, int WARPS_N, bool F16, typename TO>
+__global__ void __launch_bounds__(32 * WARPS_M * WARPS_N) gemm_mma_kernel(TO* __restrict__ out, const uint16_t* __restrict__ a,
+                                                     const uint16_t* __restrict__ w, const KcGemmEpilogue epi, int M,
+                                                     int N, int K, bool pairs) {
+  using T = Tile<WARPS_M, WARPS_N>;
   const uint32_t base = kc_smem_addr(kc_dynamic_smem());
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int wm = warp / 4, wn = warp % 4;  // warp tile: rows wm*64, cols wn*32
-  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  const int wm = warp / WARPS_N, wn = warp % WARPS_N;  // warp tile: rows wm·16·MI, cols wn·8·NJ
+  const int m0 = blockIdx.y * T::BM, n0 = blockIdx.x * T::BN;
+  const int a_row0 = wm * MI * 16, b_row0 = wn * NJ * 8;
   const int ktiles = (K + BK - 1) / BK;
 
-  auto stage_a = [&](int s) { return base + s * STAGE_BYTES; };
-  auto stage_b = [&](int s) { return base + s * STAGE_BYTES + TILE_A_BYTES; };
-  float acc[4][4][4] = {};
-  kc_mma_pipeline<STAGES>(
-      ktiles,
-      [&](int kt) {
-        if (kt < ktiles) {
-          int s = kt % STAGES;
-          kc_mma_load_rows<BM, THREADS>(stage_a(s), a, m0, M, kt * BK, K);
-          kc_mma_load_rows<BN, THREADS>(stage_b(s), w, n0, N, kt * BK, K);
-        }
-        kc_cp_async_commit();
-      },
-      [&](int s) { kc_mma_warp_stage<4, 4, F16>(stage_a(s), stage_b(s), wm * 64, wn * 32, lane, acc); });
+  auto stage_a = [&](int s) { return base + s * T::STAGE_BYTES; };
+  auto stage_b = [&](int s) { return base + s * T::STAGE_BYTES + T::A_BYTES; };
+  // Tile kt's copies into slot kt % STAGES (none past the last tile), one commit group either way so
+  // that the wait counts stay uniform.
+  const RowCopier<T::BM, T::THREADS> copy_a(a, m0, M, K);
+  const RowCopier<T::BN, T::THREADS> copy_b(w, n0, N, K);
+  auto load_tile = [&](int kt) {
+    if (kt < ktiles) {
+      const int s = kt % STAGES;
+      copy_a.copy(stage_a(s), a, kt * BK, K);
+      copy_b.copy(stage_b(s), w, kt * BK, K);
+    }
+    kc_cp_async_commit();
+  };
 
-  // Fragment layout of m16n8: c0,c1 at (row lane/4, cols 2·(lane%4), +1), c2,c3 eight rows below.
+  float acc[MI][NJ][4] = {};
+  uint32_t af[2][MI][4], bf[2][NJ][2];  // fragments of k step j in set j % 2
 #pragma unroll
-  for (int mi = 0; mi < 4; mi++) {
+  for (int t = 0; t < STAGES - 1; t++) load_tile(t);
+  kc_cp_async_wait<STAGES - 2>();
+  __syncthreads();
+  kc_mma_frags_a<MI>(stage_a(0), a_row0, 0, lane, af[0]);
+  kc_mma_frags_b<NJ>(stage_b(0), b_row0, 0, lane, bf[0]);
+
+  for (int kt = 0; kt < ktiles; kt++) {
+    // Slot (kt − 1) % STAGES: every warp read its last fragments before the previous barrier.
+    load_tile(kt + STAGES - 1);
+    const int s = kt % STAGES;
 #pragma unroll
-    for (int half = 0; half < 2; half++) {
-      int m = m0 + wm * 64 + mi * 16 + lane / 4 + half * 8;
-      if (KC_PLANTED(3) ? m > M : m >= M) continue;
-      const float* gate_row = kc_epi_gate_row(epi, m, N);
+    for (int kk = 0; kk < KSTEPS; kk++) {
+      const int next = (kk + 1) % 2;
+      if (kk + 1 < KSTEPS) {
+        kc_mma_frags_a<MI>(stage_a(s), a_row0, kk + 1, lane, af[next]);
+        kc_mma_frags_b<NJ>(stage_b(s), b_row0, kk + 1, lane, bf[next]);
+      } else {
+        // Tile kt + 1 landed (its group and older ones done: STAGES − 2 newer ones may still fly) for every
+        // thread; its first fragments load while this step multiplies. Past the last tile they read a
+        // slot that holds nothing used.
+        const int s1 = (kt + 1) % STAGES;
+        auto first_frags = [&] {
+          kc_mma_frags_a<MI>(stage_a(s1), a_row0, 0, lane, af[next]);
+          kc_mma_frags_b<NJ>(stage_b(s1), b_row0, 0, lane, bf[next]);
+        };
+        if (KC_PLANTED(32)) first_frags();
+        if (KC_PLANTED(31)) kc_cp_async_wait<STAGES - 1>();
+        else kc_cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        if (!KC_PLANTED(32)) first_frags();
+      }
+      kc_mma_frags_mma<MI, NJ, F16>(acc, af[kk % 2], bf[kk % 2]);
+    }
+  }
+  kc_cp_async_wait<0>();
+
+  // The epilogue (gemm_epilogue.cuh), through the ring's shared memory, one row of the warp grid (64 rows
+  // of the tile) at a time: its warps put their accumulators in a [64][BN + 8] f32 array (m16n8 fragment
+  // layout: c0,c1 at row lane/4, cols 2·(lane%4), +1; c2,c3 eight rows below; the pad of 8 puts each
+  // half-warp's float2 writes on 32 distinct banks), then every thread takes one column pair down the
+  // rows: a warp stores 64 contiguous columns of a row, and a thread works out its columns' bias and
+  // output positions once. The rows' gate rows (kc_epi_gate_row: divisions) are looked up once per row.
+  constexpr int LD = T::BN + 8, PAIRS = T::BN / 2, ROWS_PER_PASS = T::THREADS / PAIRS, WROWS = MI * 16;
+  static_assert(T::THREADS % PAIRS == 0 && WROWS * LD * 4 + WROWS * 8 <= T::SMEM_BYTES, "the staged rows fit the ring");
+  float* staged = reinterpret_cast<float*>(kc_dynamic_smem());
+  const float** gate_rows = reinterpret_cast<const float**>(staged + WROWS * LD);
+  const int pair = threadIdx.x % PAIRS, n = n0 + 2 * pair;
+  const bool has0 = n < N, has1 = n + 1 < N;
+  const float bias0 = has0 ? kc_epi_bias(epi, n) : 0.f, bias1 = has1 ? kc_epi_bias(epi, n + 1) : 0.f;
+  // out + row_stride · m + col: kc_epi_out with what depends on n alone taken out of the row loop
+  const int64_t row_stride = epi.split ? epi.split : N;
+  const int64_t col0 = epi.split ? (n / epi.split) * epi.part_stride + n % epi.split : n;
+  const int64_t col1 = epi.split ? ((n + 1) / epi.split) * epi.part_stride + (n + 1) % epi.split : n + 1;
+#pragma unroll 1
+  for (int wr = 0; wr < WARPS_M; wr++) {
+    __syncthreads();  // every warp is done with the ring (first pass) or with the previous pass's rows
+    if (wm == wr) {
 #pragma unroll
-      for (int nj = 0; nj < 4; nj++) {
-        int n = n0 + wn * 32 + nj * 8 + (lane % 4) * 2;
-        TO* o = out + kc_epi_out(epi, m, n, N);
-        if (n + 1 < N) {
-          float v0 = kc_epi_apply(epi, acc[mi][nj][half * 2] + kc_epi_bias(epi, n), m, n, N, gate_row);
-          float v1 = kc_epi_apply(epi, acc[mi][nj][half * 2 + 1] + kc_epi_bias(epi, n + 1), m, n + 1, N, gate_row);
-          if (pairs) kc_put2(o, v0, v1);
-          else kc_put(o, v0), kc_put(out + kc_epi_out(epi, m, n + 1, N), v1);  // an odd split may put n + 1 in the next part
-        } else if (n < N) {
-          kc_put(o, kc_epi_apply(epi, acc[mi][nj][half * 2] + kc_epi_bias(epi, n), m, n, N, gate_row));
+      for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+        for (int nj = 0; nj < NJ; nj++) {
+          float* p = staged + (mi * 16 + lane / 4) * LD + b_row0 + nj * 8 + (lane % 4) * 2;
+          *reinterpret_cast<float2*>(p) = make_float2(acc[mi][nj][0], acc[mi][nj][1]);
+          *reinterpret_cast<float2*>(p + 8 * LD) = make_float2(acc[mi][nj][2], acc[mi][nj][3]);
         }
+    }
+    const int mbase = m0 + wr * WROWS;
+    if (epi.gate && threadIdx.x < WROWS && mbase + (int)threadIdx.x < M)
+      gate_rows[threadIdx.x] = kc_epi_gate_row(epi, mbase + threadIdx.x, N);
+    __syncthreads();
+#pragma unroll 2
+    for (int r = threadIdx.x / PAIRS; r < WROWS; r += ROWS_PER_PASS) {
+      const int m = mbase + r;
+      if (KC_PLANTED(3) ? m > M : m >= M) break;  // rows only grow along the loop
+      const float2 v = *reinterpret_cast<const float2*>(staged + r * LD + 2 * pair);
+      const float* gate_row = epi.gate ? gate_rows[r] : nullptr;
+      TO* o = out + row_stride * m;
+      if (has1) {
+        const float v0 = kc_epi_apply(epi, v.x + bias0, m, n, N, gate_row);
+        const float v1 = kc_epi_apply(epi, v.y + bias1, m, n + 1, N, gate_row);
+        if (pairs) kc_put2(o + col0, v0, v1);
+        else kc_put(o + col0, v0), kc_put(o + col1, v1);  // an odd split may put n + 1 in the next part
+      } else if (has0) {
+        kc_put(o + col0, kc_epi_apply(epi, v.x + bias0, m, n, N, gate_row));
       }
     }
   }
 }
 
-template <bool F16, typename TO>
-int launch(KcContext* ctx, void* out, const void* a, const void* w, const KcGemmEpilogue& epi, int M, int N, int K) {
+template <int WARPS_M, int WARPS_N, bool F16, typename TO>
+int launch_tile(KcContext* ctx, void* out, const void* a, const void* w, const KcGemmEpilogue& epi, int M, int N, int K) {
+  using T = Tile<WARPS_M, WARPS_N>;
   static bool configured = false;
-  auto kernel = gemm_mma_kernel<F16, TO>;
+  auto kernel = gemm_mma_kernel<WARPS_M, WARPS_N, F16, TO>;
   if (!configured) {
-    KC_TRY(kc_check(ctx, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES),
+    KC_TRY(kc_check(ctx, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::SMEM_BYTES),
                     "cudaFuncSetAttribute(gemm_mma_kernel)"));
     configured = true;
   }
-  dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
-  KC_LAUNCH(kernel, grid, THREADS, SMEM_BYTES, ctx->stream)((TO*)out, (const uint16_t*)a, (const uint16_t*)w, epi, M, N,
-                                                           K, N % 2 == 0 && epi.split % 2 == 0 && ((uintptr_t)out & 7) == 0);
+  dim3 grid((N + T::BN - 1) / T::BN, (M + T::BM - 1) / T::BM);
+  KC_LAUNCH(kernel, grid, T::THREADS, T::SMEM_BYTES, ctx->stream)((TO*)out, (const uint16_t*)a, (const uint16_t*)w, epi, M, N,
+                                                                 K, N % 2 == 0 && epi.split % 2 == 0 && ((uintptr_t)out & 7) == 0);
   return kc_launched(ctx, "gemm_mma_kernel");
+}
+
+// The 128×256 tile where its grid has at least one block for every multiprocessor, else 128×128;
+// KINO_CUDA_GEMM_MMA_TILE (ctx->gemm_mma_tile) forces one.
+template <bool F16, typename TO>
+int launch(KcContext* ctx, void* out, const void* a, const void* w, const KcGemmEpilogue& epi, int M, int N, int K) {
+  const int64_t big_tiles = (int64_t)((M + Big::BM - 1) / Big::BM) * ((N + Big::BN - 1) / Big::BN);
+  const bool big = ctx->gemm_mma_tile ? ctx->gemm_mma_tile == 256 : big_tiles >= ctx->sm_count;
+  if (big) return launch_tile<2, 4, F16, TO>(ctx, out, a, w, epi, M, N, K);
+  return launch_tile<2, 2, F16, TO>(ctx, out, a, w, epi, M, N, K);
 }
 }  // namespace
 

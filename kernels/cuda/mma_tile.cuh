@@ -1,6 +1,8 @@
 // The mma.sync tile machinery shared by the sm_80 tensor-core kernels (gemm_mma.cu, conv_mma.cu):
-// how a pipeline stage lays out its K-major operand tiles in shared memory, the cp.async ring that
-// fills the stages, and one warp's multiply of a stage with ldmatrix + mma.sync m16n8k16.
+// how a pipeline stage lays out its K-major operand tiles in shared memory, and a warp's ldmatrix
+// fragments and mma.sync m16n8k16 on them; for the convolution also the row loader, the cp.async ring
+// that fills the stages and a warp's whole multiply of a stage (the GEMM has its own ring, with
+// fragments double-buffered across k steps, and its own row copier: gemm_mma.cu).
 //
 // A stage holds rows of KC_MMA_BK = 32 16-bit values (64 bytes, four 16-byte chunks) of A (output
 // rows) and B (output columns), both K-major. ldmatrix reads one 16-byte chunk from 8 consecutive
@@ -30,7 +32,7 @@ __device__ __forceinline__ void kc_mma_load_rows(uint32_t dst, const uint16_t* s
     if (CHUNKS % THREADS != 0 && idx >= CHUNKS) break;
     int row = idx / KC_MMA_CHUNKS, chunk = idx % KC_MMA_CHUNKS;
     int r = r0 + row, k = k0 + chunk * 8;
-    bool ok = r < nrows && (KC_PLANTED(2) ? k <= K : k < K);
+    bool ok = r < nrows && k < K;
     const uint16_t* p = ok ? src + (int64_t)r * K + k : src;
     kc_cp_async16(dst + kc_mma_swizzle(row, chunk), p, ok ? 16 : 0);
   }
@@ -53,29 +55,47 @@ __device__ __forceinline__ void kc_mma_pipeline(int ktiles, Load&& load_stage, C
   kc_cp_async_wait<0>();
 }
 
+// One warp's operand fragments for one 16-deep k step (kk: 0 or 1 within the stage) of a stage:
+// A rows [row0, row0 + 16·MI) as MI ldmatrix.x4 (m16k16 A fragments), B rows [row0, row0 + 8·NJ) as
+// NJ / 2 ldmatrix.x4 (two k16n8 B fragments each; NJ must be even). gemm_mma.cu double-buffers these
+// across k steps; kc_mma_warp_stage below loads and multiplies them in turn.
+template <int MI>
+__device__ __forceinline__ void kc_mma_frags_a(uint32_t sa, int row0, int kk, int lane, uint32_t (&af)[MI][4]) {
+#pragma unroll
+  for (int mi = 0; mi < MI; mi++) {
+    int row = row0 + mi * 16 + (lane % 16), chunk = kk * 2 + lane / 16;
+    kc_ldmatrix_x4(sa + kc_mma_swizzle(row, chunk), af[mi][0], af[mi][1], af[mi][2], af[mi][3]);
+  }
+}
+template <int NJ>
+__device__ __forceinline__ void kc_mma_frags_b(uint32_t sb, int row0, int kk, int lane, uint32_t (&bf)[NJ][2]) {
+  static_assert(NJ % 2 == 0, "B fragments load in pairs");
+#pragma unroll
+  for (int p = 0; p < NJ / 2; p++) {
+    int row = row0 + p * 16 + (lane % 8) + (lane / 16) * 8, chunk = kk * 2 + (KC_PLANTED(1) ? lane / 16 : (lane / 8) % 2);
+    kc_ldmatrix_x4(sb + kc_mma_swizzle(row, chunk), bf[2 * p][0], bf[2 * p][1], bf[2 * p + 1][0], bf[2 * p + 1][1]);
+  }
+}
+// acc[mi][nj] (m16n8 fragments) += af[mi] · bf[nj]: MI · NJ mma.sync m16n8k16.
+template <int MI, int NJ, bool F16>
+__device__ __forceinline__ void kc_mma_frags_mma(float (&acc)[MI][NJ][4], const uint32_t (&af)[MI][4], const uint32_t (&bf)[NJ][2]) {
+#pragma unroll
+  for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+    for (int nj = 0; nj < NJ; nj++) kc_mma_16816<F16>(acc[mi][nj], af[mi], bf[nj]);
+}
+
 // One warp's share of a stage: acc[mi][nj] (m16n8 fragments) += A rows [a_row0, a_row0 + 16·MI) ·
 // B rows [b_row0, b_row0 + 8·NJ)ᵀ over the stage's 32 k. NJ must be even (ldmatrix.x4 loads two n8
 // fragments of B at a time).
 template <int MI, int NJ, bool F16>
 __device__ __forceinline__ void kc_mma_warp_stage(uint32_t sa, uint32_t sb, int a_row0, int b_row0, int lane,
                                                   float (&acc)[MI][NJ][4]) {
-  static_assert(NJ % 2 == 0, "B fragments load in pairs");
 #pragma unroll
   for (int kk = 0; kk < KC_MMA_BK / 16; kk++) {
     uint32_t af[MI][4], bf[NJ][2];
-#pragma unroll
-    for (int mi = 0; mi < MI; mi++) {
-      int row = a_row0 + mi * 16 + (lane % 16), chunk = kk * 2 + lane / 16;
-      kc_ldmatrix_x4(sa + kc_mma_swizzle(row, chunk), af[mi][0], af[mi][1], af[mi][2], af[mi][3]);
-    }
-#pragma unroll
-    for (int p = 0; p < NJ / 2; p++) {
-      int row = b_row0 + p * 16 + (lane % 8) + (lane / 16) * 8, chunk = kk * 2 + (KC_PLANTED(1) ? lane / 16 : (lane / 8) % 2);
-      kc_ldmatrix_x4(sb + kc_mma_swizzle(row, chunk), bf[2 * p][0], bf[2 * p][1], bf[2 * p + 1][0], bf[2 * p + 1][1]);
-    }
-#pragma unroll
-    for (int mi = 0; mi < MI; mi++)
-#pragma unroll
-      for (int nj = 0; nj < NJ; nj++) kc_mma_16816<F16>(acc[mi][nj], af[mi], bf[nj]);
+    kc_mma_frags_a<MI>(sa, a_row0, kk, lane, af);
+    kc_mma_frags_b<NJ>(sb, b_row0, kk, lane, bf);
+    kc_mma_frags_mma<MI, NJ, F16>(acc, af, bf);
   }
 }

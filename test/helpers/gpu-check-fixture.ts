@@ -83,11 +83,13 @@ export function gemmPart(part: string, o: { speedup: number | Record<string, num
   return [...lines, ...kernelsEnd([part], rows, failures)];
 }
 
-/** gpu-check-kernels.py bench: "benchmarks (…):", the default path's GEMM rows and mma.sync attention
- *  with the 128-row query blocks auto takes and with 64-row ones forced. */
+/** gpu-check-kernels.py bench: "benchmarks (…):", per GEMM shape the default path's row, mma.sync's with
+ *  the tile it picks and with its 128×128 tile forced; mma.sync attention with the 128-row query blocks
+ *  auto takes and with 64-row ones forced. */
+const MMA_GEMM = [512.4, 431.7, 402.9, 468.1, 489.3], MMA_GEMM_128 = [351.2, 318.4, 301.5, 340.2, 347.8];
 export function benchPart(): string[] {
   const rows: Row[] = GEMM_SHAPES.flatMap(([label, mnk], i) => [[`gemm ${label} ${mnk} [auto]`, ONE_BLOCK[i]!, CUBLAS[i]!] as Row,
-    ...(i === 0 ? [[`gemm ${label} ${mnk} [mma.sync]`, 351.2, 861.4] as Row] : [])]);
+    [`gemm ${label} ${mnk} [mma.sync]`, MMA_GEMM[i]!, CUBLAS[i]!] as Row, [`gemm ${label} ${mnk} [mma.sync 128x128]`, MMA_GEMM_128[i]!, CUBLAS[i]!] as Row]);
   rows.push(...ATTENTION.flatMap((l, i) => [[`attention 12x128 ${l} [mma.sync]`, [175.2, 171.4, 172.3, 160.5][i]!, SDPA[i]!] as Row,
     [`attention 12x128 ${l} [mma.sync bq64]`, [150.4, 148.9, 149.6, 141.2][i]!, SDPA[i]!] as Row]));
   return ["", "benchmarks (bf16 inputs, f32 accumulation and output):", ...kernelsEnd(["bench"], rows, [])];

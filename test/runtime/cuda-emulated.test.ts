@@ -10,7 +10,8 @@
 //
 // The last tests plant known bugs in the wgmma kernel (KC_PLANTED, common.cuh) and require the cases
 // (or the emulator's proxy rule: wgmma reads cp.async data only after the writer's fence.proxy.async)
-// to catch each one.
+// to catch each one; and two in what the mma.sync kernel shares with the GEMM (mma_tile.cuh: the B
+// fragments, and the ring that only the convolution still runs).
 import { afterAll, describe, expect, test } from "bun:test";
 import { convCases } from "./op-cases-heavy.ts";
 import type { OpCase } from "./op-helpers.ts";
@@ -104,12 +105,19 @@ const PLANTED: [number, string, string | RegExp][] = [
   [28, "the producer announces a stage before cp.async.wait_group saw its copies land", /% of the tolerance|max abs NaN/],
 ];
 
-describe.skipIf(!harness)("the emulated cases catch planted wgmma conv bugs", () => {
-  for (const [n, what, how] of PLANTED) {
-    test(`bug ${n}, ${what}`, async () => {
-      const planted = new EmulatedConvBackend(harness!, { kernel: "wgmma", plant: n });
+// Each planted bug of mma_tile.cuh (KC_PLANTED(n)) that the mma.sync conv cases must catch.
+const PLANTED_MMA: [number, string][] = [
+  [1, "B fragment: ldmatrix takes the k half of the A layout"],
+  [7, "cp.async ring (kc_mma_pipeline): waits for one group too few"],
+];
+
+describe.skipIf(!harness)("the emulated cases catch planted conv bugs", () => {
+  for (const [n, what, how, kernel] of [...PLANTED.map(([n, what, how]) => [n, what, how, "wgmma"] as const),
+    ...PLANTED_MMA.map(([n, what]) => [n, what, /% of the tolerance|max abs NaN/, "mma.sync"] as const)]) {
+    test(`bug ${n} (${kernel}), ${what}`, async () => {
+      const planted = new EmulatedConvBackend(harness!, { kernel, plant: n });
       let caught: string | null = null;
-      for (const c of wgmmaCases) {
+      for (const c of kernel === "wgmma" ? wgmmaCases : cases) {
         const why = await failure(planted, c);
         if (why) {
           caught = `${c.name}: ${why}`;

@@ -3,9 +3,9 @@
 // with their epilogues, and conv_wgmma.cu) must really use the Hopper instructions in their sm_90a
 // build (wgmma, TMA bulk-tensor copies, register reallocation; the persistent GEMM's TMA-store
 // epilogue its stores, bulk async-groups and proxy fence; the convolution cp.async with the proxy
-// fence), the mma.sync GEMM (gemm_mma.cu) mma.sync on bf16 with ldmatrix and cp.async in its sm_80
-// build, and the mma.sync attention and convolution (attention.cu, conv_mma.cu) the same in both their
-// sm_90a and sm_80 builds; every kernel of each file must fit its registers without spilling, and the
+// fence), and the mma.sync GEMM, attention and convolution (gemm_mma.cu, attention.cu, conv_mma.cu)
+// mma.sync on bf16 with ldmatrix and cp.async in both their sm_90a and sm_80 builds (the H200 runs the
+// GEMM's sm_90a build where wgmma cannot take a call, every other GPU the sm_80 one); every kernel of each file must fit its registers without spilling, and the
 // wgmma pipeline must not be serialized — the failure modes that cost speed silently rather than
 // breaking results. Correctness on a GPU is tools/gpu-check.sh's job (and, for the convolutions, also
 // the CPU emulator's: cuda-emulated.test.ts).
@@ -19,8 +19,8 @@ const MMA_SYNC_BF16_PTX = ["mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
 /** Each file, its main kernel, how many instances of it the file compiles (each for an f32 and a bf16
  *  output — backend.ts "Activations" — times: attention D 64 and 128 with 128-key tiles and D 128 with
  *  176-key ones (KINO_CUDA_ATTENTION_BKV=176), or D 16, 32, 64, 128 with 128- and 64-row query blocks for
- *  mma.sync; GEMM bf16 and f16
- *  operands; conv: three tile shapes, f32 out), the target, and the instructions its PTX must contain. */
+ *  mma.sync; GEMM bf16 and f16 operands, and for mma.sync its 128×256 and 128×128 tiles; conv: three
+ *  tile shapes, f32 out), the target, and the instructions its PTX must contain. */
 const KERNELS = [
   { file: "attention_wgmma", kernel: "attention_wgmma_kernel", instances: 6, arch: "sm_90a",
     ptx: [...HOPPER_PTX, "wgmma.mma_async.sync.aligned.m64n128k16", "wgmma.mma_async.sync.aligned.m64n176k16"],
@@ -38,7 +38,8 @@ const KERNELS = [
   // wgmma kernel is verified, every other GPU the sm_80 one
   ...["sm_90a", "sm_80"].map((arch) => (
     { file: "attention", kernel: "attention_mma_kernel", instances: 16, arch, ptx: MMA_SYNC_BF16_PTX, uses: "mma.sync on bf16, ldmatrix and cp.async" })),
-  { file: "gemm_mma", kernel: "gemm_mma_kernel", instances: 4, arch: "sm_80", ptx: MMA_SYNC_BF16_PTX, uses: "mma.sync on bf16, ldmatrix and cp.async" },
+  ...["sm_90a", "sm_80"].map((arch) => (
+    { file: "gemm_mma", kernel: "gemm_mma_kernel", instances: 8, arch, ptx: MMA_SYNC_BF16_PTX, uses: "mma.sync on bf16, ldmatrix and cp.async" })),
   // three tile widths (192, 128, 96 channels: m64n192k16, m64n128k16, m64n96k16), f32 out; the voxel
   // rows by cp.async, made visible to wgmma with the async-proxy fence; the weight rows by TMA
   { file: "conv_wgmma", kernel: "conv_wgmma_kernel", instances: 3, arch: "sm_90a",

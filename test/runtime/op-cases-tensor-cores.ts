@@ -1,6 +1,7 @@
 // GEMM and attention cases aimed at the edges of the CUDA mma.sync kernels' tiles, beyond the op
-// sweep's (op-cases-heavy.ts, op-cases-fused.ts, op-cases-bf16.ts): gemm_mma.cu (128×128 output
-// tiles of 8 warps at 64×32, K in steps of 32 through a 4-stage cp.async ring) and attention_mma.cuh's
+// sweep's (op-cases-heavy.ts, op-cases-fused.ts, op-cases-bf16.ts): gemm_mma.cu (128×256 output tiles
+// of 8 warps, or 128×128 of 4, each warp 64×64; K in steps of 32 through a 4-stage cp.async ring; the
+// tile chosen by shape or forced: mmaTileGemmCases) and attention_mma.cuh's
 // attention_mma_kernel (128 query rows per block, 32 per warp, or 64 and 16; key tiles of 64, K and V
 // halves through a 3-slot ring; warps that skip key tiles their rows cannot see). Every case carries
 // its tensor-core promise (op-precision.ts) and is one the library sends to mma.sync (GEMM: bf16/f16
@@ -30,6 +31,28 @@ const GEMM_SHAPES: GemmShape[] = [
   { B: 2, L: 20, K: 56, N: 260, w: "bf16", a: "bf16", out: "f32", epi: { split: 2 }, bias: true, label: "split into two parts across the N tiles" },
   { B: 1, L: 1, K: 16, N: 7, w: "f16", a: "f32", out: "f32", epi: "residual", label: "one row, N odd, a residual of its own" },
 ];
+
+/** gemm_mma.cu's own edges, for its emulated tests only (the Hopper kernels' tests run GEMM_SHAPES):
+ *  `auto`, shapes that kc_gemm gives the 128×256 tile on the emulator's two multiprocessors (two or more
+ *  such tiles) — several blocks both ways with tails in M, N and K, f16 weights, a GELU into bf16, three
+ *  tiles across an odd N; `small` and `big`, shapes for the 128×128 or 128×256 tile forced
+ *  (KINO_CUDA_GEMM_MMA_TILE): 3 × 3 and 2 × 3 blocks of the small tile with every tail, a split and a
+ *  gated residual in place; a big tile over one row. */
+const MMA_TILE_SHAPES: Record<"auto" | "small" | "big", GemmShape[]> = {
+  auto: [
+    { B: 1, L: 200, K: 136, N: 300, w: "f16", a: "f32", out: "bf16", epi: "gelu", bias: true,
+      label: "2 × 2 tiles of 128×256: 72 rows, 44 columns and 8 k past the last whole ones" },
+    { B: 1, L: 136, K: 40, N: 515, w: "bf16", a: "bf16", out: "f32", label: "three 128×256 tiles across an odd N: single stores" },
+  ],
+  small: [
+    { B: 1, L: 260, K: 200, N: 300, w: "bf16", a: "f32", out: "f32", bias: true, label: "3 × 3 tiles of 128×128, every tail" },
+    { B: 2, L: 100, K: 88, N: 260, w: "f16", a: "bf16", out: "bf16", epi: { split: 2 }, bias: true, label: "split across 2 × 3 tiles of 128×128" },
+    { B: 3, L: 50, K: 72, N: 140, w: "bf16", a: "bf16", out: "f32", epi: "residual in place", G: 5, bias: true,
+      label: "gated residual in place on 2 × 2 tiles of 128×128" },
+  ],
+  big: [{ B: 1, L: 1, K: 24, N: 9, w: "f16", a: "f32", out: "f32", bias: true, label: "one row of a 128×256 tile" }],
+};
+export const mmaTileGemmCases = (tile: keyof typeof MMA_TILE_SHAPES) => tensorCoreGemmCases(MMA_TILE_SHAPES[tile], 33);
 
 /** GEMM_SHAPES as cases; other shapes (a kernel's own edges) the same way, with their own seed. */
 export function tensorCoreGemmCases(shapes: GemmShape[] = GEMM_SHAPES, seed = 31): OpCase[] {

@@ -65,16 +65,18 @@ export class EmulatedTensorCoreBackend extends HostBackend {
    *  bytes past a 128-byte boundary, as a view may, instead of 256-byte aligned as an allocation;
    *  `wgmmaRuns`: record which warpgroup issued wgmma when (EmulatedCall.runs); `attentionBkv`: 176
    *  gives the wgmma attention 176-key tiles at D 128 (KINO_CUDA_ATTENTION_BKV); `attentionBq`: the mma.sync
-   *  attention's query rows per block, forced (KINO_CUDA_ATTENTION_BQ), instead of chosen by shape. */
+   *  attention's query rows per block, forced (KINO_CUDA_ATTENTION_BQ), instead of chosen by shape;
+   *  `gemmMmaTile`: the mma.sync GEMM's block tile, forced (KINO_CUDA_GEMM_MMA_TILE), instead of chosen by shape. */
   constructor(private readonly harness: { gemm: string; attention: string },
     opts: { kernels?: TensorCoreKernels; plant?: number; misalign?: boolean; wgmmaRuns?: boolean; attentionBkv?: 128 | 176;
-      attentionBq?: 64 | 128 } = {}) {
+      attentionBq?: 64 | 128; gemmMmaTile?: "128x128" | "128x256" } = {}) {
     super();
     this.#kernels = opts.kernels ?? "mma.sync";
     this.#plant = opts.plant ?? 0;
     this.#env = { ...(opts.misalign ? { KC_EMU_MISALIGN: "1" } : {}), ...(opts.wgmmaRuns ? { KC_EMU_WGMMA_RUNS: "1" } : {}),
       ...(opts.attentionBkv ? { KINO_CUDA_ATTENTION_BKV: String(opts.attentionBkv) } : {}),
-      ...(opts.attentionBq ? { KINO_CUDA_ATTENTION_BQ: String(opts.attentionBq) } : {}) };
+      ...(opts.attentionBq ? { KINO_CUDA_ATTENTION_BQ: String(opts.attentionBq) } : {}),
+      ...(opts.gemmMmaTile ? { KINO_CUDA_GEMM_MMA_TILE: opts.gemmMmaTile } : {}) };
   }
 
   #run(op: EmulatedCall["op"], parts: ArrayBufferView[], dims: Pick<EmulatedCall, "M" | "N" | "split" | "K" | "out"> = {}): Uint8Array {

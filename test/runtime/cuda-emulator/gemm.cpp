@@ -16,7 +16,8 @@
 //        output's first contents when in place), f32 gate [M / L · G, N]
 //   OUT: out [M, N] (out_dt; a split's parts one after another)
 // Prints one line per kernel launch and then `kernel <name>` (what kc_gemm ran); exits 1 with the
-// library's message when the call fails.
+// library's message when the call fails. KINO_CUDA_GEMM_MMA_TILE forces the mma.sync kernel's block tile,
+// as kc_create reads it (gemm.cuh).
 #include "host-runtime.h"
 #include "../../../kernels/cuda/gemm.cuh"
 
@@ -57,6 +58,7 @@ int main(int argc, char** argv) {
   ctx.sm_major = hopper ? 9 : 8, ctx.sm_count = 2;  // two SMs: the conversion's grid-stride loop takes turns
   if (hopper) ctx.encode_tensor_map = (void*)&kc_emu_encode_tiled;
   ctx.gemm_path = path;
+  ctx.gemm_mma_tile = kc_gemm_mma_tile_setting(getenv("KINO_CUDA_GEMM_MMA_TILE"));
   const int rc = kc_gemm(&ctx, out, a, a_dt, w, w_dt, bias, M, N, K, gelu, res, gate, L, G, split, out_dt);
   if (rc) {
     fprintf(stderr, "kc_gemm: %s (%d)\n", ctx.error, rc);
