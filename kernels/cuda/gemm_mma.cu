@@ -11,7 +11,7 @@
 // Why: mma.sync on A100-class parts is bound by shared memory unless each ldmatrix'd fragment feeds
 // enough MMAs. Per SM and 32-deep K step, shared memory moving 128 B per cycle and the tensor cores
 // taking 2 cycles per m16n8k16 on A100 (1 on H100):
-//   the former 128×128 tile, warps 64×32: 6 ldmatrix.x4 (3 KiB) per 16 MMAs; 8 warps · 2 k16 · 3 KiB =
+//   a 128×128 tile of 8 warps at 64×32: 6 ldmatrix.x4 (3 KiB) per 16 MMAs; 8 warps · 2 k16 · 3 KiB =
 //     48 KiB read + 16 KiB cp.async written = 512 cycles per 256 MMAs (512 tensor cycles on A100, 256 on
 //     H100): shared memory the limit on both;
 //   128×256, warps 64×64: 8 ldmatrix.x4 (4 KiB) per 32 MMAs; 64 KiB read + 24 KiB written = 704 cycles per
