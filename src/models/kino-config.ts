@@ -2,6 +2,7 @@
 // kino-tiny export writes it), else the diffusers scheduler config, else Wan2.1-T2V-1.3B's defaults.
 // Several keys have aliases — the names used by Self-Forcing / LongLive configs — so a converted
 // causal checkpoint can carry its settings under the names its training code used.
+import type { AttentionReach } from "./attention-reach.ts";
 import type { Json } from "./configs.ts";
 import type { DitKind } from "./dit-kind.ts";
 import type { PredictionType, SamplerKind } from "./samplers.ts";
@@ -60,6 +61,12 @@ export interface KinoConfig {
    * first chunk is one latent frame.
    */
   firstFrameConditioning: boolean;
+  /**
+   * The farthest, in token rows and columns, a query's self-attention reaches (kino.self_attention_reach,
+   * attention-reach.ts): a model trained on one grid, run on a larger one, attends only as far as it
+   * learned. null: everywhere.
+   */
+  selfAttentionReach: AttentionReach | null;
 }
 
 /**
@@ -143,6 +150,7 @@ export function parseKinoConfig(kino: Json | null, scheduler: Json, file: string
     maxPixels: count(pick(1920 * 1088, "max_pixels"), "max_pixels"),
     nativeSizes: nativeSizesOf(k, bad),
     firstFrameConditioning: pick(false, "first_frame_conditioning"),
+    selfAttentionReach: reachOf(k.self_attention_reach, bad),
   };
   if (cfg.windowFrames !== null && cfg.windowFrames !== -1) count(cfg.windowFrames, "window_frames");
   if (cfg.windowFrames === -1) cfg.windowFrames = null;
@@ -155,6 +163,8 @@ export function parseKinoConfig(kino: Json | null, scheduler: Json, file: string
   }
   // the latent-patch image branch (dit-kind.ts) reads the given first frame: without one it never runs
   if (k.image_features !== undefined && !cfg.firstFrameConditioning) throw bad("image_features", "needs first_frame_conditioning: the branch reads the given first frame");
+  // the streaming path (wan-dit-causal.ts) is where the reach is applied
+  if (cfg.selfAttentionReach && !cfg.causal) throw bad("self_attention_reach", "needs a causal model: streaming applies it, whole clips do not");
   const strength = cfg.continuationStrength;
   if (typeof strength !== "number" || !(strength > 0 && strength <= 1)) throw bad("continuation_strength", `must be a number in (0, 1], got ${JSON.stringify(strength)}`);
   // UniPC's multistep history cannot begin halfway through its schedule
@@ -196,4 +206,13 @@ function nativeSizesOf(k: Json, bad: (key: string, why: string) => Error): strin
   }
   if (typeof k.native_width === "number" && typeof k.native_height === "number") return [`${k.native_width}x${k.native_height}`];
   return null;
+}
+
+/** kino.self_attention_reach [rows, columns], whole numbers ≥ 1; null when absent. */
+function reachOf(v: unknown, bad: (key: string, why: string) => Error): AttentionReach | null {
+  if (v === undefined || v === null) return null;
+  if (!Array.isArray(v) || v.length !== 2 || v.some((n) => typeof n !== "number" || !Number.isInteger(n) || n < 1)) {
+    throw bad("self_attention_reach", `must be [rows, columns], two integers ≥ 1, got ${JSON.stringify(v)}`);
+  }
+  return [v[0], v[1]];
 }

@@ -93,9 +93,13 @@ export class KvCache {
   }
 
   /** out ← attention of the chunk's queries over held + chunk keys. */
-  attend(layer: number, out: Tensor, q: Tensor, scale: number): void {
-    const kvLen = (this.heldFrames + this.#pendingFrames) * this.shape.tokensPerFrame;
-    this.b.attention(out, q, this.k[layer]!, this.v[layer]!, { scale, kvLen });
+  attend(layer: number, out: Tensor, q: Tensor, scale: number, bias?: Tensor): void {
+    this.b.attention(out, q, this.k[layer]!, this.v[layer]!, { scale, kvLen: this.attendLength, ...(bias ? { bias } : {}) });
+  }
+
+  /** The keys attention reads: the held frames and the chunk being stored. */
+  get attendLength(): number {
+    return (this.heldFrames + this.#pendingFrames) * this.shape.tokensPerFrame;
   }
 
   /**

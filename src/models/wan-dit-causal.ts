@@ -43,6 +43,7 @@
 // of the keys attention sums over (and so its bits, against the eager path and the goldens) and needs
 // a wrapped window in both attention kernels, wgmma's TMA descriptors included.
 import type { Tensor } from "../runtime/tensor.ts";
+import { type AttentionReach, reachBias, reachMasks } from "./attention-reach.ts";
 import { ForwardGraph } from "./dit-graph.ts";
 import { KvCache } from "./kv-cache.ts";
 import type { FrameOffsetAt } from "./rope.ts";
@@ -63,6 +64,9 @@ export interface CausalOptions {
   /** Run the denoising forwards and the context passes as recorded graphs where the backend has them
    *  (dit-graph.ts). */
   graphs?: boolean;
+  /** Self-attention only within this many token rows and columns (attention-reach.ts); absent or
+   *  null: everywhere. */
+  reach?: AttentionReach | null;
 }
 
 /** A number per conditioning object, for graph keys (a new prompt's K/V are new tensors). */
@@ -85,6 +89,9 @@ export class CausalWanDiT {
   readonly #frameAt: Tensor;
   /** What `#frameAt` was last set to (NaN: not yet). */
   #frameAtValue = Number.NaN;
+  /** The reach's attention bias per key count (the window fills, then stays one length), made outside
+   *  any recording and kept until free(), so a recorded graph always reads the same tensor. */
+  readonly #reachBiases = new Map<number, Tensor>();
 
   constructor(readonly dit: WanDiT, readonly opts: CausalOptions) {
     const [pt, ph, pw] = dit.config.patch;
@@ -128,6 +135,7 @@ export class CausalWanDiT {
     const frames = tokenFrameTimesteps(t, latent.shape[1]!, dit.config.patch[0]);
     const time = await this.#timeEmbedding(B === 1 ? frames : Array.from({ length: B }, () => frames).flat());
     const at = this.#frameOffset();
+    const bias = this.#reachBias();
     const graph = commit ? this.contextGraph : this.graph;
     const plan = commit ? this.cache.planCommit(asSink) : null;
     let key = "";
@@ -142,14 +150,14 @@ export class CausalWanDiT {
     if (plan) {
       // the context pass: the K/V only, then the commit's moves, in the graph where there is one
       const pass = (l: Tensor, e0: Tensor) => {
-        this.#contextNow(l, grid, { e0, groups: time.groups }, cross, at);
+        this.#contextNow(l, grid, { e0, groups: time.groups }, cross, at, bias);
         this.cache.enqueueCommit(plan);
       };
       if (!graph?.runForEffect(key, [latent, time.e0], ([l, e0]) => pass(l!, e0!))) pass(latent, time.e0);
       this.cache.applyCommit(plan);
       return null;
     }
-    const forward = (l: Tensor, e: Tensor, e0: Tensor) => this.#forwardNow(l, grid, { e, e0, groups: time.groups }, cross, at);
+    const forward = (l: Tensor, e: Tensor, e0: Tensor) => this.#forwardNow(l, grid, { e, e0, groups: time.groups }, cross, at, bias);
     return graph?.run(key, [latent, time.e, time.e0], ([l, e, e0]) => forward(l!, e!, e0!)) ?? forward(latent, time.e, time.e0);
   }
 
@@ -167,10 +175,10 @@ export class CausalWanDiT {
   }
 
   /** The denoising forward, every op enqueued before it returns: the prediction. */
-  #forwardNow(latent: Tensor, grid: Grid, time: TimeEmbedding, cross: CrossAttnKV, at: FrameOffsetAt): Tensor {
+  #forwardNow(latent: Tensor, grid: Grid, time: TimeEmbedding, cross: CrossAttnKV, at: FrameOffsetAt, bias: Tensor | undefined): Tensor {
     const x = this.#tokens(latent);
     try {
-      this.dit.blocksNow(x, grid, at, time, cross, this.#selfAttention(), false);
+      this.dit.blocksNow(x, grid, at, time, cross, this.#selfAttention(bias), false);
       return this.dit.headNow(x, grid, time);
     } finally {
       this.dit.backend.free(x);
@@ -178,21 +186,37 @@ export class CausalWanDiT {
   }
 
   /** The context pass's forward, every op enqueued before it returns: the chunk's K/V into the cache. */
-  #contextNow(latent: Tensor, grid: Grid, time: BlockTime, cross: CrossAttnKV, at: FrameOffsetAt): void {
+  #contextNow(latent: Tensor, grid: Grid, time: BlockTime, cross: CrossAttnKV, at: FrameOffsetAt, bias: Tensor | undefined): void {
     const x = this.#tokens(latent);
     try {
-      this.dit.blocksNow(x, grid, at, time, cross, this.#selfAttention(), true);
+      this.dit.blocksNow(x, grid, at, time, cross, this.#selfAttention(bias), true);
     } finally {
       this.dit.backend.free(x);
     }
   }
 
-  #selfAttention(): SelfAttention {
+  #selfAttention(bias: Tensor | undefined): SelfAttention {
     const scale = 1 / Math.sqrt(this.dit.headDim);
     return {
       store: (layer, k, v) => this.cache.store(layer, k, v),
-      attend: (layer, out, q) => this.cache.attend(layer, out, q, scale),
+      attend: (layer, out, q) => this.cache.attend(layer, out, q, scale, bias),
     };
+  }
+
+  /** The bias that holds this chunk's self-attention to the reach (undefined where the reach covers the
+   *  grid, and for a stream's first chunk, which lays out the scene: attention-reach.ts). */
+  #reachBias(): Tensor | undefined {
+    const [, ph, pw] = this.dit.config.patch, rows = this.opts.height / ph, columns = this.opts.width / pw;
+    const reach = this.opts.reach ?? null;
+    if (!reach || !reachMasks(reach, rows, columns) || this.cache.heldFrames === 0) return undefined;
+    const keys = this.cache.attendLength;
+    let bias = this.#reachBiases.get(keys);
+    if (!bias) {
+      const queries = this.chunkTokens, heads = this.dit.config.numHeads;
+      bias = this.dit.backend.upload(reachBias(reach, heads, rows, columns, queries, keys), [heads, queries, keys]);
+      this.#reachBiases.set(keys, bias);
+    }
+    return bias;
   }
 
   /** Time embeddings depend on the timesteps only, and a stream repeats the same few every chunk
@@ -232,7 +256,8 @@ export class CausalWanDiT {
   free(): void {
     this.graph?.free();
     this.contextGraph?.free();
-    this.dit.backend.free(this.#frameAt);
+    this.dit.backend.free(this.#frameAt, ...this.#reachBiases.values());
+    this.#reachBiases.clear();
     this.cache.free();
     this.#freeTimes();
   }
@@ -242,10 +267,17 @@ export class CausalWanDiT {
  * Several chunks [C, k·N, H, W] in one pass with the block-causal mask (chunk j sees chunks ≤ j),
  * per-latent-frame timesteps: what chunk-by-chunk generation with committed chunks computes.
  */
-export function forwardBlockCausal(dit: WanDiT, latent: Tensor, timesteps: readonly number[], chunkFrames: number, cross: CrossAttnKV): Promise<Tensor> {
+export async function forwardBlockCausal(dit: WanDiT, latent: Tensor, timesteps: readonly number[], chunkFrames: number, cross: CrossAttnKV,
+  reach: AttentionReach | null = null): Promise<Tensor> {
   const grid = dit.grid(latent.shape), pt = dit.config.patch[0];
   const blockSize = (chunkFrames / pt) * grid[1] * grid[2];
-  return dit.forwardSequence(latent, tokenFrameTimesteps(timesteps, latent.shape[1]!, pt), cross, { blockCausal: { blockSize, qOffset: 0 } });
+  const tokens = grid[0] * grid[1] * grid[2], heads = dit.config.numHeads;
+  const bias = reachMasks(reach, grid[1], grid[2]) ? dit.backend.upload(reachBias(reach!, heads, grid[1], grid[2], tokens, tokens, blockSize), [heads, tokens, tokens]) : undefined;
+  try {
+    return await dit.forwardSequence(latent, tokenFrameTimesteps(timesteps, latent.shape[1]!, pt), cross, { blockCausal: { blockSize, qOffset: 0 }, ...(bias ? { bias } : {}) });
+  } finally {
+    if (bias) dit.backend.free(bias);
+  }
 }
 
 /** One timestep per token frame from one per latent frame, or one for all (frames sharing a time patch agree). */

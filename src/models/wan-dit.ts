@@ -438,9 +438,9 @@ export class WanDiT {
   /**
    * A forward over a whole latent without a cache: G timesteps for G equal runs of consecutive tokens
    * (one for all, one per token frame, one per token), the self-attention restricted by `attention`
-   * (a block-causal mask) or full.
+   * (a block-causal mask, a bias) or full.
    */
-  async forwardSequence(latent: Tensor, timesteps: readonly number[], cross: CrossAttnKV, attention: Pick<AttentionOptions, "blockCausal">, tap?: Tap): Promise<Tensor> {
+  async forwardSequence(latent: Tensor, timesteps: readonly number[], cross: CrossAttnKV, attention: Pick<AttentionOptions, "blockCausal" | "bias">, tap?: Tap): Promise<Tensor> {
     const grid = this.grid(latent.shape);
     const time = await this.timeEmbedding(timesteps, tap);
     try {
@@ -462,7 +462,7 @@ export class WanDiT {
    * enqueued before it returns: what a recorded graph replays (wan-dit-graphed.ts). The RoPE table
    * must already cover the grid (rope.options grows it with an upload).
    */
-  sequenceNow(latent: Tensor, time: TimeEmbedding, cross: CrossAttnKV, attention: Pick<AttentionOptions, "blockCausal"> = {}): Tensor {
+  sequenceNow(latent: Tensor, time: TimeEmbedding, cross: CrossAttnKV, attention: Pick<AttentionOptions, "blockCausal" | "bias"> = {}): Tensor {
     const grid = this.grid(latent.shape);
     const x = this.patchifyNow(latent);
     try {
@@ -474,7 +474,7 @@ export class WanDiT {
   }
 
   /** Self-attention over the forward's own keys (no cache): each layer attends to what it just stored. */
-  #selfAttention(attention: Pick<AttentionOptions, "blockCausal">): SelfAttention {
+  #selfAttention(attention: Pick<AttentionOptions, "blockCausal" | "bias">): SelfAttention {
     const scale = 1 / Math.sqrt(this.headDim);
     const kv: Tensor[] = [];
     return {

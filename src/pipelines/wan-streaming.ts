@@ -188,6 +188,7 @@ export class WanStreamingPipeline implements Pipeline {
     let pending: PendingChunk | null = null;
     const causal = new CausalWanDiT(dit, {
       chunkFrames: N, windowFrames: window, sinkFrames: kino.sinkFrames, height: h, width: w, batch: guided ? 2 : 1, graphs: ditGraphsWanted(),
+      reach: kino.selfAttentionReach,
     });
     // cross: what the forward attends to (with guidance: [cond, uncond] stacked)
     let cross: CrossAttnKV | null = null, crossOf: Conditioning | null = null, uncond: CrossAttnKV | null = null;

@@ -159,6 +159,25 @@ describe.skipIf(!exported)("kino-tiny from an image", () => {
     expect(psnr(first!, square)).toBeGreaterThan(25);
   }, 60000);
 
+  test("at 16:9 an object near one edge stays one object: no copy grows on the far edge", async () => {
+    // a red circle near the right edge of a 112×64 picture (the wide native size), standing still
+    const W = 112, H = 64;
+    const png = await pngOf(renderFrame("green", "red", "circle", 96, 32, 10, W, H), W, H);
+    const res = await post("/v1/videos/sync", { prompt: "standing still", size: `${W}x${H}`, num_frames: 29, seed: 3, image_reference: { image_url: dataUrl(png) } });
+    expect(res.status).toBe(200);
+    const frames = await decodeFrames(new Uint8Array(await res.arrayBuffer()), W, H);
+    // in the left third of every frame, the pixels that are not the green background
+    const green = [0, 0, 0].map((_, c) => frames[0]![(2 * W + 2) * 3 + c]!);
+    const strayPixels = frames.map((f) => {
+      let n = 0;
+      for (let y = 0; y < H; y++)
+        for (let x = 0; x < W / 3; x++) if ([0, 1, 2].reduce((sum, c) => sum + Math.abs(f[(y * W + x) * 3 + c]! - green[c]!), 0) > 90) n++;
+      return n;
+    });
+    console.log(`16:9, object at the right edge: stray pixels in the left third per frame ${strayPixels.join(" ")}`);
+    expect(Math.max(...strayPixels)).toBeLessThan(20);
+  }, 60000);
+
   test("images.edit starts an image from the reference: its background, which the prompt does not name, stays", async () => {
     const reference = await drawnFrame("a yellow star on a black background", 4);
     const form = new FormData();

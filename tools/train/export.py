@@ -82,6 +82,9 @@ def kino_block(steps, shift, guidance):
         "native_width": c["video"]["width"], "native_height": c["video"]["height"],
         # the sizes the DiT was trained to make (the server renders other sizes at the nearest in aspect)
         **({"native_sizes": c["native_sizes"]} if len(c["native_sizes"]) > 1 else {}),
+        # self-attention reaches as far as the square training grid spans (src/models/attention-reach.ts):
+        # on the 16:9 and 9:16 grids a wider reach copies an object near one edge onto the far edge
+        "self_attention_reach": [common.latent_hw() // c["dit"]["patch_size"][1] - 1, common.latent_hw() // c["dit"]["patch_size"][2] - 1],
         # trained to start from a client's image: its latent is the first chunk, committed without denoising
         **({"first_frame_conditioning": True} if c.get("first_frame") else {}),
         # ... and read in every cross-attention through the image branch (image_branch.py)

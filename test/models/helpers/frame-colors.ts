@@ -48,18 +48,18 @@ export function hue([r, g, b]: number[]): number {
   return (h * 60 + 360) % 360;
 }
 
-/** A 64x64 RGB frame as tools/data/render.py draws a scene's first frame, for the shapes that need no
- *  outline math: a filled circle or square of radius `r` in a palette color at (cx, cy) on a solid
- *  palette (or black) background, edge pixels blended by coverage (4×4 samples). */
-export function renderFrame(bg: string, color: string, shape: "circle" | "square", cx: number, cy: number, r: number, size = 64): Uint8Array {
+/** A 64x64 (or width × height) RGB frame as tools/data/render.py draws a scene's first frame, for the
+ *  shapes that need no outline math: a filled circle or square of radius `r` in a palette color at
+ *  (cx, cy) on a solid palette (or black) background, edge pixels blended by coverage (4×4 samples). */
+export function renderFrame(bg: string, color: string, shape: "circle" | "square", cx: number, cy: number, r: number, width = 64, height = width): Uint8Array {
   const back = bg === "black" ? [12, 12, 12] : PALETTE[bg]!, fill = PALETTE[color]!;
   const inside = (x: number, y: number) => (shape === "circle" ? (x - cx) ** 2 + (y - cy) ** 2 <= r * r : Math.abs(x - cx) <= r && Math.abs(y - cy) <= r);
-  const frame = new Uint8Array(size * size * 3);
-  for (let y = 0; y < size; y++) {
-    for (let x = 0; x < size; x++) {
+  const frame = new Uint8Array(width * height * 3);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
       let covered = 0;
       for (let s = 0; s < 16; s++) covered += inside(x + ((s % 4) + 0.5) / 4, y + (Math.floor(s / 4) + 0.5) / 4) ? 1 : 0;
-      for (let c = 0; c < 3; c++) frame[(y * size + x) * 3 + c] = Math.round(back[c]! + (fill[c]! - back[c]!) * (covered / 16));
+      for (let c = 0; c < 3; c++) frame[(y * width + x) * 3 + c] = Math.round(back[c]! + (fill[c]! - back[c]!) * (covered / 16));
     }
   }
   return frame;
