@@ -19,6 +19,9 @@ export type AttentionReach = readonly [rows: number, columns: number];
  *  and finite, so a kernel tile whose keys are all out of reach for a row rescales away cleanly. */
 const OUT_OF_REACH = -1e9;
 
+/** The most values a bias may hold (256 MiB of f32). */
+const MAX_BIAS_VALUES = 2 ** 26;
+
 /** Whether a grid of `rows` × `columns` tokens per frame has a pair of tokens farther apart than the reach. */
 export function reachMasks(reach: AttentionReach | null, rows: number, columns: number): boolean {
   return reach !== null && (rows - 1 > reach[0] || columns - 1 > reach[1]);
@@ -34,6 +37,10 @@ export function reachMasks(reach: AttentionReach | null, rows: number, columns: 
 export function reachBias(reach: AttentionReach, heads: number, rows: number, columns: number, queries: number, keys: number, unmasked = 0): Float32Array {
   const perFrame = rows * columns;
   if (queries % perFrame || keys % perFrame) throw new Error(`${queries} queries and ${keys} keys are not whole frames of ${rows}x${columns} tokens`);
+  // the bias is dense: made for small models' grids, it would take gigabytes at a large model's
+  if (heads * queries * keys > MAX_BIAS_VALUES) {
+    throw new Error(`kino.self_attention_reach: a ${rows}x${columns}-token grid needs a ${Math.round((heads * queries * keys * 4) / 2 ** 20)} MiB attention bias, more than the ${(MAX_BIAS_VALUES * 4) / 2 ** 20} MiB allowed`);
+  }
   const one = new Float32Array(queries * keys);
   for (let i = unmasked; i < queries; i++) {
     const qi = i % perFrame, qRow = Math.floor(qi / columns), qColumn = qi % columns;

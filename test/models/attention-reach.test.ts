@@ -34,6 +34,8 @@ describe("the reach", () => {
     expect(rows[0 * 28 + 2 * 7]).toBeLessThan(0);
     expect(rows[0 * 28 + 1 * 7 + 6]).toBe(0);
     expect(() => reachBias([3, 3], 1, 4, 7, 28, 30)).toThrow("not whole frames");
+    // a Wan-1.3B chunk at 832×480 over a 21-frame window: refused before gigabytes are allocated
+    expect(() => reachBias([3, 3], 12, 30, 52, 4680, 32760)).toThrow("kino.self_attention_reach: a 30x52-token grid needs a 7018 MiB attention bias");
     // the first chunk's queries (28 of a two-frame pass) see every key; the second chunk's do not
     const pass = reachBias([3, 3], 1, 4, 7, 56, 56, 28);
     expect(pass.subarray(0, 28 * 56).every((v) => v === 0)).toBe(true);
