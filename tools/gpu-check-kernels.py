@@ -12,15 +12,17 @@
 #           gated-residual epilogues) beside the one-block-per-tile wgmma kernel and cuBLAS (the
 #           TMA-store part also beside the register epilogue, and at the bf16 outputs of Wan's QKV
 #           split and FFN up);
-#   verify  every GEMM path (wgmma, mma.sync — also with its 128×256 and 128×128 block tiles forced,
+#   verify  every GEMM path (wgmma, mma.sync — also with each of its block tiles forced,
 #           KINO_CUDA_GEMM_MMA_TILE —, SIMT; bf16 and f32 activations; the GELU and gated-residual
 #           epilogues, in place; split outputs with even and odd parts) and the
 #           attention kernels (D 16…128, Lq ≠ Lk, kvLen < Lk, block-causal, T5 bias, SIMT head
 #           sizes; the mma.sync attention also with 128- and 64-row query blocks forced), each
 #           tensor-core attention result also against its promise (attention.cu: |err| ≤ 2^-7 · max|v|);
 #   bench   bf16 GEMM (4096³ and the Wan-1.3B shapes at M = 4680: the kernel auto picks, mma.sync with
-#           the tile it picks there — 128×256 — [mma.sync], and its 128×128 tile forced [mma.sync 128x128])
-#           and attention (12 heads × 128,
+#           the tile its model picks [mma.sync], printed as "mma.sync picks …", and with each tile forced
+#           [mma.sync 128x256], [mma.sync 128x192], [mma.sync 128x128]: whether the pick is the fastest
+#           — gemm_mma.cu's header has the model's waves; an H200, 132 SMs, checks its 132-SM predictions
+#           only, the A100's 108 and the L40S's 142 need those GPUs) and attention (12 heads × 128,
 #           Lq 4680, Lk 4680/18720/32760, one block-causal case) in TFLOP/s beside cuBLAS and SDPA; the
 #           mma.sync attention with the 128-row query blocks auto takes there ([mma.sync]) and with
 #           64-row ones forced (KINO_CUDA_ATTENTION_BQ=64, [mma.sync bq64]).
@@ -39,6 +41,7 @@ lib.kc_gemm.argtypes = [vp, vp, vp, i32, vp, i32, vp, i32, i32, i32, i32, vp, vp
 lib.kc_attention.argtypes = [vp, vp, vp, vp, vp, i32, vp, i32, i32, i32, i32, i32, i32, f32, i32, i32, i32]  # last: out dtype
 lib.kc_last_kernel.restype = C.c_char_p
 lib.kc_last_kernel.argtypes = [vp, i32]
+lib.kc_gemm_mma_tile.argtypes = [vp, i32, i32]  # the mma.sync GEMM's block tile width for M, N (gemm_mma.cu)
 F32, BF16 = 0, 1
 skipped = []  # parts that found no sm_90 GPU to run on
 # How long an unverified kernel's part may take before its watchdog reports a hang: each part's real work
@@ -100,9 +103,10 @@ def ref_attention(q, k, v, kv_len, scale, bias=None, block=0, qoff=0):
     w = torch.softmax(s, -1).nan_to_num(0.0)
     return (w @ v).transpose(1, 2)
 
+# the mma.sync GEMM's block tiles, forced (gemm_mma.cu; without, its model picks one per call)
+MMA_TILES = ["128x256", "128x192", "128x128"]
 ctxs = {"mma.sync": context("mma"), "simt": context("simt"), "auto (wgmma on sm_90)": context(None),
-        # the mma.sync GEMM's block tiles forced (gemm_mma.cu): auto takes 128×256 where its grid fills the GPU
-        "mma.sync 128x256": context("mma", mma_tile="128x256"), "mma.sync 128x128": context("mma", mma_tile="128x128")}
+        **{f"mma.sync {t}": context("mma", mma_tile=t) for t in MMA_TILES}}
 # The mma.sync attention's query blocks forced (attention.cu): auto takes 128 rows except on grids too
 # small to fill the GPU, where it takes 64 — most of the small correctness shapes below.
 attention_rows = {rows_: context(None, attention_bq=str(rows_)) for rows_ in (128, 64)}
@@ -140,7 +144,7 @@ def print_table():
 def verify():
     print("GEMM correctness (out = a·wᵀ + bias):")
     shapes = [(1, 8, 8), (133, 264, 200), (77, 40, 24), (4680, 1536, 1536), (4680, 4608, 1536), (300, 1536, 8960), (257, 520, 4104)]
-    for path in ["mma.sync", "mma.sync 128x256", "mma.sync 128x128", "auto (wgmma on sm_90)", "simt"]:
+    for path in ["mma.sync", *(f"mma.sync {t}" for t in MMA_TILES), "auto (wgmma on sm_90)", "simt"]:
         ctx = ctxs[path]
         for M, N, K in shapes:
             if path == "simt" and M * N * K > 2e9: continue
@@ -189,6 +193,7 @@ def verify():
 
 def benchmarks():
     ctx = ctxs["auto (wgmma on sm_90)"]
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
     print("\nbenchmarks (bf16 inputs, f32 accumulation and output):", flush=True)
     for label, (M, N, K) in [("4096³", (4096, 4096, 4096)), ("Wan QKV", (4680, 4608, 1536)), ("Wan O / cross-Q", (4680, 1536, 1536)),
                              ("Wan FFN up", (4680, 8960, 1536)), ("Wan FFN down", (4680, 1536, 8960))]:
@@ -196,9 +201,9 @@ def benchmarks():
         out = torch.empty(M, N, device="cuda")
         flops = 2 * M * N * K
         tt = torch_bench(lambda: torch.matmul(a, w.T), flops)
-        # the kernel auto picks ([auto]), mma.sync with the tile it picks ([mma.sync]: 128×256 at these shapes)
-        # and with its 128×128 tile forced ([mma.sync 128x128])
-        for path, tag in [("auto (wgmma on sm_90)", "auto"), ("mma.sync", "mma.sync"), ("mma.sync 128x128", "mma.sync 128x128")]:
+        # the kernel auto picks ([auto]), mma.sync with the tile its model picks ([mma.sync]) and with each tile forced
+        print(f"  mma.sync picks 128x{lib.kc_gemm_mma_tile(ctxs['mma.sync'], M, N)} for {label} ({sms} SMs)", flush=True)
+        for path, tag in [("auto (wgmma on sm_90)", "auto"), ("mma.sync", "mma.sync"), *((f"mma.sync {t}", f"mma.sync {t}") for t in MMA_TILES)]:
             c = ctxs[path]
             kt = bench(c, lambda: lib.kc_gemm(c, p(out), p(a), BF16, p(w), BF16, None, M, N, K, 0, None, None, 1, 1, 0, F32), flops)
             rows.append((f"gemm {label} {M}x{N}x{K} [{tag}]", kt, tt))

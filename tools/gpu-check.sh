@@ -39,12 +39,12 @@
 #       wgmma conv (conv path 3, sm_90 only) at the same cases (a watchdog reports a hang) and, where it
 #       kept its promise, its TFLOP/s beside mma.sync at those levels;
 #    9. kernels vs PyTorch (tools/gpu-check-kernels.py verify): every GEMM path (wgmma, mma.sync — also
-#       with either block tile forced —, SIMT;
+#       with each block tile forced —, SIMT;
 #       bf16 and f32 activations; epilogues; split outputs) and the attention kernels (mma.sync also
 #       with its 128- and 64-row query blocks forced);
 #   10. kernel benchmarks (tools/gpu-check-kernels.py bench): bf16 GEMM at 4096³ and the Wan shapes (the
-#       kernel auto picks, and mma.sync with the 128×256 tile it picks there and with its 128×128 one
-#       forced: KINO_CUDA_GEMM_MMA_TILE=128x128), mma.sync attention at the Wan shapes (the 128-row query blocks auto takes, and 64-row ones
+#       kernel auto picks, and mma.sync with the block tile its model picks and with each of its three
+#       forced: KINO_CUDA_GEMM_MMA_TILE), mma.sync attention at the Wan shapes (the 128-row query blocks auto takes, and 64-row ones
 #       forced: KINO_CUDA_ATTENTION_BQ=64), TFLOP/s beside cuBLAS and SDPA;
 #   11. Wan2.1 VAE decode at 832x480 per 3-latent-frame chunk and the frames' readback (tools/bench/vae-decode.ts);
 #   12. the image models at real size, random weights (tools/bench/image-models.ts): Wan2.2 TI2V-5B at

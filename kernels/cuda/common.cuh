@@ -25,13 +25,16 @@ struct KcContext {
   int device;
   int sm_major, sm_minor, sm_count;
   size_t smem_optin;           // max dynamic shared memory per block after opt-in
+  int smem_per_sm;             // shared memory an SM shares among its blocks (bytes)
+  int smem_reserved;           // shared memory the runtime keeps per block (bytes)
+  int regs_per_sm, threads_per_sm;  // 32-bit registers and resident threads per SM
   cudaStream_t stream;
   KcAllocator* alloc;
   void* encode_tensor_map;     // cuTensorMapEncodeTiled from the driver (sm_90 kernels), or null
   int gemm_path;               // 0 auto, 1 force mma.sync, 2 force SIMT, 3 force wgmma, 4 force persistent wgmma,
                                // 5 force ping-pong wgmma (KINO_CUDA_GEMM=mma|simt|wgmma|wgmma-persistent|wgmma-pingpong)
-  int gemm_mma_tile;           // the mma.sync GEMM's block tile: 128 (128×128) or 256 (128×256) forced, 0 by
-                               // shape (KINO_CUDA_GEMM_MMA_TILE=128x128|128x256; gemm_mma.cu)
+  int gemm_mma_tile;           // the mma.sync GEMM's block tile forced, by its width: 128, 192 or 256 (128×…);
+                               // 0 by the model (KINO_CUDA_GEMM_MMA_TILE=128x128|128x192|128x256; gemm_mma.cu)
   int attention_path;          // 0 auto, 1 force the f32 SIMT kernel, 2 force wgmma, 3 force mma.sync
                                // (KINO_CUDA_ATTENTION=f32|wgmma)
   int attention_bkv;           // key tile of the wgmma attention at D 128: 128, or FlashAttention-3's 176

@@ -61,6 +61,10 @@ KC_API KcContext* kc_create(int device, int32_t* code, char* err, int err_len) {
   ctx->sm_minor = prop.minor;
   ctx->sm_count = prop.multiProcessorCount;
   ctx->smem_optin = prop.sharedMemPerBlockOptin;
+  ctx->smem_per_sm = (int)prop.sharedMemPerMultiprocessor;
+  ctx->smem_reserved = (int)prop.reservedSharedMemPerBlock;
+  ctx->regs_per_sm = prop.regsPerMultiprocessor;
+  ctx->threads_per_sm = prop.maxThreadsPerMultiProcessor;
   ctx->alloc = new KcAllocator();
   ctx->encode_tensor_map = nullptr;
   ctx->gemm_path = 0;

@@ -15,8 +15,9 @@
 //   gemm_wgmma_pingpong.cu  persistent too, each consumer warpgroup on a 128×112 tile of its own,
 //                  the two taking turns on the tensor cores so that one's epilogue hides behind the
 //                  other's mainloop.
-//   gemm_mma.cu    sm_80+: cp.async + ldmatrix + mma.sync m16n8k16, 128×256×32 tiles (128×128 where
-//                  those leave SMs idle), 64×64 per warp, 4 stages.
+//   gemm_mma.cu    sm_80+: cp.async + ldmatrix + mma.sync m16n8k16, 128×256, 128×192 or 128×128 block
+//                  tiles (per call, by a model of the GPU's waves: gemm_mma_tiles.cuh), 64×64 per warp,
+//                  K steps of 32 through 4 stages.
 //   gemm_simt.cu   any dtype mix and any K: f32 FMA tiles; the path for f32 weights.
 // The tensor-core kernels take a and w in the same 16-bit type (bf16 or f16); gemm.cu first rounds
 // f32 activations to that type (round-to-nearest-even), so their products carry bf16/f16 input error.
@@ -40,12 +41,13 @@ int kc_gemm_simt_launch(KcContext* ctx, void* out, bool out_bf16, const void* a,
                         const KcGemmEpilogue& epi, int M, int N, int K);
 int kc_gemm_mma_launch(KcContext* ctx, void* out, bool out_bf16, const void* a, const void* w, bool f16,
                        const KcGemmEpilogue& epi, int M, int N, int K);
-// KINO_CUDA_GEMM_MMA_TILE (kc_create reads it into ctx->gemm_mma_tile): "128x128" or "128x256" forces the
-// mma.sync kernel's block tile; anything else lets it choose by shape (gemm_mma.cu). tools/gpu-check.sh
-// times both.
+// KINO_CUDA_GEMM_MMA_TILE (kc_create reads it into ctx->gemm_mma_tile): "128x128", "128x192" or "128x256"
+// forces the mma.sync kernel's block tile (its width); anything else lets the model choose per call
+// (gemm_mma_tiles.cuh). tools/gpu-check.sh times each.
 static inline int kc_gemm_mma_tile_setting(const char* value) {
   if (value == nullptr) return 0;
   if (strcmp(value, "128x128") == 0) return 128;
+  if (strcmp(value, "128x192") == 0) return 192;
   return strcmp(value, "128x256") == 0 ? 256 : 0;
 }
 int kc_gemm_wgmma_launch(KcContext* ctx, void* out, bool out_bf16, const void* a, const void* w, bool f16,

@@ -1,37 +1,48 @@
 // Tensor-core GEMM with mma.sync (sm_80 and later): the path on Ampere/Ada, and on Hopper when the
 // wgmma kernel is unavailable (KINO_CUDA_GEMM=mma forces it for comparison). Reference: gemm.cuh.
 //
-// One kernel, two block tiles, every warp on a 64×64 piece (4×8 m16n8k16 fragments); K steps of 32
+// One kernel, three block tiles, every warp on a 64×64 piece (4×8 m16n8k16 fragments); K steps of 32
 // through a 4-stage cp.async ring, stages laid out as mma_tile.cuh's swizzled 64-byte rows:
-//   128×256, 8 warps (2×4), 96 KiB — wherever its grid has a block for every SM (the Wan shapes, 4096³);
-//   128×128, 4 warps (2×2), 64 KiB — smaller grids, where the big tile would leave SMs idle: twice the
-//            blocks, and two of them fit an SM (228 registers × 128 threads; 128 KiB on A100/H100).
-// KINO_CUDA_GEMM_MMA_TILE=128x128|128x256 forces one (tests, and tools/gpu-check.sh times both).
+//   128×256, 8 warps (2×4), 96 KiB, one block per SM;
+//   128×192, 6 warps (2×3), 80 KiB, one block per SM (two would need 2 · 192 threads · 240 registers);
+//   128×128, 4 warps (2×2), 64 KiB, two blocks per SM on A100/H100 (164/228 KiB), one on sm_86/sm_89
+//            (100 KiB an SM).
+// Each call takes the tile that a model of its waves on this GPU predicts fastest (gemm_mma_tiles.cuh;
+// below); KINO_CUDA_GEMM_MMA_TILE=128x128|128x192|128x256 forces one (tests, and tools/gpu-check.sh
+// times each).
 //
-// Why: mma.sync on A100-class parts is bound by shared memory unless each ldmatrix'd fragment feeds
-// enough MMAs. Per SM and 32-deep K step, shared memory moving 128 B per cycle and the tensor cores
-// taking 2 cycles per m16n8k16 on A100 (1 on H100):
+// Why 64×64 warps: mma.sync on A100-class parts is bound by shared memory unless each ldmatrix'd
+// fragment feeds enough MMAs. Per SM and 32-deep K step, shared memory moving 128 B per cycle and the
+// tensor cores taking 2 cycles per m16n8k16 on A100 (1 on H100, 4 or more on sm_86/sm_89):
 //   a 128×128 tile of 8 warps at 64×32: 6 ldmatrix.x4 (3 KiB) per 16 MMAs; 8 warps · 2 k16 · 3 KiB =
 //     48 KiB read + 16 KiB cp.async written = 512 cycles per 256 MMAs (512 tensor cycles on A100, 256 on
 //     H100): shared memory the limit on both;
 //   128×256, warps 64×64: 8 ldmatrix.x4 (4 KiB) per 32 MMAs; 64 KiB read + 24 KiB written = 704 cycles per
 //     512 MMAs (1024 on A100: 0.69 of the tensor time; 512 on H100: 1.38, 1.45× the MMAs per cycle);
-//   128×128, warps 64×64 (4 warps): 32 + 16 KiB = 384 cycles per 256 MMAs (0.75 on A100).
+//   128×192, 6 warps: 48 + 20 KiB = 544 cycles per 384 MMAs (0.71 on A100; 1.42 on H100);
+//   128×128, 4 warps: 32 + 16 KiB = 384 cycles per 256 MMAs (0.75 on A100; 1.5 on H100).
 // 64×64 is as large as a warp tile gets: 128 accumulators plus two sets of fragments (64 registers,
-// double-buffered across k steps) come to 228–236 registers, no spills (test/runtime/cuda-ptx.test.ts), so
-// the big tile runs one block per SM. 128×256 rather than 256×128: M = 4680 pads to 37·128 = 4736 rows
-// (1.2 %) against 19·256 = 4864 (3.9 %), and N ∈ {1536, 4608, 8960} are whole multiples of 256 — FFN up
-// in 1295 tiles, 12.0 waves on 108 SMs, 9.8 on 132, against 1330 (12.3, 10.1) for 256×128. Waves at
-// the Wan shapes (tiles / SMs → launches of a block per SM; share of those spent on real outputs):
-//                               108 SMs (A100)        132 SMs (H100/H200)
-//   4096³           512 tiles   4.74 → 5   95 %       3.88 → 4   97 %
-//   QKV   4680×4608  666 tiles   6.17 → 7   87 %       5.05 → 6   83 %
-//   O, FFN down ×1536 222 tiles  2.06 → 3   68 %       1.68 → 2   83 %
-//   FFN up 4680×8960 1295 tiles 11.99 → 12  99 %       9.81 → 10  97 %
-// (the 128×128 tile at two blocks per SM quantizes identically: twice the tiles, twice the slots).
-// BK stays 32 with 4 stages: 4 · (128 + 256) · 64 B = 96 KiB fits the 99 KiB a block may have on
-// sm_86/sm_89 (RTX 30xx/40xx, L40S) as well as A100/H100, where BK 64 with 3 stages would take 144 KiB;
-// the barriers per FLOP halve anyway with the wider block (512 MMAs between two instead of 256).
+// double-buffered across k steps) come to 228–240 registers, no spills (test/runtime/cuda-ptx.test.ts).
+// 128-row tiles rather than 256: M = 4680 pads to 37·128 = 4736 rows (1.2 %) against 19·256 = 4864
+// (3.9 %).
+//
+// Which tile: a grid runs in waves of SMs · (blocks per SM) blocks, and at the Wan shapes the last wave
+// of the widest tile is often mostly empty. The model (gemm_mma_tiles.cuh) predicts each tile's time as
+// waves · blocks per SM · a block's cycles per K step (the greater of its tensor and shared-memory
+// cycles above), so a wave of 128×192 costs 3/4 of a 128×256 one where the tensor cores bound both
+// (A100, sm_86/sm_89) and 544/704 on H100, and a wave of two 128×128 blocks as much as a 128×256 one on
+// A100 (768/704 on H100). Waves of 128×256 / 128×192 / 128×128 at the Wan shapes (M = 4680) and 4096³,
+// and the pick (ᵗ: a tie with 128×128, which goes to the bigger tile):
+//                          A100, 108 SMs            H100/H200, 132 SMs      L40S, 142 SMs (1 block a SM)
+//   4096³                  5 / 7 / 5   → 128×256ᵗ   4 / 6 / 4   → 128×256   4 / 5 / 8    → 128×192
+//   QKV 4680×4608          7 / 9 / 7   → 128×192    6 / 7 / 6   → 128×192   5 / 7 / 10   → 128×256ᵗ
+//   O, FFN down, N = 1536  3 / 3 / 3   → 128×192    2 / 3 / 2   → 128×256   2 / 3 / 4    → 128×256ᵗ
+//   FFN up 4680×8960       12 / 17 / 12 → 128×256ᵗ  10 / 14 / 10 → 128×256  10 / 13 / 19 → 128×128
+// On A100 the N = 1536 GEMMs (222 tiles of 128×256 in 2.06 waves: a third wave of 6 blocks) gain the
+// most: 3 full waves of 128×192 at 3/4 the cost. These are predictions: an H200 (tools/gpu-check-kernels.py
+// bench, every tile forced beside the pick) can check the 132-SM column only. BK stays 32 with 4 stages:
+// 4 · (128 + 256) · 64 B = 96 KiB fits the 99 KiB a block may have on sm_86/sm_89 (RTX 30xx/40xx, L40S)
+// as well as A100/H100, where BK 64 with 3 stages would take 144 KiB.
 //
 // The ring (its own; conv_mma.cu keeps mma_tile.cuh's kc_mma_pipeline): tile kt + 3's copies are issued
 // at the start of tile kt, into the slot of tile kt − 1; the wait and barrier for tile kt + 1 come
@@ -41,20 +52,23 @@
 // gemm.cu checks it. The epilogue goes through shared memory, so that each warp stores whole rows
 // (below).
 #include "gemm.cuh"
+#include "gemm_mma_tiles.cuh"
 #include "mma_tile.cuh"
 
 namespace {
-constexpr int STAGES = 4, BK = KC_MMA_BK, KSTEPS = BK / 16;
+constexpr int STAGES = KC_GEMM_MMA_STAGES, BK = KC_MMA_BK, KSTEPS = BK / 16;
+static_assert(KC_MMA_ROW_BYTES == KC_GEMM_MMA_ROW_BYTES, "the model's stage rows are the kernel's");
 static_assert(KSTEPS % 2 == 0, "a tile's last k step loads into fragment set 0, which the next tile's first k step reads");
 
-// One thread's share of copying a K-major operand's tile rows into a stage: rows tid/4 + j·(THREADS/4)
-// (j < ROWS·4/THREADS), 16-byte chunk tid % 4 of each (the same swizzle for all j: the rows are a multiple
-// of 8 apart). The first row's address and how many rows are left are worked out once, so a K step costs
-// each copy an address add, a compare and a select.
+// One thread's share of copying a K-major operand's tile rows into a stage: rows tid/4 + j·(THREADS/4),
+// 16-byte chunk tid % 4 of each (the same swizzle for all j: the rows are a multiple of 8 apart); where
+// THREADS/4 does not divide the rows (128 rows by the 6-warp tile's 48-row passes) the last pass covers
+// what is left. The first row's address and how many rows are left are worked out once, so a K step
+// costs each copy an address add, a compare and a select.
 template <int ROWS, int THREADS>
 struct RowCopier {
-  static constexpr int STEP = THREADS / KC_MMA_CHUNKS, COPIES = ROWS / STEP;
-  static_assert(ROWS % STEP == 0 && STEP % 8 == 0, "whole rows per thread, and one swizzle phase for all of them");
+  static constexpr int STEP = THREADS / KC_MMA_CHUNKS, COPIES = (ROWS + STEP - 1) / STEP;
+  static_assert(STEP % 8 == 0, "one swizzle phase for all of a thread's rows");
   const uint16_t* src;  // the first row's chunk at k = 0
   int rows_left;        // rows from the first one to the end of the matrix
   __device__ __forceinline__ RowCopier(const uint16_t* m, int r0, int nrows, int K) {
@@ -69,24 +83,27 @@ struct RowCopier {
     const bool k_ok = KC_PLANTED(2) ? k <= K : k < K;
 #pragma unroll
     for (int j = 0; j < COPIES; j++) {
+      // planted 33: the last, partial pass left out (the tile's last ROWS % STEP rows never copied)
+      if (ROWS % STEP != 0 && j == COPIES - 1 && (KC_PLANTED(33) || row + j * STEP >= ROWS)) break;
       const bool ok = k_ok && j * STEP < rows_left;
       kc_cp_async16(tile + kc_mma_swizzle(row + j * STEP, chunk), ok ? src + (int64_t)j * STEP * K + k0 : m, ok ? 16 : 0);
     }
   }
 };
 
-// Every warp multiplies a 64×64 piece of the block's tile: 4×8 m16n8 fragments.
+// Every warp multiplies a 64×64 piece of the block's tile: 4×8 m16n8 fragments. The tiles and their
+// sizes are the model's (gemm_mma_tiles.cuh: KC_MMA_TILES).
 constexpr int MI = 4, NJ = 8;
 template <int WARPS_M, int WARPS_N>
 struct Tile {
-  static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
-  static constexpr int BM = WARPS_M * MI * 16, BN = WARPS_N * NJ * 8;
+  static constexpr KcMmaTile SHAPE{WARPS_M, WARPS_N};
+  static constexpr int THREADS = SHAPE.threads(), BM = SHAPE.bm(), BN = SHAPE.bn();
   static constexpr int A_BYTES = BM * KC_MMA_ROW_BYTES, STAGE_BYTES = (BM + BN) * KC_MMA_ROW_BYTES;
-  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES;
+  static constexpr int SMEM_BYTES = SHAPE.smem();
+  static_assert(BM == WARPS_M * MI * 16 && BN == WARPS_N * NJ * 8 && SMEM_BYTES == STAGES * STAGE_BYTES, "the model's tile is the kernel's");
 };
-using Big = Tile<2, 4>;    // 128×256, 8 warps, 96 KiB
-using Small = Tile<2, 2>;  // 128×128, 4 warps, 64 KiB
-static_assert(Big::SMEM_BYTES == 96 * 1024 && Small::SMEM_BYTES == 64 * 1024, "the shared memory the header promises");
+static_assert(Tile<2, 4>::SMEM_BYTES == 96 * 1024 && Tile<2, 3>::SMEM_BYTES == 80 * 1024 && Tile<2, 2>::SMEM_BYTES == 64 * 1024,
+              "the shared memory the header promises");
 
 template <int WARPS_M, int WARPS_N, bool F16, typename TO>
 __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N) gemm_mma_kernel(TO* __restrict__ out, const uint16_t* __restrict__ a,
@@ -223,14 +240,28 @@ int launch_tile(KcContext* ctx, void* out, const void* a, const void* w, const K
   return kc_launched(ctx, "gemm_mma_kernel");
 }
 
-// The 128×256 tile where its grid has at least one block for every multiprocessor, else 128×128;
-// KINO_CUDA_GEMM_MMA_TILE (ctx->gemm_mma_tile) forces one.
+KcMmaGpu gpu_of(const KcContext* ctx) {
+  return {ctx->sm_count, ctx->sm_major, ctx->sm_minor, ctx->smem_per_sm, (int)ctx->smem_optin, ctx->smem_reserved,
+          ctx->regs_per_sm, ctx->threads_per_sm};
+}
+
+// KINO_CUDA_GEMM_MMA_TILE's tile (ctx->gemm_mma_tile: its width), else the model's (gemm_mma_tiles.cuh).
+int tile_for(const KcContext* ctx, int M, int N) {
+  for (int i = 0; i < KC_MMA_TILE_COUNT; i++)
+    if (KC_MMA_TILES[i].bn() == ctx->gemm_mma_tile) return i;
+  return kc_mma_pick_tile(gpu_of(ctx), M, N);
+}
+
 template <bool F16, typename TO>
 int launch(KcContext* ctx, void* out, const void* a, const void* w, const KcGemmEpilogue& epi, int M, int N, int K) {
-  const int64_t big_tiles = (int64_t)((M + Big::BM - 1) / Big::BM) * ((N + Big::BN - 1) / Big::BN);
-  const bool big = ctx->gemm_mma_tile ? ctx->gemm_mma_tile == 256 : big_tiles >= ctx->sm_count;
-  if (big) return launch_tile<2, 4, F16, TO>(ctx, out, a, w, epi, M, N, K);
-  return launch_tile<2, 2, F16, TO>(ctx, out, a, w, epi, M, N, K);
+  constexpr auto is = [](KcMmaTile t, int wm, int wn) { return t.warps_m == wm && t.warps_n == wn; };
+  static_assert(KC_MMA_TILE_COUNT == 3 && is(KC_MMA_TILES[0], 2, 4) && is(KC_MMA_TILES[1], 2, 3) && is(KC_MMA_TILES[2], 2, 2),
+                "an instance per tile of the model, in its order");
+  switch (tile_for(ctx, M, N)) {
+    case 0: return launch_tile<2, 4, F16, TO>(ctx, out, a, w, epi, M, N, K);
+    case 1: return launch_tile<2, 3, F16, TO>(ctx, out, a, w, epi, M, N, K);
+    default: return launch_tile<2, 2, F16, TO>(ctx, out, a, w, epi, M, N, K);
+  }
 }
 }  // namespace
 
@@ -239,3 +270,7 @@ int kc_gemm_mma_launch(KcContext* ctx, void* out, bool out_bf16, const void* a, 
   if (f16) return out_bf16 ? launch<true, __nv_bfloat16>(ctx, out, a, w, epi, M, N, K) : launch<true, float>(ctx, out, a, w, epi, M, N, K);
   return out_bf16 ? launch<false, __nv_bfloat16>(ctx, out, a, w, epi, M, N, K) : launch<false, float>(ctx, out, a, w, epi, M, N, K);
 }
+
+// The block tile's width (128, 192 or 256; 128 rows each) that an M × N call of the mma.sync GEMM runs
+// on this context: for tools/gpu-check-kernels.py bench to print beside its timings of every tile.
+KC_API int kc_gemm_mma_tile(KcContext* ctx, int M, int N) { return KC_MMA_TILES[tile_for(ctx, M, N)].bn(); }

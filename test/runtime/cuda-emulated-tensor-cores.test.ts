@@ -3,9 +3,9 @@
 // (cuda-emulator/emulator.h) runs the library's own kc_gemm and kc_attention — dispatch, the rounding
 // of f32 operands to 16 bits, the kernels as written — on every op-sweep case these kernels take and
 // on the cases of op-cases-tensor-cores.ts, which cross every edge of their tiles (M, N, K not
-// multiples of the tile, K under one step and over many ring turns, several blocks both ways; the
-// GEMM's 128×256 tile as kc_gemm picks it and its 128×128 one both as picked and forced
-// (KINO_CUDA_GEMM_MMA_TILE); Lq ≠ Lk, kvLen < Lk,
+// multiples of the tile, K under one step and over many ring turns, several blocks both ways; each of
+// the GEMM's three block tiles both as kc_gemm's model picks it and forced (KINO_CUDA_GEMM_MMA_TILE);
+// Lq ≠ Lk, kvLen < Lk,
 // block-causal masks, the T5 bias, D 16 to 128, several heads and batch items), with f32 and bf16
 // inputs and outputs and every GEMM epilogue; the attention cases of op-cases-tensor-cores.ts once more
 // with the 64-row query blocks forced (KINO_CUDA_ATTENTION_BQ=64), which kc_attention otherwise takes
@@ -15,13 +15,14 @@
 //
 // The last tests plant known bugs in the kernels (KC_PLANTED, common.cuh: fragment indices, the K
 // tail, the M edge, the cp.async waits of both rings, the GEMM's next fragments read before their
-// barrier, the key mask, the softmax rescale, the attention warps' key-tile skipping) and require the
-// cases to catch each one: the evidence that a passing run means something.
+// barrier, the 128×192 tile's partial pass of A rows, the key mask, the softmax rescale, the attention
+// warps' key-tile skipping) and require the cases to catch each one: the evidence that a passing run
+// means something.
 import { describe, expect, test } from "bun:test";
 import { attentionCases, gemmCases } from "./op-cases-heavy.ts";
 import { gemmEpilogueCases } from "./op-cases-fused.ts";
 import { bf16AttentionCases, bf16GemmCases } from "./op-cases-bf16.ts";
-import { mmaTileGemmCases, tensorCoreAttentionCases, tensorCoreGemmCases } from "./op-cases-tensor-cores.ts";
+import { type MmaTile, mmaTileGemmCases, tensorCoreAttentionCases, tensorCoreGemmCases } from "./op-cases-tensor-cores.ts";
 import type { OpCase } from "./op-helpers.ts";
 import { EmulatedTensorCoreBackend, buildTensorCoreEmulators } from "./cuda-emulator/emulated-tensor-cores.ts";
 import { failure, firstFailure } from "./cuda-emulator/wgmma-cases.ts";
@@ -56,7 +57,10 @@ const autoRows = (c: OpCase) => {
 };
 const queryBlocks = (launch: string) => Number(/grid (\d+),/.exec(launch)![1]);
 
-const gemms = [...gemmCases(), ...gemmEpilogueCases(), ...bf16GemmCases()].filter(takesMmaSync).concat(tensorCoreGemmCases(), mmaTileGemmCases("auto"));
+const autoTiles = mmaTileGemmCases("auto");
+/** The tile kc_gemm must pick for the cases that name one. */
+const picks = new Map(autoTiles.map(([c, tile]) => [c.name, tile]));
+const gemms = [...gemmCases(), ...gemmEpilogueCases(), ...bf16GemmCases()].filter(takesMmaSync).concat(tensorCoreGemmCases(), autoTiles.map(([c]) => c));
 /** The GEMM's launches (cuda-emulator/emulator.h: "launch grid X,Y,Z threads T smem S"): blocks across N
  *  and M, and the shared memory that tells the tiles apart (gemm_mma.cu: 4 stages of (BM + BN) rows of 64
  *  bytes). */
@@ -64,8 +68,9 @@ const gemmLaunches = (b: EmulatedTensorCoreBackend) => b.calls.filter((c) => c.o
   const [x, y, threads, smem] = /grid (\d+),(\d+),\d+ threads (\d+) smem (\d+)/.exec(l)!.slice(1).map(Number);
   return { x: x!, y: y!, threads: threads!, smem: smem! };
 });
-const BIG = { threads: 256, smem: 4 * (128 + 256) * 64 }, SMALL = { threads: 128, smem: 4 * (128 + 128) * 64 };
-const isTile = (l: ReturnType<typeof gemmLaunches>[number], t: typeof BIG) => l.threads === t.threads && l.smem === t.smem;
+const TILES: Record<MmaTile, { threads: number; smem: number }> = { "128x256": { threads: 256, smem: 4 * (128 + 256) * 64 },
+  "128x192": { threads: 192, smem: 4 * (128 + 192) * 64 }, "128x128": { threads: 128, smem: 4 * (128 + 128) * 64 } };
+const isTile = (l: ReturnType<typeof gemmLaunches>[number], t: MmaTile) => l.threads === TILES[t].threads && l.smem === TILES[t].smem;
 const attentions = [...attentionCases(), ...bf16AttentionCases()].filter(takesMmaSync).concat(tensorCoreAttentionCases());
 
 describe.skipIf(!harness)("the mma.sync GEMM and attention on the CPU emulator", () => {
@@ -76,6 +81,8 @@ describe.skipIf(!harness)("the mma.sync GEMM and attention on the CPU emulator",
       const call = be!.calls.at(-1)!;
       expect(call.kernel).toBe("mma.sync");
       if (c.op === "attention") expect(queryBlocks(call.launches[0]!)).toBe(Math.ceil(dims(c).Lq / autoRows(c)));
+      const tile = picks.get(c.name);
+      if (tile) expect(gemmLaunches(be!).at(-1)).toMatchObject(TILES[tile]);
       expect(why).toBeNull();
     }, 60_000);
   }
@@ -83,9 +90,10 @@ describe.skipIf(!harness)("the mma.sync GEMM and attention on the CPU emulator",
   test("the cases reach every tile edge: several tiles in M and N, a ring that wraps, several key tiles and query blocks", () => {
     const grids = (op: string) => be!.calls.filter((c) => c.op === op).flatMap((c) => c.launches).map((l) => /grid (\d+),(\d+),(\d+)/.exec(l)!.slice(1).map(Number));
     const gemm = gemmLaunches(be!);
-    expect(gemm.some((l) => isTile(l, BIG) && l.x >= 3 && l.y >= 2)).toBe(true); // N and M over several 128×256 tiles
-    expect(gemm.some((l) => isTile(l, SMALL))).toBe(true); // kc_gemm's 128×128 tile where one big tile would leave an SM idle
-    expect(gemm.every((l) => isTile(l, BIG) || isTile(l, SMALL))).toBe(true);
+    expect(gemm.some((l) => isTile(l, "128x256") && l.x >= 2 && l.y >= 2)).toBe(true); // N and M over several tiles of each
+    expect(gemm.some((l) => isTile(l, "128x192") && l.x >= 3 && l.y >= 2)).toBe(true);
+    expect(gemm.some((l) => isTile(l, "128x128"))).toBe(true);
+    expect(gemm.every((l) => (Object.keys(TILES) as MmaTile[]).some((t) => isTile(l, t)))).toBe(true);
     expect(grids("attention").some(([x, y, z]) => x! >= 3 && y! >= 2 && z! >= 2)).toBe(true); // query blocks × heads × batch
     expect(attentions.some((c) => autoRows(c) === 64) && attentions.some((c) => autoRows(c) === 128)).toBe(true); // both tilings
     expect(be!.calls.every((c) => c.launches.length === 1)).toBe(true); // one kernel per call: nothing fell back
@@ -93,21 +101,19 @@ describe.skipIf(!harness)("the mma.sync GEMM and attention on the CPU emulator",
 });
 
 describe.skipIf(!harness)("the mma.sync GEMM with its block tile forced", () => {
-  for (const [tile, shape] of [["128x128", SMALL], ["128x256", BIG]] as const) {
-    const forced = harness && new EmulatedTensorCoreBackend(harness, { gemmMmaTile: tile });
-    const cases = mmaTileGemmCases(tile === "128x128" ? "small" : "big");
-    for (const c of cases) {
-      test(`${tile}: gemm ${c.name} keeps the tensor-core promise`, async () => {
-        const why = await failure(forced!, c);
-        expect(forced!.calls.at(-1)!.kernel).toBe("mma.sync");
-        expect(gemmLaunches(forced!).at(-1)).toMatchObject(shape);
-        expect(why).toBeNull();
-      }, 60_000);
-    }
-    if (tile === "128x128") test("128x128: the cases run several blocks across both M and N", () => {
-      expect(gemmLaunches(forced!).some((l) => l.x >= 3 && l.y >= 3)).toBe(true);
-    });
+  const forced = harness && Object.fromEntries((Object.keys(TILES) as MmaTile[]).map((t) => [t, new EmulatedTensorCoreBackend(harness, { gemmMmaTile: t })]));
+  for (const [c, tile] of mmaTileGemmCases("forced")) {
+    test(`${tile}: gemm ${c.name} keeps the tensor-core promise`, async () => {
+      const be = forced![tile]!;
+      const why = await failure(be, c);
+      expect(be.calls.at(-1)!.kernel).toBe("mma.sync");
+      expect(gemmLaunches(be).at(-1)).toMatchObject(TILES[tile]);
+      expect(why).toBeNull();
+    }, 60_000);
   }
+  test("128x128: the cases run several blocks across both M and N", () => {
+    expect(gemmLaunches(forced!["128x128"]!).some((l) => l.x >= 3 && l.y >= 3)).toBe(true);
+  });
 });
 
 describe.skipIf(!harness)("the mma.sync attention with 64-row query blocks forced", () => {
@@ -130,6 +136,7 @@ const PLANTED: [number, "gemm" | "attention", string][] = [
   [3, "gemm", "M edge: row M is stored (gemm_mma.cu epilogue)"],
   [31, "gemm", "cp.async ring: waits for one group too few (gemm_mma.cu)"],
   [32, "gemm", "the next tile's first fragments are read before the barrier that makes them whole (gemm_mma.cu)"],
+  [33, "gemm", "128×192 tile: the last, partial pass of A rows (rows 96–127 of 128, 48 per pass) is left out (gemm_mma.cu)"],
   [4, "attention", "key mask: col ≤ lim instead of col < lim (attention_mma.cuh)"],
   [5, "attention", "V fragment: ldmatrix.trans takes the wrong 8-key half (attention_mma.cuh)"],
   [6, "attention", "online softmax: the second row's output is rescaled by the first row's factor (attention_mma.cuh)"],

@@ -19,7 +19,7 @@ const MMA_SYNC_BF16_PTX = ["mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
 /** Each file, its main kernel, how many instances of it the file compiles (each for an f32 and a bf16
  *  output — backend.ts "Activations" — times: attention D 64 and 128 with 128-key tiles and D 128 with
  *  176-key ones (KINO_CUDA_ATTENTION_BKV=176), or D 16, 32, 64, 128 with 128- and 64-row query blocks for
- *  mma.sync; GEMM bf16 and f16 operands, and for mma.sync its 128×256 and 128×128 tiles; conv: three
+ *  mma.sync; GEMM bf16 and f16 operands, and for mma.sync its 128×256, 128×192 and 128×128 tiles; conv: three
  *  tile shapes, f32 out), the target, and the instructions its PTX must contain. */
 const KERNELS = [
   { file: "attention_wgmma", kernel: "attention_wgmma_kernel", instances: 6, arch: "sm_90a",
@@ -39,7 +39,7 @@ const KERNELS = [
   ...["sm_90a", "sm_80"].map((arch) => (
     { file: "attention", kernel: "attention_mma_kernel", instances: 16, arch, ptx: MMA_SYNC_BF16_PTX, uses: "mma.sync on bf16, ldmatrix and cp.async" })),
   ...["sm_90a", "sm_80"].map((arch) => (
-    { file: "gemm_mma", kernel: "gemm_mma_kernel", instances: 8, arch, ptx: MMA_SYNC_BF16_PTX, uses: "mma.sync on bf16, ldmatrix and cp.async" })),
+    { file: "gemm_mma", kernel: "gemm_mma_kernel", instances: 12, arch, ptx: MMA_SYNC_BF16_PTX, uses: "mma.sync on bf16, ldmatrix and cp.async" })),
   // three tile widths (192, 128, 96 channels: m64n192k16, m64n128k16, m64n96k16), f32 out; the voxel
   // rows by cp.async, made visible to wgmma with the async-proxy fence; the weight rows by TMA
   { file: "conv_wgmma", kernel: "conv_wgmma_kernel", instances: 3, arch: "sm_90a",

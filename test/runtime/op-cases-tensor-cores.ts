@@ -1,7 +1,7 @@
 // GEMM and attention cases aimed at the edges of the CUDA mma.sync kernels' tiles, beyond the op
 // sweep's (op-cases-heavy.ts, op-cases-fused.ts, op-cases-bf16.ts): gemm_mma.cu (128×256 output tiles
-// of 8 warps, or 128×128 of 4, each warp 64×64; K in steps of 32 through a 4-stage cp.async ring; the
-// tile chosen by shape or forced: mmaTileGemmCases) and attention_mma.cuh's
+// of 8 warps, 128×192 of 6 or 128×128 of 4, each warp 64×64; K in steps of 32 through a 4-stage cp.async
+// ring; the tile chosen by the model or forced: mmaTileGemmCases) and attention_mma.cuh's
 // attention_mma_kernel (128 query rows per block, 32 per warp, or 64 and 16; key tiles of 64, K and V
 // halves through a 3-slot ring; warps that skip key tiles their rows cannot see). Every case carries
 // its tensor-core promise (op-precision.ts) and is one the library sends to mma.sync (GEMM: bf16/f16
@@ -32,27 +32,42 @@ const GEMM_SHAPES: GemmShape[] = [
   { B: 1, L: 1, K: 16, N: 7, w: "f16", a: "f32", out: "f32", epi: "residual", label: "one row, N odd, a residual of its own" },
 ];
 
-/** gemm_mma.cu's own edges, for its emulated tests only (the Hopper kernels' tests run GEMM_SHAPES):
- *  `auto`, shapes that kc_gemm gives the 128×256 tile on the emulator's two multiprocessors (two or more
- *  such tiles) — several blocks both ways with tails in M, N and K, f16 weights, a GELU into bf16, three
- *  tiles across an odd N; `small` and `big`, shapes for the 128×128 or 128×256 tile forced
- *  (KINO_CUDA_GEMM_MMA_TILE): 3 × 3 and 2 × 3 blocks of the small tile with every tail, a split and a
- *  gated residual in place; a big tile over one row. */
-const MMA_TILE_SHAPES: Record<"auto" | "small" | "big", GemmShape[]> = {
+/** gemm_mma.cu's block tiles, by the names KINO_CUDA_GEMM_MMA_TILE takes. */
+export type MmaTile = "128x128" | "128x192" | "128x256";
+
+/** gemm_mma.cu's own edges, for its emulated tests only (the Hopper kernels' tests run GEMM_SHAPES), each
+ *  with the tile it runs on. `auto`: the tile kc_gemm's model picks on the emulator's context (an A100's
+ *  figures with two SMs, cuda-emulator/gemm.cpp; per K step a block of 128×256 takes 1024 cycles, of
+ *  128×192 768, of 128×128 512 with two to an SM) — 128×192 over 2 × 2 and 3 × 2 blocks with tails in M,
+ *  N and K, f16 and bf16 weights, a GELU into bf16 and single stores across an odd N; 128×256 on a tie
+ *  with 128×128; 128×128 where four row tiles fill one wave of its four slots. `forced`: shapes for each
+ *  tile forced (KINO_CUDA_GEMM_MMA_TILE): 3 × 3 and 2 × 3 blocks of 128×128 with every tail, a split and a
+ *  gated residual in place; a split across 2 × 3 blocks of 128×192; a 128×256 tile over one row. */
+const MMA_TILE_SHAPES: Record<"auto" | "forced", [GemmShape, MmaTile][]> = {
   auto: [
-    { B: 1, L: 200, K: 136, N: 300, w: "f16", a: "f32", out: "bf16", epi: "gelu", bias: true,
-      label: "2 × 2 tiles of 128×256: 72 rows, 44 columns and 8 k past the last whole ones" },
-    { B: 1, L: 136, K: 40, N: 515, w: "bf16", a: "bf16", out: "f32", label: "three 128×256 tiles across an odd N: single stores" },
+    [{ B: 1, L: 200, K: 136, N: 300, w: "f16", a: "f32", out: "bf16", epi: "gelu", bias: true,
+      label: "2 × 2 tiles of 128×192: 72 rows, 108 columns and 8 k past the last whole ones; 4 tiles in 2 waves of 768 cycles" }, "128x192"],
+    [{ B: 1, L: 136, K: 40, N: 515, w: "bf16", a: "bf16", out: "f32", label: "three 128×192 tiles across an odd N: single stores" }, "128x192"],
+    [{ B: 2, L: 125, K: 72, N: 500, w: "bf16", a: "f32", out: "f32", epi: "residual", bias: true,
+      label: "2 × 2 tiles of 128×256 in 2 waves, as long as 8 of 128×128 in 2 of 4 slots: the bigger tile" }, "128x256"],
+    [{ B: 1, L: 400, K: 48, N: 100, w: "bf16", a: "bf16", out: "bf16", label: "4 row tiles: one wave of 128×128, two of the wider tiles" }, "128x128"],
   ],
-  small: [
-    { B: 1, L: 260, K: 200, N: 300, w: "bf16", a: "f32", out: "f32", bias: true, label: "3 × 3 tiles of 128×128, every tail" },
-    { B: 2, L: 100, K: 88, N: 260, w: "f16", a: "bf16", out: "bf16", epi: { split: 2 }, bias: true, label: "split across 2 × 3 tiles of 128×128" },
-    { B: 3, L: 50, K: 72, N: 140, w: "bf16", a: "bf16", out: "f32", epi: "residual in place", G: 5, bias: true,
-      label: "gated residual in place on 2 × 2 tiles of 128×128" },
+  forced: [
+    [{ B: 1, L: 260, K: 200, N: 300, w: "bf16", a: "f32", out: "f32", bias: true, label: "3 × 3 tiles of 128×128, every tail" }, "128x128"],
+    [{ B: 2, L: 100, K: 88, N: 260, w: "f16", a: "bf16", out: "bf16", epi: { split: 2 }, bias: true, label: "split across 2 × 3 tiles of 128×128" }, "128x128"],
+    [{ B: 3, L: 50, K: 72, N: 140, w: "bf16", a: "bf16", out: "f32", epi: "residual in place", G: 5, bias: true,
+      label: "gated residual in place on 2 × 2 tiles of 128×128" }, "128x128"],
+    [{ B: 2, L: 100, K: 56, N: 390, w: "bf16", a: "bf16", out: "bf16", epi: { split: 3 }, bias: true,
+      label: "split into parts of 130 across 2 × 3 tiles of 128×192" }, "128x192"],
+    [{ B: 1, L: 1, K: 24, N: 9, w: "f16", a: "f32", out: "f32", bias: true, label: "one row of a 128×256 tile" }, "128x256"],
   ],
-  big: [{ B: 1, L: 1, K: 24, N: 9, w: "f16", a: "f32", out: "f32", bias: true, label: "one row of a 128×256 tile" }],
 };
-export const mmaTileGemmCases = (tile: keyof typeof MMA_TILE_SHAPES) => tensorCoreGemmCases(MMA_TILE_SHAPES[tile], 33);
+/** MMA_TILE_SHAPES' cases, each with its tile. */
+export const mmaTileGemmCases = (which: keyof typeof MMA_TILE_SHAPES): [OpCase, MmaTile][] => {
+  const shapes = MMA_TILE_SHAPES[which];
+  const cases = tensorCoreGemmCases(shapes.map(([s]) => s), 33);
+  return cases.map((c, i) => [c, shapes[i]![1]]);
+};
 
 /** GEMM_SHAPES as cases; other shapes (a kernel's own edges) the same way, with their own seed. */
 export function tensorCoreGemmCases(shapes: GemmShape[] = GEMM_SHAPES, seed = 31): OpCase[] {

@@ -8,6 +8,7 @@ import type { AttentionOptions, GemmEpilogue } from "../../../src/runtime/backen
 import * as P from "../../../src/runtime/op-params.ts";
 import type { DType, Tensor } from "../../../src/runtime/tensor.ts";
 import { HostBackend } from "../../models/helpers/host-backend.ts";
+import type { MmaTile } from "../op-cases-tensor-cores.ts";
 import { buildEmulator, runHarness } from "./emulated-backend.ts";
 
 /** Dtype codes of the C ABI (kernels/cuda/common.cuh KcDtype). */
@@ -66,10 +67,10 @@ export class EmulatedTensorCoreBackend extends HostBackend {
    *  `wgmmaRuns`: record which warpgroup issued wgmma when (EmulatedCall.runs); `attentionBkv`: 176
    *  gives the wgmma attention 176-key tiles at D 128 (KINO_CUDA_ATTENTION_BKV); `attentionBq`: the mma.sync
    *  attention's query rows per block, forced (KINO_CUDA_ATTENTION_BQ), instead of chosen by shape;
-   *  `gemmMmaTile`: the mma.sync GEMM's block tile, forced (KINO_CUDA_GEMM_MMA_TILE), instead of chosen by shape. */
+   *  `gemmMmaTile`: the mma.sync GEMM's block tile, forced (KINO_CUDA_GEMM_MMA_TILE), instead of chosen by the model. */
   constructor(private readonly harness: { gemm: string; attention: string },
     opts: { kernels?: TensorCoreKernels; plant?: number; misalign?: boolean; wgmmaRuns?: boolean; attentionBkv?: 128 | 176;
-      attentionBq?: 64 | 128; gemmMmaTile?: "128x128" | "128x256" } = {}) {
+      attentionBq?: 64 | 128; gemmMmaTile?: MmaTile } = {}) {
     super();
     this.#kernels = opts.kernels ?? "mma.sync";
     this.#plant = opts.plant ?? 0;

@@ -7,7 +7,9 @@
 // is an sm_80 GPU, or an sm_90 one with the driver's tensor-map encoder (host-runtime.h) where the
 // path asks for wgmma (3, or 4: the persistent grid, 5: ping-pong, 6: the persistent grid with the
 // TMA-store epilogue); two multiprocessors either way,
-// so a persistent grid has 2 blocks, each walking several tiles.
+// so a persistent grid has 2 blocks, each walking several tiles, and the mma.sync kernel's tile model
+// (gemm_mma_tiles.cuh) weighs its tiles for an A100 with two SMs (A100's shared memory, registers and
+// tensor-core rate).
 //
 //   gemm IN OUT
 //   IN:  int32 M, N, K, a_dt, w_dt, out_dt (0 f32, 1 bf16, 2 f16), has_bias, gelu, residual (0 none,
@@ -56,6 +58,8 @@ int main(int argc, char** argv) {
   KcContext ctx{};
   const bool hopper = path >= 3 && path <= 6;
   ctx.sm_major = hopper ? 9 : 8, ctx.sm_count = 2;  // two SMs: the conversion's grid-stride loop takes turns
+  ctx.smem_per_sm = 164 * 1024, ctx.smem_optin = 163 * 1024, ctx.smem_reserved = 1024;  // A100's
+  ctx.regs_per_sm = 65536, ctx.threads_per_sm = 2048;
   if (hopper) ctx.encode_tensor_map = (void*)&kc_emu_encode_tiled;
   ctx.gemm_path = path;
   ctx.gemm_mma_tile = kc_gemm_mma_tile_setting(getenv("KINO_CUDA_GEMM_MMA_TILE"));

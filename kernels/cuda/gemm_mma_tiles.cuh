@@ -1,0 +1,98 @@
+// The block tiles of the mma.sync GEMM (gemm_mma.cu, whose header has the arithmetic behind the
+// figures here) and the host-side model that picks one per call. Plain C++ without CUDA, so that
+// test/runtime/cuda-gemm-mma-tiles.test.ts runs the model itself (cuda-emulator/gemm-tiles.cpp) for
+// GPUs that machine does not have.
+//
+// The model, per tile t and call (M × N; K drops out, every tile of a call runs the same K steps):
+//   b     = blocks of t one SM holds: the fewest its shared memory (the tile's ring plus the 1 KiB the
+//           runtime reserves per block, 0 over the per-block opt-in limit), registers and thread
+//           slots allow;
+//   waves = ⌈tiles / (SMs · b)⌉;
+//   step  = SM cycles for one 32-deep K step of one block: the greater of the tensor cores' time for
+//           its MMAs (kc_mma_tensor_cycles each) and shared memory's for its traffic (ldmatrix reads
+//           and cp.async writes, 128 B a cycle) — the two overlap, the slower one sets the pace;
+//   time  = waves · b · step: the b blocks of a wave share the SM's tensor cores and shared memory.
+// The smallest time wins; a tie goes to the bigger tile (KC_MMA_TILES' order), since what the model
+// leaves out, each block's fixed costs (the ring's fill: one memory latency; the epilogue's pass through
+// shared memory), weighs more on more, smaller blocks. It also takes a block alone in a part-filled
+// wave of a two-per-SM tile to run at the pace it keeps beside a neighbour (its 4 warps hide less
+// latency than 8), which may undersell 128×128 there. tools/gpu-check-kernels.py bench times every
+// tile forced beside the pick.
+#pragma once
+#include <stdint.h>
+
+constexpr int KC_GEMM_MMA_STAGES = 4;     // the cp.async ring's depth
+constexpr int KC_GEMM_MMA_ROW_BYTES = 64;  // a stage row: 32 16-bit values of K
+// __launch_bounds__ lets ptxas give a thread up to 255 registers; the counts it takes (228–240: the
+// build's ptxas report) round to the same blocks per SM, so the model assumes the cap.
+constexpr int KC_GEMM_MMA_REGS = 255;
+
+// A block tile: warps_m × warps_n warps, each on a 64×64 piece of the output.
+struct KcMmaTile {
+  int warps_m, warps_n;
+  constexpr int warps() const { return warps_m * warps_n; }
+  constexpr int threads() const { return 32 * warps(); }
+  constexpr int bm() const { return warps_m * 64; }
+  constexpr int bn() const { return warps_n * 64; }
+  constexpr int smem() const { return KC_GEMM_MMA_STAGES * (bm() + bn()) * KC_GEMM_MMA_ROW_BYTES; }
+  // m16n8k16 MMAs per 32-deep K step
+  constexpr int mmas() const { return bm() * bn() / 64; }
+  // shared-memory bytes moved per K step: each warp's 2 k16 × (4 + 4) ldmatrix.x4 of 512 B, and the
+  // stage's cp.async writes
+  constexpr int smem_traffic() const { return warps() * 8192 + (bm() + bn()) * KC_GEMM_MMA_ROW_BYTES; }
+};
+// Biggest first: the order ties are broken in.
+constexpr KcMmaTile KC_MMA_TILES[] = {{2, 4}, {2, 3}, {2, 2}};  // 128×256, 128×192, 128×128
+constexpr int KC_MMA_TILE_COUNT = sizeof KC_MMA_TILES / sizeof KC_MMA_TILES[0];
+
+// What the model knows of a GPU (KcContext's fields, read in kc_create).
+struct KcMmaGpu {
+  int sms;                 // multiprocessors
+  int sm_major, sm_minor;  // compute capability: the tensor cores' rate
+  int smem_per_sm;         // bytes of shared memory an SM shares among its blocks
+  int smem_per_block;      // the most one block may opt into
+  int smem_reserved;       // bytes the runtime keeps for itself per block
+  int regs_per_sm;         // 32-bit registers
+  int threads_per_sm;      // resident threads
+};
+
+// SM cycles per m16n8k16 with f32 accumulation: 2 on A100 (1024 FMA a cycle), 1 on H100/H200 (mma.sync
+// at the tensor cores' full rate), 4 or more on every other part (A10, L40S: 4; the GeForce parts halve
+// f32 accumulation: 8). From 1.5 on every tile is bound by the tensor cores rather than shared memory,
+// so any such rate picks the same tiles and 4 stands for all of them.
+static inline int kc_mma_tensor_cycles(int sm_major, int sm_minor) {
+  if (sm_major == 9) return 1;
+  return sm_major == 8 && sm_minor == 0 ? 2 : 4;
+}
+
+static inline int kc_mma_blocks_per_sm(const KcMmaGpu& g, KcMmaTile t) {
+  if (t.smem() > g.smem_per_block) return 0;
+  const int by_smem = g.smem_per_sm / (t.smem() + g.smem_reserved);
+  const int warp_regs = (KC_GEMM_MMA_REGS * 32 + 255) / 256 * 256;  // allocated per warp in 256s
+  const int by_regs = g.regs_per_sm / (warp_regs * t.warps());
+  const int by_threads = g.threads_per_sm / t.threads();
+  const int b = by_smem < by_regs ? by_smem : by_regs;
+  return b < by_threads ? b : by_threads;
+}
+
+// The model's time for an M × N call on tile t, in SM cycles per K step; INT64_MAX where t does not fit.
+static inline int64_t kc_mma_tile_cycles(const KcMmaGpu& g, KcMmaTile t, int M, int N) {
+  const int b = kc_mma_blocks_per_sm(g, t);
+  if (b == 0 || g.sms <= 0) return INT64_MAX;
+  const int64_t tiles = (int64_t)((M + t.bm() - 1) / t.bm()) * ((N + t.bn() - 1) / t.bn());
+  const int64_t slots = (int64_t)g.sms * b, waves = (tiles + slots - 1) / slots;
+  const int64_t tensor = (int64_t)t.mmas() * kc_mma_tensor_cycles(g.sm_major, g.sm_minor);
+  const int64_t smem = (t.smem_traffic() + 127) / 128;
+  return waves * b * (tensor > smem ? tensor : smem);
+}
+
+// The tile (its index in KC_MMA_TILES) with the least model time; the first (biggest) of equals.
+static inline int kc_mma_pick_tile(const KcMmaGpu& g, int M, int N) {
+  int best = 0;
+  int64_t best_cycles = kc_mma_tile_cycles(g, KC_MMA_TILES[0], M, N);
+  for (int i = 1; i < KC_MMA_TILE_COUNT; i++) {
+    const int64_t c = kc_mma_tile_cycles(g, KC_MMA_TILES[i], M, N);
+    if (c < best_cycles) best = i, best_cycles = c;
+  }
+  return best;
+}
