@@ -83,21 +83,24 @@ export function gemmPart(part: string, o: { speedup: number | Record<string, num
   return [...lines, ...kernelsEnd([part], rows, failures)];
 }
 
-/** gpu-check-kernels.py bench: "benchmarks (…):", per GEMM shape the tile mma.sync's model picks on the
- *  H200's 132 SMs, then the table: per shape the default path's row, mma.sync's with the tile it picks and
- *  with each tile forced; mma.sync attention with the 128-row query blocks auto takes and with 64-row
- *  ones forced. */
+/** gpu-check-kernels.py bench: "benchmarks (…):", per GEMM shape the tile mma.sync's model picks
+ *  ("  mma.sync picks 128xN for SHAPE (S SMs)", printed as each shape starts), then the table: per shape
+ *  the default path's row, mma.sync's with the tile it picks and with each tile forced; mma.sync attention
+ *  with the 128-row query blocks auto takes and with 64-row ones forced. By default an H200's 132 SMs with
+ *  the model right at every shape; `tiles` (TFLOP/s per forced tile, per shape), `sms` and `pickShare`
+ *  (the pick's row as a share of its own tile forced: the same kernel timed twice) choose otherwise. */
 const MMA_PICKS = ["128x256", "128x192", "128x256", "128x256", "128x256"];
-const MMA_GEMM: Record<string, number[]> = { "128x256": [512.4, 410.2, 402.9, 468.1, 489.3], "128x192": [470.3, 431.7, 371.8, 441.5, 452.0],
+export const MMA_GEMM: Record<string, number[]> = { "128x256": [512.4, 410.2, 402.9, 468.1, 489.3], "128x192": [470.3, 431.7, 371.8, 441.5, 452.0],
   "128x128": [351.2, 318.4, 301.5, 340.2, 347.8] };
-export function benchPart(): string[] {
-  const picks = GEMM_SHAPES.map(([label], i) => `  mma.sync picks ${MMA_PICKS[i]} for ${label} (132 SMs)`);
+export function benchPart(o: { tiles?: Record<string, number[]>; sms?: number; pickShare?: number } = {}): string[] {
+  const tiles = o.tiles ?? MMA_GEMM;
+  const pickLines = GEMM_SHAPES.map(([label], i) => `  mma.sync picks ${MMA_PICKS[i]} for ${label} (${o.sms ?? 132} SMs)`);
   const rows: Row[] = GEMM_SHAPES.flatMap(([label, mnk], i) => [[`gemm ${label} ${mnk} [auto]`, ONE_BLOCK[i]!, CUBLAS[i]!] as Row,
-    [`gemm ${label} ${mnk} [mma.sync]`, MMA_GEMM[MMA_PICKS[i]!]![i]!, CUBLAS[i]!] as Row,
-    ...Object.entries(MMA_GEMM).map(([tile, tf]) => [`gemm ${label} ${mnk} [mma.sync ${tile}]`, tf[i]!, CUBLAS[i]!] as Row)]);
+    [`gemm ${label} ${mnk} [mma.sync]`, +(tiles[MMA_PICKS[i]!]![i]! * (o.pickShare ?? 1)).toFixed(2), CUBLAS[i]!] as Row,
+    ...Object.entries(tiles).map(([tile, tf]) => [`gemm ${label} ${mnk} [mma.sync ${tile}]`, tf[i]!, CUBLAS[i]!] as Row)]);
   rows.push(...ATTENTION.flatMap((l, i) => [[`attention 12x128 ${l} [mma.sync]`, [175.2, 171.4, 172.3, 160.5][i]!, SDPA[i]!] as Row,
     [`attention 12x128 ${l} [mma.sync bq64]`, [150.4, 148.9, 149.6, 141.2][i]!, SDPA[i]!] as Row]));
-  return ["", "benchmarks (bf16 inputs, f32 accumulation and output):", ...picks, ...kernelsEnd(["bench"], rows, [])];
+  return ["", "benchmarks (bf16 inputs, f32 accumulation and output):", ...pickLines, ...kernelsEnd(["bench"], rows, [])];
 }
 
 export const CONV_LEVELS = ["384→384 3³ 104x60 T1", "384→384 3³ 208x120 T2", "192→192 3³ 416x240 T4", "96→96 3³ 832x480 T4"];
@@ -194,12 +197,19 @@ export interface StepFixture {
   /** Seconds to sleep after printing: a step its cap cuts. */
   sleep?: number;
 }
+/** gpu-check-kernels.py verify: GEMM correctness per path (`failing`: the checks that fail, by report name, as
+ *  "mma.sync 128x192: a f32 4680x1536x1536"), the attention heading, and the end of the script. */
+export function verifyPart(failing: string[] = []): string[] {
+  return ["GEMM correctness (out = a·wᵀ + bias):", reportLine("mma.sync: a f32 133x264x200", 1.2e-4, 2e-3), ...failing.map((f) => reportLine(f, 0.31, 2e-3)),
+    "attention correctness:", ...kernelsEnd(["verify"], [], failing)];
+}
+
 /** Steps that print nothing a verdict reads, in their scripts' formats. */
 export const QUIET: Record<string, StepFixture> = {
   device: { lines: ["NVIDIA H200, 570.124.06, 143771 MiB, 1980 MHz"] },
   build: { lines: ["built in 96 s: -rwxr-xr-x 1 root root 5281544 Jan  1 00:00 build/libkino_cuda.so", "sm_90a SASS: 1204 HGMMA, 96 UTMALDG (TMA), 8 UTMASTG (TMA store), 3310 HMMA instructions"] },
   conv3d: { lines: convPart({ speedup: 1.3 }) },
-  kernels_verify: { lines: ["GEMM correctness (out = a·wᵀ + bias):", reportLine("mma.sync: a f32 133x264x200", 1.2e-4, 2e-3), "attention correctness:", ...kernelsEnd(["verify"], [], [])] },
+  kernels_verify: { lines: verifyPart() },
   vae_decode: { lines: ["CUDA on NVIDIA H200 (sm_90, 139.8 GiB):"] },
   multi_gpu: { lines: ["multi-GPU: 1 GPU on this machine: checking that num_gpus 2 is refused instead", "  ok   num_gpus 2 on 1 GPU refused, worker 1 sees no GPU (3.1 s): kino: could not load the model …"] },
 };

@@ -8,11 +8,13 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } fro
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import {
-  QUIET, type StepFixture, type Way, benchPart, clipGraph, convPart, ditGraph, e2eRealtime, gemmPart, opSweep, readbackOverlap, runCheck, wgmmaPart,
+  MMA_GEMM, QUIET, type StepFixture, type Way, benchPart, clipGraph, convPart, ditGraph, e2eRealtime, gemmPart, opSweep, readbackOverlap, runCheck, verifyPart, wgmmaPart,
 } from "../helpers/gpu-check-fixture.ts";
 import { FLAGS, STEPS } from "../../tools/gpu-verdicts-rules.ts";
+import { MMA_TILES } from "../../tools/gpu-verdicts-tiles.ts";
 
 const root = resolve(import.meta.dir, "../..");
+const TILES = "mma.sync GEMM tile model (kernels/cuda/gemm_mma_tiles.cuh)";
 
 function verdicts(args: string[]) {
   const r = Bun.spawnSync([process.execPath, "tools/gpu-verdicts.ts", ...args], { cwd: root, stdout: "pipe", stderr: "pipe" });
@@ -27,8 +29,17 @@ function verdicts(args: string[]) {
     for (let j = i + 1; lines[j]?.startsWith("            "); j++) evidence.push(lines[j]!.trim());
     judged[m[2]!] = [m[1]!, m[3]!, evidence];
   }
+  /** advice name → [verdict, why], and the evidence lines under it */
+  const advice: Record<string, [string, string, string[]]> = {};
+  for (const [i, line] of lines.entries()) {
+    const m = /^(AGREES|DISAGREES|NO EVIDENCE) +(.+?) \(([^)]+)\): (.*)$/.exec(line);
+    if (!m || m[2]!.includes("_VERIFIED")) continue;
+    const evidence: string[] = [];
+    for (let j = i + 1; lines[j]?.startsWith("            "); j++) evidence.push(lines[j]!.trim());
+    advice[`${m[2]} (${m[3]})`] = [m[1]!, m[4]!, evidence];
+  }
   const steps = [...out.matchAll(/^(PASS|FAIL|TIMEOUT|SKIPPED|CUT|\?) +\d+ s {2}(.*)$/gm)].map((m) => `${m[1]} ${m[2]}`);
-  return { rc: r.exitCode, out, err: r.stderr.toString(), judged, steps, verdict: (flag: string) => judged[flag]?.[0] };
+  return { rc: r.exitCode, out, err: r.stderr.toString(), judged, advice, tiles: advice[TILES], steps, verdict: (flag: string) => judged[flag]?.[0] };
 }
 
 const FAST: Record<Way, number> = { "eager bf16": 0.951, "graphs bf16": 0.812, "eager f32": 1.103, "graphs f32": 0.967 };
@@ -37,6 +48,7 @@ interface Device {
   gemm?: Record<string, Parameters<typeof gemmPart>[1]>;
   conv?: Parameters<typeof convPart>[0];
   steadyS?: Record<Way, number>;
+  bench?: Parameters<typeof benchPart>[0];
   sweepFailed?: [string, string][];
 }
 function pythonPart(d: Device = {}, extra: Record<string, StepFixture | string> = {}, env: Record<string, string> = {}) {
@@ -45,7 +57,7 @@ function pythonPart(d: Device = {}, extra: Record<string, StepFixture | string> 
     ...(["persistent", "pingpong", "persistent-tma"] as const).flatMap((p) => gemmPart(p, gemm[p]!))];
   const failed = !!d.wgmma?.failing || d.wgmma?.bkv176 === "failing" || Object.values(gemm).some((g) => g.failing || g.hang);
   const conv = d.conv ?? { speedup: 1.3 };
-  return runCheck("python", { ...QUIET, unverified_hopper: { lines: hopper, rc: failed ? 1 : 0 }, kernels_bench: { lines: benchPart() },
+  return runCheck("python", { ...QUIET, unverified_hopper: { lines: hopper, rc: failed ? 1 : 0 }, kernels_bench: { lines: benchPart(d.bench) },
     conv3d: { lines: convPart(conv), rc: conv.failing || conv.hang ? 1 : 0 }, ...extra }, env);
 }
 function bunPart(d: Device = {}, extra: Record<string, StepFixture | string> = {}, env: Record<string, string> = {}) {
@@ -103,6 +115,14 @@ test("every check passes and measures faster: each constant FLIPs (of the GEMMs 
     "| 384→384 3³ 208x120 T2 | 238.4 | 309.9 | 402.7 | 1.30 |", "| 96→3 3³ 832x480 T4 (head) | 31.4 | — | 12.8 | — |"]) {
     expect(r.out).toContain(`\n${row}\n`);
   }
+  // the mma.sync tile model: advice beside the verdicts, its table among the figures
+  expect(r.tiles!.slice(0, 2)).toEqual(["AGREES", "at all 5 shapes on 132 SMs the pick is within 3 % of the fastest tile forced"]);
+  expect(r.tiles![2]).toContain("Wan QKV 4680x4608x1536: picks 128x192 at 431.7 TFLOP/s, 1.00 of the fastest forced (128x192); forced 128x256 410.2, 128x192 431.7, 128x128 318.4");
+  expect(r.out).toContain("\n== advice (no constant: --apply changes none of these)\n");
+  for (const row of ["| shape (132 SMs) | model picks | the pick | 128x256 forced | 128x192 forced | 128x128 forced | pick / fastest forced |",
+    "| Wan QKV 4680×4608×1536 | 128x192 | 431.7 | 410.2 | 431.7 | 318.4 | 1.00 |"]) {
+    expect(r.out).toContain(`\n${row}\n`);
+  }
   expect(r.out).toContain("device: NVIDIA H200, 570.124.06, 143771 MiB, 1980 MHz");
   expect(r.out).toContain("| what | NVIDIA H200 | target |");
   expect(r.out).toContain("to set WGMMA_ATTENTION_VERIFIED, GEMM_PINGPONG_VERIFIED, CONV_WGMMA_VERIFIED, GRAPHS_VERIFIED, BF16_ACTIVATIONS_VERIFIED, READBACK_OVERLAP_VERIFIED: the same command with --apply");
@@ -148,6 +168,57 @@ test("the wgmma attention's 176-key tiles: a figure table beside the 128-key one
   // a log of a script from before the 176-key tiles
   expect(verdicts([pythonPart()]).out).toContain("\n(the wgmma part of this log did not run the 176-key tiles)\n");
 }, 60_000);
+
+test("the mma.sync tile model: a forced tile faster beyond the tolerance DISAGREES (any GPU, its SM count said), within it or failing its checks not; a failed timing or the step cut before its table: NO EVIDENCE", () => {
+  // an A100's 108 SMs, the pick's row 0.99 of its own tile forced: 128x192 forced beats it by 7.5 % at Wan O / cross-Q, by 2.4 % (within the tolerance) at 4096³
+  const tiles = { ...MMA_GEMM, "128x192": [520.0, 431.7, 431.0, 441.5, 452.0] };
+  const log = pythonPart({ bench: { tiles, sms: 108, pickShare: 0.99 } });
+  const r = verdicts([log]);
+  expect(r.rc, r.err).toBe(0);
+  expect(r.tiles!.slice(0, 2)).toEqual(["DISAGREES", "Wan O / cross-Q: picks 128x256, 128x192 forced is faster (the pick loses 7.5 %) on 108 SMs; tolerance 3 %"]);
+  expect(r.tiles![2]).toContain("4096³ 4096x4096x4096: picks 128x256 at 507.3 TFLOP/s, 0.98 of the fastest forced (128x192); forced 128x256 512.4, 128x192 520.0, 128x128 351.2");
+  expect(r.tiles![2]).toContain("the model lives in kernels/cuda/gemm_mma_tiles.cuh: change it there by hand, with its picks in test/runtime/cuda-gemm-mma-tiles.test.ts");
+  expect(r.out).toContain("\n| Wan O / cross-Q 4680×1536×1536 | 128x256 | 398.9 | 402.9 | 431.0 | 301.5 | 0.93 |\n");
+  expect(r.out).toContain("\n| shape (108 SMs) | model picks |");
+
+  // the pick's run 10 % slower than its own tile forced: the pick is not what it names
+  const slowPick = verdicts([pythonPart({ bench: { pickShare: 0.9 } })]);
+  expect(slowPick.tiles![0]).toBe("DISAGREES");
+  expect(slowPick.tiles![1]).toStartWith("4096³: picks 128x256, which forced runs faster than picked (the pick loses 10.0 %); Wan QKV: picks 128x192, which forced");
+
+  // the faster tile failed its correctness checks in the verify step: no choice, the pick is the fastest of the rest
+  const broken = verdicts([pythonPart({ bench: { tiles, sms: 108, pickShare: 0.99 } }, { kernels_verify: { lines: verifyPart(["mma.sync 128x192: a f32 4680x1536x1536"]), rc: 1 } })]);
+  expect(broken.tiles!.slice(0, 2)).toEqual(["AGREES", "at all 5 shapes on 108 SMs the pick is within 3 % of the fastest tile forced"]);
+  expect(broken.tiles![2]).toContain("not counted as the fastest: 128x192 (their forced correctness checks failed in the verify step)");
+
+  // a timing that failed at one shape (kc_timer_stop's -1 ms: negative TFLOP/s), the pick right at the others: nothing to judge there
+  const failedTiming = verdicts([pythonPart({ bench: { tiles: { ...MMA_GEMM, "128x256": [512.4, 410.2, 402.9, -2576.1, 489.3] } } })]);
+  expect(failedTiming.tiles!.slice(0, 2)).toEqual(["NO EVIDENCE", "within 3 % of the fastest at 4 of 5 shapes on 132 SMs; no figures to judge Wan FFN up"]);
+  expect(failedTiming.tiles![2]).toContain("Wan FFN up 4680x8960x1536: picks 128x256, not timed; forced 128x256 —, 128x192 441.5, 128x128 340.2");
+
+  // the log ends after the picks, before the table: the picks said, nothing judged
+  const whole = readFileSync(log, "utf8");
+  const cut = join(mkdtempSync(join(tmpdir(), "kino-verdict-tiles-")), "gpu-check.log");
+  writeFileSync(cut, whole.slice(0, whole.indexOf("| op ", whole.indexOf("mma.sync picks 128x256 for Wan FFN down"))));
+  const c = verdicts([cut]);
+  expect(c.steps.at(-1)).toStartWith("CUT GEMM and attention benchmarks");
+  expect(c.tiles!.slice(0, 2)).toEqual(["NO EVIDENCE", 'step "GEMM and attention benchmarks" CUT (the log ends inside this step), before its table']);
+  expect(c.tiles![2]).toContain("Wan FFN down: picks 128x256, not timed; forced 128x256 —, 128x192 —, 128x128 —");
+  expect(c.out).toContain('\nmma.sync tiles forced (not measured: step "GEMM and attention benchmarks" CUT (the log ends inside this step), before its table)\n');
+}, 60_000);
+
+// The fixture's bench lines in the real script's format: its picks print and its forced tiles, and the tool's list of them.
+test("the mma.sync picks line and tiles of the fixture and the tool are gpu-check-kernels.py's", () => {
+  const script = readFileSync(join(root, "tools/gpu-check-kernels.py"), "utf8");
+  const print = /print\(f"( {2}mma\.sync picks .*)", flush=True\)/.exec(script)![1]!;
+  const format = new RegExp(`^${print.split(/\{[^}]*\}/).map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("(.+?)")}$`);
+  const picks = benchPart().filter((l) => l.includes("mma.sync picks"));
+  expect(picks).toHaveLength(5);
+  for (const line of picks) expect(line).toMatch(format);
+  const tiles = JSON.parse(/^MMA_TILES = (\[.*\])$/m.exec(script)![1]!);
+  expect(Object.keys(MMA_GEMM)).toEqual(tiles);
+  expect([...MMA_TILES]).toEqual(tiles);
+});
 
 test("a FAIL in the attention or the wgmma conv check keeps its constant with the failed check; a failed graph test in the op sweep keeps GRAPHS_VERIFIED", () => {
   const r = verdicts([pythonPart({ wgmma: { tflops: [], failing: "yes" }, conv: { speedup: 1.3, failing: true } }),
@@ -208,6 +279,7 @@ test("a step cut by its cap or a budget spent before it: NO EVIDENCE for what it
   expect(r.verdict("BF16_ACTIVATIONS_VERIFIED")).toBe("NO EVIDENCE");
   expect(r.judged.READBACK_OVERLAP_VERIFIED!.slice(0, 2)).toEqual(["NO EVIDENCE", 'overlapped readback: step "readback of chunk i overlapped" SKIPPED (budget spent), before its result']);
   expect(r.out).toContain("end to end (not measured: step \"end to end: kino serve\" SKIPPED (budget spent))");
+  expect(r.tiles!.slice(0, 2)).toEqual(["NO EVIDENCE", 'step "GEMM and attention benchmarks" SKIPPED (budget spent), before its table']);
 
   // the whole command killed inside the readback step: no summary, the log ends there
   const whole = readFileSync(bunPart(), "utf8");
