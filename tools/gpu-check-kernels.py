@@ -3,7 +3,9 @@
 #   wgmma   the Hopper attention kernel (attention path 2, sm_90a; not yet chosen by auto): its
 #           correctness at awkward shapes and its precision promise, then its TFLOP/s beside SDPA;
 #           the same at D 128 with FlashAttention-3's 176-key tiles (KINO_CUDA_ATTENTION_BKV=176, rows
-#           [wgmma-bkv176]; its failures are VERDICT-DATA's `bkv176`, not the 128-key kernel's);
+#           [wgmma-bkv176]; its failures are VERDICT-DATA's `bkv176`, not the 128-key kernel's); and
+#           the 128-key kernel with its items walked whole (KINO_CUDA_ATTENTION_SPLIT=0, [wgmma whole])
+#           beside stream-K, which the checks run wherever it cuts items (attention_split.cuh);
 #   persistent, pingpong, persistent-tma  the Hopper GEMMs auto does not choose yet: the persistent
 #           grid (gemm path 4, gemm_wgmma_persistent.cu), the ping-pong kernel (path 5,
 #           gemm_wgmma_pingpong.cu) or the persistent grid with the TMA-store epilogue (path 6,
@@ -54,9 +56,10 @@ data = {}  # a part's own VERDICT-DATA fields (the wgmma part's 176-key tiles)
 def summary_line(**extra):
     verdict_data("gpu-check-kernels", parts=sys.argv[1:], failures=failures, skipped=skipped, rows=rows, **data, **extra)
 
-def context(gemm_path, attention_path=None, attention_bkv=None, attention_bq=None, mma_tile=None):
+def context(gemm_path, attention_path=None, attention_bkv=None, attention_bq=None, mma_tile=None, attention_split=None):
     settings = (("KINO_CUDA_GEMM", gemm_path), ("KINO_CUDA_ATTENTION", attention_path), ("KINO_CUDA_ATTENTION_BKV", attention_bkv),
-                ("KINO_CUDA_ATTENTION_BQ", attention_bq), ("KINO_CUDA_GEMM_MMA_TILE", mma_tile))
+                ("KINO_CUDA_ATTENTION_BQ", attention_bq), ("KINO_CUDA_GEMM_MMA_TILE", mma_tile),
+                ("KINO_CUDA_ATTENTION_SPLIT", attention_split))
     for var, value in settings:
         if value: os.environ[var] = value
         else: os.environ.pop(var, None)
@@ -259,6 +262,8 @@ def wgmma():
             # FlashAttention-3's 128×176 tiles at D 128 (KINO_CUDA_ATTENTION_BKV=176), checked and timed beside
             # the 128-key ones; its failures are its own (data["bkv176"]), not WGMMA_ATTENTION_VERIFIED's
             wg176 = context(None, "wgmma", "176")
+            # the same kernel with its items walked whole (KINO_CUDA_ATTENTION_SPLIT=0), timed beside stream-K
+            wg_whole = context(None, "wgmma", attention_split="0")
             data["bkv176"] = b176 = {"cases": 0, "failures": []}
             for D, ctx, tile in ((64, wg, ""), (128, wg, ""), (128, wg176, "bkv176 ")):
                 for (B, Lq, Lk, kv, H, block, qoff, with_bias) in cases:
@@ -289,6 +294,8 @@ def wgmma():
                     if ok128:
                         kt, tt = attention_bench(wg, label, Lq, Lk, block, qoff)
                         rows.append((f"attention 12x128 {label} [wgmma]", kt, tt))
+                        kt, tt = attention_bench(wg_whole, label, Lq, Lk, block, qoff)
+                        rows.append((f"attention 12x128 {label} [wgmma whole]", kt, tt))
                     if ok176:
                         kt, tt = attention_bench(wg176, label, Lq, Lk, block, qoff)
                         rows.append((f"attention 12x128 {label} [wgmma-bkv176]", kt, tt))

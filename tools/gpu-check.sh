@@ -16,7 +16,8 @@
 #       one-block-per-tile wgmma GEMM and cuBLAS (the TMA-store one beside the register one too);
 #       the attention kernel (attention path 2) at awkward shapes against PyTorch and its precision
 #       promise, f32 and bf16 inputs, then its TFLOP/s beside SDPA, with 128- and (D 128,
-#       KINO_CUDA_ATTENTION_BKV=176) 176-key tiles; none is chosen by auto yet, and a watchdog in each
+#       KINO_CUDA_ATTENTION_BKV=176) 176-key tiles, and with 128 by stream-K and with whole items
+#       (KINO_CUDA_ATTENTION_SPLIT=0); none is chosen by auto yet, and a watchdog in each
 #       prints what was measured if it hangs;
 #    4. causal DiT as CUDA graphs and with bf16 activations (tools/bench/dit-graph.ts): Wan2.1-1.3B at
 #       real size, 832x480, 3-frame chunks, 4 steps + context pass, window 21 — launches bit for bit

@@ -1,7 +1,7 @@
 // The figures of a tools/gpu-check.sh run as markdown rows in the shapes of docs/BENCHMARKS.md's GPU
 // section (tools/gpu-verdicts.ts prints them to paste there): attention and GEMM TFLOP/s beside
 // cuDNN / cuBLAS, the mma.sync GEMM's tile pick beside each tile forced (tools/gpu-verdicts-tiles.ts), the
-// wgmma attention's 176-key tiles beside its 128-key ones, the Hopper GEMMs side by side, conv3d's kernels
+// wgmma attention's 176-key tiles beside its 128-key ones and its stream-K schedule beside whole items, the Hopper GEMMs side by side, conv3d's kernels
 // beside cuDNN, the DiT's seconds per chunk four ways, the clip graph, end to end through the server, the
 // overlapped readback, and the op sweep's counts. What a run did not measure is said, with the step's result, instead of a row.
 import { type CheckLogs, type DataRecord, findRecord, findStep, readBunTest } from "./gpu-verdicts-log.ts";
@@ -69,6 +69,21 @@ function bkvTable(logs: CheckLogs): string[] {
   return [said, "| shape (D 128) | 128-key tiles | 176-key tiles | 176 / 128 | SDPA |", "|---|---|---|---|---|",
     ...pairs.map(([x, y]) => `| ${pretty(x.label)} | ${y ? f1(y.kino) : "—"} | ${f1(x.kino)} | ${y ? (x.kino / y.kino).toFixed(2) : "—"} | ${f1(x.torch)} |`),
     compared ? `176-key tiles faster at ${faster} of ${compared} shapes` : "(no 128-key figures beside them)"];
+}
+
+/** The wgmma attention's stream-K schedule ([wgmma]: items cut where whole ones would leave blocks idle,
+ *  attention_split.cuh) beside the same kernel walking items whole ([wgmma whole], KINO_CUDA_ATTENTION_SPLIT=0). */
+function splitTable(logs: CheckLogs): string[] {
+  const r = findRecord(logs, "gpu-check-kernels", "wgmma");
+  if (!r) return [`stream-K beside whole items ${notMeasured(logs, "hopper")}`];
+  const rows = rowsOf(r).filter((x) => x.label.startsWith("attention"));
+  const whole = rows.filter((x) => x.kernel === "wgmma whole");
+  if (!whole.length) return ["(the wgmma part of this log timed no items walked whole: its checks failed, or it predates the schedule)"];
+  const pairs = whole.map((w) => [rows.find((x) => x.kernel === "wgmma" && x.label === w.label), w] as const);
+  const faster = pairs.filter(([x, w]) => x && x.kino > w.kino).length, compared = pairs.filter(([x]) => x).length;
+  return ["| shape (D 128) | stream-K | whole items | stream-K / whole | SDPA |", "|---|---|---|---|---|",
+    ...pairs.map(([x, w]) => `| ${pretty(w.label)} | ${x ? f1(x.kino) : "—"} | ${f1(w.kino)} | ${x ? (x.kino / w.kino).toFixed(2) : "—"} | ${f1(w.torch)} |`),
+    `stream-K faster at ${faster} of ${compared} shapes`];
 }
 
 /** conv3d at the Wan-VAE decoder's levels: mma.sync and wgmma beside cuDNN (TFLOP/s). */
@@ -146,6 +161,7 @@ export function figures(logs: CheckLogs): string[] {
   const tables: [string, (l: CheckLogs) => string[]][] = [["attention and GEMM (TFLOP/s), then the Hopper GEMMs side by side", kernelTables],
     ["mma.sync GEMM: the tile model's pick beside each tile forced (TFLOP/s; the advice above judges it)", tileTable],
     ["wgmma attention, 176- beside 128-key tiles (TFLOP/s; auto picks neither by this)", bkvTable],
+    ["wgmma attention, stream-K beside whole items (TFLOP/s)", splitTable],
     ["conv3d at the Wan-VAE decoder's levels (TFLOP/s)", convTable],
     ["causal DiT, Wan2.1-1.3B at real size (tools/bench/dit-graph.ts)", ditTable], ["bidirectional t2v clip as one graph", clipTable],
     ["end to end through kino serve", e2eTable], ["readback overlapped with the next chunk", readbackTable], ["op sweep", opSweep]];

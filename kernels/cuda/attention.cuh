@@ -3,15 +3,20 @@
 // promise: attention.cu's header.
 #pragma once
 #include "common.cuh"
+#include "attention_split.cuh"
 
 constexpr float KC_LOG2E = 1.4426950408889634f;
 
 // The keys query row i may see are the prefix [0, n) with this n: every key below kv_len, or under a
 // block-causal mask only the keys of its own and earlier blocks.
-__device__ __forceinline__ int kc_visible_keys(int i, int kv_len, int block_size, int q_offset) {
+__host__ __device__ __forceinline__ int kc_visible_keys(int i, int kv_len, int block_size, int q_offset) {
   if (block_size <= 0) return kv_len;
   long long lim = ((long long)(q_offset + i) / block_size + 1) * block_size;
   return lim < kv_len ? (int)lim : kv_len;
+}
+// The keys some row of the query tile [q0, q0 + rows) sees: its last row's, since n grows with the row.
+__host__ __device__ __forceinline__ int kc_tile_keys(int q0, int rows, int Lq, int kv_len, int block_size, int q_offset) {
+  return kc_visible_keys((q0 + rows < Lq ? q0 + rows : Lq) - 1, kv_len, block_size, q_offset);
 }
 
 // KINO_CUDA_ATTENTION_BKV (kc_create reads it into ctx->attention_bkv): "176" gives the wgmma kernel
@@ -42,3 +47,14 @@ static inline bool kc_attention_wgmma_aligned(const void* q, const void* k, cons
 int kc_attention_wgmma_launch(KcContext* ctx, void* out, bool out_bf16, const void* q, const void* k, const void* v,
                               const float* bias, int B, int Lq, int Lkv, int kv_len, int H, int D, float scale,
                               int block_size, int q_offset);
+// The stream-K combine (attention_combine.cu): merges the slots of `partial` into the rows of every item
+// `split` cut, for a launch of bq-row query tiles over q_tiles per head.
+int kc_attention_combine_launch(KcContext* ctx, void* out, bool out_bf16, const float* partial, const KcAttentionSplit& split,
+                                int bq, int q_tiles, int Lq, int H, int D);
+
+// KINO_CUDA_ATTENTION_SPLIT (kc_create reads it into ctx->attention_split): "0" walks the Hopper
+// attention's items whole even where stream-K would split them (attention_split.cuh); tools/gpu-check.sh
+// times both.
+static inline int kc_attention_split_setting(const char* value) {
+  return value != nullptr && value[0] == '0' && value[1] == 0 ? 0 : 1;
+}

@@ -7,7 +7,12 @@
 // the softmax in f32 in the exp2 domain, P rounded to bf16 for P·V.
 //
 // A persistent grid (one 384-thread block per multiprocessor) walks the work items (128-query tile,
-// head, batch item) round-robin; both roles below derive the same item sequence on their own. Per item:
+// head, batch item): where every item has the same key tiles and whole items would leave blocks idle in
+// the last round, by stream-K — each block takes an equal range of the list of all items' key tiles,
+// and the parts of an item cut by a range boundary are merged by attention_combine.cu
+// (attention_split.cuh has the arithmetic; KINO_CUDA_ATTENTION_SPLIT=0 turns it off); otherwise whole
+// items round-robin, the longest first. Both roles below derive the same sequence on their own. Per
+// item (or part of one):
 //   producer (warpgroup 0, 24 registers): one thread loads the q tile (128 rows × D) with TMA, then
 //     streams the item's key tiles — k and v, BKV keys each (128; 176 at D 128 on request, below) —
 //     through a 2-stage shared-memory ring.
@@ -57,33 +62,49 @@ struct Layout {
   static_assert(SMEM <= 227 * 1024, "more shared memory than a Hopper block may have");
 };
 
+// A block's next piece of work: the key tiles [t0, t0 + ntiles) of one item (query tile, head, batch
+// item), all of them unless the stream-K schedule cut the item (attention_split.cuh).
 struct Work {
-  int q0, h, b, ntiles;
+  int q0, h, b;
+  int t0, ntiles;
+  int slot;  // -1: the whole item, stored normalized into out; else the cut part's slot of `partial`
 };
 
-// Query tiles of a (head, batch item) are visited last-first: under a block-causal mask the later
-// tiles see the most keys, so the longest items start in the first wave.
+// The work of one block, in order; the producer and the consumers walk it alike. Under stream-K
+// (split.tiles > 0) the block's range of the list of key tiles; otherwise whole items, round-robin.
+struct Walk {
+  int64_t pos, end;
+};
+__device__ __forceinline__ Walk walk_start(const KcAttentionSplit& split, int items) {
+  if (split.tiles > 0) return {kc_split_begin(split, blockIdx.x), kc_split_begin(split, blockIdx.x + 1)};
+  return {(int64_t)blockIdx.x, (int64_t)items};
+}
+
 template <int BKV>
-__device__ __forceinline__ Work work_item(int item, int q_tiles, int H, int Lq, int kv_len, int block_size,
-                                          int q_offset) {
-  Work w;
-  const int hb = item / q_tiles;
-  w.q0 = (q_tiles - 1 - item % q_tiles) * BQ;
-  w.h = hb % H;
-  w.b = hb / H;
-  const int kv_end = kc_visible_keys(min(w.q0 + BQ, Lq) - 1, kv_len, block_size, q_offset);
-  // At least one tile, even where no row sees a key (a negative q_offset): its keys are all masked, so
-  // the rows come out as zeros, and the pipeline needs no special case.
-  w.ntiles = max(1, (kv_end + BKV - 1) / BKV);
-  return w;
+__device__ __forceinline__ bool next_work(Walk& walk, Work& w, const KcAttentionSplit& split, int q_tiles, int H, int Lq,
+                                          int kv_len, int block_size, int q_offset) {
+  if (walk.pos >= walk.end) return false;
+  if (split.tiles > 0) {
+    const KcSplitPart part = kc_split_next(split, blockIdx.x, &walk.pos, walk.end);
+    const KcAttentionItem it = kc_attention_item(part.item, q_tiles, H, BQ);
+    w = {it.q0, it.h, it.b, part.t0, part.ntiles, part.slot};
+  } else {
+    const KcAttentionItem it = kc_attention_item(walk.pos, q_tiles, H, BQ);
+    // At least one tile, even where no row sees a key (a negative q_offset): its keys are all masked, so
+    // the rows come out as zeros, and the pipeline needs no special case.
+    const int keys = kc_tile_keys(it.q0, BQ, Lq, kv_len, block_size, q_offset);
+    w = {it.q0, it.h, it.b, 0, max(1, (keys + BKV - 1) / BKV), -1};
+    walk.pos += gridDim.x;
+  }
+  return true;
 }
 
 template <int D, int BKV, typename TO>
 __global__ void __launch_bounds__(THREADS, 1)
     attention_wgmma_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_k,
                            const __grid_constant__ CUtensorMap map_v, TO* __restrict__ out,
-                           const float* __restrict__ bias, int Lq, int kv_len, int H, int items, float scale,
-                           int block_size, int q_offset) {
+                           float* __restrict__ partial, const float* __restrict__ bias, int Lq, int kv_len, int H,
+                           int items, KcAttentionSplit split, float scale, int block_size, int q_offset) {
 #ifdef KC_HAS_WGMMA
   using L = Layout<D, BKV>;
   __shared__ __align__(8) uint64_t bars[2 + 4 * STAGES];
@@ -115,23 +136,24 @@ __global__ void __launch_bounds__(THREADS, 1)
     kc_setmaxnreg_dec<PRODUCER_REGS>();
     if (threadIdx.x == 0) {
       int tile = 0;  // key tiles loaded so far: tile % STAGES is the stage, (tile / STAGES) & 1 its phase
-      int n = 0;     // items loaded so far: the phase of the q barriers
-      for (int item = blockIdx.x; item < items; item += gridDim.x, n++) {
-        const Work w = work_item<BKV>(item, q_tiles, H, Lq, kv_len, block_size, q_offset);
+      int n = 0;     // pieces of work loaded so far: the phase of the q barriers
+      Walk walk = walk_start(split, items);
+      for (Work w; next_work<BKV>(walk, w, split, q_tiles, H, Lq, kv_len, block_size, q_offset); n++) {
         kc_mbar_wait(q_empty, (n & 1) ^ 1);  // both consumers finished their last S of the previous item
         kc_mbar_expect_tx(q_full, L::Q_BYTES);
         for (int x = 0; x < L::BOXES; x++) kc_tma_load_4d(sq + x * L::Q_BOX, &map_q, q_full, 64 * x, w.h, w.q0, w.b);
         for (int t = 0; t < w.ntiles; t++, tile++) {
           const int s = tile % STAGES;
           const uint32_t free_phase = ((tile / STAGES) & 1) ^ 1;  // the first round passes at once
+          const int key = KC_PLANTED(34) ? t : w.t0 + t;  // planted: a cut part's keys from its item's start
           kc_mbar_wait(k_empty(s), free_phase);
           kc_mbar_expect_tx(k_full(s), L::KV_BYTES);
           for (int x = 0; x < L::BOXES; x++)
-            kc_tma_load_4d(sk(s) + x * L::KV_BOX, &map_k, k_full(s), 64 * x, w.h, t * BKV, w.b);
+            kc_tma_load_4d(sk(s) + x * L::KV_BOX, &map_k, k_full(s), 64 * x, w.h, key * BKV, w.b);
           kc_mbar_wait(v_empty(s), free_phase);
           kc_mbar_expect_tx(v_full(s), L::KV_BYTES);
           for (int x = 0; x < L::BOXES; x++)
-            kc_tma_load_4d(sv(s) + x * L::KV_BOX, &map_v, v_full(s), 64 * x, w.h, t * BKV, w.b);
+            kc_tma_load_4d(sv(s) + x * L::KV_BOX, &map_v, v_full(s), 64 * x, w.h, key * BKV, w.b);
         }
       }
     }
@@ -142,8 +164,8 @@ __global__ void __launch_bounds__(THREADS, 1)
     const uint32_t qa = sq + c * 64 * 128;  // this consumer's 64 rows inside each q box
     if (c == 1) kc_bar_arrive(TURN_BAR, CONSUMERS);  // consumer 0 takes the first turn
     int tile = 0, n = 0;
-    for (int item = blockIdx.x; item < items; item += gridDim.x, n++) {
-      const Work w = work_item<BKV>(item, q_tiles, H, Lq, kv_len, block_size, q_offset);
+    Walk walk = walk_start(split, items);
+    for (Work w; next_work<BKV>(walk, w, split, q_tiles, H, Lq, kv_len, block_size, q_offset); n++) {
       // The two query rows whose accumulators this thread holds (fragment rows lane/4 and lane/4 + 8).
       const int row0 = w.q0 + c * 64 + warp * 16 + lane / 4, row1 = row0 + 8;
       const int lim0 = row0 < Lq ? kc_visible_keys(row0, kv_len, block_size, q_offset) : 0;
@@ -267,7 +289,7 @@ __global__ void __launch_bounds__(THREADS, 1)
       kc_fence_regs(s);
       kc_mbar_arrive(k_empty(stage(tile)));
       if (w.ntiles == 1) kc_mbar_arrive(q_empty);
-      softmax(0);
+      softmax(w.t0);
       rescale_and_pack();
       for (int t = 1; t < w.ntiles; t++) {
         const int cur = tile + t, prev = cur - 1;
@@ -277,13 +299,13 @@ __global__ void __launch_bounds__(THREADS, 1)
           issue_s(stage(cur));
           issue_pv(stage(prev));
         });
-        if (KC_PLANTED(12)) softmax(t);                     // planted: S(t) read before it retired
+        if (KC_PLANTED(12)) softmax(w.t0 + t);              // planted: S(t) read before it retired
         if (KC_PLANTED(13) && t == w.ntiles - 1) kc_mbar_arrive(q_empty);  // planted: q released while S(t) reads it
         kc_wgmma_wait<1>();  // groups retire in order: S(t) is done, P(t-1)·V(t-1) may still run
         kc_fence_regs(s);
         kc_mbar_arrive(k_empty(stage(cur)));
         if (!KC_PLANTED(13) && t == w.ntiles - 1) kc_mbar_arrive(q_empty);  // both consumers done with q: the next item's may land
-        if (!KC_PLANTED(12)) softmax(t);
+        if (!KC_PLANTED(12)) softmax(w.t0 + t);
         kc_wgmma_wait<0>();
         kc_fence_regs(o);
         kc_fence_regs(s);  // the packing into p, too, stays behind the wait
@@ -303,6 +325,23 @@ __global__ void __launch_bounds__(THREADS, 1)
       for (int off = 1; off <= 2; off <<= 1) {
         l0 += __shfl_xor_sync(0xffffffffu, l0, off);
         l1 += __shfl_xor_sync(0xffffffffu, l1, off);
+      }
+      if (w.slot >= 0) {
+        // A cut part: the unnormalized rows and the softmax state, for attention_combine.cu.
+        float* dst = partial + w.slot * kc_split_slot_floats(BQ, D);
+        const int r0 = c * 64 + warp * 16 + lane / 4, r1 = r0 + 8;
+#pragma unroll
+        for (int j = 0; j < D / 8; j++) {
+          kc_put2(dst + r0 * D + 8 * j + 2 * (lane % 4), o[4 * j], o[4 * j + 1]);
+          kc_put2(dst + r1 * D + 8 * j + 2 * (lane % 4), o[4 * j + 2], o[4 * j + 3]);
+        }
+        if (lane % 4 == 0) {
+          dst[BQ * D + r0] = m0;
+          dst[BQ * D + r1] = m1;
+          dst[BQ * D + BQ + r0] = l0;
+          dst[BQ * D + BQ + r1] = l1;
+        }
+        continue;
       }
       const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
       TO* dst0 = out + (((int64_t)w.b * Lq + row0) * H + w.h) * D + 2 * (lane % 4);
@@ -347,14 +386,31 @@ int launch(KcContext* ctx, void* out, const void* q, const void* k, const void* 
   KC_TRY(encode(ctx, &map_q, q, B, Lq, Lq, H, D, BQ));
   KC_TRY(encode(ctx, &map_k, k, B, Lkv, kv_len, H, D, BKV));
   KC_TRY(encode(ctx, &map_v, v, B, Lkv, kv_len, H, D, BKV));
-  const int64_t items = (int64_t)((Lq + BQ - 1) / BQ) * H * B;
+  const int q_tiles = (Lq + BQ - 1) / BQ;
+  const int64_t items = (int64_t)q_tiles * H * B;
   if (items > INT32_MAX) return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention", "too many attention work items");
-  const unsigned grid = (unsigned)(items < ctx->sm_count ? items : ctx->sm_count);
+  // Stream-K where every query tile sees the same key tiles (n grows with the row, so the first and the
+  // last tile bound the rest) and whole items would leave blocks idle (attention_split.cuh).
+  const int tiles = (kc_tile_keys(0, BQ, Lq, kv_len, block_size, q_offset) + BKV - 1) / BKV;
+  const bool uniform = tiles == (kc_tile_keys((q_tiles - 1) * BQ, BQ, Lq, kv_len, block_size, q_offset) + BKV - 1) / BKV;
+  const int split_grid = ctx->attention_split && uniform ? kc_attention_split_grid(items, tiles, ctx->sm_count) : 0;
+  KcAttentionSplit split{0, 0, 0};
+  float* partial = nullptr;
+  if (split_grid) {
+    split = {items * tiles, tiles, split_grid};
+    partial = (float*)kc_scratch(ctx, (size_t)2 * split_grid * kc_split_slot_floats(BQ, D) * sizeof(float));
+    if (!partial) return kc_fail(ctx, KC_E_OOM, "kc_attention", "no memory for the stream-K partial results");
+  }
+  const unsigned grid = split_grid ? (unsigned)split_grid : (unsigned)(items < ctx->sm_count ? items : ctx->sm_count);
   auto kernel = attention_wgmma_kernel<D, BKV, TO>;
   constexpr int smem = Layout<D, BKV>::SMEM;
   KC_LAUNCH(kernel, grid, THREADS, smem, ctx->stream)(
-      map_q, map_k, map_v, (TO*)out, bias, Lq, kv_len, H, (int)items, scale, block_size, q_offset);
-  return kc_launched(ctx, "attention_wgmma_kernel");
+      map_q, map_k, map_v, (TO*)out, partial, bias, Lq, kv_len, H, (int)items, split, scale, block_size, q_offset);
+  int rc = kc_launched(ctx, "attention_wgmma_kernel");
+  if (!rc && split_grid)
+    rc = kc_attention_combine_launch(ctx, out, sizeof(TO) == 2, partial, split, BQ, q_tiles, Lq, H, D);
+  if (partial) kc_scratch_release(ctx, partial);  // stream-ordered: the next user runs after the combine
+  return rc;
 }
 }  // namespace
 

@@ -40,7 +40,7 @@ const SDPA = [526.3, 551.2, 558.4, 402.7];
 
 /** gpu-check-kernels.py wgmma: its correctness lines (report, report_promise), then [wgmma], [wgmma-bkv176] (the 176-key
  *  tiles: `bkv176` their TFLOP/s, or "failing") and auto's [mma.sync] rows. */
-export function wgmmaPart(o: { tflops: number[]; mma?: number[]; failing?: string; bkv176?: number[] | "failing" }): string[] {
+export function wgmmaPart(o: { tflops: number[]; mma?: number[]; failing?: string; bkv176?: number[] | "failing"; whole?: number[] }): string[] {
   const name = "D=128 B=1 Lq=1560 Lk=1560 kv=1560 H=12 block=520/0 bias";
   const lines = ["", "wgmma attention (path 2, sm_90a) correctness:", reportLine("forced wgmma, D=80 refused (kc_attention: path 2 needs D 64 or 1…)", 0, 0.5),
     reportLine(`wgmma f32 in ${name}`, o.failing ? 0.31 : 3.07e-3, 2e-2), reportLine(`  promise wgmma f32 in ${name}`, 0.42, 1)];
@@ -49,6 +49,7 @@ export function wgmmaPart(o: { tflops: number[]; mma?: number[]; failing?: strin
   const b176 = o.bkv176 === "failing" ? [`wgmma bkv176 f32 in ${name}`] : [];
   if (o.bkv176 === "failing") lines.push(reportLine(`wgmma bkv176 f32 in ${name}`, 0.27, 2e-2), "  wgmma 176-key tile benchmarks skipped: 1 of its correctness checks failed");
   const rows: Row[] = o.failing ? [] : ATTENTION.flatMap((l, i) => [[`attention 12x128 ${l} [wgmma]`, o.tflops[i]!, SDPA[i]!] as Row,
+    ...(o.whole ? [[`attention 12x128 ${l} [wgmma whole]`, o.whole[i]!, SDPA[i]!] as Row] : []),
     ...(Array.isArray(o.bkv176) ? [[`attention 12x128 ${l} [wgmma-bkv176]`, o.bkv176[i]!, SDPA[i]!] as Row] : []),
     [`attention 12x128 ${l} [mma.sync]`, (o.mma ?? [175.2, 171.4, 172.3, 160.5])[i]!, SDPA[i]!] as Row]);
   return [...lines, ...kernelsEnd(["wgmma"], rows, failures, o.bkv176 ? { bkv176: { cases: 10, failures: b176 } } : {})];

@@ -57,10 +57,17 @@ describe.skipIf(!harness)("the wgmma GEMM and attention on the CPU emulator", ()
     expect(launches("gemm").every((l) => grid(l)[3] === 384)).toBe(true);
     expect(launches("gemm").some((l) => grid(l)[0]! >= 4)).toBe(true); // 2 × 2 tiles and more
     expect(be!.calls.some((c) => c.kernel === "wgmma" && c.K! > 2 * 4 * 64)).toBe(true); // the 4-stage ring of K steps of 64 turns twice
-    // attention: a persistent grid of one block per multiprocessor (2), each taking several items
-    expect(launches("attention").length).toBe(attentions.length);
-    expect(launches("attention").every((l) => grid(l)[0]! <= 2 && grid(l)[3] === 384)).toBe(true);
-    expect(be!.calls.every((c) => c.launches.length === 1)).toBe(true); // one kernel per call: nothing fell back
+    // attention: a persistent grid of one block per multiprocessor (2), each taking several items; where
+    // stream-K cut an item, then the combine, one block per range boundary
+    const attention = be!.calls.filter((c) => c.op === "attention").map((c) => c.launches.map(grid));
+    expect(attention.length).toBe(attentions.length);
+    for (const [main, ...combine] of attention) {
+      expect(main![0]).toBeLessThanOrEqual(2);
+      expect(main![3]).toBe(384);
+      expect(combine).toEqual(combine.length ? [[1, 1, 1, 256]] : []);
+    }
+    expect(attention.some((l) => l.length === 2)).toBe(true);
+    expect(be!.calls.filter((c) => c.op === "gemm").every((c) => c.launches.length === 1)).toBe(true); // one kernel per call: nothing fell back
   });
 });
 
@@ -82,7 +89,9 @@ describe.skipIf(!harness)("the wgmma attention with 176-key tiles (KINO_CUDA_ATT
     test(`attention ${c.name} keeps the tensor-core promise`, async () => {
       const why = await failure(be!, c);
       expect(be!.calls.at(-1)?.kernel).toBe("wgmma-bkv176");
-      expect(be!.calls.at(-1)!.launches).toEqual([expect.stringMatching(new RegExp(`^launch grid [12],1,1 threads 384 smem ${smem(128, 176)}$`))]);
+      const [main, ...combine] = be!.calls.at(-1)!.launches;
+      expect(main).toMatch(new RegExp(`^launch grid [12],1,1 threads 384 smem ${smem(128, 176)}$`));
+      expect(combine).toEqual(combine.length ? ["launch grid 1,1,1 threads 256 smem 0"] : []); // stream-K's combine
       expect(why).toBeNull();
     }, 60_000);
   }
@@ -92,6 +101,34 @@ describe.skipIf(!harness)("the wgmma attention with 176-key tiles (KINO_CUDA_ATT
     expect(be!.calls.at(-1)!.launches[0]).toEndWith(`smem ${smem(64, 128)}`);
     expect(await Bun.file(new URL("../../kernels/cuda/context.cu", import.meta.url)).text()).toContain('kc_attention_bkv_setting(getenv("KINO_CUDA_ATTENTION_BKV"))');
   }, 60_000);
+});
+
+// Stream-K (attention_split.cuh): on 3 multiprocessors most cases' items no longer divide among the
+// blocks, so block ranges cut items into parts and the combine (attention_combine.cu) merges them; each
+// case that splits runs again with KINO_CUDA_ATTENTION_SPLIT=0, its items walked whole.
+describe.skipIf(!harness)("the wgmma attention's stream-K schedule on 3 multiprocessors", () => {
+  const split = harness && new EmulatedTensorCoreBackend(harness, { kernels: "wgmma", sms: 3 });
+  const whole = harness && new EmulatedTensorCoreBackend(harness, { kernels: "wgmma", sms: 3, attentionSplit: false });
+  const cut: string[] = [];
+  for (const c of attentions) {
+    test(`attention ${c.name} keeps the tensor-core promise, its items split or whole`, async () => {
+      expect(await failure(split!, c)).toBeNull();
+      const launches = split!.calls.at(-1)!.launches;
+      if (launches.length === 1) return;
+      cut.push(c.name);
+      // the main kernel on up to 3 blocks (fewer where there are fewer key tiles), then the combine, a block per boundary
+      const blocks = Number(/^launch grid (\d+),1,1 threads 384 /.exec(launches[0]!)?.[1]);
+      expect(launches).toEqual([expect.stringMatching(/^launch grid [23],1,1 threads 384 /), `launch grid ${blocks - 1},1,1 threads 256 smem 0`]);
+      expect(await failure(whole!, c)).toBeNull();
+      expect(whole!.calls.at(-1)!.launches).toEqual([expect.stringMatching(/^launch grid [123],1,1 threads 384 /)]);
+    }, 60_000);
+  }
+  test("ranges cut items in most cases: one item over several blocks, several items a block", () => {
+    expect(cut.length).toBeGreaterThanOrEqual(attentions.length / 2);
+    expect(cut).toContain("B 1 Lq 33 Lk 200 H 1 D 128, kvLen 150"); // one item, two key tiles, over 2 blocks
+    expect(cut).toContain("B 1 Lq 64 Lk 512 H 2 D 128, q/k/v bf16 → bf16"); // 2 items of 4 tiles: the middle block ends one, starts the other
+    expect(cut.some((n) => /bias/.test(n) && /kvLen/.test(n))).toBe(true); // the T5 bias and a mask inside a key tile, across the cut
+  });
 });
 
 describe.skipIf(!harness)("operands 16 bytes past a 128-byte boundary (a view into a block)", () => {
@@ -119,6 +156,8 @@ const PLANTED: [number, "gemm" | "attention", string][] = [
   [11, "attention", "v's descriptor: the leading byte offset half a box (attention_wgmma.cu, D 128)"],
   [12, "attention", "the softmax reads S(t) before the wait_group that retires it (attention_wgmma.cu)"],
   [13, "attention", "q released to the producer before the last S(t) reading it retired (attention_wgmma.cu)"],
+  [34, "attention", "a part of a cut item loads its keys from the item's first tile (attention_wgmma.cu, stream-K)"],
+  [35, "attention", "the combine leaves out a cut item's last part (attention_combine.cu)"],
 ];
 
 describe.skipIf(!harness)("the emulated cases catch planted Hopper kernel bugs", () => {

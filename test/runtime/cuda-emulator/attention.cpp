@@ -3,15 +3,17 @@
 // and the Hopper kernel (attention_wgmma.cu) with both output types, and the f32 → bf16 rounding of q,
 // k, v (elementwise.cu) — each file compiled as it is, one translation unit each. The context is an
 // sm_80 GPU, or an sm_90 one with the driver's tensor-map encoder (host-runtime.h) where the path asks
-// for wgmma (2); two multiprocessors either way (the Hopper kernel's persistent grid: two blocks).
+// for wgmma (2); two multiprocessors either way unless KC_EMU_SMS says otherwise (the Hopper kernel's persistent
+// grid: a block each).
 //
 //   attention IN OUT
 //   IN:  int32 B, Lq, Lk, kv_len, H, D, dt, out_dt (0 f32, 1 bf16), has_bias, block_size, q_offset,
 //        attention_path (context.cu); f32 scale; then q [B, Lq, H, D], k and v [B, Lk, H, D] (dt),
 //        f32 bias [H, Lq, kv_len]
 //   OUT: out [B, Lq, H, D] (out_dt)
-// KINO_CUDA_ATTENTION_BKV=176 in the environment gives the wgmma kernel its 176-key tiles at D 128, as
-// it does kc_create. Prints one line per kernel launch and then `kernel <name>` (what kc_attention
+// KINO_CUDA_ATTENTION_BKV=176 in the environment gives the wgmma kernel its 176-key tiles at D 128, and
+// KINO_CUDA_ATTENTION_SPLIT=0 walks its items whole, as they do for kc_create; KC_EMU_SMS=n makes the
+// GPU one of n multiprocessors (2 without it). Prints one line per kernel launch and then `kernel <name>` (what kc_attention
 // ran); exits 1 with the library's message when the call fails.
 #include "host-runtime.h"
 #include "../../../kernels/cuda/attention.cuh"
@@ -39,11 +41,12 @@ int main(int argc, char** argv) {
   memset(out, 0xFF, out_bytes);  // NaN: an output the kernel does not write shows
 
   KcContext ctx{};
-  ctx.sm_major = h[11] == 2 ? 9 : 8, ctx.sm_count = 2;
+  ctx.sm_major = h[11] == 2 ? 9 : 8, ctx.sm_count = getenv("KC_EMU_SMS") ? atoi(getenv("KC_EMU_SMS")) : 2;
   if (h[11] == 2) ctx.encode_tensor_map = (void*)&kc_emu_encode_tiled;
   ctx.attention_path = h[11];
   ctx.attention_bkv = kc_attention_bkv_setting(getenv("KINO_CUDA_ATTENTION_BKV"));  // as kc_create reads it
   ctx.attention_bq = kc_attention_bq_setting(getenv("KINO_CUDA_ATTENTION_BQ"));
+  ctx.attention_split = kc_attention_split_setting(getenv("KINO_CUDA_ATTENTION_SPLIT"));
   const int rc = kc_attention(&ctx, out, q, k, v, dt, bias, B, Lq, Lk, kv_len, H, D, scale, h[9], h[10], out_dt);
   if (rc) {
     fprintf(stderr, "kc_attention: %s (%d)\n", ctx.error, rc);

@@ -29,7 +29,7 @@ export type TensorCoreKernels = keyof typeof PATHS;
 export async function buildTensorCoreEmulators(): Promise<{ gemm: string; attention: string } | { skip: string }> {
   const gemm = await buildEmulator("gemm", ["gemm", "gemm_mma", "gemm_wgmma", "gemm_wgmma_persistent", "gemm_wgmma_pingpong"]);
   if ("skip" in gemm) return gemm;
-  const attention = await buildEmulator("attention", ["attention", "attention_wgmma"]);
+  const attention = await buildEmulator("attention", ["attention", "attention_wgmma", "attention_combine"]);
   if ("skip" in attention) return attention;
   return { gemm: gemm.path, attention: attention.path };
 }
@@ -67,17 +67,21 @@ export class EmulatedTensorCoreBackend extends HostBackend {
    *  `wgmmaRuns`: record which warpgroup issued wgmma when (EmulatedCall.runs); `attentionBkv`: 176
    *  gives the wgmma attention 176-key tiles at D 128 (KINO_CUDA_ATTENTION_BKV); `attentionBq`: the mma.sync
    *  attention's query rows per block, forced (KINO_CUDA_ATTENTION_BQ), instead of chosen by shape;
-   *  `gemmMmaTile`: the mma.sync GEMM's block tile, forced (KINO_CUDA_GEMM_MMA_TILE), instead of chosen by the model. */
+   *  `gemmMmaTile`: the mma.sync GEMM's block tile, forced (KINO_CUDA_GEMM_MMA_TILE), instead of chosen by the model;
+   *  `sms`: the GPU's multiprocessors (KC_EMU_SMS; the attention harness's default is 2); `attentionSplit: false`:
+   *  the wgmma attention walks its items whole (KINO_CUDA_ATTENTION_SPLIT=0) instead of by stream-K. */
   constructor(private readonly harness: { gemm: string; attention: string },
     opts: { kernels?: TensorCoreKernels; plant?: number; misalign?: boolean; wgmmaRuns?: boolean; attentionBkv?: 128 | 176;
-      attentionBq?: 64 | 128; gemmMmaTile?: MmaTile } = {}) {
+      attentionBq?: 64 | 128; gemmMmaTile?: MmaTile; sms?: number; attentionSplit?: boolean } = {}) {
     super();
     this.#kernels = opts.kernels ?? "mma.sync";
     this.#plant = opts.plant ?? 0;
     this.#env = { ...(opts.misalign ? { KC_EMU_MISALIGN: "1" } : {}), ...(opts.wgmmaRuns ? { KC_EMU_WGMMA_RUNS: "1" } : {}),
       ...(opts.attentionBkv ? { KINO_CUDA_ATTENTION_BKV: String(opts.attentionBkv) } : {}),
       ...(opts.attentionBq ? { KINO_CUDA_ATTENTION_BQ: String(opts.attentionBq) } : {}),
-      ...(opts.gemmMmaTile ? { KINO_CUDA_GEMM_MMA_TILE: opts.gemmMmaTile } : {}) };
+      ...(opts.gemmMmaTile ? { KINO_CUDA_GEMM_MMA_TILE: opts.gemmMmaTile } : {}),
+      ...(opts.sms ? { KC_EMU_SMS: String(opts.sms) } : {}),
+      ...(opts.attentionSplit === false ? { KINO_CUDA_ATTENTION_SPLIT: "0" } : {}) };
   }
 
   #run(op: EmulatedCall["op"], parts: ArrayBufferView[], dims: Pick<EmulatedCall, "M" | "N" | "split" | "K" | "out"> = {}): Uint8Array {
