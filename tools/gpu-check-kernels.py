@@ -262,16 +262,19 @@ def wgmma():
             # FlashAttention-3's 128×176 tiles at D 128 (KINO_CUDA_ATTENTION_BKV=176), checked and timed beside
             # the 128-key ones; its failures are its own (data["bkv176"]), not WGMMA_ATTENTION_VERIFIED's
             wg176 = context(None, "wgmma", "176")
-            # the same kernel with its items walked whole (KINO_CUDA_ATTENTION_SPLIT=0), timed beside stream-K
+            # the same kernel with its items walked whole (KINO_CUDA_ATTENTION_SPLIT=0), timed beside stream-K,
+            # and split wherever a block range cuts an item (=always): these cases' few key tiles would not pay
+            # for stream-K by default, so its parts and combine are checked this way
             wg_whole = context(None, "wgmma", attention_split="0")
+            wg_split = context(None, "wgmma", attention_split="always")
             data["bkv176"] = b176 = {"cases": 0, "failures": []}
-            for D, ctx, tile in ((64, wg, ""), (128, wg, ""), (128, wg176, "bkv176 ")):
+            for D, ctx, tile in ((64, wg, ""), (128, wg, ""), (64, wg_split, ""), (128, wg_split, ""), (128, wg176, "bkv176 ")):
                 for (B, Lq, Lk, kv, H, block, qoff, with_bias) in cases:
                     q, k, v = rnd(B, Lq, H, D), rnd(B, Lk, H, D), rnd(B, Lk, H, D)
                     bias = rnd(H, Lq, kv) * 3 if with_bias else None
                     scale = 1 / math.sqrt(D)
                     want = ref_attention(bf(q), bf(k), bf(v), kv, scale, bias, block, qoff)
-                    name = f"D={D} B={B} Lq={Lq} Lk={Lk} kv={kv} H={H} block={block}/{qoff}{' bias' if with_bias else ''}"
+                    name = f"D={D} B={B} Lq={Lq} Lk={Lk} kv={kv} H={H} block={block}/{qoff}{' bias' if with_bias else ''}{' split' if ctx is wg_split else ''}"
                     before = len(failures)
                     for dt in (torch.float32, torch.bfloat16):  # bf16 inputs keep Lk as the batch stride of k and v
                         got = kino_attention(ctx, q.to(dt), k.to(dt), v.to(dt), kv, scale, bias, block, qoff)

@@ -52,9 +52,20 @@ int kc_attention_wgmma_launch(KcContext* ctx, void* out, bool out_bf16, const vo
 int kc_attention_combine_launch(KcContext* ctx, void* out, bool out_bf16, const float* partial, const KcAttentionSplit& split,
                                 int bq, int q_tiles, int Lq, int H, int D);
 
-// KINO_CUDA_ATTENTION_SPLIT (kc_create reads it into ctx->attention_split): "0" walks the Hopper
-// attention's items whole even where stream-K would split them (attention_split.cuh); tools/gpu-check.sh
-// times both.
+// KINO_CUDA_ATTENTION_SPLIT (kc_create reads it into ctx->attention_split): the Hopper attention's
+// stream-K schedule (attention_split.cuh) where it saves at least KC_SPLIT_MIN_GAIN key tiles (1, the
+// default); "0" walks items whole always (tools/gpu-check.sh times both); "always" splits wherever a
+// range boundary cuts an item (2: the emulator's small cases, which would not pay on a GPU).
 static inline int kc_attention_split_setting(const char* value) {
-  return value != nullptr && value[0] == '0' && value[1] == 0 ? 0 : 1;
+  if (value == nullptr) return 1;
+  if (value[0] == '0' && value[1] == 0) return 0;
+  const char* always = "always";
+  for (int i = 0;; i++) {
+    if (value[i] != always[i]) return 1;
+    if (!value[i]) return 2;
+  }
+}
+// The least gain (in key tiles of the busiest block) stream-K needs under a setting; 0 for off.
+static inline int kc_attention_split_min_gain(int setting) {
+  return setting == 0 ? 0 : setting == 2 ? 1 : KC_SPLIT_MIN_GAIN;
 }

@@ -71,11 +71,22 @@ __host__ __device__ inline KcSplitPart kc_split_next(const KcAttentionSplit& s, 
   return p;
 }
 
+// Stream-K pays where it saves the busiest block at least this many key tiles: each cut item costs
+// its parts' slots (64 KiB each at D 128, written and read back) and the call a combine launch, a few
+// microseconds in all, while a 128 × 128 key tile takes ~2 µs of an H200 multiprocessor at D 128. So a
+// streaming chunk's self-attention splits (37–256 tiles an item), its cross-attention over 512 text
+// tokens (4 tiles) does not.
+constexpr int KC_SPLIT_MIN_GAIN = 8;
+
 // The grid of a stream-K launch over `items` items of `tiles` key tiles on `sms` multiprocessors (one
-// block each), or 0 where no range boundary would cut an item, so the items are better walked whole.
-inline int kc_attention_split_grid(int64_t items, int tiles, int sms) {
+// block each), or 0 where the items are better walked whole: where no range boundary would cut an
+// item, or the busiest block would walk fewer than `min_gain` key tiles less.
+inline int kc_attention_split_grid(int64_t items, int tiles, int sms, int min_gain) {
   if (items <= 0 || tiles <= 1 || sms <= 1) return 0;
-  const KcAttentionSplit s{items * tiles, tiles, (int)(items * tiles < sms ? items * tiles : sms)};
+  const int64_t work = items * tiles, whole_blocks = items < sms ? items : sms;
+  const KcAttentionSplit s{work, tiles, (int)(work < sms ? work : sms)};
+  const int64_t whole = (items + whole_blocks - 1) / whole_blocks * tiles, busiest = (work + s.grid - 1) / s.grid;
+  if (whole - busiest < min_gain) return 0;
   for (int c = 1; c < s.grid; c++)
     if (kc_split_begin(s, c) % tiles != 0) return s.grid;
   return 0;

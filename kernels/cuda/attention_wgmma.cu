@@ -7,12 +7,12 @@
 // the softmax in f32 in the exp2 domain, P rounded to bf16 for P·V.
 //
 // A persistent grid (one 384-thread block per multiprocessor) walks the work items (128-query tile,
-// head, batch item): where every item has the same key tiles and whole items would leave blocks idle in
-// the last round, by stream-K — each block takes an equal range of the list of all items' key tiles,
-// and the parts of an item cut by a range boundary are merged by attention_combine.cu
-// (attention_split.cuh has the arithmetic; KINO_CUDA_ATTENTION_SPLIT=0 turns it off); otherwise whole
-// items round-robin, the longest first. Both roles below derive the same sequence on their own. Per
-// item (or part of one):
+// head, batch item). Where every item has the same key tiles and whole items would leave blocks idle in
+// the last round long enough to matter, it does so by stream-K: each block takes an equal range of the
+// list of all items' key tiles, and attention_combine.cu merges the parts of an item a range boundary
+// cut (attention_split.cuh has the arithmetic; KINO_CUDA_ATTENTION_SPLIT=0 turns it off). Otherwise
+// whole items round-robin, the longest first. Both roles below derive the same sequence on their own.
+// Per item (or part of one):
 //   producer (warpgroup 0, 24 registers): one thread loads the q tile (128 rows × D) with TMA, then
 //     streams the item's key tiles — k and v, BKV keys each (128; 176 at D 128 on request, below) —
 //     through a 2-stage shared-memory ring.
@@ -393,7 +393,8 @@ int launch(KcContext* ctx, void* out, const void* q, const void* k, const void* 
   // last tile bound the rest) and whole items would leave blocks idle (attention_split.cuh).
   const int tiles = (kc_tile_keys(0, BQ, Lq, kv_len, block_size, q_offset) + BKV - 1) / BKV;
   const bool uniform = tiles == (kc_tile_keys((q_tiles - 1) * BQ, BQ, Lq, kv_len, block_size, q_offset) + BKV - 1) / BKV;
-  const int split_grid = ctx->attention_split && uniform ? kc_attention_split_grid(items, tiles, ctx->sm_count) : 0;
+  const int min_gain = kc_attention_split_min_gain(ctx->attention_split);
+  const int split_grid = min_gain && uniform ? kc_attention_split_grid(items, tiles, ctx->sm_count, min_gain) : 0;
   KcAttentionSplit split{0, 0, 0};
   float* partial = nullptr;
   if (split_grid) {

@@ -41,8 +41,8 @@ struct KcContext {
                                // (KINO_CUDA_ATTENTION_BKV=176; 0 reads as 128)
   int attention_bq;            // query rows per block of the mma.sync attention: 64 or 128 forced, 0 by shape
                                // (KINO_CUDA_ATTENTION_BQ=64|128)
-  int attention_split;         // 1: the Hopper attention splits items by stream-K where that evens the blocks'
-                               // work, 0: items whole (KINO_CUDA_ATTENTION_SPLIT=0)
+  int attention_split;         // the Hopper attention's stream-K: 1 where it pays, 0 never, 2 wherever it cuts
+                               // an item (KINO_CUDA_ATTENTION_SPLIT=0|always; attention.cuh)
   int conv_path;               // 0 auto, 1 force the f32 SIMT kernel, 2 force mma.sync, 3 force wgmma
                                // (KINO_CUDA_CONV=simt|mma|wgmma)
   // The kernel the last kc_gemm / kc_attention / kc_conv3d call ran ("wgmma", "mma.sync", "simt"; ""

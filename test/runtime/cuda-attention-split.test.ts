@@ -27,7 +27,7 @@ function launches(shapes: [items: number, tiles: number, sms: number][]): Launch
 }
 
 describe.skipIf(!!skip)("the wgmma attention's stream-K schedule", () => {
-  test("every launch up to 60 items of up to 9 key tiles on up to 16 multiprocessors walks each tile once and combines each cut item once", () => {
+  test("every launch up to 60 items of up to 9 key tiles on up to 16 multiprocessors, split wherever a boundary cuts an item, walks each tile once and combines each cut item once", () => {
     const [line] = run(["sweep", 60, 9, 16]);
     const [, checked, split] = /^checked (\d+) split (\d+)$/.exec(line!)!.map(Number);
     expect(checked).toBe(60 * 9 * 16);
@@ -44,8 +44,10 @@ describe.skipIf(!!skip)("the wgmma attention's stream-K schedule", () => {
     expect(first).toEqual({ grid: 132, busiest: 125, whole: 148, cut: 120 });
   });
 
-  test("items that divide among the blocks are walked whole; fewer items than blocks spread over all of them", () => {
-    const [even, small, single] = launches([[264, 256, 132], [12, 256, 132], [5, 1, 132]]);
+  test("items that divide among the blocks, or whose few key tiles would not pay, are walked whole; fewer items than blocks spread over all of them", () => {
+    const [even, small, single, cross] = launches([[264, 256, 132], [12, 256, 132], [5, 1, 132], [444, 4, 132]]);
+    // the chunk's cross-attention over 512 text tokens: 16 key tiles whole, 14 split — not worth a combine
+    expect(cross).toEqual({ grid: 0, busiest: 16, whole: 16, cut: 0 });
     expect(even).toEqual({ grid: 0, busiest: 512, whole: 512, cut: 0 });
     expect(small).toEqual({ grid: 132, busiest: 24, whole: 256, cut: 12 }); // 12 heads of one query tile over 132 blocks
     expect(single).toEqual({ grid: 0, busiest: 1, whole: 1, cut: 0 }); // one key tile an item: nothing to cut

@@ -4,11 +4,12 @@
 // (kc_split_combine_item), checked against each other.
 //
 //   attention-split ITEMS TILES SMS [ITEMS TILES SMS ...]
-//     per triple: "grid G busiest X whole Y cut C" — G the stream-K grid (0: items walked whole), X the
-//     most key tiles one block walks, Y the most one block walks with whole items round-robin, C the
-//     items cut into parts
+//     per triple, as kc_attention decides by default: "grid G busiest X whole Y cut C" — G the stream-K
+//     grid (0: items walked whole), X the most key tiles one block walks, Y the most one block walks
+//     with whole items round-robin, C the items cut into parts
 //   attention-split sweep MAX_ITEMS MAX_TILES MAX_SMS
-//     every triple up to those; prints "checked N split M"
+//     every triple up to those, split wherever a boundary cuts an item (KINO_CUDA_ATTENTION_SPLIT=always);
+//     prints "checked N split M"
 // Checks, exiting 1 with the first violation: each item's key tiles walked exactly once; a part's slot
 // -1 exactly when it is the whole item; no slot written twice; each cut item combined by exactly one
 // block, from exactly the slots its parts were written to, which cover its tiles in order from 0.
@@ -30,10 +31,10 @@ static void fail(const char* what, int64_t items, int tiles, int sms, long long 
 }
 
 // Walks and checks one launch; returns the grid and fills the figures.
-static int check(int64_t items, int tiles, int sms, long long* busiest, long long* whole, long long* cut) {
+static int check(int64_t items, int tiles, int sms, int min_gain, long long* busiest, long long* whole, long long* cut) {
   const int64_t rr = items < sms ? items : sms;
   *whole = (items + rr - 1) / rr * tiles;
-  const int grid = kc_attention_split_grid(items, tiles, sms);
+  const int grid = kc_attention_split_grid(items, tiles, sms, min_gain);
   *busiest = *whole;
   *cut = 0;
   if (!grid) return 0;
@@ -90,7 +91,7 @@ int main(int argc, char** argv) {
     long long n = 0, split = 0;
     for (int i = 1; i <= mi; i++)
       for (int t = 1; t <= mt; t++)
-        for (int s = 1; s <= ms; s++, n++) split += check(i, t, s, &busiest, &whole, &cut) != 0;
+        for (int s = 1; s <= ms; s++, n++) split += check(i, t, s, 1, &busiest, &whole, &cut) != 0;
     printf("checked %lld split %lld\n", n, split);
     return 0;
   }
@@ -99,7 +100,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   for (int a = 1; a < argc; a += 3) {
-    const int grid = check(atoll(argv[a]), atoi(argv[a + 1]), atoi(argv[a + 2]), &busiest, &whole, &cut);
+    const int grid = check(atoll(argv[a]), atoi(argv[a + 1]), atoi(argv[a + 2]), KC_SPLIT_MIN_GAIN, &busiest, &whole, &cut);
     printf("grid %d busiest %lld whole %lld cut %lld\n", grid, busiest, whole, cut);
   }
   return 0;

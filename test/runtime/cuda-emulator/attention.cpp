@@ -12,7 +12,7 @@
 //        f32 bias [H, Lq, kv_len]
 //   OUT: out [B, Lq, H, D] (out_dt)
 // KINO_CUDA_ATTENTION_BKV=176 in the environment gives the wgmma kernel its 176-key tiles at D 128, and
-// KINO_CUDA_ATTENTION_SPLIT=0 walks its items whole, as they do for kc_create; KC_EMU_SMS=n makes the
+// KINO_CUDA_ATTENTION_SPLIT=0|always its stream-K schedule, as they do for kc_create; KC_EMU_SMS=n makes the
 // GPU one of n multiprocessors (2 without it). Prints one line per kernel launch and then `kernel <name>` (what kc_attention
 // ran); exits 1 with the library's message when the call fails.
 #include "host-runtime.h"

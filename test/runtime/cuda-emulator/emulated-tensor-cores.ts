@@ -68,11 +68,12 @@ export class EmulatedTensorCoreBackend extends HostBackend {
    *  gives the wgmma attention 176-key tiles at D 128 (KINO_CUDA_ATTENTION_BKV); `attentionBq`: the mma.sync
    *  attention's query rows per block, forced (KINO_CUDA_ATTENTION_BQ), instead of chosen by shape;
    *  `gemmMmaTile`: the mma.sync GEMM's block tile, forced (KINO_CUDA_GEMM_MMA_TILE), instead of chosen by the model;
-   *  `sms`: the GPU's multiprocessors (KC_EMU_SMS; the attention harness's default is 2); `attentionSplit: false`:
-   *  the wgmma attention walks its items whole (KINO_CUDA_ATTENTION_SPLIT=0) instead of by stream-K. */
+   *  `sms`: the GPU's multiprocessors (KC_EMU_SMS; the attention harness's default is 2); `attentionSplit`: the
+   *  wgmma attention's stream-K, "off" (KINO_CUDA_ATTENTION_SPLIT=0) or "always" (wherever a block range cuts an
+   *  item, which the small cases' few key tiles never pay for by default). */
   constructor(private readonly harness: { gemm: string; attention: string },
     opts: { kernels?: TensorCoreKernels; plant?: number; misalign?: boolean; wgmmaRuns?: boolean; attentionBkv?: 128 | 176;
-      attentionBq?: 64 | 128; gemmMmaTile?: MmaTile; sms?: number; attentionSplit?: boolean } = {}) {
+      attentionBq?: 64 | 128; gemmMmaTile?: MmaTile; sms?: number; attentionSplit?: "off" | "always" } = {}) {
     super();
     this.#kernels = opts.kernels ?? "mma.sync";
     this.#plant = opts.plant ?? 0;
@@ -81,7 +82,7 @@ export class EmulatedTensorCoreBackend extends HostBackend {
       ...(opts.attentionBq ? { KINO_CUDA_ATTENTION_BQ: String(opts.attentionBq) } : {}),
       ...(opts.gemmMmaTile ? { KINO_CUDA_GEMM_MMA_TILE: opts.gemmMmaTile } : {}),
       ...(opts.sms ? { KC_EMU_SMS: String(opts.sms) } : {}),
-      ...(opts.attentionSplit === false ? { KINO_CUDA_ATTENTION_SPLIT: "0" } : {}) };
+      ...(opts.attentionSplit ? { KINO_CUDA_ATTENTION_SPLIT: opts.attentionSplit === "off" ? "0" : "always" } : {}) };
   }
 
   #run(op: EmulatedCall["op"], parts: ArrayBufferView[], dims: Pick<EmulatedCall, "M" | "N" | "split" | "K" | "out"> = {}): Uint8Array {
