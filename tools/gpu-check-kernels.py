@@ -25,9 +25,11 @@
 #           [mma.sync 128x256], [mma.sync 128x192], [mma.sync 128x128]: whether the pick is the fastest
 #           — gemm_mma.cu's header has the model's waves; an H200, 132 SMs, checks its 132-SM predictions
 #           only, the A100's 108 and the L40S's 142 need those GPUs) and attention (12 heads × 128,
-#           Lq 4680, Lk 4680/18720/32760, one block-causal case) in TFLOP/s beside cuBLAS and SDPA; the
-#           mma.sync attention with the 128-row query blocks auto takes there ([mma.sync]) and with
-#           64-row ones forced (KINO_CUDA_ATTENTION_BQ=64, [mma.sync bq64]).
+#           Lq 4680, Lk 4680/18720/32760, one block-causal case; for the mma.sync tilings also Lq = Lk
+#           3120 and 1020) in TFLOP/s beside cuBLAS and SDPA: the mma.sync attention with the query rows
+#           per block its model picks [mma.sync], printed as "mma.sync attention picks …", and with
+#           each tiling forced (KINO_CUDA_ATTENTION_BQ, [mma.sync bq128], [mma.sync bq64]) — attention.cu's
+#           header has the model's waves.
 # Each part prints its own table, then one VERDICT-DATA line (its parts, failed checks, parts skipped
 # off sm_90, the table's rows; with `hung` when a watchdog fired) for tools/gpu-verdicts.ts; exit 1 when
 # a correctness check failed.
@@ -44,6 +46,8 @@ lib.kc_attention.argtypes = [vp, vp, vp, vp, vp, i32, vp, i32, i32, i32, i32, i3
 lib.kc_last_kernel.restype = C.c_char_p
 lib.kc_last_kernel.argtypes = [vp, i32]
 lib.kc_gemm_mma_tile.argtypes = [vp, i32, i32]  # the mma.sync GEMM's block tile width for M, N (gemm_mma.cu)
+# the mma.sync attention's query rows per block for B, Lq, H, D, kv_len, block size, q offset (attention.cu)
+lib.kc_attention_mma_rows.argtypes = [vp, i32, i32, i32, i32, i32, i32, i32]
 F32, BF16 = 0, 1
 skipped = []  # parts that found no sm_90 GPU to run on
 # How long an unverified kernel's part may take before its watchdog reports a hang: each part's real work
@@ -110,14 +114,25 @@ def ref_attention(q, k, v, kv_len, scale, bias=None, block=0, qoff=0):
 MMA_TILES = ["128x256", "128x192", "128x128"]
 ctxs = {"mma.sync": context("mma"), "simt": context("simt"), "auto (wgmma on sm_90)": context(None),
         **{f"mma.sync {t}": context("mma", mma_tile=t) for t in MMA_TILES}}
-# The mma.sync attention's query blocks forced (attention.cu): auto takes 128 rows except on grids too
-# small to fill the GPU, where it takes 64 — most of the small correctness shapes below.
-attention_rows = {rows_: context(None, attention_bq=str(rows_)) for rows_ in (128, 64)}
+
+def mma_attention_context(bq=None):
+    """A context whose attention runs the mma.sync kernel (path 3) with `bq` query rows per block, or the model's pick."""
+    ctx = context(None, attention_bq=bq)
+    lib.kc_set_paths(ctx, 0, 3, 0)  # refused only below sm_80, where no tensor-core path runs
+    return ctx
+
+# the mma.sync attention's query tilings, forced (attention.cu; without, its model picks one per call)
+ATTENTION_TILINGS = ["bq128", "bq64"]
+attention_mma = {"mma.sync": mma_attention_context(), **{f"mma.sync {t}": mma_attention_context(t[2:]) for t in ATTENTION_TILINGS}}
 os.environ.pop("KINO_CUDA_GEMM", None)
 # (label, Lq, Lk, block size, q offset): Wan 1.3B self-attention (12 heads × 128) at 4680 tokens a
 # chunk, against 1, 4 and 7 chunks of keys; and a 4-chunk block-causal pass (later chunks see more).
 attention_shapes = [(f"Lq=4680 Lk={Lk}", 4680, Lk, 0, 0) for Lk in (4680, 18720, 32760)]
 attention_shapes.append(("Lq=Lk=18720 block-causal 4680", 18720, 18720, 4680, 0))
+# The mma.sync tilings' model also at two shapes where its picks differ by GPU (attention.cu's header):
+# 3120 tokens (2 latent frames at 832x480), 64 rows on 108 SMs, 128 on 132; 1020 (2 at 480x272), 64
+# rows on 132 SMs, where 128-row blocks would sit one to a multiprocessor.
+tiling_shapes = attention_shapes + [("Lq=Lk=3120", 3120, 3120, 0, 0), ("Lq=Lk=1020", 1020, 1020, 0, 0)]
 sdpa = {}
 
 def attention_bench(ctx, label, Lq, Lk, block, qoff):
@@ -183,7 +198,7 @@ def verify():
             tc = D in (16, 32, 64, 128)
             want = ref_attention(bf(q), bf(k), bf(v), kv, scale, bias, block, qoff) if tc else ref_attention(q, k, v, kv, scale, bias, block, qoff)
             name = f"D={D} B={B} Lq={Lq} Lk={Lk} kv={kv} H={H} block={block}/{qoff}{' bias' if with_bias else ''}"
-            for tag, c in [("", ctx)] + ([(f" ({r} rows)", attention_rows[r]) for r in (128, 64)] if tc else []):
+            for tag, c in [("", ctx)] + ([(f" ({r} rows)", attention_mma[f"mma.sync bq{r}"]) for r in (128, 64)] if tc else []):
                 got = kino_attention(c, q, k, v, kv, scale, bias, block, qoff)
                 report(("bf16 mma " if tc else "f32 simt ") + name + tag, rel(got, want), 2e-2 if tc else 1e-5)
                 if tc: report_promise("bf16 mma " + name + tag, got, want, v, kv)
@@ -195,7 +210,6 @@ def verify():
 
 
 def benchmarks():
-    ctx = ctxs["auto (wgmma on sm_90)"]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print("\nbenchmarks (bf16 inputs, f32 accumulation and output):", flush=True)
     for label, (M, N, K) in [("4096³", (4096, 4096, 4096)), ("Wan QKV", (4680, 4608, 1536)), ("Wan O / cross-Q", (4680, 1536, 1536)),
@@ -210,11 +224,13 @@ def benchmarks():
             c = ctxs[path]
             kt = bench(c, lambda: lib.kc_gemm(c, p(out), p(a), BF16, p(w), BF16, None, M, N, K, 0, None, None, 1, 1, 0, F32), flops)
             rows.append((f"gemm {label} {M}x{N}x{K} [{tag}]", kt, tt))
-    for label, Lq, Lk, block, qoff in attention_shapes:
-        kt, tt = attention_bench(ctx, label, Lq, Lk, block, qoff)
-        rows.append((f"attention 12x128 {label} [mma.sync]", kt, tt))  # 128-row blocks at these shapes
-        kt, tt = attention_bench(attention_rows[64], label, Lq, Lk, block, qoff)
-        rows.append((f"attention 12x128 {label} [mma.sync bq64]", kt, tt))
+    for label, Lq, Lk, block, qoff in tiling_shapes:
+        # mma.sync with the query rows its model picks ([mma.sync]) and with each tiling forced
+        picked = lib.kc_attention_mma_rows(attention_mma["mma.sync"], 1, Lq, 12, 128, Lk, block, qoff)
+        print(f"  mma.sync attention picks bq{picked} for {label} ({sms} SMs)", flush=True)
+        for tag, c in attention_mma.items():
+            kt, tt = attention_bench(c, label, Lq, Lk, block, qoff)
+            rows.append((f"attention 12x128 {label} [{tag}]", kt, tt))
 
 
 # The Hopper attention kernel (attention path 2) had not run on a GPU before this check: a watchdog

@@ -45,8 +45,8 @@
 #       with its 128- and 64-row query blocks forced);
 #   10. kernel benchmarks (tools/gpu-check-kernels.py bench): bf16 GEMM at 4096³ and the Wan shapes (the
 #       kernel auto picks, and mma.sync with the block tile its model picks and with each of its three
-#       forced: KINO_CUDA_GEMM_MMA_TILE), mma.sync attention at the Wan shapes (the 128-row query blocks auto takes, and 64-row ones
-#       forced: KINO_CUDA_ATTENTION_BQ=64), TFLOP/s beside cuBLAS and SDPA;
+#       forced: KINO_CUDA_GEMM_MMA_TILE), mma.sync attention at the Wan shapes and two smaller ones (with the query
+#       rows per block its model picks, and with 128 and 64 forced: KINO_CUDA_ATTENTION_BQ), TFLOP/s beside cuBLAS and SDPA;
 #   11. Wan2.1 VAE decode at 832x480 per 3-latent-frame chunk and the frames' readback (tools/bench/vae-decode.ts);
 #   12. the image models at real size, random weights (tools/bench/image-models.ts): Wan2.2 TI2V-5B at
 #       1280x704, 121 frames — s per guided denoising step and the Wan2.2 VAE decode; Wan2.1 I2V-14B at

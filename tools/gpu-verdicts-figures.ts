@@ -1,12 +1,13 @@
 // The figures of a tools/gpu-check.sh run as markdown rows in the shapes of docs/BENCHMARKS.md's GPU
 // section (tools/gpu-verdicts.ts prints them to paste there): attention and GEMM TFLOP/s beside
-// cuDNN / cuBLAS, the mma.sync GEMM's tile pick beside each tile forced (tools/gpu-verdicts-tiles.ts), the
-// wgmma attention's 176-key tiles beside its 128-key ones and its stream-K schedule beside whole items, the Hopper GEMMs side by side, conv3d's kernels
-// beside cuDNN, the DiT's seconds per chunk four ways, the clip graph, end to end through the server, the
-// overlapped readback, and the op sweep's counts. What a run did not measure is said, with the step's result, instead of a row.
+// cuDNN / cuBLAS, the mma.sync GEMM's tile pick beside each tile forced and the mma.sync attention's
+// query tiling beside each forced (tools/gpu-verdicts-tiles.ts), the wgmma attention's 176-key tiles
+// beside its 128-key ones and its stream-K schedule beside whole items, the Hopper GEMMs side by side,
+// conv3d's kernels beside cuDNN, the DiT's seconds per chunk four ways, the clip graph, end to end
+// through the server, the overlapped readback, and the op sweep's counts. What a run did not measure is said, with the step's result, instead of a row.
 import { type CheckLogs, type DataRecord, findRecord, findStep, readBunTest } from "./gpu-verdicts-log.ts";
 import { STEPS, rowsOf } from "./gpu-verdicts-rules.ts";
-import { tileTable } from "./gpu-verdicts-tiles.ts";
+import { attentionTilingTable, tileTable } from "./gpu-verdicts-tiles.ts";
 
 const f1 = (x: number) => x.toFixed(1), f3 = (x: number) => x.toFixed(3), f4 = (x: number) => x.toFixed(4);
 /** The row names as the docs write them: × for x between sizes. */
@@ -160,6 +161,7 @@ export function figures(logs: CheckLogs): string[] {
   const device = deviceLine(logs);
   const tables: [string, (l: CheckLogs) => string[]][] = [["attention and GEMM (TFLOP/s), then the Hopper GEMMs side by side", kernelTables],
     ["mma.sync GEMM: the tile model's pick beside each tile forced (TFLOP/s; the advice above judges it)", tileTable],
+    ["mma.sync attention: the tiling model's pick beside each tiling forced (TFLOP/s; the advice above judges it)", attentionTilingTable],
     ["wgmma attention, 176- beside 128-key tiles (TFLOP/s; auto picks neither by this)", bkvTable],
     ["wgmma attention, stream-K beside whole items (TFLOP/s)", splitTable],
     ["conv3d at the Wan-VAE decoder's levels (TFLOP/s)", convTable],

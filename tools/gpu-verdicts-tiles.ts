@@ -1,18 +1,24 @@
-// The mma.sync GEMM's tile model (kernels/cuda/gemm_mma_tiles.cuh) judged by step 10 of
-// tools/gpu-check.sh (tools/gpu-check-kernels.py bench), which prints per GEMM shape the tile the model
-// picks on the GPU at hand ("  mma.sync picks 128xN for SHAPE (S SMs)") and times mma.sync with that
-// pick ([mma.sync]) and with each tile forced ([mma.sync 128x256], [mma.sync 128x192], [mma.sync 128x128]):
+// The mma.sync kernels' tile models judged by step 10 of tools/gpu-check.sh (tools/gpu-check-kernels.py
+// bench), which prints per shape the tile the model picks on the GPU at hand and times mma.sync with that
+// pick ([mma.sync]) and with each tile forced:
+//   the GEMM's (kernels/cuda/gemm_mma_tiles.cuh): "  mma.sync picks 128xN for SHAPE (S SMs)", rows
+//     [mma.sync 128x256], [mma.sync 128x192], [mma.sync 128x128];
+//   the attention's query tiling (kernels/cuda/attention_mma_tiles.cuh): "  mma.sync attention picks bqN
+//     for SHAPE (S SMs)", rows [mma.sync bq128], [mma.sync bq64].
+// Per model:
 //   AGREES       at every shape the pick times within TILE_TOLERANCE of the fastest tile forced;
 //   DISAGREES    at some shape a forced tile beat the pick by more: the shapes, the tile, the loss;
 //   NO EVIDENCE  the step was not run, was cut before its table, or left a shape without figures.
 // Advice, not a constant: tools/gpu-verdicts.ts prints it under "advice", and --apply touches no model.
-// The model is for every GPU, so any GPU's run counts; the SM count it printed is reported beside it.
+// A model is for every GPU, so any GPU's run counts; the SM count it printed is reported beside it.
 import { type CheckLogs, type DataRecord, findRecord, findStep } from "./gpu-verdicts-log.ts";
 import { STEPS, rowsOf } from "./gpu-verdicts-rules.ts";
 
 export const TILE_MODEL = "kernels/cuda/gemm_mma_tiles.cuh";
-/** The tiles step 10 forces (gpu-check-kernels.py's MMA_TILES). */
+export const ATTENTION_TILING_MODEL = "kernels/cuda/attention_mma_tiles.cuh";
+/** The tiles step 10 forces (gpu-check-kernels.py's MMA_TILES, ATTENTION_TILINGS). */
 export const MMA_TILES = ["128x256", "128x192", "128x128"] as const;
+export const ATTENTION_TILINGS = ["bq128", "bq64"] as const;
 /** How far below the fastest forced tile the pick may time and still count as the best choice: the pick
  *  and its own tile forced are the same kernel timed twice (20 calls each), and such twins differ by up
  *  to a couple of percent from run to run; a loss beyond 3 % is the model's, not the clock's. */
@@ -26,10 +32,46 @@ export interface Advice {
   evidence: string[];
 }
 
-/** One GEMM shape as step 10 measured it; a figure is absent where its row is (or is not a number). */
+/** What tells one model's lines and rows from the other's. */
+interface Model {
+  name: string;
+  source: string;
+  /** Where its picks are tested by hand. */
+  test: string;
+  /** "tile" or "tiling", as the messages say it. */
+  noun: string;
+  /** What a run timed ("mma.sync GEMM") and forced ("mma.sync tiles"), for the table's absence. */
+  timed: string;
+  forcedSaid: string;
+  tiles: readonly string[];
+  /** The picks line: [, pick, shape, SMs]. */
+  picks: RegExp;
+  picksSaid: string;
+  /** A row's label of this model: [, shape, detail] (the GEMM's M×N×K). */
+  row: RegExp;
+  /** The verify step's failed check that forced `tile`. */
+  forces: (failure: string, tile: string) => boolean;
+}
+const GEMM: Model = {
+  name: "mma.sync GEMM tile model", source: TILE_MODEL, test: "test/runtime/cuda-gemm-mma-tiles.test.ts", noun: "tile", timed: "mma.sync GEMM", forcedSaid: "mma.sync tiles",
+  tiles: MMA_TILES, picks: /^ {2}mma\.sync picks (\d+x\d+) for (.+) \((\d+) SMs\)$/, picksSaid: "mma.sync picks", row: /^gemm (.+) (\d+x\d+x\d+)$/,
+  forces: (f, tile) => f.startsWith(`mma.sync ${tile}:`),
+};
+const ATTENTION: Model = {
+  name: "mma.sync attention tiling model", source: ATTENTION_TILING_MODEL, test: "test/runtime/cuda-attention-mma-tiles.test.ts", noun: "tiling",
+  timed: "mma.sync attention", forcedSaid: "mma.sync attention tilings", tiles: ATTENTION_TILINGS, picks: /^ {2}mma\.sync attention picks (bq\d+) for (.+) \((\d+) SMs\)$/,
+  picksSaid: "mma.sync attention picks", row: /^attention \d+x\d+ (.+)()$/,
+  // the verify step's forced tilings: "bf16 mma D=… (64 rows)" and its promise line
+  forces: (f, tile) => f.endsWith(` (${tile.slice(2)} rows)`),
+};
+
+/** One shape as step 10 measured it; a figure is absent where its row is (or is not a number). */
 export interface TileShape {
   shape: string;
+  /** The GEMM's M×N×K ("" for attention). */
   mnk: string;
+  /** Whether the table has a row of this shape. */
+  timed: boolean;
   pick: string | null;
   sms: number | null;
   pickTflops: number | null;
@@ -39,8 +81,6 @@ export interface TileShape {
   fraction: number | null;
 }
 
-const PICKS = /^ {2}mma\.sync picks (\d+x\d+) for (.+) \((\d+) SMs\)$/;
-const GEMM_ROW = /^gemm (.+) (\d+x\d+x\d+)$/;
 const f1 = (x: number) => x.toFixed(1), f2 = (x: number) => x.toFixed(2);
 /** A timing that failed is no figure: kc_timer_stop's -1 ms makes it negative, a NaN is null in the JSON. */
 const figure = (x: number) => (Number.isFinite(x) && x > 0 ? x : null);
@@ -52,35 +92,36 @@ function benchLines(logs: CheckLogs, r: DataRecord | undefined): string[] {
 }
 
 /** Tiles whose forced correctness checks failed in the verify step ("mma.sync 128x192: a f32 …"): no candidates for the fastest. */
-function brokenTiles(logs: CheckLogs): string[] {
+function brokenTiles(logs: CheckLogs, model: Model): string[] {
   const failures = findRecord(logs, "gpu-check-kernels", "verify")?.failures;
   if (!Array.isArray(failures)) return [];
-  return MMA_TILES.filter((t) => failures.some((f) => String(f).startsWith(`mma.sync ${t}:`)));
+  return model.tiles.filter((t) => failures.some((f) => model.forces(String(f), t)));
 }
 
 /** Per shape, in the order step 10 ran them: the pick, its figure, each forced tile's and the fastest. */
-export function tileShapes(logs: CheckLogs): TileShape[] {
+export function tileShapes(logs: CheckLogs, model: Model = GEMM): TileShape[] {
   const r = findRecord(logs, "gpu-check-kernels", "bench");
   const shapes = new Map<string, TileShape>();
   const shapeNamed = (shape: string) => {
-    if (!shapes.has(shape)) shapes.set(shape, { shape, mnk: "", pick: null, sms: null, pickTflops: null, forced: {}, best: null, fraction: null });
+    if (!shapes.has(shape)) shapes.set(shape, { shape, mnk: "", timed: false, pick: null, sms: null, pickTflops: null, forced: {}, best: null, fraction: null });
     return shapes.get(shape)!;
   };
   for (const line of benchLines(logs, r)) {
-    const m = PICKS.exec(line);
+    const m = model.picks.exec(line);
     if (m) Object.assign(shapeNamed(m[2]!), { pick: m[1]!, sms: Number(m[3]) });
   }
   for (const row of rowsOf(r)) {
-    const g = GEMM_ROW.exec(row.label), tile = /^mma\.sync(?: (\d+x\d+))?$/.exec(row.kernel);
-    if (!g || !tile) continue;
+    const g = model.row.exec(row.label), tile = /^mma\.sync(?: (\S+))?$/.exec(row.kernel);
+    if (!g || !tile || (tile[1] && !model.tiles.includes(tile[1]))) continue;
     const s = shapeNamed(g[1]!);
     s.mnk = g[2]!;
+    s.timed = true;
     if (tile[1]) s.forced[tile[1]] = figure(row.kino) ?? undefined;
     else s.pickTflops = figure(row.kino);
   }
-  const broken = brokenTiles(logs);
+  const broken = brokenTiles(logs, model);
   for (const s of shapes.values()) {
-    for (const tile of MMA_TILES) {
+    for (const tile of model.tiles) {
       const tf = s.forced[tile];
       if (tf !== undefined && !broken.includes(tile) && (!s.best || tf > s.best.tflops)) s.best = { tile, tflops: tf };
     }
@@ -91,9 +132,9 @@ export function tileShapes(logs: CheckLogs): TileShape[] {
 
 const named = (s: TileShape) => `${s.shape}${s.mnk ? ` ${s.mnk}` : ""}`;
 
-function evidenceOf(s: TileShape): string {
-  const forced = MMA_TILES.map((t) => `${t} ${s.forced[t] === undefined ? "—" : f1(s.forced[t]!)}`).join(", ");
-  if (s.pick === null) return `${named(s)}: no "mma.sync picks" line for it; forced ${forced}`;
+function evidenceOf(s: TileShape, model: Model): string {
+  const forced = model.tiles.map((t) => `${t} ${s.forced[t] === undefined ? "—" : f1(s.forced[t]!)}`).join(", ");
+  if (s.pick === null) return `${named(s)}: no "${model.picksSaid}" line for it; forced ${forced}`;
   if (s.pickTflops === null) return `${named(s)}: picks ${s.pick}, not timed; forced ${forced}`;
   if (!s.best) return `${named(s)}: picks ${s.pick} at ${f1(s.pickTflops)} TFLOP/s; no forced tile timed`;
   return `${named(s)}: picks ${s.pick} at ${f1(s.pickTflops)} TFLOP/s, ${f2(s.fraction!)} of the fastest forced (${s.best.tile}); forced ${forced}`;
@@ -113,38 +154,45 @@ const lossOf = (s: TileShape) => {
   return s.best!.tile === s.pick ? `${s.shape}: picks ${s.pick}, which forced runs faster than picked (the pick ${loses})` : `${s.shape}: picks ${s.pick}, ${s.best!.tile} forced is faster (the pick ${loses})`;
 };
 
-export function tileModel(logs: CheckLogs): Advice {
-  const advice = (verdict: Advice["verdict"], why: string, evidence: string[]): Advice => ({ name: "mma.sync GEMM tile model", source: TILE_MODEL, verdict, why, evidence });
+function judgeModel(logs: CheckLogs, model: Model): Advice {
+  const advice = (verdict: Advice["verdict"], why: string, evidence: string[]): Advice => ({ name: model.name, source: model.source, verdict, why, evidence });
   try {
-    const shapes = tileShapes(logs);
-    const evidence = shapes.map(evidenceOf);
-    const broken = brokenTiles(logs);
+    const shapes = tileShapes(logs, model);
+    const evidence = shapes.map((s) => evidenceOf(s, model));
+    const broken = brokenTiles(logs, model);
     if (broken.length) evidence.push(`not counted as the fastest: ${broken.join(", ")} (their forced correctness checks failed in the verify step)`);
     if (!findRecord(logs, "gpu-check-kernels", "bench")) return advice("NO EVIDENCE", noRecord(logs), evidence);
     const judged = shapes.filter((s) => s.fraction !== null && s.pick !== null);
     const sms = [...new Set(shapes.flatMap((s) => (s.sms === null ? [] : [s.sms])))];
     const on = sms.length ? ` on ${sms.join(" and ")} SMs` : "";
-    if (!judged.length) return advice("NO EVIDENCE", `step "${STEPS.kernelsBench}" printed no pick with its figure and the forced tiles' beside it`, evidence);
+    if (!judged.length) return advice("NO EVIDENCE", `step "${STEPS.kernelsBench}" printed no pick with its figure and the forced ${model.noun}s' beside it`, evidence);
     const tol = `${TILE_TOLERANCE * 100} %`;
     const lost = judged.filter((s) => s.fraction! < 1 - TILE_TOLERANCE);
     if (lost.length) {
       return advice("DISAGREES", `${lost.map(lossOf).join("; ")}${on}; tolerance ${tol}`,
-        [...evidence, `the model lives in ${TILE_MODEL}: change it there by hand, with its picks in test/runtime/cuda-gemm-mma-tiles.test.ts`]);
+        [...evidence, `the model lives in ${model.source}: change it there by hand, with its picks in ${model.test}`]);
     }
     const missing = shapes.filter((s) => !judged.includes(s));
     if (missing.length) return advice("NO EVIDENCE", `within ${tol} of the fastest at ${judged.length} of ${shapes.length} shapes${on}; no figures to judge ${missing.map((s) => s.shape).join(", ")}`, evidence);
-    return advice("AGREES", `at all ${judged.length} shapes${on} the pick is within ${tol} of the fastest tile forced`, evidence);
+    return advice("AGREES", `at all ${judged.length} shapes${on} the pick is within ${tol} of the fastest ${model.noun} forced`, evidence);
   } catch (e) {
     return advice("NO EVIDENCE", `step "${STEPS.kernelsBench}": its VERDICT-DATA could not be read (${(e as Error).message})`, []);
   }
 }
 
+/** The mma.sync GEMM's tile model, judged. */
+export const tileModel = (logs: CheckLogs): Advice => judgeModel(logs, GEMM);
+/** The mma.sync attention's tiling model, judged. */
+export const attentionTilingModel = (logs: CheckLogs): Advice => judgeModel(logs, ATTENTION);
+
 /** The figures table: per shape the model's pick beside each tile forced (TFLOP/s). */
-export function tileTable(logs: CheckLogs): string[] {
-  const shapes = tileShapes(logs).filter((s) => s.mnk);
-  if (!shapes.length) return [findRecord(logs, "gpu-check-kernels", "bench") ? `(step "${STEPS.kernelsBench}" of this log timed no mma.sync GEMM)` : `mma.sync tiles forced (not measured: ${noRecord(logs)})`];
+function table(logs: CheckLogs, model: Model): string[] {
+  const shapes = tileShapes(logs, model).filter((s) => s.timed);
+  if (!shapes.length) return [findRecord(logs, "gpu-check-kernels", "bench") ? `(step "${STEPS.kernelsBench}" of this log timed no ${model.timed})` : `${model.forcedSaid} forced (not measured: ${noRecord(logs)})`];
   const sms = [...new Set(shapes.flatMap((s) => (s.sms === null ? [] : [s.sms])))];
   const show = (x: number | null | undefined) => (x == null ? "—" : f1(x));
-  return [`| shape (${sms.length ? `${sms.join(", ")} SMs` : "SMs not printed"}) | model picks | the pick | ${MMA_TILES.map((t) => `${t} forced`).join(" | ")} | pick / fastest forced |`, `|---|---|---|${MMA_TILES.map(() => "---|").join("")}---|`,
-    ...shapes.map((s) => `| ${named(s).replace(/(\d)x(\d)/g, "$1×$2")} | ${s.pick ?? "—"} | ${show(s.pickTflops)} | ${MMA_TILES.map((t) => show(s.forced[t])).join(" | ")} | ${s.fraction === null ? "—" : f2(s.fraction)} |`)];
+  return [`| shape (${sms.length ? `${sms.join(", ")} SMs` : "SMs not printed"}) | model picks | the pick | ${model.tiles.map((t) => `${t} forced`).join(" | ")} | pick / fastest forced |`, `|---|---|---|${model.tiles.map(() => "---|").join("")}---|`,
+    ...shapes.map((s) => `| ${named(s).replace(/(\d)x(\d)/g, "$1×$2")} | ${s.pick ?? "—"} | ${show(s.pickTflops)} | ${model.tiles.map((t) => show(s.forced[t])).join(" | ")} | ${s.fraction === null ? "—" : f2(s.fraction)} |`)];
 }
+export const tileTable = (logs: CheckLogs) => table(logs, GEMM);
+export const attentionTilingTable = (logs: CheckLogs) => table(logs, ATTENTION);

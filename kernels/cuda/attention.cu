@@ -21,6 +21,8 @@
 //         registers) a warp re-reads them from shared memory per key tile, as FlashAttention-2 does,
 //         which brings its reads to 5/8 of 16 rows per warp's.
 //       64 query rows per block, 16 per warp, Q in registers: twice the blocks for the same queries.
+//     The query tiles of a head and batch item are launched last-first (blockIdx.x counts from the last):
+//     under a block-causal mask the later tiles see the most keys, so the longest blocks start first.
 //     Keys in tiles of 64; K and V half-tiles through a 3-slot cp.async ring, each issued two halves
 //     ahead (a whole tile of lead, as a 2-stage ring of K+V tiles, in 3/4 of its shared memory). A
 //     warp skips the key tiles none of its rows sees and masks only the tiles some row sees in part.
@@ -30,7 +32,8 @@
 //       128 rows  255/255, 80 KiB  232/240, 40 KiB  181/186, 20 KiB  155/157, 10 KiB
 //        64 rows  205/211, 64 KiB  148/156, 32 KiB  117/119, 16 KiB  116/116,  8 KiB
 //     so 2 blocks (8 warps) per multiprocessor on A100, H100 and H200 (at D 128: 2 × 80 KiB of shared
-//     memory fits A100's 164 KiB), 1 on the 100 KiB parts (RTX 4090, L40S) at D 128.
+//     memory fits A100's 164 KiB), 1 on the 100 KiB parts (RTX 4090, L40S) at D 128. The tiling model
+//     (attention_mma_tiles.cuh) keeps these registers; test/runtime/cuda-ptx.test.ts holds it to them.
 //   attention_wgmma_kernel (attention_wgmma.cu) sm_90a, D ∈ {64, 128}: FlashAttention-3 style — TMA
 //     loads, wgmma, a producer and two ping-ponging consumer warpgroups, a persistent grid; 128-key
 //     tiles, or at D 128 FlashAttention-3's 176 with KINO_CUDA_ATTENTION_BKV=176 (kc_last_kernel then
@@ -40,10 +43,37 @@
 // Choice (kc_attention): attention path 1 → SIMT for f32 inputs; path 2 (KINO_CUDA_ATTENTION=wgmma) →
 // the wgmma kernel, or an error where it cannot run; path 3 → mma.sync where the shape allows; path 0
 // (auto) → mma.sync where the shape allows, else SIMT. Auto moves to the wgmma kernel only once
-// WGMMA_ATTENTION_VERIFIED (below) is true. The mma.sync kernel takes 128-row blocks unless even 64-row
-// ones leave at most one block per multiprocessor (ceil(Lq / 64) · H · B ≤ SMs): a grid that small
-// cannot fill the GPU with 128-row blocks, and halving the rows per block halves the time of the
-// busiest multiprocessor. KINO_CUDA_ATTENTION_BQ=64|128 forces one (tools/gpu-check.sh times both).
+// WGMMA_ATTENTION_VERIFIED (below) is true. KINO_CUDA_ATTENTION_BQ=64|128 forces the mma.sync kernel's
+// query rows per block (tools/gpu-check.sh times both beside the pick); otherwise a model of the GPU's
+// waves picks them per call (attention_mma_tiles.cuh; kc_attention_mma_rows says the pick):
+//   per 64-key tile a block of 128 rows issues 4 warps · 2 · D m16n8k16 (1024 at D 128) and moves through
+//   shared memory, at D 128, 4 warps · (32 K + 32 V + 16 Q) ldmatrix.x4 of 512 B and 32 KiB of cp.async:
+//   192 KiB, 1536 cycles at 128 B a cycle; a block of 64 rows 512 MMAs and 4 · 64 · 512 B + 32 KiB =
+//   160 KiB, 1280 cycles. At 2 cycles an MMA (A100) a tile takes 2048 and 1280 cycles, so 64 rows pay
+//   1.25× per query (shared memory bounds them); at 1 (H100, H200) 1536 and 1280, 1.67× per query; at 4
+//   (L40S, A10, the RTX parts) 4096 and 2048, the same per query. A block costs its key tiles (up to the
+//   visible keys of its last row) · blocks per SM · those cycles; the blocks go in launch order to the
+//   SMs · blocks-per-SM slots as they free (waves in closed form where all blocks load the same key
+//   tiles, else a simulated list schedule, kept per context: about 0.2 ms for the clip below), and the
+//   tiling that ends sooner wins, 128 rows on a tie.
+//   Waves of 128 / 64 rows and the pick at Wan2.1-1.3B's self-attention (12 heads × 128, batch 1) and at
+//   smaller grids (ᵗ: a tie):
+//                                         A100, 108 SMs   H100/H200, 132   L40S, 142 SMs    A10, 72 SMs
+//     blocks per SM, 128 / 64 rows        2 / 2           2 / 2            1 / 1            1 / 1
+//     Lq 4680, any Lk; a streaming chunk  3 / 5 → 128     2 / 4 → 128      4 / 7 → 64       7 / 13 → 64
+//       (444 / 888 blocks; under q_offset and kv_len every row of a chunk sees the same keys)
+//     Lq 3120 (300 / 588 blocks)          2 / 3 → 64      2 / 3 → 128      3 / 5 → 64       5 / 9 → 64
+//     Lq 1020 (96 / 192 blocks)           1 / 1 → 64      1 / 1 → 64       1 / 2 → 128ᵗ     2 / 3 → 64
+//     Lq 1, a decode step (12 blocks)     1 / 1 → 64      1 / 1 → 64       1 / 1 → 64       1 / 1 → 64
+//     block-causal clip, Lq = Lk = 18720  6.61 / 7.88     4.06 / 6.39      9.62 / 9.47      18.9 / 18.5
+//       in blocks of 4680 (M cycles)      → 128           → 128            → 64             → 64
+//   At Lq 4680 the A100 is close (3 waves at 2 · 2048 cycles a key tile against 5 at 2 · 1280: 4 %);
+//   the H100 keeps 128 rows for every grid of more than one 128-row block per SM, since 64 rows cost
+//   1.67× per query there; the 100 KiB parts, where the tensor cores bound both tilings alike, take
+//   whichever fills its waves better. Launching the query tiles last-first shortens the block-causal clip
+//   by 4.3 % on A100 (6.91 → 6.61 M cycles) and 5.2 % on H100 (4.28 → 4.06 M): the short blocks come
+//   last and even out the last wave. These are predictions: tools/gpu-check-kernels.py bench times both
+//   tilings beside the pick at the Wan shapes, 3120 and 1020, which an H200 checks for 132 SMs only.
 //
 // Precision promises, per output element out[b,i,h,d], against the exact (f64) result. Notation:
 // V = max_{j<n} |v[b,j,h,d]| (the max of |v| over the whole tensor is a valid, looser substitute),
@@ -65,6 +95,7 @@
 //   it to bf16 anyway): the f32 result rounded once more, ≤ 2^-8 · |out| on top of the bounds above.
 //   q, k, v may come as bf16 (the DiT stores them so): then "rounded to bf16" costs nothing, and the
 //   SIMT path (forced, or a head size without tensor cores) widens them exactly.
+#include <string.h>
 #include "attention.cuh"
 #include "attention_mma.cuh"
 
@@ -162,6 +193,23 @@ void* to_bf16_rows(KcContext* ctx, const float* src, int B, int L, int rows, int
 constexpr bool WGMMA_ATTENTION_VERIFIED = false;
 
 namespace {
+// The mma.sync kernel's query rows per block: KINO_CUDA_ATTENTION_BQ's (ctx->attention_bq), else the
+// model's (attention_mma_tiles.cuh). A pick the model simulates is kept for the next calls of the same
+// shape (a DiT's layers repeat it), so that only the first pays for the simulation.
+int mma_rows(KcContext* ctx, int B, int Lq, int H, int D, int kv_len, int block_size, int q_offset) {
+  if (ctx->attention_bq) return ctx->attention_bq;
+  const KcAttentionCall c{B, Lq, H, D, kv_len, block_size, q_offset};
+  if (!kc_attention_mma_uneven(c)) return kc_attention_mma_pick_rows(kc_mma_gpu(ctx), c);
+  const int key[7] = {B, Lq, H, D, kv_len, block_size, q_offset};
+  for (const int* kept : ctx->attention_rows_kept)
+    if (kept[7] && memcmp(kept, key, sizeof key) == 0) return kept[7];
+  int* slot = ctx->attention_rows_kept[ctx->attention_rows_next];
+  constexpr int KEPT = sizeof ctx->attention_rows_kept / sizeof ctx->attention_rows_kept[0];
+  ctx->attention_rows_next = (ctx->attention_rows_next + 1) % KEPT;
+  memcpy(slot, key, sizeof key);
+  return slot[7] = kc_attention_mma_pick_rows(kc_mma_gpu(ctx), c);
+}
+
 // bf16 q, k, v: the tensor-core kernel the attention path asks for.
 int launch_tensor_core(KcContext* ctx, void* out, bool out_bf16, const void* q, const void* k, const void* v, const float* bias,
                        int B, int Lq, int Lkv, int kv_len, int H, int D, float scale, int block_size, int q_offset) {
@@ -171,11 +219,8 @@ int launch_tensor_core(KcContext* ctx, void* out, bool out_bf16, const void* q, 
   if (wgmma)
     return kc_attention_wgmma_launch(ctx, out, out_bf16, q, k, v, bias, B, Lq, Lkv, kv_len, H, D, scale, block_size,
                                      q_offset);
-  // 64-row blocks where even they leave at most one block per multiprocessor (attention.cu's header).
-  const bool rows64 = ctx->attention_bq == 64 ||
-                      (ctx->attention_bq != 128 && (int64_t)((Lq + 63) / 64) * H * B <= ctx->sm_count);
   using namespace kc_attention_mma;
-  if (rows64)
+  if (mma_rows(ctx, B, Lq, H, D, kv_len, block_size, q_offset) == 64)
     return out_bf16 ? launch_d<1, __nv_bfloat16>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, D, scale, block_size, q_offset)
                     : launch_d<1, float>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, D, scale, block_size, q_offset);
   return out_bf16 ? launch_d<2, __nv_bfloat16>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, D, scale, block_size, q_offset)
@@ -224,4 +269,11 @@ KC_API int kc_attention(KcContext* ctx, void* out, const void* q, const void* k,
   kc_scratch_release(ctx, k16);
   kc_scratch_release(ctx, v16);
   return rc;
+}
+
+// The query rows per block (128 or 64) the mma.sync kernel takes for such a call on this context (0
+// where it does not take D): for tools/gpu-check-kernels.py bench to print beside its timings of both.
+KC_API int kc_attention_mma_rows(KcContext* ctx, int B, int Lq, int H, int D, int kv_len, int block_size, int q_offset) {
+  if (D != 16 && D != 32 && D != 64 && D != 128) return 0;
+  return mma_rows(ctx, B, Lq, H, D, kv_len, block_size, q_offset);
 }

@@ -2,22 +2,11 @@
 // attention_wgmma.cu (the Hopper kernel). Semantics, reference formula and each kernel's precision
 // promise: attention.cu's header.
 #pragma once
+#include "attention_mask.cuh"
 #include "common.cuh"
 #include "attention_split.cuh"
 
 constexpr float KC_LOG2E = 1.4426950408889634f;
-
-// The keys query row i may see are the prefix [0, n) with this n: every key below kv_len, or under a
-// block-causal mask only the keys of its own and earlier blocks.
-__host__ __device__ __forceinline__ int kc_visible_keys(int i, int kv_len, int block_size, int q_offset) {
-  if (block_size <= 0) return kv_len;
-  long long lim = ((long long)(q_offset + i) / block_size + 1) * block_size;
-  return lim < kv_len ? (int)lim : kv_len;
-}
-// The keys some row of the query tile [q0, q0 + rows) sees: its last row's, since n grows with the row.
-__host__ __device__ __forceinline__ int kc_tile_keys(int q0, int rows, int Lq, int kv_len, int block_size, int q_offset) {
-  return kc_visible_keys((q0 + rows < Lq ? q0 + rows : Lq) - 1, kv_len, block_size, q_offset);
-}
 
 // KINO_CUDA_ATTENTION_BKV (kc_create reads it into ctx->attention_bkv): "176" gives the wgmma kernel
 // 176-key tiles at D 128 (FlashAttention-3's forward tile for D 128 without causal masks); anything

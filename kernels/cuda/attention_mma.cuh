@@ -14,9 +14,10 @@
 // lead a two-stage ring of whole K+V tiles gives, in three quarters of its space (D 128: 32 + 48 KiB).
 #pragma once
 #include "attention.cuh"
+#include "attention_mma_tiles.cuh"
 
 namespace kc_attention_mma {
-constexpr int WARPS = 4, BKV = 64, SLOTS = 3;
+constexpr int WARPS = KC_ATTENTION_MMA_WARPS, BKV = KC_ATTENTION_MMA_BKV, SLOTS = KC_ATTENTION_MMA_SLOTS;
 
 template <int D, int MI>
 struct Tile {
@@ -29,6 +30,8 @@ struct Tile {
   static constexpr int XOR = CHUNKS >= 8 ? 7 : CHUNKS - 1;    // swizzle: chunk ^ (row & XOR)
   static constexpr int BYTES_Q = BQ * D * 2, BYTES_ITEM = BKV * D * 2;
   static constexpr int SMEM = BYTES_Q + SLOTS * BYTES_ITEM;
+  static_assert(BQ == WARPS * 16 * MI && SMEM == (BQ + SLOTS * BKV) * D * 2 && Q_IN_REGISTERS == (MI * D <= 128),
+                "the tiling is the one attention_mma_tiles.cuh models");
   __device__ static uint32_t at(int row, int chunk) { return (uint32_t)(row * D * 2 + ((chunk ^ (row & XOR)) << 4)); }
   // at(row, 2·kk + c) for c < 2 is at(row, c) ^ (kk << 5): the swizzle flips chunk bits only, within the row.
   __device__ static uint32_t step(uint32_t at_c, int kk) { return at_c ^ (uint32_t)(kk << 5); }
@@ -62,14 +65,18 @@ __global__ void __launch_bounds__(WARPS * 32, 2)
   using T = Tile<D, MI>;
   const uint32_t sq = kc_smem_addr(kc_dynamic_smem());
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int q0 = blockIdx.x * T::BQ, h = blockIdx.y, b = blockIdx.z;
+  // Query tiles last-first: under a block-causal mask the later tiles see the most keys, so the longest
+  // blocks of each head start first and the short ones fill the last wave (attention_mma_tiles.cuh).
+  const int q0 = ((int)gridDim.x - 1 - (int)blockIdx.x) * T::BQ, h = blockIdx.y, b = blockIdx.z;
   const __nv_bfloat16* qb = q + ((int64_t)b * Lq * H + h) * D;
   const __nv_bfloat16* kb = k + ((int64_t)b * Lkv * H + h) * D;
   const __nv_bfloat16* vb = v + ((int64_t)b * Lkv * H + h) * D;
 
-  // Visible keys grow with the query row (attention.cuh), so the block's last row bounds the tiles the
-  // block loads, a warp's last row the tiles it multiplies, and its first row the tiles that need no mask.
-  const int kv_end = kc_visible_keys(min(q0 + T::BQ, Lq) - 1, kv_len, block_size, q_offset);
+  // Visible keys grow with the query row (attention_mask.cuh), so the block's last row bounds the tiles
+  // the block loads, a warp's last row the tiles it multiplies, and its first row the tiles that need no
+  // mask. (Planted 34: the block's tiles counted from its index rather than its query tile.)
+  const int tile0 = KC_PLANTED(36) ? (int)blockIdx.x * T::BQ : q0;
+  const int kv_end = kc_visible_keys(min(tile0 + T::BQ, Lq) - 1, kv_len, block_size, q_offset);
   const int ntiles = (kv_end + BKV - 1) / BKV;
   const int w0 = q0 + warp * T::ROWS;
   const int warp_end = w0 < Lq ? kc_visible_keys(min(w0 + T::ROWS, Lq) - 1, kv_len, block_size, q_offset) : 0;

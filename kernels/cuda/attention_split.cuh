@@ -21,11 +21,7 @@
 // wrote slot 2c + 1, each later block whose range starts inside the item wrote slot 2c.
 #pragma once
 #include <stdint.h>
-
-#if !defined(__CUDACC__) && !defined(KC_EMULATE)
-#define __host__
-#define __device__
-#endif
+#include "attention_mask.cuh"
 
 struct KcAttentionSplit {
   int64_t work;  // W: key tiles in all, items · tiles
@@ -39,20 +35,20 @@ struct KcAttentionSplit {
 struct KcAttentionItem {
   int q0, h, b;
 };
-__host__ __device__ inline KcAttentionItem kc_attention_item(int64_t item, int q_tiles, int H, int bq) {
+KC_HOST_DEVICE KcAttentionItem kc_attention_item(int64_t item, int q_tiles, int H, int bq) {
   const int64_t hb = item / q_tiles;
   return {(int)(q_tiles - 1 - item % q_tiles) * bq, (int)(hb % H), (int)(hb / H)};
 }
 
 // A slot holds a cut part's output rows unnormalized (f32, rows × D), then per row the running max of
 // the logits in log2 units and the sum of exp2(logit - max): the online softmax's state.
-__host__ __device__ inline int64_t kc_split_slot_floats(int rows, int D) { return (int64_t)rows * (D + 2); }
+KC_HOST_DEVICE int64_t kc_split_slot_floats(int rows, int D) { return (int64_t)rows * (D + 2); }
 
-__host__ __device__ inline int64_t kc_split_begin(const KcAttentionSplit& s, int c) {
+KC_HOST_DEVICE int64_t kc_split_begin(const KcAttentionSplit& s, int c) {
   return (int64_t)c * s.work / s.grid;
 }
 // The slot of a cut part that block c computed, from the part's first key tile within its item (t0).
-__host__ __device__ inline int kc_split_slot(int c, int t0) { return 2 * c + (t0 > 0 ? 0 : 1); }
+KC_HOST_DEVICE int kc_split_slot(int c, int t0) { return 2 * c + (t0 > 0 ? 0 : 1); }
 
 // The part of block c's range that starts at *pos (which then moves past it; the range ends at `end`):
 // its item, first key tile within the item, tile count, and slot (-1 where it is the whole item).
@@ -60,7 +56,7 @@ struct KcSplitPart {
   int64_t item;
   int t0, ntiles, slot;
 };
-__host__ __device__ inline KcSplitPart kc_split_next(const KcAttentionSplit& s, int c, int64_t* pos, int64_t end) {
+KC_HOST_DEVICE KcSplitPart kc_split_next(const KcAttentionSplit& s, int c, int64_t* pos, int64_t end) {
   KcSplitPart p;
   p.item = *pos / s.tiles;
   const int64_t start = p.item * s.tiles, stop = end < start + s.tiles ? end : start + s.tiles;
@@ -95,7 +91,7 @@ inline int kc_attention_split_grid(int64_t items, int tiles, int sms, int min_ga
 // The item a combine block finishes: boundary b (1 ≤ b < G) is the first one inside item *item; then
 // its parts come from blocks b - 1 (the item's first tiles, slot 2(b-1) + 1) through *last_block (slot
 // 2c each). Returns false where boundary b cuts no item, or an earlier boundary cut the same one.
-__host__ __device__ inline bool kc_split_combine_item(const KcAttentionSplit& s, int b, int64_t* item, int* last_block) {
+KC_HOST_DEVICE bool kc_split_combine_item(const KcAttentionSplit& s, int b, int64_t* item, int* last_block) {
   const int64_t p = kc_split_begin(s, b), i = p / s.tiles;
   if (p % s.tiles == 0) return false;
   if (kc_split_begin(s, b - 1) > i * s.tiles) return false;

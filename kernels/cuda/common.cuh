@@ -10,6 +10,7 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 #include <stddef.h>
+#include "mma_gpu.cuh"
 
 #define KC_API extern "C" __attribute__((visibility("default")))
 
@@ -43,6 +44,10 @@ struct KcContext {
                                // (KINO_CUDA_ATTENTION_BQ=64|128)
   int attention_split;         // the Hopper attention's stream-K: 1 where it pays, 0 never, 2 wherever it cuts
                                // an item (KINO_CUDA_ATTENTION_SPLIT=0|always; attention.cuh)
+  // The mma.sync attention's picks for the last calls whose waves its model simulates (attention.cu:
+  // mma_rows), round robin: each call's B, Lq, H, D, kv_len, block_size, q_offset, then its rows (0: empty).
+  int attention_rows_kept[4][8];
+  int attention_rows_next;
   int conv_path;               // 0 auto, 1 force the f32 SIMT kernel, 2 force mma.sync, 3 force wgmma
                                // (KINO_CUDA_CONV=simt|mma|wgmma)
   // The kernel the last kc_gemm / kc_attention / kc_conv3d call ran ("wgmma", "mma.sync", "simt"; ""
@@ -53,6 +58,12 @@ struct KcContext {
   cudaEvent_t timer[2];        // kc_timer_start / kc_timer_stop, created on first use
   char error[512];
 };
+
+// The context's GPU as the mma.sync kernels' tile models see it (mma_gpu.cuh).
+static inline KcMmaGpu kc_mma_gpu(const KcContext* ctx) {
+  return {ctx->sm_count, ctx->sm_major, ctx->sm_minor, ctx->smem_per_sm, (int)ctx->smem_optin, ctx->smem_reserved,
+          ctx->regs_per_sm, ctx->threads_per_sm};
+}
 
 // Error plumbing. kc_fail records "where: message" and returns the code.
 int kc_fail(KcContext* ctx, int code, const char* where, const char* detail = nullptr);

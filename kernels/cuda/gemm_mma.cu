@@ -240,16 +240,11 @@ int launch_tile(KcContext* ctx, void* out, const void* a, const void* w, const K
   return kc_launched(ctx, "gemm_mma_kernel");
 }
 
-KcMmaGpu gpu_of(const KcContext* ctx) {
-  return {ctx->sm_count, ctx->sm_major, ctx->sm_minor, ctx->smem_per_sm, (int)ctx->smem_optin, ctx->smem_reserved,
-          ctx->regs_per_sm, ctx->threads_per_sm};
-}
-
 // KINO_CUDA_GEMM_MMA_TILE's tile (ctx->gemm_mma_tile: its width), else the model's (gemm_mma_tiles.cuh).
 int tile_for(const KcContext* ctx, int M, int N) {
   for (int i = 0; i < KC_MMA_TILE_COUNT; i++)
     if (KC_MMA_TILES[i].bn() == ctx->gemm_mma_tile) return i;
-  return kc_mma_pick_tile(gpu_of(ctx), M, N);
+  return kc_mma_pick_tile(kc_mma_gpu(ctx), M, N);
 }
 
 template <bool F16, typename TO>

@@ -6,7 +6,7 @@
 // The model, per tile t and call (M × N; K drops out, every tile of a call runs the same K steps):
 //   b     = blocks of t one SM holds: the fewest its shared memory (the tile's ring plus the 1 KiB the
 //           runtime reserves per block, 0 over the per-block opt-in limit), registers and thread
-//           slots allow;
+//           slots allow (mma_gpu.cuh);
 //   waves = ⌈tiles / (SMs · b)⌉;
 //   step  = SM cycles for one 32-deep K step of one block: the greater of the tensor cores' time for
 //           its MMAs (kc_mma_tensor_cycles each) and shared memory's for its traffic (ldmatrix reads
@@ -20,6 +20,7 @@
 // tile forced beside the pick.
 #pragma once
 #include <stdint.h>
+#include "mma_gpu.cuh"
 
 constexpr int KC_GEMM_MMA_STAGES = 4;     // the cp.async ring's depth
 constexpr int KC_GEMM_MMA_ROW_BYTES = 64;  // a stage row: 32 16-bit values of K
@@ -45,34 +46,8 @@ struct KcMmaTile {
 constexpr KcMmaTile KC_MMA_TILES[] = {{2, 4}, {2, 3}, {2, 2}};  // 128×256, 128×192, 128×128
 constexpr int KC_MMA_TILE_COUNT = sizeof KC_MMA_TILES / sizeof KC_MMA_TILES[0];
 
-// What the model knows of a GPU (KcContext's fields, read in kc_create).
-struct KcMmaGpu {
-  int sms;                 // multiprocessors
-  int sm_major, sm_minor;  // compute capability: the tensor cores' rate
-  int smem_per_sm;         // bytes of shared memory an SM shares among its blocks
-  int smem_per_block;      // the most one block may opt into
-  int smem_reserved;       // bytes the runtime keeps for itself per block
-  int regs_per_sm;         // 32-bit registers
-  int threads_per_sm;      // resident threads
-};
-
-// SM cycles per m16n8k16 with f32 accumulation: 2 on A100 (1024 FMA a cycle), 1 on H100/H200 (mma.sync
-// at the tensor cores' full rate), 4 or more on every other part (A10, L40S: 4; the GeForce parts halve
-// f32 accumulation: 8). From 1.5 on every tile is bound by the tensor cores rather than shared memory,
-// so any such rate picks the same tiles and 4 stands for all of them.
-static inline int kc_mma_tensor_cycles(int sm_major, int sm_minor) {
-  if (sm_major == 9) return 1;
-  return sm_major == 8 && sm_minor == 0 ? 2 : 4;
-}
-
 static inline int kc_mma_blocks_per_sm(const KcMmaGpu& g, KcMmaTile t) {
-  if (t.smem() > g.smem_per_block) return 0;
-  const int by_smem = g.smem_per_sm / (t.smem() + g.smem_reserved);
-  const int warp_regs = (KC_GEMM_MMA_REGS * 32 + 255) / 256 * 256;  // allocated per warp in 256s
-  const int by_regs = g.regs_per_sm / (warp_regs * t.warps());
-  const int by_threads = g.threads_per_sm / t.threads();
-  const int b = by_smem < by_regs ? by_smem : by_regs;
-  return b < by_threads ? b : by_threads;
+  return kc_mma_sm_blocks(g, t.smem(), KC_GEMM_MMA_REGS, t.threads());
 }
 
 // The model's time for an M × N call on tile t, in SM cycles per K step; INT64_MAX where t does not fit.
@@ -82,7 +57,7 @@ static inline int64_t kc_mma_tile_cycles(const KcMmaGpu& g, KcMmaTile t, int M, 
   const int64_t tiles = (int64_t)((M + t.bm() - 1) / t.bm()) * ((N + t.bn() - 1) / t.bn());
   const int64_t slots = (int64_t)g.sms * b, waves = (tiles + slots - 1) / slots;
   const int64_t tensor = (int64_t)t.mmas() * kc_mma_tensor_cycles(g.sm_major, g.sm_minor);
-  const int64_t smem = (t.smem_traffic() + 127) / 128;
+  const int64_t smem = (t.smem_traffic() + KC_MMA_SMEM_BYTES_PER_CYCLE - 1) / KC_MMA_SMEM_BYTES_PER_CYCLE;
   return waves * b * (tensor > smem ? tensor : smem);
 }
 

@@ -85,22 +85,30 @@ export function gemmPart(part: string, o: { speedup: number | Record<string, num
 }
 
 /** gpu-check-kernels.py bench: "benchmarks (…):", per GEMM shape the tile mma.sync's model picks
- *  ("  mma.sync picks 128xN for SHAPE (S SMs)", printed as each shape starts), then the table: per shape
- *  the default path's row, mma.sync's with the tile it picks and with each tile forced; mma.sync attention
- *  with the 128-row query blocks auto takes and with 64-row ones forced. By default an H200's 132 SMs with
- *  the model right at every shape; `tiles` (TFLOP/s per forced tile, per shape), `sms` and `pickShare`
- *  (the pick's row as a share of its own tile forced: the same kernel timed twice) choose otherwise. */
+ *  ("  mma.sync picks 128xN for SHAPE (S SMs)", printed as each shape starts), per attention shape the
+ *  query tiling the mma.sync attention's model picks ("  mma.sync attention picks bqN for SHAPE (S SMs)"),
+ *  then the table: per GEMM shape the default path's row, mma.sync's with the tile it picks and with each
+ *  tile forced; per attention shape mma.sync with the tiling it picks and with each forced. By default an
+ *  H200's 132 SMs with both models right at every shape; `tiles` and `tilings` (TFLOP/s per forced tile or
+ *  tiling, per shape), `sms` and `pickShare` (the picks' rows as a share of their own tile forced: the same
+ *  kernel timed twice) choose otherwise. */
 const MMA_PICKS = ["128x256", "128x192", "128x256", "128x256", "128x256"];
 export const MMA_GEMM: Record<string, number[]> = { "128x256": [512.4, 410.2, 402.9, 468.1, 489.3], "128x192": [470.3, 431.7, 371.8, 441.5, 452.0],
   "128x128": [351.2, 318.4, 301.5, 340.2, 347.8] };
-export function benchPart(o: { tiles?: Record<string, number[]>; sms?: number; pickShare?: number } = {}): string[] {
-  const tiles = o.tiles ?? MMA_GEMM;
-  const pickLines = GEMM_SHAPES.map(([label], i) => `  mma.sync picks ${MMA_PICKS[i]} for ${label} (${o.sms ?? 132} SMs)`);
+/** The attention shapes the bench times both mma.sync tilings at (gpu-check-kernels.py's tiling_shapes), SDPA there, and the picks on 132 SMs. */
+export const TILING_SHAPES = [...ATTENTION, "Lq=Lk=3120", "Lq=Lk=1020"];
+const TILING_SDPA = [...SDPA, 471.6, 312.9];
+const TILING_PICKS = ["bq128", "bq128", "bq128", "bq128", "bq128", "bq64"];
+export const MMA_ATTENTION: Record<string, number[]> = { bq128: [175.2, 171.4, 172.3, 160.5, 158.3, 97.4], bq64: [150.4, 148.9, 149.6, 141.2, 139.8, 101.2] };
+export function benchPart(o: { tiles?: Record<string, number[]>; tilings?: Record<string, number[]>; sms?: number; pickShare?: number } = {}): string[] {
+  const tiles = o.tiles ?? MMA_GEMM, tilings = o.tilings ?? MMA_ATTENTION;
+  const pickLines = [...GEMM_SHAPES.map(([label], i) => `  mma.sync picks ${MMA_PICKS[i]} for ${label} (${o.sms ?? 132} SMs)`),
+    ...TILING_SHAPES.map((label, i) => `  mma.sync attention picks ${TILING_PICKS[i]} for ${label} (${o.sms ?? 132} SMs)`)];
   const rows: Row[] = GEMM_SHAPES.flatMap(([label, mnk], i) => [[`gemm ${label} ${mnk} [auto]`, ONE_BLOCK[i]!, CUBLAS[i]!] as Row,
     [`gemm ${label} ${mnk} [mma.sync]`, +(tiles[MMA_PICKS[i]!]![i]! * (o.pickShare ?? 1)).toFixed(2), CUBLAS[i]!] as Row,
     ...Object.entries(tiles).map(([tile, tf]) => [`gemm ${label} ${mnk} [mma.sync ${tile}]`, tf[i]!, CUBLAS[i]!] as Row)]);
-  rows.push(...ATTENTION.flatMap((l, i) => [[`attention 12x128 ${l} [mma.sync]`, [175.2, 171.4, 172.3, 160.5][i]!, SDPA[i]!] as Row,
-    [`attention 12x128 ${l} [mma.sync bq64]`, [150.4, 148.9, 149.6, 141.2][i]!, SDPA[i]!] as Row]));
+  rows.push(...TILING_SHAPES.flatMap((l, i) => [[`attention 12x128 ${l} [mma.sync]`, +(tilings[TILING_PICKS[i]!]![i]! * (o.pickShare ?? 1)).toFixed(2), TILING_SDPA[i]!] as Row,
+    ...Object.entries(tilings).map(([tiling, tf]) => [`attention 12x128 ${l} [mma.sync ${tiling}]`, tf[i]!, TILING_SDPA[i]!] as Row)]));
   return ["", "benchmarks (bf16 inputs, f32 accumulation and output):", ...pickLines, ...kernelsEnd(["bench"], rows, [])];
 }
 

@@ -7,30 +7,31 @@
 // the GEMM's three block tiles both as kc_gemm's model picks it and forced (KINO_CUDA_GEMM_MMA_TILE);
 // Lq ≠ Lk, kvLen < Lk,
 // block-causal masks, the T5 bias, D 16 to 128, several heads and batch items), with f32 and bf16
-// inputs and outputs and every GEMM epilogue; the attention cases of op-cases-tensor-cores.ts once more
-// with the 64-row query blocks forced (KINO_CUDA_ATTENTION_BQ=64), which kc_attention otherwise takes
-// only for grids too small to fill the GPU. Each result must keep its tensor-core promise
-// (op-precision.ts); the harnesses are built with AddressSanitizer, so a read or write outside any
-// buffer fails a case too.
+// inputs and outputs and every GEMM epilogue, each attention case on the query tiling the model picks
+// for the emulator's GPU (attention_mma_tiles.cuh); the attention cases of op-cases-tensor-cores.ts once
+// more with the other tiling forced (KINO_CUDA_ATTENTION_BQ), so that each runs on both. Each result
+// must keep its tensor-core promise (op-precision.ts); the harnesses are built with AddressSanitizer,
+// so a read or write outside any buffer fails a case too.
 //
 // The last tests plant known bugs in the kernels (KC_PLANTED, common.cuh: fragment indices, the K
 // tail, the M edge, the cp.async waits of both rings, the GEMM's next fragments read before their
 // barrier, the 128×192 tile's partial pass of A rows, the key mask, the softmax rescale, the attention
-// warps' key-tile skipping) and require the cases to catch each one: the evidence that a passing run
-// means something.
+// warps' key-tile skipping, its blocks' key tiles under the last-first order) and require the cases to
+// catch each one: the evidence that a passing run means something.
 import { describe, expect, test } from "bun:test";
 import { attentionCases, gemmCases } from "./op-cases-heavy.ts";
 import { gemmEpilogueCases } from "./op-cases-fused.ts";
 import { bf16AttentionCases, bf16GemmCases } from "./op-cases-bf16.ts";
 import { type MmaTile, mmaTileGemmCases, tensorCoreAttentionCases, tensorCoreGemmCases } from "./op-cases-tensor-cores.ts";
 import type { OpCase } from "./op-helpers.ts";
+import { type AttentionCall, type GpuFigures, attentionModel, buildAttentionTiles } from "./cuda-emulator/attention-tiles.ts";
 import { EmulatedTensorCoreBackend, buildTensorCoreEmulators } from "./cuda-emulator/emulated-tensor-cores.ts";
 import { failure, firstFailure } from "./cuda-emulator/wgmma-cases.ts";
 
-const built = await buildTensorCoreEmulators();
-const skip = "skip" in built ? built.skip : undefined;
+const [built, tiles] = await Promise.all([buildTensorCoreEmulators(), buildAttentionTiles()]);
+const skip = "skip" in built ? built.skip : "skip" in tiles ? tiles.skip : undefined;
 if (skip) console.log(`cuda-emulated-tensor-cores.test.ts: skipped, ${skip}`);
-const harness = "skip" in built ? null : built;
+const harness = "skip" in built || "skip" in tiles ? null : built;
 
 /** Whether kc_gemm / kc_attention send a case to mma.sync (gemm.cu, attention.cu): GEMM with bf16/f16
  *  weights and K a positive multiple of 8; attention with D 16, 32, 64 or 128 and a key to see. */
@@ -43,18 +44,16 @@ function takesMmaSync(c: OpCase): boolean {
   return c.op === "attention" && !!d && [16, 32, 64, 128].includes(Number(d[1])) && !/kvLen 0\b/.test(c.name);
 }
 
-/** The harness's context has two multiprocessors (cuda-emulator/attention.cpp). */
-const EMULATED_SMS = 2;
-const dims = (c: OpCase) => {
-  const [B, Lq, H] = [/^B (\d+)/, / Lq (\d+)/, / H (\d+)/].map((re) => Number(re.exec(c.name)![1]));
-  return { B: B!, Lq: Lq!, H: H! };
+/** The GPU of the attention harness's context (cuda-emulator/attention.cpp): two multiprocessors with an A100's figures. */
+const EMULATED_GPU: GpuFigures = [2, 8, 0, 164 * 1024, 163 * 1024, 1024, 65536, 2048];
+/** An attention case's call, from its name ("B 1 Lq 100 Lk 300 H 2 D 128, kvLen 250, block 48 q+150" or "…, block 40,0"). */
+const dims = (c: OpCase): AttentionCall => {
+  const [B, Lq, Lk, H, D] = [/^B (\d+)/, / Lq (\d+)/, / Lk (\d+)/, / H (\d+)/, / D (\d+)/].map((re) => Number(re.exec(c.name)![1]));
+  const kvLen = / kvLen (\d+)/.exec(c.name), block = / block (\d+)(?: q\+|,)(\d+)/.exec(c.name);
+  return { B: B!, Lq: Lq!, H: H!, D: D!, kvLen: kvLen ? Number(kvLen[1]) : Lk!, blockSize: block ? Number(block[1]) : 0, qOffset: block ? Number(block[2]) : 0 };
 };
-/** The query rows per block kc_attention picks (attention.cu): 64 where even 64-row blocks leave at most
- *  one block per multiprocessor, else 128. */
-const autoRows = (c: OpCase) => {
-  const { B, Lq, H } = dims(c);
-  return Math.ceil(Lq / 64) * H * B <= EMULATED_SMS ? 64 : 128;
-};
+/** The launch's query rows per block, from its dynamic shared memory (attention_mma.cuh: (rows + 3 · 64) · D bf16). */
+const launchRows = (launch: string, D: number) => Number(/ smem (\d+)/.exec(launch)![1]) / (2 * D) - 3 * 64;
 const queryBlocks = (launch: string) => Number(/grid (\d+),/.exec(launch)![1]);
 
 const autoTiles = mmaTileGemmCases("auto");
@@ -72,6 +71,8 @@ const TILES: Record<MmaTile, { threads: number; smem: number }> = { "128x256": {
   "128x192": { threads: 192, smem: 4 * (128 + 192) * 64 }, "128x128": { threads: 128, smem: 4 * (128 + 128) * 64 } };
 const isTile = (l: ReturnType<typeof gemmLaunches>[number], t: MmaTile) => l.threads === TILES[t].threads && l.smem === TILES[t].smem;
 const attentions = [...attentionCases(), ...bf16AttentionCases()].filter(takesMmaSync).concat(tensorCoreAttentionCases());
+/** The query rows per block kc_attention must pick for each attention case: the model's on the emulator's GPU. */
+const autoRows = new Map(harness && !("skip" in tiles) ? attentionModel(tiles.path, EMULATED_GPU, attentions.map(dims)).map((m, i) => [attentions[i]!.name, m.pick]) : []);
 
 describe.skipIf(!harness)("the mma.sync GEMM and attention on the CPU emulator", () => {
   const be = harness && new EmulatedTensorCoreBackend(harness);
@@ -80,7 +81,11 @@ describe.skipIf(!harness)("the mma.sync GEMM and attention on the CPU emulator",
       const why = await failure(be!, c);
       const call = be!.calls.at(-1)!;
       expect(call.kernel).toBe("mma.sync");
-      if (c.op === "attention") expect(queryBlocks(call.launches[0]!)).toBe(Math.ceil(dims(c).Lq / autoRows(c)));
+      if (c.op === "attention") {
+        expect(call.attention).toEqual(dims(c));
+        expect(launchRows(call.launches[0]!, dims(c).D)).toBe(autoRows.get(c.name)!);
+        expect(queryBlocks(call.launches[0]!)).toBe(Math.ceil(dims(c).Lq / autoRows.get(c.name)!));
+      }
       const tile = picks.get(c.name);
       if (tile) expect(gemmLaunches(be!).at(-1)).toMatchObject(TILES[tile]);
       expect(why).toBeNull();
@@ -95,7 +100,7 @@ describe.skipIf(!harness)("the mma.sync GEMM and attention on the CPU emulator",
     expect(gemm.some((l) => isTile(l, "128x128"))).toBe(true);
     expect(gemm.every((l) => (Object.keys(TILES) as MmaTile[]).some((t) => isTile(l, t)))).toBe(true);
     expect(grids("attention").some(([x, y, z]) => x! >= 3 && y! >= 2 && z! >= 2)).toBe(true); // query blocks × heads × batch
-    expect(attentions.some((c) => autoRows(c) === 64) && attentions.some((c) => autoRows(c) === 128)).toBe(true); // both tilings
+    expect([...autoRows.values()].includes(64) && [...autoRows.values()].includes(128)).toBe(true); // both tilings
     expect(be!.calls.every((c) => c.launches.length === 1)).toBe(true); // one kernel per call: nothing fell back
   });
 });
@@ -116,14 +121,17 @@ describe.skipIf(!harness)("the mma.sync GEMM with its block tile forced", () => 
   });
 });
 
-describe.skipIf(!harness)("the mma.sync attention with 64-row query blocks forced", () => {
-  const be = harness && new EmulatedTensorCoreBackend(harness, { attentionBq: 64 });
+describe.skipIf(!harness)("the mma.sync attention with the tiling the model did not pick forced", () => {
+  const forced = harness && { 64: new EmulatedTensorCoreBackend(harness, { attentionBq: 64 }), 128: new EmulatedTensorCoreBackend(harness, { attentionBq: 128 }) };
   for (const c of tensorCoreAttentionCases()) {
-    test(`attention ${c.name} keeps the tensor-core promise in ${Math.ceil(dims(c).Lq / 64)} query blocks`, async () => {
-      const why = await failure(be!, c);
-      const call = be!.calls.at(-1)!;
+    const rows = autoRows.get(c.name) === 64 ? 128 : 64;
+    test(`attention ${c.name} keeps the tensor-core promise in ${Math.ceil(dims(c).Lq / rows)} query blocks of ${rows} rows`, async () => {
+      const be = forced![rows];
+      const why = await failure(be, c);
+      const call = be.calls.at(-1)!;
       expect(call.kernel).toBe("mma.sync");
-      expect(queryBlocks(call.launches[0]!)).toBe(Math.ceil(dims(c).Lq / 64));
+      expect(launchRows(call.launches[0]!, dims(c).D)).toBe(rows);
+      expect(queryBlocks(call.launches[0]!)).toBe(Math.ceil(dims(c).Lq / rows));
       expect(why).toBeNull();
     }, 60_000);
   }
@@ -142,6 +150,7 @@ const PLANTED: [number, "gemm" | "attention", string][] = [
   [6, "attention", "online softmax: the second row's output is rescaled by the first row's factor (attention_mma.cuh)"],
   [29, "attention", "K/V ring: K tile t is read before its cp.async group is waited for (attention_mma.cuh)"],
   [30, "attention", "warp skipping: a warp stops at its first row's keys, not its last row's (attention_mma.cuh)"],
+  [36, "attention", "last-first order: a block loads the key tiles of the query tile its index names, not of the one it computes (attention_mma.cuh)"],
 ];
 
 describe.skipIf(!harness)("the emulated cases catch planted kernel bugs", () => {

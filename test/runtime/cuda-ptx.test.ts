@@ -7,11 +7,13 @@
 // mma.sync on bf16 with ldmatrix and cp.async in both their sm_90a and sm_80 builds (the H200 runs the
 // GEMM's sm_90a build where wgmma cannot take a call, every other GPU the sm_80 one); every kernel of each file must fit its registers without spilling, and the
 // wgmma pipeline must not be serialized — the failure modes that cost speed silently rather than
-// breaking results. Correctness on a GPU is tools/gpu-check.sh's job (and, for the convolutions, also
+// breaking results. The registers the mma.sync attention's tiling model assumes
+// (attention_mma_tiles.cuh) must be those ptxas gives its kernel, for both targets. Correctness on a GPU is tools/gpu-check.sh's job (and, for the convolutions, also
 // the CPU emulator's: cuda-emulated.test.ts).
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { buildCudaLib, findNvcc, PTX_TARGETS, ptxasLogPath, ptxPath } from "../../tools/build/cuda.ts";
+import { buildAttentionTiles, modelRegisters } from "./cuda-emulator/attention-tiles.ts";
 
 const nvcc = findNvcc();
 const HOPPER_PTX = ["wgmma.mma_async", "cp.async.bulk.tensor", "setmaxnreg.dec", "setmaxnreg.inc"];
@@ -110,5 +112,28 @@ for (const { file, kernel: KERNEL, instances, arch, ptx: instructions, uses } of
     // divergent path or accumulator registers touched while the pipeline runs.
     const serialized = log.split("\n").filter((l) => /wgmma\.mma_async instructions are serialized/.test(l) && l.includes(KERNEL));
     expect(serialized).toEqual([]);
+  });
+});
+
+// The model picks the mma.sync attention's query tiling from blocks per SM, which follow from these
+// registers: a kernel edit that moves them must move the model's constants (and attention.cu's table).
+describe.skipIf(!nvcc)("attention_mma_tiles.cuh", () => {
+  test("assumes the registers ptxas gives each attention_mma_kernel instance in the sm_80 and sm_90a builds", async () => {
+    expect(built).not.toBeNull();
+    const tiles = await buildAttentionTiles();
+    if ("skip" in tiles) throw new Error(tiles.skip);
+    const assumed = modelRegisters(tiles.path);
+    expect(assumed).toHaveLength(8); // D 16…128 × 128 and 64 rows
+    for (const arch of ["sm_80", "sm_90a"] as const) {
+      const kernels = ptxasReport(reportFor(readFileSync(ptxasLogPath("attention"), "utf8"), arch)).flatMap((k) => {
+        const m = /^attention_mma_kernel<(\d+),(\d+)>$/.exec(shortName(k.name));
+        return m ? [{ D: Number(m[1]), rows: 64 * Number(m[2]), registers: k.registers }] : [];
+      });
+      expect(kernels).toHaveLength(16);
+      for (const k of kernels) {
+        const model = assumed.find((a) => a.D === k.D && a.rows === k.rows);
+        expect({ ...k, assumed: model?.[arch] }).toEqual({ ...k, assumed: k.registers });
+      }
+    }
   });
 });

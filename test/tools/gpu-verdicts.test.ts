@@ -8,13 +8,15 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } fro
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import {
-  MMA_GEMM, QUIET, type StepFixture, type Way, benchPart, clipGraph, convPart, ditGraph, e2eRealtime, gemmPart, opSweep, readbackOverlap, runCheck, verifyPart, wgmmaPart,
+  MMA_ATTENTION, MMA_GEMM, QUIET, type StepFixture, TILING_SHAPES, type Way, benchPart, clipGraph, convPart, ditGraph, e2eRealtime, gemmPart, opSweep,
+  readbackOverlap, runCheck, verifyPart, wgmmaPart,
 } from "../helpers/gpu-check-fixture.ts";
 import { FLAGS, STEPS } from "../../tools/gpu-verdicts-rules.ts";
-import { MMA_TILES } from "../../tools/gpu-verdicts-tiles.ts";
+import { ATTENTION_TILINGS, MMA_TILES } from "../../tools/gpu-verdicts-tiles.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const TILES = "mma.sync GEMM tile model (kernels/cuda/gemm_mma_tiles.cuh)";
+const TILINGS = "mma.sync attention tiling model (kernels/cuda/attention_mma_tiles.cuh)";
 
 function verdicts(args: string[]) {
   const r = Bun.spawnSync([process.execPath, "tools/gpu-verdicts.ts", ...args], { cwd: root, stdout: "pipe", stderr: "pipe" });
@@ -39,7 +41,7 @@ function verdicts(args: string[]) {
     advice[`${m[2]} (${m[3]})`] = [m[1]!, m[4]!, evidence];
   }
   const steps = [...out.matchAll(/^(PASS|FAIL|TIMEOUT|SKIPPED|CUT|\?) +\d+ s {2}(.*)$/gm)].map((m) => `${m[1]} ${m[2]}`);
-  return { rc: r.exitCode, out, err: r.stderr.toString(), judged, advice, tiles: advice[TILES], steps, verdict: (flag: string) => judged[flag]?.[0] };
+  return { rc: r.exitCode, out, err: r.stderr.toString(), judged, advice, tiles: advice[TILES], tilings: advice[TILINGS], steps, verdict: (flag: string) => judged[flag]?.[0] };
 }
 
 const FAST: Record<Way, number> = { "eager bf16": 0.951, "graphs bf16": 0.812, "eager f32": 1.103, "graphs f32": 0.967 };
@@ -218,17 +220,50 @@ test("the mma.sync tile model: a forced tile faster beyond the tolerance DISAGRE
   expect(c.out).toContain('\nmma.sync tiles forced (not measured: step "GEMM and attention benchmarks" CUT (the log ends inside this step), before its table)\n');
 }, 60_000);
 
-// The fixture's bench lines in the real script's format: its picks print and its forced tiles, and the tool's list of them.
-test("the mma.sync picks line and tiles of the fixture and the tool are gpu-check-kernels.py's", () => {
+test("the mma.sync attention's tiling model, judged as the GEMM's: its picks beside both tilings forced, a loss beyond the tolerance DISAGREES, a tiling failing its checks no candidate", () => {
+  // the fixture's H200: 128 rows at the Wan shapes and 3120 tokens, 64 at 1020, each the fastest
+  const r = verdicts([pythonPart()]);
+  expect(r.rc, r.err).toBe(0);
+  expect(r.tilings!.slice(0, 2)).toEqual(["AGREES", "at all 6 shapes on 132 SMs the pick is within 3 % of the fastest tiling forced"]);
+  expect(r.tilings![2]).toContain("Lq=Lk=1020: picks bq64 at 101.2 TFLOP/s, 1.00 of the fastest forced (bq64); forced bq128 97.4, bq64 101.2");
+  expect(r.out).toContain("\n| shape (132 SMs) | model picks | the pick | bq128 forced | bq64 forced | pick / fastest forced |\n");
+  expect(r.out).toContain("\n| Lq=Lk=18720 block-causal 4680 | bq128 | 160.5 | 160.5 | 141.2 | 1.00 |\n");
+
+  // an A100's run where 64 rows beat the pick by 5.6 % at the block-causal clip, by 2.4 % (within the tolerance) at 4680 keys
+  const tilings = { ...MMA_ATTENTION, bq64: [179.5, 148.9, 149.6, 170.1, 139.8, 101.2] };
+  const lost = verdicts([pythonPart({ bench: { tilings, sms: 108 } })]);
+  expect(lost.tilings!.slice(0, 2)).toEqual(["DISAGREES", "Lq=Lk=18720 block-causal 4680: picks bq128, bq64 forced is faster (the pick loses 5.6 %) on 108 SMs; tolerance 3 %"]);
+  expect(lost.tilings![2]).toContain("the model lives in kernels/cuda/attention_mma_tiles.cuh: change it there by hand, with its picks in test/runtime/cuda-attention-mma-tiles.test.ts");
+  expect(lost.tiles![0]).toBe("AGREES"); // the GEMM's model is judged apart
+
+  // the 64-row tiling failed a forced correctness check in the verify step: the pick is the fastest of the rest
+  const failed = "bf16 mma D=128 B=1 Lq=130 Lk=260 kv=260 H=2 block=50/100 (64 rows)";
+  const broken = verdicts([pythonPart({ bench: { tilings, sms: 108 } }, { kernels_verify: { lines: verifyPart([failed]), rc: 1 } })]);
+  expect(broken.tilings!.slice(0, 2)).toEqual(["AGREES", "at all 6 shapes on 108 SMs the pick is within 3 % of the fastest tiling forced"]);
+  expect(broken.tilings![2]).toContain("not counted as the fastest: bq64 (their forced correctness checks failed in the verify step)");
+  expect(broken.tiles![2]).not.toContain("not counted as the fastest"); // nor is a GEMM tile
+}, 60_000);
+
+// The fixture's bench lines in the real script's format: its picks prints and its forced tiles and tilings, and the tool's lists of them.
+test("the mma.sync picks lines, tiles and tilings of the fixture and the tool are gpu-check-kernels.py's", () => {
   const script = readFileSync(join(root, "tools/gpu-check-kernels.py"), "utf8");
-  const print = /print\(f"( {2}mma\.sync picks .*)", flush=True\)/.exec(script)![1]!;
-  const format = new RegExp(`^${print.split(/\{[^}]*\}/).map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("(.+?)")}$`);
-  const picks = benchPart().filter((l) => l.includes("mma.sync picks"));
+  const format = (what: string) => {
+    const print = new RegExp(`print\\(f"( {2}${what} .*)", flush=True\\)`).exec(script)![1]!;
+    return new RegExp(`^${print.split(/\{[^}]*\}/).map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("(.+?)")}$`);
+  };
+  const picks = benchPart().filter((l) => l.includes("mma.sync picks")), attention = benchPart().filter((l) => l.includes("mma.sync attention picks"));
   expect(picks).toHaveLength(5);
-  for (const line of picks) expect(line).toMatch(format);
-  const tiles = JSON.parse(/^MMA_TILES = (\[.*\])$/m.exec(script)![1]!);
+  for (const line of picks) expect(line).toMatch(format("mma\\.sync picks"));
+  expect(attention).toHaveLength(TILING_SHAPES.length);
+  for (const line of attention) expect(line).toMatch(format("mma\\.sync attention picks"));
+  const tiles = JSON.parse(/^MMA_TILES = (\[.*\])$/m.exec(script)![1]!), tilings = JSON.parse(/^ATTENTION_TILINGS = (\[.*\])$/m.exec(script)![1]!);
   expect(Object.keys(MMA_GEMM)).toEqual(tiles);
   expect([...MMA_TILES]).toEqual(tiles);
+  expect(Object.keys(MMA_ATTENTION)).toEqual(tilings);
+  expect([...ATTENTION_TILINGS]).toEqual(tilings);
+  // the shapes: the script's tiling_shapes labels, in order
+  const extra = [...script.matchAll(/\("(Lq=Lk=\d+)", \d+, \d+, 0, 0\)/g)].map((m) => m[1]!);
+  expect(TILING_SHAPES.slice(4)).toEqual(extra);
 });
 
 test("a FAIL in the attention or the wgmma conv check keeps its constant with the failed check; a failed graph test in the op sweep keeps GRAPHS_VERIFIED", () => {

@@ -3,8 +3,8 @@
 // and the Hopper kernel (attention_wgmma.cu) with both output types, and the f32 → bf16 rounding of q,
 // k, v (elementwise.cu) — each file compiled as it is, one translation unit each. The context is an
 // sm_80 GPU, or an sm_90 one with the driver's tensor-map encoder (host-runtime.h) where the path asks
-// for wgmma (2); two multiprocessors either way unless KC_EMU_SMS says otherwise (the Hopper kernel's persistent
-// grid: a block each).
+// for wgmma (2); two multiprocessors either way unless KC_EMU_SMS says otherwise (the Hopper kernel's
+// persistent grid: a block each), each with an A100's (an H100's) shared memory, registers and threads.
 //
 //   attention IN OUT
 //   IN:  int32 B, Lq, Lk, kv_len, H, D, dt, out_dt (0 f32, 1 bf16), has_bias, block_size, q_offset,
@@ -42,6 +42,9 @@ int main(int argc, char** argv) {
 
   KcContext ctx{};
   ctx.sm_major = h[11] == 2 ? 9 : 8, ctx.sm_count = getenv("KC_EMU_SMS") ? atoi(getenv("KC_EMU_SMS")) : 2;
+  // an A100's (or H100's) figures, which the mma.sync kernel's tiling model reads (attention_mma_tiles.cuh)
+  ctx.smem_per_sm = (h[11] == 2 ? 228 : 164) * 1024, ctx.smem_optin = ctx.smem_per_sm - 1024, ctx.smem_reserved = 1024;
+  ctx.regs_per_sm = 65536, ctx.threads_per_sm = 2048;
   if (h[11] == 2) ctx.encode_tensor_map = (void*)&kc_emu_encode_tiled;
   ctx.attention_path = h[11];
   ctx.attention_bkv = kc_attention_bkv_setting(getenv("KINO_CUDA_ATTENTION_BKV"));  // as kc_create reads it

@@ -9,6 +9,7 @@ import * as P from "../../../src/runtime/op-params.ts";
 import type { DType, Tensor } from "../../../src/runtime/tensor.ts";
 import { HostBackend } from "../../models/helpers/host-backend.ts";
 import type { MmaTile } from "../op-cases-tensor-cores.ts";
+import type { AttentionCall } from "./attention-tiles.ts";
 import { buildEmulator, runHarness } from "./emulated-backend.ts";
 
 /** Dtype codes of the C ABI (kernels/cuda/common.cuh KcDtype). */
@@ -52,6 +53,8 @@ export interface EmulatedCall {
   K?: number;
   /** GEMM: the output's dtype (whether TMA can store a row of it: gemm_wgmma_persistent.cu). */
   out?: DType;
+  /** Attention: the call as the mma.sync kernel's tiling model sees it (attention-tiles.ts). */
+  attention?: AttentionCall;
 }
 
 export class EmulatedTensorCoreBackend extends HostBackend {
@@ -85,7 +88,7 @@ export class EmulatedTensorCoreBackend extends HostBackend {
       ...(opts.attentionSplit ? { KINO_CUDA_ATTENTION_SPLIT: opts.attentionSplit === "off" ? "0" : "always" } : {}) };
   }
 
-  #run(op: EmulatedCall["op"], parts: ArrayBufferView[], dims: Pick<EmulatedCall, "M" | "N" | "split" | "K" | "out"> = {}): Uint8Array {
+  #run(op: EmulatedCall["op"], parts: ArrayBufferView[], dims: Pick<EmulatedCall, "M" | "N" | "split" | "K" | "out" | "attention"> = {}): Uint8Array {
     const { out, lines } = runHarness(this.harness[op], op, parts, this.#plant, undefined, this.#env);
     const kernel = /^kernel ?(.*)$/.exec(lines[lines.length - 1] ?? "")?.[1] ?? "?";
     const runs = lines.flatMap((l): [number, [number, number][]][] => {
@@ -118,6 +121,6 @@ export class EmulatedTensorCoreBackend extends HostBackend {
       PATHS[this.#kernels].attention]);
     const parts: ArrayBufferView[] = [head, new Float32Array([opts.scale]), this.bytesOf(q), this.bytesOf(k), this.bytesOf(v)];
     if (opts.bias) parts.push(this.bytesOf(opts.bias));
-    this.bytesOf(out).set(this.#run("attention", parts));
+    this.bytesOf(out).set(this.#run("attention", parts, { attention: { B, Lq, H, D, kvLen, blockSize: bc?.blockSize ?? 0, qOffset: bc?.qOffset ?? 0 } }));
   }
 }
