@@ -239,6 +239,9 @@ KC_API int kc_attention(KcContext* ctx, void* out, const void* q, const void* k,
   if (dt != KC_F32 && dt != KC_BF16) return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention", "q/k/v must be f32 or bf16");
   if (out_dt != KC_F32 && out_dt != KC_BF16) return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention", "out must be f32 or bf16");
   if (B <= 0 || Lq <= 0 || H <= 0 || D <= 0) return 0;
+  // Keys from kv_len on are never read, keys past Lk do not exist: the kernels (and the wgmma kernel's
+  // tensor maps, whose rows end at kv_len) would read past k and v. backends/cuda.ts checks this too.
+  if (kv_len < 0 || kv_len > Lk) return kc_fail(ctx, KC_E_ARG, "kc_attention", "kv_len must be 0 .. Lk");
   const bool exact = ctx->attention_path == 1, wgmma_forced = ctx->attention_path == 2, out_bf16 = out_dt == KC_BF16;
   if (wgmma_forced && !kc_attention_wgmma_supported(ctx, D))
     return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention",

@@ -48,6 +48,7 @@ template <int BN>
 struct ConvWgmmaTile {
   static constexpr int B_STAGE = BN * BK * 2;
   static constexpr int SMEM_BYTES = STAGES * (A_STAGE + B_STAGE) + 1024;  // + slack to align to 1024 (swizzle atom)
+  static_assert(B_STAGE % 1024 == 0 && SMEM_BYTES <= 227 * 1024, "stages on 1024-byte atoms, within what a Hopper block may have");
 };
 
 template <int BN>

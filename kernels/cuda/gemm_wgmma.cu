@@ -23,6 +23,7 @@ namespace {
 constexpr int BM = KC_GEMM_BM, BN = 256, BK = KC_GEMM_BK, STAGES = 4, THREADS = KC_GEMM_THREADS;
 constexpr int A_STAGE = BM * BK * 2, B_STAGE = BN * BK * 2;  // bytes: 16 KiB, 32 KiB
 constexpr int SMEM_BYTES = STAGES * (A_STAGE + B_STAGE) + 1024;  // + slack to align to 1024 (swizzle atom)
+static_assert(SMEM_BYTES <= 227 * 1024, "more shared memory than a Hopper block may have");
 
 template <bool F16, typename TO>
 __global__ void __launch_bounds__(THREADS, 1)

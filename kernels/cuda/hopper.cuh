@@ -20,6 +20,56 @@
 //     thread ever touches operand data.
 //   - An mbarrier is "full" when the TMA byte count it expects has landed, "empty" when every consumer
 //     thread has arrived; waits are on the phase parity, which flips each time a phase completes.
+//
+// Constraints the driver and hardware impose, and where each is checked. E: the CPU emulator stops, or
+// answers with the driver's error, in every emulated case (test/runtime/cuda-emulator); P:
+// test/runtime/cuda-ptx.test.ts on the build; B: nvcc/ptxas refuse it at build time; S: a static_assert;
+// H: a host check before the launch (a failed one falls back or fails the op with the reason).
+//   cuTensorMapEncodeTiled (driver API, cuda.h): tensorMap 64-byte aligned (CUtensorMap is alignas(64));
+//     rank 1..5; globalAddress 16-byte aligned; globalDim 1..2^32; globalStrides multiples of 16 below
+//     2^40; boxDim 1..256; boxDim[0] · element size a multiple of 16 bytes; elementStrides 1..8; with the
+//     128-byte swizzle box rows of at most 128 bytes. E (tensor-map.cpp: each rule refused, each edge
+//     accepted). What keeps the kernels' maps legal: K % 8 == 0, M, N, K > 0 (gemm.cu); D 64 or 128,
+//     B, Lq, H > 0, kv_len 1..Lk (attention.cu: kv_len 0 never reaches a map; backends/cuda.ts checks
+//     kv_len too); Cout ≥ 32 and K = taps · CP, CP a multiple of 32 (conv.cu, conv_pack.cu); output
+//     rows of a multiple of 16 bytes (kc_gemm_wgmma_tma_out_fits). H. Boxes: 64 × 1 × BQ|BKV (≤ 176),
+//     64 × 128|BN (≤ 256), the store's 128 B × 64 and 64 B × 64 tail. S (Layout, Tile).
+//   TMA with a swizzle: global memory 128-byte aligned (CUDA programming guide, "The Swizzle Modes",
+//     table of requirements for compute capability 9; the encoder itself asks for 16). E; H
+//     (kc_attention_wgmma_aligned, gemm.cu aligned128, kc_gemm_wgmma_tma_out_fits, conv_wgmma.cu's wp
+//     check). A view elsewhere falls back to mma.sync, or fails a forced wgmma attention with the reason.
+//   cp.async.bulk.tensor (PTX ISA): shared box 128-byte aligned, E; the swizzle pattern repeats every
+//     1024 bytes and follows the shared address, so every box starts on a 1024-byte atom (the +1024
+//     slack; box and stage sizes multiples of 1024: S), which the descriptors' base offset 0 relies on
+//     (E, below).
+//     Coordinates are signed 32-bit; loads zero-fill outside the tensor, stores skip it. E.
+//   mbarrier: 8-byte aligned, arrival count 1..2^20 - 1, pending transaction bytes of a phase at most
+//     2^20 - 1 (the kernels expect ≤ 48 KiB a phase), no arrival beyond the count, fence.mbarrier_init
+//     before TMA completes on it, initialised once. E.
+//   wgmma.mma_async: m64nNk16 with N a multiple of 8 in 8..256 for bf16/f16 with f32 accumulators. B, S
+//     (kc_wgmma_ss, kc_wgmma_rs_tb), E. Descriptors: start address 16-byte aligned, below 256 KiB (14
+//     bits of addr >> 4), swizzle mode 1, base offset 0: the operand starts in the first row of a
+//     1024-byte aligned atom. E. wgmma.fence before a wgmma whose registers ordinary code touched; all 128
+//     threads issue the same instructions; accumulators untouched until the wait_group that retires them.
+//     E; P (no "serialized" warning: no wgmma on a divergent path).
+//   setmaxnreg: counts multiples of 8 in 24..256; every warp of the warpgroup executes the same one; .dec
+//     never above the current count, .inc never below; the final counts within the registers the block
+//     was launched with, or an .inc waits forever. E. The kernels are compiled under
+//     __launch_bounds__(384, 1) to 168 registers a thread (P), a pool of 168 × 384 = 64512, and every one
+//     splits it exactly: 24 + 2 × 240 (attention), 40 + 2 × 232 (GEMMs), 56 + 2 × 224 (conv), × 128.
+//   Named barriers (bar.sync / bar.arrive, .aligned): ids 1..15 (0 is __syncthreads'), thread counts
+//     multiples of 32, whole warps, none left half-arrived at exit. E.
+//   Proxies: fence.proxy.async by each thread after its st.shared or cp.async writes that TMA or wgmma
+//     then read. E. TMA stores: source 128-byte aligned, not rewritten before wait_group.read retires
+//     the store, waited for before the thread exits. E.
+//   cp.async of 16 bytes: global and shared address 16-byte aligned. E.
+//   Dynamic shared memory: above 48 KiB only after cudaFuncSetAttribute(MaxDynamicSharedMemorySize),
+//     which refuses more than 227 KiB less the static shared memory. E (the launch or the attribute is
+//     refused with cudaErrorInvalidValue); S (each kernel's dynamic shared memory ≤ 227 KiB; the
+//     persistent and ping-pong rings take what is left of it less 256 bytes); P (static shared memory ≤
+//     256 bytes: the mbarriers, 128 bytes as built).
+//   Launch: 384 threads × 168 registers ≤ 64 Ki (P); grid.x ≤ 2^31 - 1 (H); kernel parameters (three or
+//     four 128-byte tensor maps) within 4 KiB (B).
 #pragma once
 #include "common.cuh"
 #include <cuda.h>

@@ -20,6 +20,7 @@
 // 16 bytes past such a boundary must not reach the wgmma kernels. The last tests plant known bugs in the
 // Hopper kernels (KC_PLANTED, common.cuh) and require the cases to catch each one.
 import { describe, expect, test } from "bun:test";
+import { runHarness } from "./cuda-emulator/emulated-backend.ts";
 import { EmulatedTensorCoreBackend, buildTensorCoreEmulators } from "./cuda-emulator/emulated-tensor-cores.ts";
 import { failure, firstFailure, wgmmaAttentionCases, wgmmaGemmCases } from "./cuda-emulator/wgmma-cases.ts";
 import { type AttentionShape, tensorCoreAttentionCases } from "./op-cases-tensor-cores.ts";
@@ -139,6 +140,18 @@ describe.skipIf(!harness)("operands 16 bytes past a 128-byte boundary (a view in
     expect(await failure(be!, f32)).toBeNull();
     expect(be!.calls.at(-1)?.kernel).toBe("wgmma");
   }, 60_000);
+});
+
+// kc_attention's own check of kv_len (backends/cuda.ts checks it first, so only a call past it shows it):
+// keys past Lk would be rows of k and v's tensor maps past their buffers, which TMA would read.
+describe.skipIf(!harness)("kv_len past Lk", () => {
+  test("kc_attention refuses it with the reason instead of reading past k and v", () => {
+    const [B, Lq, Lk, kvLen, H, D] = [1, 1, 4, 5, 1, 64];
+    const head = new Int32Array([B, Lq, Lk, kvLen, H, D, 1, 0, 0, 0, 0, 2]); // bf16 in, f32 out, no bias, no mask, wgmma
+    const kv = new Uint16Array(B * Lk * H * D).fill(0x3f80);
+    expect(() => runHarness(harness!.attention, "attention", [head, new Float32Array([0.125]), new Uint16Array(B * Lq * H * D), kv, kv]))
+      .toThrow("kc_attention: kv_len must be 0 .. Lk");
+  });
 });
 
 // Each planted bug (KC_PLANTED(n) in the kernel source) with the op whose cases must catch it.

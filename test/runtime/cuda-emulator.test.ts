@@ -42,8 +42,8 @@ describe.skipIf(!harness)("the emulator's __shfl_xor_sync", () => {
 // destination reads as 0xFF bytes); a TMA store writes the box back through the same layout, skips
 // what lies outside the tensor on either side, and reads shared memory only at the wait_group that
 // retires it; wgmma reads data a thread wrote with cp.async only after that thread's fence.proxy.async;
-// misuse of mbarriers, TMA loads and stores, wgmma, named barriers and setmaxnreg stops the emulator with
-// the reason.
+// misuse of mbarriers, TMA loads and stores, wgmma, named barriers, setmaxnreg and cp.async stops the
+// emulator with the reason, and a launch the device would refuse for its dynamic shared memory fails.
 const hopperBuilt = await buildEmulator("hopper-primitives");
 const hopper = "path" in hopperBuilt ? hopperBuilt.path : null;
 
@@ -110,6 +110,10 @@ describe.skipIf(!hopper)("the emulator's Hopper primitives", () => {
     expectImage(tensors("store-late")[0]!, (r, c) => (r < 16 && c < 64 ? 0x1111 : SENTINEL));
   });
 
+  test("setmaxnreg that ends within the launch's registers runs, and so does a launch with the shared memory it opted into", () => {
+    for (const mode of ["maxnreg-fits", "smem-opted-in"]) expect(() => runHarness(hopper!, mode, [], 0, [mode])).not.toThrow();
+  });
+
   test("wgmma may read what cp.async wrote once the writing threads fenced the async proxy after their wait", () => {
     expect(() => runHarness(hopper!, "wgmma-cp-async-fenced", [], 0, ["wgmma-cp-async-fenced"])).not.toThrow();
   });
@@ -132,10 +136,60 @@ describe.skipIf(!hopper)("the emulator's Hopper primitives", () => {
     ["store-reuse", "which a cp.async.bulk.tensor store of thread 0 still reads: no cp.async.bulk.wait_group.read of that thread retired it"],
     ["store-exit", "thread 0 exits with TMA stores it never waited for (0 uncommitted, 1 bulk async-groups)"],
     ["store-misaligned", /cp\.async\.bulk\.tensor store at shared address 0x[0-9a-f]+: not 128-byte aligned/],
+    ["named-warp", "bar.sync 1 released with 16 arrivals from warp 0: bar.sync and bar.arrive are .aligned"],
+    ["maxnreg-range", "setmaxnreg.dec 20: the count must be a multiple of 8 in 24..256"],
+    ["maxnreg-raise", "setmaxnreg.dec 256 in a warp that holds 248 registers per thread: .dec must not raise the count"],
+    ["maxnreg-lower", "setmaxnreg.inc 200 in a warp that holds 248 registers per thread: .inc must not lower the count"],
+    // 65536 registers would fit the multiprocessor, but the block holds 168 × 384 = 64512
+    ["maxnreg-pool", "the warpgroups end with 65536 registers, more than the 64512 (168 per thread × 384 threads) the block was launched with"],
+    ["cp-async-misaligned", /cp\.async of 16 bytes from global address 0x[0-9a-f]+: not 16-byte aligned/],
+    ["smem-default", "more than the 48 KiB default and the 0 the kernel opted into with cudaFuncSetAttribute: the device refuses it"],
+    ["smem-optin", "cudaFuncSetAttribute(MaxDynamicSharedMemorySize, 232448): more than the 232192 bytes a block may have"],
   ];
   for (const [mode, message] of MISUSE) {
     test(`misuse "${mode}" stops the emulator with the reason`, () => {
       expect(() => runHarness(hopper!, mode, [], 0, [mode])).toThrow(message);
     });
   }
+});
+
+// The emulated cuTensorMapEncodeTiled (cuda-emulator/host-runtime.h) against the driver API's documented
+// requirements (cuda.h, cuTensorMapEncodeTiled): CUDA_ERROR_INVALID_VALUE (1) exactly where one is
+// broken, CUDA_SUCCESS (0) at the edges it allows. Every Hopper kernel's tensor maps go through it in the
+// emulated cases, so those cases show the kernels' maps are ones the driver accepts.
+const mapBuilt = await buildEmulator("tensor-map");
+const mapHarness = "path" in mapBuilt ? mapBuilt.path : null;
+
+describe.skipIf(!mapHarness)("the emulated cuTensorMapEncodeTiled", () => {
+  const INVALID = 1;
+  /** Each case of tensor-map.cpp: the CUresult the driver gives, and the rule. */
+  const CASES: [string, number, string][] = [
+    ["valid", 0, "a [20, 72] bf16 tensor, 144-byte rows, 64 × 16 boxes, 128-byte swizzle"],
+    ["dim-2^32", 0, "globalDim up to 2^32"],
+    ["box-256", 0, "boxDim up to 256"],
+    ["rank-5", 0, "tensorRank up to 5"],
+    ["plain-16-byte-rows", 0, "without a swizzle, box rows of any multiple of 16 bytes"],
+    ["f32-128-byte-rows", 0, "f32 with the 128-byte swizzle: 32 elements a row"],
+    ["map-misaligned", INVALID, "tensorMap aligned to 64 bytes"],
+    ["rank-0", INVALID, "tensorRank non-zero"],
+    ["rank-6", INVALID, "tensorRank at most 5"],
+    ["address-8", INVALID, "globalAddress aligned to 16 bytes"],
+    ["dim-0", INVALID, "globalDim non-zero"],
+    ["dim-2^32+1", INVALID, "globalDim at most 2^32"],
+    ["stride-8", INVALID, "globalStrides multiples of 16"],
+    ["stride-2^40", INVALID, "globalStrides below 2^40"],
+    ["box-0", INVALID, "boxDim non-zero"],
+    ["box-257", INVALID, "boxDim at most 256"],
+    ["box-row-8-bytes", INVALID, "boxDim[0] × element size a multiple of 16 bytes"],
+    ["element-stride-0", INVALID, "elementStrides non-zero"],
+    ["element-stride-9", INVALID, "elementStrides at most 8"],
+    ["swizzle-256-byte-rows", INVALID, "with the 128-byte swizzle, box rows of at most 128 bytes"],
+    ["f32-swizzle-256-byte-rows", INVALID, "the same for f32"],
+  ];
+  test("accepts and refuses what the driver does", () => {
+    const lines = runHarness(mapHarness!, "tensor-map", [], 0, []).lines;
+    const got = Object.fromEntries(lines.map((l) => l.split(" ")).map(([name, rc]) => [name!, Number(rc)]));
+    for (const [name, rc, rule] of CASES) expect({ name, rule, rc: got[name] }).toEqual({ name, rule, rc });
+    expect(Object.keys(got).sort()).toEqual(CASES.map(([name]) => name).sort());
+  });
 });

@@ -8,7 +8,11 @@
 // GEMM's sm_90a build where wgmma cannot take a call, every other GPU the sm_80 one); every kernel of each file must fit its registers without spilling, and the
 // wgmma pipeline must not be serialized — the failure modes that cost speed silently rather than
 // breaking results. The registers the mma.sync attention's tiling model assumes
-// (attention_mma_tiles.cuh) must be those ptxas gives its kernel, for both targets. Correctness on a GPU is tools/gpu-check.sh's job (and, for the convolutions, also
+// (attention_mma_tiles.cuh) must be those ptxas gives its kernel, for both targets. Two facts the CPU
+// emulator builds on are checked here too: each kernel's static shared memory fits the allowance the
+// emulator leaves it, and each kernel with setmaxnreg is compiled under launch bounds to exactly the
+// register count the emulator starts its warps with (the pool the warpgroups' setmaxnreg counts must
+// fit). Correctness on a GPU is tools/gpu-check.sh's job (and, for the convolutions, also
 // the CPU emulator's: cuda-emulated.test.ts).
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
@@ -86,6 +90,25 @@ function reportFor(log: string, arch: string): string {
   return sections.filter((s) => s.includes(`for '${arch}'`)).join("");
 }
 
+/** What the CPU emulator assumes of the kernels' builds (cuda-emulator/hopper-sync.h launch_regs,
+ *  emulator.h STATIC_SMEM_MAX): a kernel with setmaxnreg starts each warp with the register file over
+ *  its block, 65536 / threads rounded down to a multiple of 8, and setmaxnreg may only redistribute
+ *  that; a kernel's static shared memory leaves the whole 227 KiB less 256 bytes to its dynamic shared
+ *  memory. */
+const launchRegs = (threads: number) => Math.min(Math.floor(65536 / threads), 255) & ~7;
+const STATIC_SMEM_MAX = 256;
+
+/** Per entry function of a PTX file (mangled name): its .maxntid and .minnctapersm directives and the
+ *  setmaxnreg counts in its body. */
+function ptxEntries(ptx: string) {
+  return ptx.split(/^(?:\.visible )?\.entry /m).slice(1).map((body) => ({
+    name: /^(\S+?)\(/.exec(body)![1]!,
+    maxntid: Number(/^\.maxntid (\d+), 1, 1$/m.exec(body)?.[1] ?? NaN),
+    minBlocks: Number(/^\.minnctapersm (\d+)$/m.exec(body)?.[1] ?? NaN),
+    setmaxnreg: [...body.matchAll(/setmaxnreg\.(inc|dec)\.sync\.aligned\.u32 (\d+);/g)].map((m) => `${m[1]} ${m[2]}`),
+  }));
+}
+
 // The build (tools/build/cuda.ts) compiles every kernel file for every target with ptxas -v and keeps its
 // report and PTX: reading those checks the kernels exactly as shipped. buildCudaLib is a no-op where the
 // build is current (npm test builds first) and rebuilds what a kernel edit left stale.
@@ -112,6 +135,24 @@ for (const { file, kernel: KERNEL, instances, arch, ptx: instructions, uses } of
     // divergent path or accumulator registers touched while the pipeline runs.
     const serialized = log.split("\n").filter((l) => /wgmma\.mma_async instructions are serialized/.test(l) && l.includes(KERNEL));
     expect(serialized).toEqual([]);
+  });
+
+  test("static shared memory within what the emulator leaves it; setmaxnreg only under launch bounds, from the registers it assumes", () => {
+    const report = ptxasReport(reportFor(readFileSync(ptxasLogPath(file), "utf8"), arch));
+    for (const k of report) expect({ kernel: k.name, smem: Math.min(k.smem, STATIC_SMEM_MAX) }).toEqual({ kernel: k.name, smem: k.smem });
+    const entries = ptxEntries(readFileSync(ptxPath(file, `compute_${arch.slice(3)}` as keyof typeof PTX_TARGETS), "utf8"))
+      .filter((e) => e.setmaxnreg.length > 0);
+    if (!instructions.includes("setmaxnreg.inc")) {
+      expect(entries).toEqual([]);
+      return;
+    }
+    expect(entries.length).toBe(instances);
+    for (const e of entries) {
+      // PTX ISA setmaxnreg: the kernel needs a register cap (here __launch_bounds__(threads, 1)), and the
+      // counts it then starts with are what ptxas reports
+      const regs = report.find((k) => k.name === e.name)!.registers;
+      expect({ kernel: e.name, minBlocks: e.minBlocks, registers: regs }).toEqual({ kernel: e.name, minBlocks: 1, registers: launchRegs(e.maxntid) });
+    }
   });
 });
 

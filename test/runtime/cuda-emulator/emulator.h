@@ -30,6 +30,10 @@
 //   set, each block reports which warpgroup issued wgmma when (a ping-pong kernel's turns).
 // - Every wait yields its fiber (a spin on an mbarrier cannot hang the one OS thread); a scheduler round
 //   in which every live thread waits and nothing changed is a deadlock, reported with what each waits for.
+// - A launch with more than 48 KiB of dynamic shared memory runs only after cudaFuncSetAttribute
+//   (host-runtime.h) opted the kernel into that much; otherwise it is refused as the device refuses it:
+//   the kernel does not run and cudaGetLastError answers cudaErrorInvalidValue. cp.async addresses must
+//   be 16-byte aligned (sm80-primitives.h).
 // - Shared addresses: dynamic shared memory starts at DYN_BASE (128-byte aligned, not 1024: a kernel that
 //   needs a 1024-byte swizzle atom must align it itself, as on the GPU); a static __shared__ object gets
 //   an address in a window of its own, good for mbarriers only.
@@ -143,6 +147,17 @@ struct Block {
   std::vector<uint8_t> smem;
   HopperBlock hopper;
 };
+
+// Dynamic shared memory per block (CUDA programming guide, "Technical Specifications per Compute
+// Capability", 9.0): 48 KiB without opting in, at most 227 KiB with cudaFuncSetAttribute
+// (MaxDynamicSharedMemorySize), static and dynamic together. The emulator cannot see a kernel's static
+// __shared__ bytes; every kernel here keeps them (its mbarriers) within STATIC_SMEM_MAX, which
+// cuda-ptx.test.ts holds ptxas's reports to, so an opt-in up to SMEM_OPTIN - STATIC_SMEM_MAX fits.
+constexpr int SMEM_DEFAULT = 48 * 1024, SMEM_OPTIN = 227 * 1024, STATIC_SMEM_MAX = 256;
+// What cudaFuncSetAttribute (host-runtime.h) opted each kernel into, by its address.
+inline std::unordered_map<const void*, int> smem_opted_in;
+// The error of the last launch the device would refuse, until cudaGetLastError (host-runtime.h) reads it.
+inline cudaError_t launch_error = cudaSuccess;
 
 inline Block* block = nullptr;
 inline const int planted = getenv("KC_EMU_PLANT") ? atoi(getenv("KC_EMU_PLANT")) : 0;
@@ -348,6 +363,16 @@ struct Launch {
     block_dim = make_uint3(threads.x, threads.y, threads.z);
     body = [&] { kernel(args...); };
     printf("launch grid %u,%u,%u threads %u smem %zu\n", grid.x, grid.y, grid.z, threads.x * threads.y * threads.z, smem);
+    if (smem > (size_t)SMEM_DEFAULT) {
+      auto it = smem_opted_in.find((const void*)kernel);
+      if (it == smem_opted_in.end() || (size_t)it->second < smem) {
+        fprintf(stderr, "emulator: a launch with %zu bytes of dynamic shared memory, more than the 48 KiB default and the %d the "
+                "kernel opted into with cudaFuncSetAttribute: the device refuses it (cudaErrorInvalidValue)\n",
+                smem, it == smem_opted_in.end() ? 0 : it->second);
+        launch_error = cudaErrorInvalidValue;
+        return;
+      }
+    }
     for (unsigned z = 0; z < grid.z; z++)
       for (unsigned y = 0; y < grid.y; y++)
         for (unsigned x = 0; x < grid.x; x++) {

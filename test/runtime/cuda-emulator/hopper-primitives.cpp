@@ -25,7 +25,15 @@
 //   MISUSE  (must stop the emulator) arrivals, tx, uninit, deadlock, unfenced, wgmma-fence, wgmma-exit,
 //           wgmma-exited, descriptor, named, maxnreg, wgmma-cp-async (the same without the fence); store-unfenced (no fence.proxy.async after the
 //           st.shared), store-fenced-elsewhere (thread 0 fences, thread 5 wrote), store-reuse (st.shared
-//           into the source before the wait), store-exit (no wait before exit), store-misaligned
+//           into the source before the wait), store-exit (no wait before exit), store-misaligned;
+//           named-warp (half of each warp at a named barrier), maxnreg-range (setmaxnreg 20),
+//           maxnreg-raise (.dec above the launch's 248), maxnreg-lower (.inc below it), maxnreg-pool (384
+//           threads ending with 32 + 2 × 240 registers a thread, over the 168 × 384 they started with),
+//           cp-async-misaligned (a source 8 bytes off); and launches the device refuses, which must fail
+//           the launch: smem-default (64 KiB of dynamic shared memory without opting in), smem-optin
+//           (opting into 227 KiB, which leaves nothing for static shared memory)
+//   maxnreg-fits  384 threads ending with 24 + 2 × 240 a thread (the attention kernel's split): runs
+//   smem-opted-in 64 KiB after opting into it: runs
 #include "host-runtime.h"
 #include "../../../kernels/cuda/hopper.cuh"
 #include <string>
@@ -145,13 +153,21 @@ __global__ void warpgroup_kernel(uint8_t*) {
     if (threadIdx.x < 64) kc_bar_arrive(1, 128);
     return;
   }
+  if (mode == "named-warp") {
+    if (threadIdx.x % 32 < 16) kc_bar_sync(1, 64);
+    return;
+  }
   if (mode == "maxnreg") {
     if (threadIdx.x < 32) kc_setmaxnreg_dec<40>();
     return;
   }
+  if (mode == "maxnreg-range") kc_setmaxnreg_dec<20>();
+  if (mode == "maxnreg-raise") kc_setmaxnreg_dec<256>();
+  if (mode == "maxnreg-lower") kc_setmaxnreg_inc<200>();
+  if (mode.rfind("maxnreg", 0) == 0) return;
   if (mode == "wgmma-exited" && threadIdx.x >= 96) return;
-  if (mode.rfind("wgmma-cp-async", 0) == 0) {  // the A and B tile's first 16 rows, one 16-byte chunk a thread
-    kc_cp_async16(aligned_base() + 16 * threadIdx.x, tensor_b + 8 * threadIdx.x, 16);
+  if (mode.rfind("wgmma-cp-async", 0) == 0 || mode == "cp-async-misaligned") {  // the A and B tile's first 16 rows, one 16-byte chunk a thread
+    kc_cp_async16(aligned_base() + 16 * threadIdx.x, tensor_b + 8 * threadIdx.x + (mode == "cp-async-misaligned" ? 4 : 0), 16);
     kc_cp_async_commit();
     kc_cp_async_wait<0>();
     if (mode == "wgmma-cp-async-fenced") kc_fence_proxy_async();
@@ -163,6 +179,17 @@ __global__ void warpgroup_kernel(uint8_t*) {
   kc_wgmma_commit();
   kc_wgmma_wait<0>();
 }
+// 384 threads, three warpgroups: the producer gives registers away, the two consumers take them.
+__global__ void regs_kernel(uint8_t*) {
+  if (threadIdx.x < 128) {
+    if (mode == "maxnreg-pool") kc_setmaxnreg_dec<32>();
+    else kc_setmaxnreg_dec<24>();
+  } else {
+    kc_setmaxnreg_inc<240>();
+  }
+}
+
+__global__ void empty_kernel(uint8_t*) {}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -186,7 +213,14 @@ int main(int argc, char** argv) {
   const size_t smem = 8192;
   if (mode == "tma" || mode == "plain" || mode == "early" || mode == "tx") KC_LAUNCH(copy_kernel, 1, 32, smem, 0)(out.data());
   else if (mode == "arrivals" || mode == "uninit" || mode == "deadlock" || mode == "unfenced") KC_LAUNCH(barrier_kernel, 1, 64, smem, 0)(out.data());
-  else if (mode.rfind("store", 0) == 0) {
+  else if (mode == "maxnreg-pool" || mode == "maxnreg-fits") KC_LAUNCH(regs_kernel, 1, 384, 0, 0)(out.data());
+  else if (mode.rfind("smem-", 0) == 0) {
+    if (mode != "smem-default" && cudaFuncSetAttribute(empty_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                       mode == "smem-optin" ? 227 * 1024 : 64 * 1024) != cudaSuccess)
+      kc_emu::fail("cudaFuncSetAttribute refused the opt-in");
+    KC_LAUNCH(empty_kernel, 1, 32, 64 * 1024, 0)(out.data());
+    if (cudaGetLastError() != cudaSuccess) kc_emu::fail("the launch was refused");
+  } else if (mode.rfind("store", 0) == 0) {
     KC_LAUNCH(store_kernel, 1, 32, smem, 0)(out.data());
     if (mode != "store-groups") {
       memcpy(out.data(), tensor_b, TENSOR_BYTES), memcpy(out.data() + TENSOR_BYTES, tensor_c, TENSOR_BYTES);

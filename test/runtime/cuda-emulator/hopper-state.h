@@ -45,6 +45,7 @@ struct MBarrier {
 struct NamedBarrier {
   int arrived = 0, count = 0;
   unsigned generation = 0;
+  int warp_arrived[32] = {};  // arrivals per warp in the current generation (each a whole warp: 0, 32, ...)
 };
 
 // One wgmma.mma_async as a thread issued it: d[64×N] (+)= A(64×16) · B(16×N).
@@ -62,6 +63,7 @@ struct HopperThread {
   bool wgmma_fenced = false;  // a wgmma.fence since the kernel began or the thread's last wait_group
   int wait_n = 0;             // the N of the wgmma.wait_group it is in
   std::vector<int> maxnreg;   // every setmaxnreg the thread executed (+count: .inc, -count: .dec)
+  int regs = 0;               // its per-thread register count: the launch's (hopper-sync.h), then setmaxnreg's
   std::vector<TmaCopy> bulk_open;                 // TMA stores issued, not yet committed
   std::vector<std::vector<TmaCopy>> bulk_groups;  // committed bulk async-groups not yet waited for, oldest first
   std::vector<uint32_t> unfenced;  // 16-byte chunks of shared memory it wrote with st.shared since its last fence.proxy.async

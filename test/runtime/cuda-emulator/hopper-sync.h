@@ -12,8 +12,15 @@
 // before mbarrier.init, initialised twice, or completed by TMA without fence.mbarrier_init.
 // Named barriers: bar.sync waits until `threads` arrivals (bar.sync or bar.arrive) have come; a block
 // must not exit with a barrier half-arrived; a thread that arrives with bar.arrive goes on only after
-// the others have had a turn. setmaxnreg: register counts as the ISA allows them, the
-// same in every thread of a warpgroup, and within the 64 Ki registers of the multiprocessor.
+// the others have had a turn; ids 1..15 (0 is __syncthreads'), counts multiples of 32, and every warp
+// arrives whole (bar.sync and bar.arrive are the .aligned forms: all threads of a warp execute the same
+// one). setmaxnreg (PTX ISA "setmaxnreg"): counts multiples of 8 in 24..256; .dec never above the
+// warp's current count, .inc never below it; the same instruction in every thread of a warpgroup; and
+// the block's final counts within the pool it was launched with — .inc takes registers only from what
+// .dec released, so asking for more blocks forever. A warp starts with the count ptxas compiled the
+// kernel to, which for these kernels (__launch_bounds__(threads, 1) with setmaxnreg) is the register
+// file over the block, 65536 / threads (at most 255) rounded down to a multiple of 8 (launch_regs;
+// cuda-ptx.test.ts holds ptxas's reports to it).
 #pragma once
 
 namespace kc_emu {
@@ -78,8 +85,16 @@ inline void named_barrier(int id, int threads, bool wait) {
   nb.count = threads;
   const unsigned generation = nb.generation;
   block->changes++;
+  nb.warp_arrived[me().flat / 32]++;
   const bool released = ++nb.arrived == threads;
-  if (released) nb.arrived = 0, nb.generation++;
+  if (released) {
+    for (int w = 0; w < 32; w++)
+      if (nb.warp_arrived[w] % 32)
+        failf("%s %d released with %d arrivals from warp %d: bar.sync and bar.arrive are .aligned, every thread of a warp "
+              "must execute the same one", what, id, nb.warp_arrived[w], w);
+    for (int& n : nb.warp_arrived) n = 0;
+    nb.arrived = 0, nb.generation++;
+  }
   if (!wait) {
     // bar.arrive does not hold the thread, but it may be slow to go on: the threads it releases run
     // first, so a kernel whose order needs what follows the arrival to happen before them shows it.
@@ -92,9 +107,23 @@ inline void named_barrier(int id, int threads, bool wait) {
   while (nb.generation == generation) wait_yield(t.hopper.waiting);
 }
 
+// The per-thread register count a block of `threads` starts with (the header's rule); times `threads`,
+// the pool its warpgroups' setmaxnreg redistribute.
+inline int launch_regs(size_t threads) {
+  const int most = (int)(65536 / threads);
+  return (most < 255 ? most : 255) & ~7;
+}
+
 inline void setmaxnreg(int regs, bool inc) {
-  if (regs < 24 || regs > 256 || regs % 8) failf("setmaxnreg %d: the count must be a multiple of 8 in 24..256", regs);
-  me().hopper.maxnreg.push_back(inc ? regs : -regs);
+  const char* what = inc ? "setmaxnreg.inc" : "setmaxnreg.dec";
+  if (regs < 24 || regs > 256 || regs % 8) failf("%s %d: the count must be a multiple of 8 in 24..256", what, regs);
+  HopperThread& h = me().hopper;
+  if (!h.regs) h.regs = launch_regs(block->threads.size());
+  if (inc ? regs < h.regs : regs > h.regs)
+    failf("%s %d in a warp that holds %d registers per thread: .%s must not %s the count", what, regs, h.regs, inc ? "inc" : "dec",
+          inc ? "lower" : "raise");
+  h.regs = regs;
+  h.maxnreg.push_back(inc ? regs : -regs);
 }
 
 // At the block's end: no named barrier half-arrived, no TMA copy in flight into its shared memory, and
@@ -106,17 +135,24 @@ inline void hopper_block_exit(Block& b) {
       failf("the block exits with named barrier %d half-arrived (%d of %d)", id, b.hopper.named[id].arrived, b.hopper.named[id].count);
   for (auto& [addr, bar] : b.hopper.mbarriers)
     if (!bar.copies.empty()) failf("the block exits with a TMA copy completing on mbarrier %#x still in flight (nobody waited)", addr);
-  int total = 0;
-  bool all = true;
+  const int entry = launch_regs(b.threads.size());
+  int64_t total = 0;
+  bool any = false;
   for (size_t w = 0; w * 128 < b.threads.size(); w++) {
     const std::vector<int>& first = b.threads[w * 128].hopper.maxnreg;
     for (size_t i = w * 128; i < b.threads.size() && i < w * 128 + 128; i++)
       if (b.threads[i].hopper.maxnreg != first)
         failf("setmaxnreg not executed alike by every thread of warpgroup %zu (thread %zu differs from thread %zu)", w, i, w * 128);
-    if (first.empty()) all = false;
-    else total += 128 * abs(first.back());
+    any = any || !first.empty();
+    total += 128 * (int64_t)(first.empty() ? entry : abs(first.back()));
   }
-  if (all && total > 65536) failf("setmaxnreg: the warpgroups ask for %d registers, more than the 65536 of a multiprocessor", total);
+  if (!any) return;
+  if (b.threads.size() % 128) failf("setmaxnreg in a block of %zu threads: not whole warpgroups", b.threads.size());
+  const int64_t pool = (int64_t)entry * (int64_t)b.threads.size();
+  if (total > pool)
+    failf("setmaxnreg: the warpgroups end with %lld registers, more than the %lld (%d per thread × %zu threads) the block was "
+          "launched with: a setmaxnreg.inc waits forever for registers no .dec released",
+          (long long)total, (long long)pool, entry, b.threads.size());
 }
 
 }  // namespace kc_emu

@@ -6,9 +6,25 @@
 #pragma once
 #include "emulator.h"
 
-extern "C" cudaError_t cudaGetLastError(void) { return cudaSuccess; }
-extern "C" const char* cudaGetErrorString(cudaError_t) { return "emulated"; }
-extern "C" cudaError_t cudaFuncSetAttribute(const void*, enum cudaFuncAttribute, int) { return cudaSuccess; }
+// A launch the device would refuse (emulator.h) reports here, once, as the runtime's does.
+extern "C" cudaError_t cudaGetLastError(void) {
+  const cudaError_t e = kc_emu::launch_error;
+  kc_emu::launch_error = cudaSuccess;
+  return e;
+}
+extern "C" const char* cudaGetErrorString(cudaError_t e) { return e == cudaErrorInvalidValue ? "invalid argument" : "emulated"; }
+// The dynamic shared memory a kernel may launch with (emulator.h): up to 227 KiB less its static shared
+// memory, else cudaErrorInvalidValue (CUDA runtime API, cudaFuncSetAttribute).
+extern "C" cudaError_t cudaFuncSetAttribute(const void* kernel, enum cudaFuncAttribute attr, int value) {
+  if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaSuccess;
+  if (value < 0 || value > kc_emu::SMEM_OPTIN - kc_emu::STATIC_SMEM_MAX) {
+    fprintf(stderr, "emulator: cudaFuncSetAttribute(MaxDynamicSharedMemorySize, %d): more than the %d bytes a block may have "
+            "beside its static shared memory (cudaErrorInvalidValue)\n", value, kc_emu::SMEM_OPTIN - kc_emu::STATIC_SMEM_MAX);
+    return cudaErrorInvalidValue;
+  }
+  kc_emu::smem_opted_in[kernel] = value;
+  return cudaSuccess;
+}
 extern "C" cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t) {
   memset(p, value, bytes);
   return cudaSuccess;

@@ -23,6 +23,9 @@ inline uint32_t kc_smem_addr(const void* p) {
 inline uint8_t* kc_dynamic_smem() { return kc_emu::block->smem.data(); }
 inline void kc_cp_async16(uint32_t dst, const void* src, int src_bytes) {
   if (src_bytes < 0 || src_bytes > 16) kc_emu::fail("cp.async source size outside 0..16");
+  // PTX ISA cp.async: both addresses aligned to the copy size (16), whatever src-size says.
+  if ((uintptr_t)src % 16) kc_emu::failf("cp.async of 16 bytes from global address %p: not 16-byte aligned", src);
+  if (dst % 16) kc_emu::failf("cp.async of 16 bytes to shared address %#x: not 16-byte aligned", dst);
   kc_emu::me().open.push_back({dst, src, src_bytes});
 }
 inline void kc_cp_async_commit() {
