@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(WARPS * 32, 2)
 
   // Visible keys grow with the query row (attention_mask.cuh), so the block's last row bounds the tiles
   // the block loads, a warp's last row the tiles it multiplies, and its first row the tiles that need no
-  // mask. (Planted 34: the block's tiles counted from its index rather than its query tile.)
+  // mask. (Planted 36: the block's tiles counted from its index rather than its query tile.)
   const int tile0 = KC_PLANTED(36) ? (int)blockIdx.x * T::BQ : q0;
   const int kv_end = kc_visible_keys(min(tile0 + T::BQ, Lq) - 1, kv_len, block_size, q_offset);
   const int ntiles = (kv_end + BKV - 1) / BKV;
