@@ -18,7 +18,8 @@
 #           KINO_CUDA_GEMM_MMA_TILE —, SIMT; bf16 and f32 activations; the GELU and gated-residual
 #           epilogues, in place; split outputs with even and odd parts) and the
 #           attention kernels (D 16…128, Lq ≠ Lk, kvLen < Lk, block-causal, T5 bias, SIMT head
-#           sizes; the mma.sync attention also with 128- and 64-row query blocks forced), each
+#           sizes; the mma.sync attention also with 128- and 64-row query blocks forced and with its keys
+#           in 3 parts), each
 #           tensor-core attention result also against its promise (attention.cu: |err| ≤ 2^-7 · max|v|);
 #   bench   bf16 GEMM (4096³ and the Wan-1.3B shapes at M = 4680: the kernel auto picks, mma.sync with
 #           the tile its model picks [mma.sync], printed as "mma.sync picks …", and with each tile forced
@@ -28,7 +29,8 @@
 #           Lq 4680, Lk 4680/18720/32760, one block-causal case; for the mma.sync tilings also Lq = Lk
 #           3120 and 1020) in TFLOP/s beside cuBLAS and SDPA: the mma.sync attention with the query rows
 #           per block its model picks [mma.sync], printed as "mma.sync attention picks …", and with
-#           each tiling forced (KINO_CUDA_ATTENTION_BQ, [mma.sync bq128], [mma.sync bq64]) — attention.cu's
+#           each tiling forced (KINO_CUDA_ATTENTION_BQ, [mma.sync bq128], [mma.sync bq64]), and with its
+#           keys in one part (KINO_CUDA_ATTENTION_PARTS=1, [mma.sync whole]) beside the parts it picks — attention.cu's
 #           header has the model's waves.
 # Each part prints its own table, then one VERDICT-DATA line (its parts, failed checks, parts skipped
 # off sm_90, the table's rows; with `hung` when a watchdog fired) for tools/gpu-verdicts.ts; exit 1 when
@@ -48,6 +50,7 @@ lib.kc_last_kernel.argtypes = [vp, i32]
 lib.kc_gemm_mma_tile.argtypes = [vp, i32, i32]  # the mma.sync GEMM's block tile width for M, N (gemm_mma.cu)
 # the mma.sync attention's query rows per block for B, Lq, H, D, kv_len, block size, q offset (attention.cu)
 lib.kc_attention_mma_rows.argtypes = [vp, i32, i32, i32, i32, i32, i32, i32]
+lib.kc_attention_mma_parts.argtypes = [vp, i32, i32, i32, i32, i32, i32, i32]  # ... and the parts its keys are split into
 F32, BF16 = 0, 1
 skipped = []  # parts that found no sm_90 GPU to run on
 # How long an unverified kernel's part may take before its watchdog reports a hang: each part's real work
@@ -60,10 +63,11 @@ data = {}  # a part's own VERDICT-DATA fields (the wgmma part's 176-key tiles)
 def summary_line(**extra):
     verdict_data("gpu-check-kernels", parts=sys.argv[1:], failures=failures, skipped=skipped, rows=rows, **data, **extra)
 
-def context(gemm_path, attention_path=None, attention_bkv=None, attention_bq=None, mma_tile=None, attention_split=None):
+def context(gemm_path, attention_path=None, attention_bkv=None, attention_bq=None, mma_tile=None, attention_split=None,
+            attention_parts=None):
     settings = (("KINO_CUDA_GEMM", gemm_path), ("KINO_CUDA_ATTENTION", attention_path), ("KINO_CUDA_ATTENTION_BKV", attention_bkv),
                 ("KINO_CUDA_ATTENTION_BQ", attention_bq), ("KINO_CUDA_GEMM_MMA_TILE", mma_tile),
-                ("KINO_CUDA_ATTENTION_SPLIT", attention_split))
+                ("KINO_CUDA_ATTENTION_SPLIT", attention_split), ("KINO_CUDA_ATTENTION_PARTS", attention_parts))
     for var, value in settings:
         if value: os.environ[var] = value
         else: os.environ.pop(var, None)
@@ -115,15 +119,20 @@ MMA_TILES = ["128x256", "128x192", "128x128"]
 ctxs = {"mma.sync": context("mma"), "simt": context("simt"), "auto (wgmma on sm_90)": context(None),
         **{f"mma.sync {t}": context("mma", mma_tile=t) for t in MMA_TILES}}
 
-def mma_attention_context(bq=None):
-    """A context whose attention runs the mma.sync kernel (path 3) with `bq` query rows per block, or the model's pick."""
-    ctx = context(None, attention_bq=bq)
+def mma_attention_context(bq=None, parts=None):
+    """A context whose attention runs the mma.sync kernel (path 3) with `bq` query rows per block and its keys in
+    `parts` parts, or the model's picks."""
+    ctx = context(None, attention_bq=bq, attention_parts=parts)
     lib.kc_set_paths(ctx, 0, 3, 0)  # refused only below sm_80, where no tensor-core path runs
     return ctx
 
 # the mma.sync attention's query tilings, forced (attention.cu; without, its model picks one per call)
 ATTENTION_TILINGS = ["bq128", "bq64"]
-attention_mma = {"mma.sync": mma_attention_context(), **{f"mma.sync {t}": mma_attention_context(t[2:]) for t in ATTENTION_TILINGS}}
+attention_mma = {"mma.sync": mma_attention_context(), **{f"mma.sync {t}": mma_attention_context(t[2:]) for t in ATTENTION_TILINGS},
+                 # its keys in one part (KINO_CUDA_ATTENTION_PARTS=1), timed beside the parts the model picks
+                 "mma.sync whole": mma_attention_context(parts="1")}
+# its keys forced into 3 parts, for the correctness checks: their small shapes never pay for parts
+mma_attention_parts = mma_attention_context(parts="3")
 os.environ.pop("KINO_CUDA_GEMM", None)
 # (label, Lq, Lk, block size, q offset): Wan 1.3B self-attention (12 heads × 128) at 4680 tokens a
 # chunk, against 1, 4 and 7 chunks of keys; and a 4-chunk block-causal pass (later chunks see more).
@@ -198,7 +207,7 @@ def verify():
             tc = D in (16, 32, 64, 128)
             want = ref_attention(bf(q), bf(k), bf(v), kv, scale, bias, block, qoff) if tc else ref_attention(q, k, v, kv, scale, bias, block, qoff)
             name = f"D={D} B={B} Lq={Lq} Lk={Lk} kv={kv} H={H} block={block}/{qoff}{' bias' if with_bias else ''}"
-            for tag, c in [("", ctx)] + ([(f" ({r} rows)", attention_mma[f"mma.sync bq{r}"]) for r in (128, 64)] if tc else []):
+            for tag, c in [("", ctx)] + ([(f" ({r} rows)", attention_mma[f"mma.sync bq{r}"]) for r in (128, 64)] + [(" (3 parts)", mma_attention_parts)] if tc else []):
                 got = kino_attention(c, q, k, v, kv, scale, bias, block, qoff)
                 report(("bf16 mma " if tc else "f32 simt ") + name + tag, rel(got, want), 2e-2 if tc else 1e-5)
                 if tc: report_promise("bf16 mma " + name + tag, got, want, v, kv)
@@ -227,7 +236,9 @@ def benchmarks():
     for label, Lq, Lk, block, qoff in tiling_shapes:
         # mma.sync with the query rows its model picks ([mma.sync]) and with each tiling forced
         picked = lib.kc_attention_mma_rows(attention_mma["mma.sync"], 1, Lq, 12, 128, Lk, block, qoff)
+        parts = lib.kc_attention_mma_parts(attention_mma["mma.sync"], 1, Lq, 12, 128, Lk, block, qoff)
         print(f"  mma.sync attention picks bq{picked} for {label} ({sms} SMs)", flush=True)
+        print(f"  mma.sync attention splits its keys in {parts} part{'s' if parts > 1 else ''} for {label} ({sms} SMs)", flush=True)
         for tag, c in attention_mma.items():
             kt, tt = attention_bench(c, label, Lq, Lk, block, qoff)
             rows.append((f"attention 12x128 {label} [{tag}]", kt, tt))

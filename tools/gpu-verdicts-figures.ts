@@ -72,20 +72,26 @@ function bkvTable(logs: CheckLogs): string[] {
     compared ? `176-key tiles faster at ${faster} of ${compared} shapes` : "(no 128-key figures beside them)"];
 }
 
-/** The wgmma attention's stream-K schedule ([wgmma]: items cut where whole ones would leave blocks idle,
- *  attention_split.cuh) beside the same kernel walking items whole ([wgmma whole], KINO_CUDA_ATTENTION_SPLIT=0). */
-function splitTable(logs: CheckLogs): string[] {
-  const r = findRecord(logs, "gpu-check-kernels", "wgmma");
-  if (!r) return [`stream-K beside whole items ${notMeasured(logs, "hopper")}`];
-  const rows = rowsOf(r).filter((x) => x.label.startsWith("attention"));
-  const whole = rows.filter((x) => x.kernel === "wgmma whole");
-  if (!whole.length) return ["(the wgmma part of this log timed no items walked whole: its checks failed, or it predates the schedule)"];
-  const pairs = whole.map((w) => [rows.find((x) => x.kernel === "wgmma" && x.label === w.label), w] as const);
-  const faster = pairs.filter(([x, w]) => x && x.kino > w.kino).length, compared = pairs.filter(([x]) => x).length;
-  return ["| shape (D 128) | stream-K | whole items | stream-K / whole | SDPA |", "|---|---|---|---|---|",
-    ...pairs.map(([x, w]) => `| ${pretty(w.label)} | ${x ? f1(x.kino) : "—"} | ${f1(w.kino)} | ${x ? (x.kino / w.kino).toFixed(2) : "—"} | ${f1(w.torch)} |`),
-    `stream-K faster at ${faster} of ${compared} shapes`];
+/** A kernel's attention rows beside the same kernel with its work not split ([KERNEL whole]): the wgmma
+ *  attention's stream-K schedule (attention_split.cuh, KINO_CUDA_ATTENTION_SPLIT=0 for whole items) from
+ *  the wgmma part, the mma.sync attention's parts over the keys (attention_mma_tiles.cuh,
+ *  KINO_CUDA_ATTENTION_PARTS=1 for one) from the bench part. */
+function wholeTable(part: "wgmma" | "bench", kernel: string, split: string, missing: string) {
+  return (logs: CheckLogs): string[] => {
+    const r = findRecord(logs, "gpu-check-kernels", part);
+    if (!r) return [`${split} beside unsplit work ${notMeasured(logs, part === "wgmma" ? "hopper" : "kernelsBench")}`];
+    const rows = rowsOf(r).filter((x) => x.label.startsWith("attention"));
+    const whole = rows.filter((x) => x.kernel === `${kernel} whole`);
+    if (!whole.length) return [`(the ${part} part of this log timed no ${kernel} attention unsplit: ${missing})`];
+    const pairs = whole.map((w) => [rows.find((x) => x.kernel === kernel && x.label === w.label), w] as const);
+    const faster = pairs.filter(([x, w]) => x && x.kino > w.kino).length, compared = pairs.filter(([x]) => x).length;
+    return [`| shape (D 128) | ${split} | unsplit | ${split} / unsplit | SDPA |`, "|---|---|---|---|---|",
+      ...pairs.map(([x, w]) => `| ${pretty(w.label)} | ${x ? f1(x.kino) : "—"} | ${f1(w.kino)} | ${x ? (x.kino / w.kino).toFixed(2) : "—"} | ${f1(w.torch)} |`),
+      `${split} faster at ${faster} of ${compared} shapes (where the model keeps a shape unsplit, both rows time the same launch)`];
+  };
 }
+const splitTable = wholeTable("wgmma", "wgmma", "stream-K", "its checks failed, or it predates the schedule");
+const partsTable = wholeTable("bench", "mma.sync", "parts", "it predates the parts");
 
 /** conv3d at the Wan-VAE decoder's levels: mma.sync and wgmma beside cuDNN (TFLOP/s). */
 function convTable(logs: CheckLogs): string[] {
@@ -164,6 +170,7 @@ export function figures(logs: CheckLogs): string[] {
     ["mma.sync attention: the tiling model's pick beside each tiling forced (TFLOP/s; the advice above judges it)", attentionTilingTable],
     ["wgmma attention, 176- beside 128-key tiles (TFLOP/s; auto picks neither by this)", bkvTable],
     ["wgmma attention, stream-K beside whole items (TFLOP/s)", splitTable],
+    ["mma.sync attention, its keys in the parts its model picks beside one part (TFLOP/s)", partsTable],
     ["conv3d at the Wan-VAE decoder's levels (TFLOP/s)", convTable],
     ["causal DiT, Wan2.1-1.3B at real size (tools/bench/dit-graph.ts)", ditTable], ["bidirectional t2v clip as one graph", clipTable],
     ["end to end through kino serve", e2eTable], ["readback overlapped with the next chunk", readbackTable], ["op sweep", opSweep]];

@@ -29,8 +29,8 @@
 //     Resources (ptxas, sm_80 / sm_90a; no spills — test/runtime/cuda-ptx.test.ts; f32 and bf16 out
 //     alike), registers and dynamic shared memory:
 //                 D 128            D 64             D 32             D 16
-//       128 rows  255/255, 80 KiB  232/240, 40 KiB  181/186, 20 KiB  155/157, 10 KiB
-//        64 rows  205/211, 64 KiB  148/156, 32 KiB  117/119, 16 KiB  116/116,  8 KiB
+//       128 rows  255/255, 80 KiB  231/249, 40 KiB  190/181, 20 KiB  159/160, 10 KiB
+//        64 rows  205/207, 64 KiB  149/151, 32 KiB  110/112, 16 KiB  106/107,  8 KiB
 //     so 2 blocks (8 warps) per multiprocessor on A100, H100 and H200 (at D 128: 2 × 80 KiB of shared
 //     memory fits A100's 164 KiB), 1 on the 100 KiB parts (RTX 4090, L40S) at D 128. The tiling model
 //     (attention_mma_tiles.cuh) keeps these registers; test/runtime/cuda-ptx.test.ts holds it to them.
@@ -74,6 +74,15 @@
 //   by 4.3 % on A100 (6.91 → 6.61 M cycles) and 5.2 % on H100 (4.28 → 4.06 M): the short blocks come
 //   last and even out the last wave. These are predictions: tools/gpu-check-kernels.py bench times both
 //   tilings beside the pick at the Wan shapes, 3120 and 1020, which an H200 checks for 132 SMs only.
+//   Then, on the tiling taken, the model splits each block's keys into parts (grid.z over batch item ×
+//   part; attention_combine.cu merges each item's parts, as the online softmax merges tiles) where every
+//   block loads the same key tiles and 2–4 parts cut the waves' time by at least a tenth, each part
+//   spanning at least 16 key tiles (attention_mma_tiles.cuh: kc_attention_mma_parts). Wan's streaming
+//   chunk at 32760 keys: 444 blocks of 512 key tiles take 3 waves in an A100's 216 slots (1536 tiles a
+//   slot), in 4 parts 9 waves of 128 (1152, −25 %); on 132 SMs 2 waves (1024) become 7 of 128 (896,
+//   −12.5 %); a decode step's 12 blocks spread over 4 times the SMs. The L40S's 64-row blocks would
+//   save 9 %, so they stay whole. KINO_CUDA_ATTENTION_PARTS=1…8 forces the parts, and
+//   KINO_CUDA_ATTENTION_SPLIT=0 keeps them whole; gpu-check times the pick beside one part.
 //
 // Precision promises, per output element out[b,i,h,d], against the exact (f64) result. Notation:
 // V = max_{j<n} |v[b,j,h,d]| (the max of |v| over the whole tensor is a valid, looser substitute),
@@ -210,6 +219,15 @@ int mma_rows(KcContext* ctx, int B, int Lq, int H, int D, int kv_len, int block_
   return slot[7] = kc_attention_mma_pick_rows(kc_mma_gpu(ctx), c);
 }
 
+// The parts the mma.sync kernel splits each block's keys into (attention_mma_tiles.cuh):
+// KINO_CUDA_ATTENTION_PARTS's (ctx->attention_parts), none under KINO_CUDA_ATTENTION_SPLIT=0, else the
+// model's for the tiling taken.
+int mma_parts(KcContext* ctx, int B, int Lq, int H, int D, int kv_len, int block_size, int q_offset, int rows) {
+  if (ctx->attention_parts) return ctx->attention_parts;
+  if (ctx->attention_split == 0) return 1;
+  return kc_attention_mma_parts(kc_mma_gpu(ctx), KcAttentionCall{B, Lq, H, D, kv_len, block_size, q_offset}, rows == 64 ? 1 : 2).parts;
+}
+
 // bf16 q, k, v: the tensor-core kernel the attention path asks for.
 int launch_tensor_core(KcContext* ctx, void* out, bool out_bf16, const void* q, const void* k, const void* v, const float* bias,
                        int B, int Lq, int Lkv, int kv_len, int H, int D, float scale, int block_size, int q_offset) {
@@ -220,11 +238,13 @@ int launch_tensor_core(KcContext* ctx, void* out, bool out_bf16, const void* q, 
     return kc_attention_wgmma_launch(ctx, out, out_bf16, q, k, v, bias, B, Lq, Lkv, kv_len, H, D, scale, block_size,
                                      q_offset);
   using namespace kc_attention_mma;
-  if (mma_rows(ctx, B, Lq, H, D, kv_len, block_size, q_offset) == 64)
-    return out_bf16 ? launch_d<1, __nv_bfloat16>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, D, scale, block_size, q_offset)
-                    : launch_d<1, float>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, D, scale, block_size, q_offset);
-  return out_bf16 ? launch_d<2, __nv_bfloat16>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, D, scale, block_size, q_offset)
-                  : launch_d<2, float>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, D, scale, block_size, q_offset);
+  const int rows = mma_rows(ctx, B, Lq, H, D, kv_len, block_size, q_offset);
+  const int parts = mma_parts(ctx, B, Lq, H, D, kv_len, block_size, q_offset, rows);
+  if (rows == 64)
+    return out_bf16 ? launch_d<1, __nv_bfloat16>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, D, scale, block_size, q_offset, parts)
+                    : launch_d<1, float>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, D, scale, block_size, q_offset, parts);
+  return out_bf16 ? launch_d<2, __nv_bfloat16>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, D, scale, block_size, q_offset, parts)
+                  : launch_d<2, float>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, D, scale, block_size, q_offset, parts);
 }
 }  // namespace
 
@@ -279,4 +299,9 @@ KC_API int kc_attention(KcContext* ctx, void* out, const void* q, const void* k,
 KC_API int kc_attention_mma_rows(KcContext* ctx, int B, int Lq, int H, int D, int kv_len, int block_size, int q_offset) {
   if (D != 16 && D != 32 && D != 64 && D != 128) return 0;
   return mma_rows(ctx, B, Lq, H, D, kv_len, block_size, q_offset);
+}
+// ... and the parts it splits each block's keys into (1: none).
+KC_API int kc_attention_mma_parts(KcContext* ctx, int B, int Lq, int H, int D, int kv_len, int block_size, int q_offset) {
+  if (D != 16 && D != 32 && D != 64 && D != 128) return 0;
+  return mma_parts(ctx, B, Lq, H, D, kv_len, block_size, q_offset, mma_rows(ctx, B, Lq, H, D, kv_len, block_size, q_offset));
 }

@@ -15,6 +15,13 @@ static inline int kc_attention_bkv_setting(const char* value) {
   return value != nullptr && value[0] == '1' && value[1] == '7' && value[2] == '6' && value[3] == 0 ? 176 : 128;
 }
 
+// KINO_CUDA_ATTENTION_PARTS (kc_create reads it into ctx->attention_parts): "1" … "8" forces the
+// mma.sync kernel to split each block's keys into that many parts (1: none); anything else lets the
+// model choose (attention_mma_tiles.cuh). tools/gpu-check.sh times the pick beside 1.
+static inline int kc_attention_parts_setting(const char* value) {
+  return value != nullptr && value[0] >= '1' && value[0] <= '8' && value[1] == 0 ? value[0] - '0' : 0;
+}
+
 // KINO_CUDA_ATTENTION_BQ (kc_create reads it into ctx->attention_bq): "64" or "128" forces the mma.sync
 // kernel's query rows per block; anything else lets kc_attention choose by shape (attention.cu).
 // tools/gpu-check.sh times both.
@@ -40,6 +47,10 @@ int kc_attention_wgmma_launch(KcContext* ctx, void* out, bool out_bf16, const vo
 // `split` cut, for a launch of bq-row query tiles over q_tiles per head.
 int kc_attention_combine_launch(KcContext* ctx, void* out, bool out_bf16, const float* partial, const KcAttentionSplit& split,
                                 int bq, int q_tiles, int Lq, int H, int D);
+// ... and for attention split into `splits` parts over its keys (the mma.sync kernel): every item's parts
+// in slots item · splits + part, items numbered as kc_attention_item numbers them.
+int kc_attention_combine_parts_launch(KcContext* ctx, void* out, bool out_bf16, const float* partial, int splits, int bq,
+                                      int q_tiles, int B, int Lq, int H, int D);
 
 // KINO_CUDA_ATTENTION_SPLIT (kc_create reads it into ctx->attention_split): the Hopper attention's
 // stream-K schedule (attention_split.cuh) where it saves at least KC_SPLIT_MIN_GAIN key tiles (1, the

@@ -61,13 +61,18 @@ template <int D, int MI, typename TO>
 __global__ void __launch_bounds__(WARPS * 32, 2)
     attention_mma_kernel(TO* __restrict__ out, const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k,
                          const __nv_bfloat16* __restrict__ v, const float* __restrict__ bias, int Lq, int Lkv,
-                         int kv_len, int H, float scale, int block_size, int q_offset) {
+                         int kv_len, int H, float scale, int block_size, int q_offset, int splits,
+                         float* __restrict__ partial) {
   using T = Tile<D, MI>;
   const uint32_t sq = kc_smem_addr(kc_dynamic_smem());
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   // Query tiles last-first: under a block-causal mask the later tiles see the most keys, so the longest
   // blocks of each head start first and the short ones fill the last wave (attention_mma_tiles.cuh).
-  const int q0 = ((int)gridDim.x - 1 - (int)blockIdx.x) * T::BQ, h = blockIdx.y, b = blockIdx.z;
+  const int q0 = ((int)gridDim.x - 1 - (int)blockIdx.x) * T::BQ, h = blockIdx.y;
+  // Split over the keys (splits > 1): grid.z runs over batch item × part, each part takes an equal share
+  // of the block's key tiles and leaves its unnormalized rows for attention_combine.cu. (The epilogue
+  // derives both again from kc_ctaid_z: at D 128 the kernel has no register to keep them in.)
+  const int b = (int)blockIdx.z / splits, part = (int)blockIdx.z % splits;
   const __nv_bfloat16* qb = q + ((int64_t)b * Lq * H + h) * D;
   const __nv_bfloat16* kb = k + ((int64_t)b * Lkv * H + h) * D;
   const __nv_bfloat16* vb = v + ((int64_t)b * Lkv * H + h) * D;
@@ -78,6 +83,7 @@ __global__ void __launch_bounds__(WARPS * 32, 2)
   const int tile0 = KC_PLANTED(36) ? (int)blockIdx.x * T::BQ : q0;
   const int kv_end = kc_visible_keys(min(tile0 + T::BQ, Lq) - 1, kv_len, block_size, q_offset);
   const int ntiles = (kv_end + BKV - 1) / BKV;
+  const int t_begin = KC_PLANTED(37) ? 0 : part * ntiles / splits, t_end = (part + 1) * ntiles / splits;  // planted: every part from tile 0
   const int w0 = q0 + warp * T::ROWS;
   const int warp_end = w0 < Lq ? kc_visible_keys(min(w0 + T::ROWS, Lq) - 1, kv_len, block_size, q_offset) : 0;
   const int warp_full = w0 < Lq ? kc_visible_keys(w0, kv_len, block_size, q_offset) : 0;
@@ -98,15 +104,17 @@ __global__ void __launch_bounds__(WARPS * 32, 2)
   const uint32_t v_at = T::at((lane % 8) + (KC_PLANTED(5) ? lane / 16 : (lane / 8) % 2) * 8, lane / 16);
 
   auto slot = [&](int item) { return sq + T::BYTES_Q + (uint32_t)(item % SLOTS) * T::BYTES_ITEM; };
-  // One cp.async group per ring item, empty past the last tile so that the wait counts stay uniform.
+  // One cp.async group per ring item (item 2t: K tile t, 2t + 1 its V tile; the ring is modular, so a
+  // part starts it wherever its first tile falls), empty past the part's last tile so that the wait
+  // counts stay uniform.
   auto issue = [&](int item) {
     const int t = item / 2;
-    if (t < ntiles) load_rows<D, MI, BKV>(slot(item), (item & 1 ? vb : kb) + (int64_t)t * BKV * H * D, kv_end - t * BKV, H);
+    if (t < t_end) load_rows<D, MI, BKV>(slot(item), (item & 1 ? vb : kb) + (int64_t)t * BKV * H * D, kv_end - t * BKV, H);
     kc_cp_async_commit();
   };
   load_rows<D, MI, T::BQ>(sq, qb + (int64_t)q0 * H * D, Lq - q0, H);
-  issue(0);  // one group with Q
-  issue(1);
+  issue(2 * t_begin);  // one group with Q
+  issue(2 * t_begin + 1);
 
   constexpr int QF = T::Q_IN_REGISTERS ? MI : 1, QK = T::Q_IN_REGISTERS ? D / 16 : 1;
   uint32_t qf[QF][QK][4];
@@ -115,7 +123,7 @@ __global__ void __launch_bounds__(WARPS * 32, 2)
 #pragma unroll
   for (int mi = 0; mi < MI; mi++) m[mi][0] = m[mi][1] = -INFINITY, l[mi][0] = l[mi][1] = 0.f;
 
-  for (int t = 0; t < ntiles; t++) {
+  for (int t = t_begin; t < t_end; t++) {
     const bool active = t * BKV < (KC_PLANTED(30) ? warp_full : warp_end);  // warp-uniform: a row of this warp sees a key of tile t
     const bool edge = (t + 1) * BKV > warp_full;  // ... and some key of it is hidden from some row
     if (KC_PLANTED(29)) kc_cp_async_wait<2>();
@@ -123,7 +131,7 @@ __global__ void __launch_bounds__(WARPS * 32, 2)
     __syncthreads();        // for everyone's; and every warp is done with V tile t - 1, whose slot this refills
     issue(2 * t + 2);
     if constexpr (T::Q_IN_REGISTERS) {
-      if (t == 0) {
+      if (t == t_begin) {
 #pragma unroll
         for (int mi = 0; mi < MI; mi++)
 #pragma unroll
@@ -241,6 +249,7 @@ __global__ void __launch_bounds__(WARPS * 32, 2)
   }
   kc_cp_async_wait<0>();
 
+  const int z = (int)kc_ctaid_z(), b_out = z / splits, part_out = z % splits;
 #pragma unroll
   for (int mi = 0; mi < MI; mi++)
 #pragma unroll
@@ -250,8 +259,20 @@ __global__ void __launch_bounds__(WARPS * 32, 2)
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
       const int row = w0 + mi * 16 + half * 8 + lane / 4;
       if (row >= Lq) continue;
+      if (splits > 1) {
+        // This part's rows as the combine merges them: unnormalized, with the row's max and sum.
+        // the item as kc_attention_item numbers it: the query tiles of a head last-first, as blockIdx.x
+        const int64_t item = ((int64_t)b_out * H + h) * gridDim.x + blockIdx.x;
+        float* mine = partial + (item * splits + part_out) * kc_split_slot_floats(T::BQ, D);
+        const int r = row - q0;
+#pragma unroll
+        for (int j = 0; j < D / 8; j++)
+          kc_put2(mine + r * D + j * 8 + (lane % 4) * 2, o[mi][j][2 * half], o[mi][j][2 * half + 1]);
+        if (lane % 4 == 0) mine[T::BQ * D + r] = m[mi][half], mine[T::BQ * D + T::BQ + r] = sum;
+        continue;
+      }
       const float inv = sum > 0.f ? 1.f / sum : 0.f;  // a row that sees no key: zeros
-      TO* dst = out + (((int64_t)b * Lq + row) * H + h) * D + (lane % 4) * 2;
+      TO* dst = out + (((int64_t)b_out * Lq + row) * H + h) * D + (lane % 4) * 2;
 #pragma unroll
       for (int j = 0; j < D / 8; j++) kc_put2(dst + j * 8, o[mi][j][2 * half] * inv, o[mi][j][2 * half + 1] * inv);
     }
@@ -259,7 +280,7 @@ __global__ void __launch_bounds__(WARPS * 32, 2)
 
 template <int D, int MI, typename TO>
 int launch(KcContext* ctx, void* out, const void* q, const void* k, const void* v, const float* bias, int B, int Lq,
-           int Lkv, int kv_len, int H, float scale, int block_size, int q_offset) {
+           int Lkv, int kv_len, int H, float scale, int block_size, int q_offset, int splits) {
   using T = Tile<D, MI>;
   static bool configured = false;
   auto kernel = attention_mma_kernel<D, MI, TO>;
@@ -268,21 +289,30 @@ int launch(KcContext* ctx, void* out, const void* q, const void* k, const void* 
                     "cudaFuncSetAttribute(attention_mma_kernel)"));
     configured = true;
   }
-  dim3 grid((Lq + T::BQ - 1) / T::BQ, H, B);
+  const int q_tiles = (Lq + T::BQ - 1) / T::BQ;
+  float* partial = nullptr;
+  if (splits > 1) {
+    partial = (float*)kc_scratch(ctx, (size_t)q_tiles * H * B * splits * kc_split_slot_floats(T::BQ, D) * sizeof(float));
+    if (!partial) return kc_fail(ctx, KC_E_OOM, "kc_attention", "no memory for the split attention's partial results");
+  }
+  dim3 grid(q_tiles, H, B * splits);
   KC_LAUNCH(kernel, grid, WARPS * 32, T::SMEM, ctx->stream)(
       (TO*)out, (const __nv_bfloat16*)q, (const __nv_bfloat16*)k, (const __nv_bfloat16*)v, bias, Lq, Lkv, kv_len, H, scale,
-      block_size, q_offset);
-  return kc_launched(ctx, "attention_mma_kernel");
+      block_size, q_offset, splits, partial);
+  int rc = kc_launched(ctx, "attention_mma_kernel");
+  if (!rc && partial) rc = kc_attention_combine_parts_launch(ctx, out, sizeof(TO) == 2, partial, splits, T::BQ, q_tiles, B, Lq, H, D);
+  if (partial) kc_scratch_release(ctx, partial);  // stream-ordered: the next user runs after the combine
+  return rc;
 }
 
 template <int MI, typename TO>
 int launch_d(KcContext* ctx, void* out, const void* q, const void* k, const void* v, const float* bias, int B, int Lq,
-             int Lkv, int kv_len, int H, int D, float scale, int block_size, int q_offset) {
+             int Lkv, int kv_len, int H, int D, float scale, int block_size, int q_offset, int splits) {
   switch (D) {
-    case 16: return launch<16, MI, TO>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
-    case 32: return launch<32, MI, TO>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
-    case 64: return launch<64, MI, TO>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
-    case 128: return launch<128, MI, TO>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset);
+    case 16: return launch<16, MI, TO>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset, splits);
+    case 32: return launch<32, MI, TO>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset, splits);
+    case 64: return launch<64, MI, TO>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset, splits);
+    case 128: return launch<128, MI, TO>(ctx, out, q, k, v, bias, B, Lq, Lkv, kv_len, H, scale, block_size, q_offset, splits);
   }
   return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention", "tensor-core attention needs D in {16, 32, 64, 128}");
 }

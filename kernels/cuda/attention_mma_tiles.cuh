@@ -57,8 +57,8 @@ struct KcAttentionMmaRegisters {
   int D, mi, sm80, sm90a;
 };
 constexpr KcAttentionMmaRegisters KC_ATTENTION_MMA_REGISTERS[] = {
-    {128, 2, 255, 255}, {64, 2, 232, 240}, {32, 2, 181, 186}, {16, 2, 155, 157},
-    {128, 1, 205, 211}, {64, 1, 148, 156}, {32, 1, 117, 119}, {16, 1, 116, 116},
+    {128, 2, 255, 255}, {64, 2, 231, 249}, {32, 2, 190, 181}, {16, 2, 159, 160},
+    {128, 1, 205, 207}, {64, 1, 149, 151}, {32, 1, 110, 112}, {16, 1, 106, 107},
 };
 // __launch_bounds__(128, 2) caps a thread at 255: the figure for a head size the table lacks.
 static inline int kc_attention_mma_registers(int D, int mi, int sm_major) {
@@ -145,4 +145,36 @@ static inline bool kc_attention_mma_uneven(const KcAttentionCall& c) {
 // The query rows per block (128 or 64) with the least model time; 128 on a tie.
 static inline int kc_attention_mma_pick_rows(const KcMmaGpu& g, const KcAttentionCall& c) {
   return kc_attention_mma_cycles(g, c, 1) < kc_attention_mma_cycles(g, c, 2) ? 64 : 128;
+}
+
+// Parts over the keys (attention_mma.cuh: grid.z runs over batch item × part; attention_combine.cu
+// merges each item's parts). Where every block loads the same T key tiles, S parts make the grid S
+// times the blocks, each of ⌈T / S⌉ tiles: ⌈S · blocks / slots⌉ waves of them instead of ⌈blocks /
+// slots⌉ of T, which fills a part-empty last wave (Wan's streaming chunk on an A100: 444 blocks in 216
+// slots, 3 waves of which the last holds 12 blocks). The fewest parts of the least time win, and only
+// where they save at least a tenth, each part spanning at least KC_ATTENTION_MMA_MIN_PART_TILES key
+// tiles: a part costs its slot (its rows in f32, written and read back by the combine) and the call a
+// combine launch, which such a saving pays for many times. Uneven work (the list schedule's domain) is
+// not split.
+constexpr int KC_ATTENTION_MMA_MAX_PARTS = 4;
+constexpr int KC_ATTENTION_MMA_MIN_PART_TILES = 16;  // 1024 keys
+
+struct KcAttentionMmaParts {
+  int parts;
+  int64_t waves, tiles;  // of the pick: its waves and each part's key tiles (the largest part's)
+};
+static inline KcAttentionMmaParts kc_attention_mma_parts(const KcMmaGpu& g, const KcAttentionCall& c, int mi) {
+  const int b = kc_attention_mma_blocks_per_sm(g, c.D, mi), rows = kc_attention_mma_rows_of(mi);
+  const int tiles_q = (c.Lq + rows - 1) / rows, T = kc_attention_mma_key_tiles(c, mi, tiles_q - 1);
+  const int64_t blocks = (int64_t)tiles_q * c.H * c.B, slots = (int64_t)g.sms * b;
+  const KcAttentionMmaParts none{1, slots > 0 ? (blocks + slots - 1) / slots : 0, T};
+  if (b == 0 || g.sms <= 0 || kc_attention_mma_uneven(c)) return none;
+  const int64_t whole = none.waves * T;
+  int64_t least = whole;
+  KcAttentionMmaParts best = none;
+  for (int S = 2; S <= KC_ATTENTION_MMA_MAX_PARTS && T / S >= KC_ATTENTION_MMA_MIN_PART_TILES; S++) {
+    const int64_t waves = (S * blocks + slots - 1) / slots, tiles = (T + S - 1) / S;
+    if (waves * tiles < least) least = waves * tiles, best = {S, waves, tiles};
+  }
+  return least * 10 <= whole * 9 ? best : none;
 }

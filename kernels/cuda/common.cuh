@@ -43,7 +43,10 @@ struct KcContext {
   int attention_bq;            // query rows per block of the mma.sync attention: 64 or 128 forced, 0 by shape
                                // (KINO_CUDA_ATTENTION_BQ=64|128)
   int attention_split;         // the Hopper attention's stream-K: 1 where it pays, 0 never, 2 wherever it cuts
-                               // an item (KINO_CUDA_ATTENTION_SPLIT=0|always; attention.cuh)
+                               // an item (KINO_CUDA_ATTENTION_SPLIT=0|always; attention.cuh); 0 also keeps
+                               // the mma.sync kernel's keys in one part
+  int attention_parts;         // the mma.sync kernel's parts over the keys forced (1…8), 0 by the model
+                               // (KINO_CUDA_ATTENTION_PARTS)
   // The mma.sync attention's picks for the last calls whose waves its model simulates (attention.cu:
   // mma_rows), round robin: each call's B, Lq, H, D, kv_len, block_size, q_offset, then its rows (0: empty).
   int attention_rows_kept[4][8];
@@ -181,6 +184,18 @@ __device__ __forceinline__ float kc_block_max(float v) {
   v = lane < nwarps ? partial[lane] : -INFINITY;
   return kc_warp_max(v);
 }
+
+// blockIdx.z read afresh: a kernel at its register limit reads it again where it needs it late, rather
+// than keep what it derived from it (a quotient, a remainder) alive through its main loop.
+#ifdef KC_EMULATE
+__device__ __forceinline__ unsigned kc_ctaid_z() { return blockIdx.z; }
+#else
+__device__ __forceinline__ unsigned kc_ctaid_z() {
+  unsigned z;
+  asm volatile("mov.u32 %0, %%ctaid.z;" : "=r"(z));
+  return z;
+}
+#endif
 
 #ifndef KC_EMULATE  // from here to the mma wrapper: the emulator's own versions replace these
 __device__ __forceinline__ uint32_t kc_smem_addr(const void* p) {

@@ -84,6 +84,7 @@ KC_API KcContext* kc_create(int device, int32_t* code, char* err, int err_len) {
   ctx->attention_bkv = kc_attention_bkv_setting(getenv("KINO_CUDA_ATTENTION_BKV"));
   ctx->attention_bq = kc_attention_bq_setting(getenv("KINO_CUDA_ATTENTION_BQ"));
   ctx->attention_split = kc_attention_split_setting(getenv("KINO_CUDA_ATTENTION_SPLIT"));
+  ctx->attention_parts = kc_attention_parts_setting(getenv("KINO_CUDA_ATTENTION_PARTS"));
   ctx->gemm_mma_tile = kc_gemm_mma_tile_setting(getenv("KINO_CUDA_GEMM_MMA_TILE"));
   const char* conv = getenv("KINO_CUDA_CONV");
   ctx->conv_path = 0;

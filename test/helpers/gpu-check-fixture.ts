@@ -100,7 +100,8 @@ export const TILING_SHAPES = [...ATTENTION, "Lq=Lk=3120", "Lq=Lk=1020"];
 const TILING_SDPA = [...SDPA, 471.6, 312.9];
 const TILING_PICKS = ["bq128", "bq128", "bq128", "bq128", "bq128", "bq64"];
 export const MMA_ATTENTION: Record<string, number[]> = { bq128: [175.2, 171.4, 172.3, 160.5, 158.3, 97.4], bq64: [150.4, 148.9, 149.6, 141.2, 139.8, 101.2] };
-export function benchPart(o: { tiles?: Record<string, number[]>; tilings?: Record<string, number[]>; sms?: number; pickShare?: number } = {}): string[] {
+export function benchPart(o: { tiles?: Record<string, number[]>; tilings?: Record<string, number[]>; sms?: number; pickShare?: number;
+  whole?: number } = {}): string[] {
   const tiles = o.tiles ?? MMA_GEMM, tilings = o.tilings ?? MMA_ATTENTION;
   const pickLines = [...GEMM_SHAPES.map(([label], i) => `  mma.sync picks ${MMA_PICKS[i]} for ${label} (${o.sms ?? 132} SMs)`),
     ...TILING_SHAPES.map((label, i) => `  mma.sync attention picks ${TILING_PICKS[i]} for ${label} (${o.sms ?? 132} SMs)`)];
@@ -108,7 +109,9 @@ export function benchPart(o: { tiles?: Record<string, number[]>; tilings?: Recor
     [`gemm ${label} ${mnk} [mma.sync]`, +(tiles[MMA_PICKS[i]!]![i]! * (o.pickShare ?? 1)).toFixed(2), CUBLAS[i]!] as Row,
     ...Object.entries(tiles).map(([tile, tf]) => [`gemm ${label} ${mnk} [mma.sync ${tile}]`, tf[i]!, CUBLAS[i]!] as Row)]);
   rows.push(...TILING_SHAPES.flatMap((l, i) => [[`attention 12x128 ${l} [mma.sync]`, +(tilings[TILING_PICKS[i]!]![i]! * (o.pickShare ?? 1)).toFixed(2), TILING_SDPA[i]!] as Row,
-    ...Object.entries(tilings).map(([tiling, tf]) => [`attention 12x128 ${l} [mma.sync ${tiling}]`, tf[i]!, TILING_SDPA[i]!] as Row)]));
+    ...Object.entries(tilings).map(([tiling, tf]) => [`attention 12x128 ${l} [mma.sync ${tiling}]`, tf[i]!, TILING_SDPA[i]!] as Row),
+    // its keys in one part, at `whole` × the pick where given
+    ...(o.whole ? [[`attention 12x128 ${l} [mma.sync whole]`, +(tilings[TILING_PICKS[i]!]![i]! * o.whole).toFixed(2), TILING_SDPA[i]!] as Row] : [])]));
   return ["", "benchmarks (bf16 inputs, f32 accumulation and output):", ...pickLines, ...kernelsEnd(["bench"], rows, [])];
 }
 

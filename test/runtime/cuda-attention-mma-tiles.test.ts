@@ -115,4 +115,19 @@ describe.skipIf(!!skip)("the mma.sync attention's tiling model", () => {
       expect(bound(64)).toBeGreaterThan(bound(128) + 293 * 2 * m.rows[128].step);
     }
   });
+
+  test("parts over the keys fill a part-empty last wave: Wan's chunk in 4 parts on 108 and 132 SMs; a decode step's few blocks in 4; none where they save under a tenth, parts would span under 16 key tiles, or work is uneven", () => {
+    const parts = (gpu: string) => Object.fromEntries(Object.entries(model(gpu)).map(([s, c]) => [s, c.parts.parts]));
+    // A100: 444 blocks of 512 key tiles in 216 slots, 3 waves (1536 tiles a slot) → 4 parts of 128, 9 waves (1152)
+    expect(model("A100")["Wan, 32760 keys"]!.parts).toEqual({ parts: 4, waves: 9, tiles: 128 });
+    // H200: 2 waves (1024) → 7 waves of 128 (896); at 4680 keys 2 · 74 = 148 → 7 · 19 = 133
+    expect(model("H100")["Wan, 32760 keys"]!.parts).toEqual({ parts: 4, waves: 7, tiles: 128 });
+    expect(model("H100")["Wan, 4680 keys"]!.parts).toEqual({ parts: 4, waves: 7, tiles: 19 });
+    // 3120 tokens: 300 blocks in 264 slots, 2 waves of 49 → 3 parts, 4 waves of 17; a decode step's 12 blocks of
+    // 74 key tiles leave most SMs idle → 4 parts of 19; 1020 tokens' 16 key tiles cannot be cut into parts of 16
+    expect(parts("H100")).toEqual({ "Wan, 4680 keys": 4, "Wan, 32760 keys": 4, "streaming chunk 2, block-causal": 4, "block-causal clip of 4 chunks": 1,
+      "3120 tokens": 3, "1020 tokens": 1, "a decode step": 4 });
+    // L40S, 64 rows: 888 blocks in 142 slots, 7 waves (3584) → at best 3 parts, 19 waves of 171 (3249): 9 % saved, kept whole
+    expect(parts("L40S")["Wan, 32760 keys"]).toBe(1);
+  });
 });

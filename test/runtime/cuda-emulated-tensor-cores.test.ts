@@ -137,8 +137,28 @@ describe.skipIf(!harness)("the mma.sync attention with the tiling the model did 
   }
 });
 
-// Each planted bug (KC_PLANTED(n) in the kernel source) with the op whose cases must catch it.
-const PLANTED: [number, "gemm" | "attention", string][] = [
+// Split over the keys (attention_mma.cuh, KINO_CUDA_ATTENTION_PARTS): each block's key tiles in 3 parts,
+// merged by the combine (attention_combine.cu). The cases' few key tiles never pay for parts by default
+// (attention_mma_tiles.cuh), so they are forced; parts with no key tile (2 tiles in 3 parts) come out
+// empty, and the combine must give them no weight.
+describe.skipIf(!harness)("the mma.sync attention split over its keys in 3 parts", () => {
+  const parts = harness && new EmulatedTensorCoreBackend(harness, { attentionParts: 3 });
+  for (const c of tensorCoreAttentionCases()) {
+    test(`attention ${c.name} keeps the tensor-core promise`, async () => {
+      const why = await failure(parts!, c);
+      const call = parts!.calls.at(-1)!;
+      expect(call.kernel).toBe("mma.sync");
+      const { B, H, D, Lq } = dims(c), rows = launchRows(call.launches[0]!, D), items = Math.ceil(Lq / rows) * H * B;
+      expect(call.launches).toEqual([expect.stringMatching(new RegExp(`^launch grid ${Math.ceil(Lq / rows)},${H},${3 * B} threads 128 `)),
+        `launch grid ${items},1,1 threads 256 smem 0`]);
+      expect(why).toBeNull();
+    }, 60_000);
+  }
+});
+
+// Each planted bug (KC_PLANTED(n) in the kernel source) with the op whose cases must catch it, and the
+// kernel settings it needs to be reached.
+const PLANTED: [number, "gemm" | "attention", string, { attentionParts?: number }?][] = [
   [1, "gemm", "B fragment: ldmatrix takes the k half of the A layout (mma_tile.cuh)"],
   [2, "gemm", "K tail: the chunk at k = K is loaded instead of zero-filled (gemm_mma.cu)"],
   [3, "gemm", "M edge: row M is stored (gemm_mma.cu epilogue)"],
@@ -151,12 +171,13 @@ const PLANTED: [number, "gemm" | "attention", string][] = [
   [29, "attention", "K/V ring: K tile t is read before its cp.async group is waited for (attention_mma.cuh)"],
   [30, "attention", "warp skipping: a warp stops at its first row's keys, not its last row's (attention_mma.cuh)"],
   [36, "attention", "last-first order: a block loads the key tiles of the query tile its index names, not of the one it computes (attention_mma.cuh)"],
+  [37, "attention", "split over the keys: every part starts at the first key tile (attention_mma.cuh)", { attentionParts: 3 }],
 ];
 
 describe.skipIf(!harness)("the emulated cases catch planted kernel bugs", () => {
-  for (const [n, op, what] of PLANTED) {
+  for (const [n, op, what, settings] of PLANTED) {
     test(`bug ${n}, ${what}`, async () => {
-      const planted = new EmulatedTensorCoreBackend(harness!, { plant: n });
+      const planted = new EmulatedTensorCoreBackend(harness!, { plant: n, ...settings });
       const caught = await firstFailure(planted, op === "gemm" ? gemms : attentions);
       console.log(`planted bug ${n} caught by ${caught}`);
       expect(caught).not.toBeNull();

@@ -151,15 +151,22 @@ test("every check passes and measures faster: each constant FLIPs (of the GEMMs 
   expect(Object.values(FLAGS).map((f) => readFileSync(join(root, f), "utf8"))).toEqual(before);
 }, 60_000);
 
-test("the wgmma attention's stream-K schedule: a figure table beside whole items saying where it is faster", () => {
+test("the wgmma attention's stream-K schedule: a figure table beside unsplit items saying where it is faster", () => {
   const r = verdicts([pythonPart({ wgmma: { tflops: [452.1, 461.3, 470.2, 380.5], whole: [390.3, 401.2, 405.7, 380.1] } })]);
-  for (const line of ["| shape (D 128) | stream-K | whole items | stream-K / whole | SDPA |", "| attention 12×128 Lq=4680 Lk=32760 | 470.2 | 405.7 | 1.16 | 558.4 |",
-    "stream-K faster at 4 of 4 shapes"]) {
+  for (const line of ["| shape (D 128) | stream-K | unsplit | stream-K / unsplit | SDPA |", "| attention 12×128 Lq=4680 Lk=32760 | 470.2 | 405.7 | 1.16 | 558.4 |",
+    "stream-K faster at 4 of 4 shapes (where the model keeps a shape unsplit, both rows time the same launch)"]) {
     expect(r.out).toContain(`\n${line}\n`);
   }
   expect(r.judged.WGMMA_ATTENTION_VERIFIED![0]).toBe("FLIP");
   // a log of a script from before the schedule: said, not a table
-  expect(verdicts([pythonPart()]).out).toContain("\n(the wgmma part of this log timed no items walked whole: its checks failed, or it predates the schedule)\n");
+  expect(verdicts([pythonPart()]).out).toContain("\n(the wgmma part of this log timed no wgmma attention unsplit: its checks failed, or it predates the schedule)\n");
+});
+
+test("the mma.sync attention's parts over the keys: a figure table beside one part", () => {
+  const r = verdicts([pythonPart({ bench: { whole: 0.9 } })]);
+  expect(r.out).toContain("\n| shape (D 128) | parts | unsplit | parts / unsplit | SDPA |\n");
+  expect(r.out).toMatch(/\nparts faster at \d+ of 6 shapes \(where the model keeps a shape unsplit, both rows time the same launch\)\n/);
+  expect(verdicts([pythonPart()]).out).toContain("\n(the bench part of this log timed no mma.sync attention unsplit: it predates the parts)\n");
 });
 
 test("the wgmma attention's 176-key tiles: a figure table beside the 128-key ones and SDPA saying which is faster; WGMMA_ATTENTION_VERIFIED judged on the 128-key kernel alone", () => {

@@ -7,7 +7,8 @@
 // Prints, per call, one line per tiling ("rows 128 per_sm 2 step 2048 blocks 444 key_tiles 74-74 cycles
 // 909312 in_order 909312": blocks per SM, cycles per key tile of a block, blocks, the fewest and most key
 // tiles of a block, the model's time with the kernel's last-first order and with query tiles in index
-// order) and then "pick 128".
+// order) and then "pick 128 parts 4 waves 7 tiles 19": the tiling, and on it the parts each block's keys
+// are split into, the waves of blocks that makes and the key tiles of the largest part.
 //   attention-tiles registers
 // Prints the registers the model assumes, one line per tiling and head size ("registers D 128 rows 128
 // sm_80 255 sm_90a 255").
@@ -42,7 +43,9 @@ int main(int argc, char** argv) {
              (long long)tiles_q * c.H * c.B, kc_attention_mma_key_tiles(c, mi, 0), kc_attention_mma_key_tiles(c, mi, tiles_q - 1),
              (long long)kc_attention_mma_cycles(gpu, c, mi), (long long)kc_attention_mma_cycles(gpu, c, mi, false));
     }
-    printf("pick %d\n", kc_attention_mma_pick_rows(gpu, c));
+    const int pick = kc_attention_mma_pick_rows(gpu, c);
+    const KcAttentionMmaParts parts = kc_attention_mma_parts(gpu, c, pick == 64 ? 1 : 2);
+    printf("pick %d parts %d waves %lld tiles %lld\n", pick, parts.parts, (long long)parts.waves, (long long)parts.tiles);
   }
   return 0;
 }

@@ -14,7 +14,9 @@ export interface AttentionCall { B: number; Lq: number; H: number; D: number; kv
 /** The model on one tiling: blocks per SM, cycles per key tile of a block, blocks, the fewest and most key
  *  tiles of a block, its time (cycles) in the kernel's last-first order and with query tiles in index order. */
 export interface Tiling { perSm: number; step: number; blocks: number; keyTiles: [number, number]; cycles: number; inOrder: number }
-export interface Choice { pick: 64 | 128; rows: Record<128 | 64, Tiling> }
+/** The tiling picked, each tiling's figures, and on the pick the parts over the keys: how many, the waves of
+ *  blocks they make and the key tiles of the largest part. */
+export interface Choice { pick: 64 | 128; rows: Record<128 | 64, Tiling>; parts: { parts: number; waves: number; tiles: number } }
 
 export const buildAttentionTiles = () => buildEmulator("attention-tiles");
 
@@ -31,12 +33,15 @@ export function attentionModel(harness: string, gpu: GpuFigures, calls: Attentio
   let at: Choice | null = null;
   for (const line of run(harness, [...gpu.map(String), ...args])) {
     const t = /^rows (128|64) per_sm (\d+) step (\d+) blocks (\d+) key_tiles (\d+)-(\d+) cycles (\d+) in_order (\d+)$/.exec(line);
-    const p = /^pick (128|64)$/.exec(line);
-    if (/^attention( \d+){7}$/.test(line)) out.push(at = { pick: 128, rows: {} as Choice["rows"] });
+    const p = /^pick (128|64) parts (\d+) waves (\d+) tiles (\d+)$/.exec(line);
+    if (/^attention( \d+){7}$/.test(line)) out.push(at = { pick: 128, rows: {} as Choice["rows"], parts: { parts: 1, waves: 0, tiles: 0 } });
     else if (t) {
       const [perSm, step, blocks, fewest, most, cycles, inOrder] = t.slice(2).map(Number) as number[];
       at!.rows[Number(t[1]) as 128 | 64] = { perSm: perSm!, step: step!, blocks: blocks!, keyTiles: [fewest!, most!], cycles: cycles!, inOrder: inOrder! };
-    } else if (p) at!.pick = Number(p[1]) as 64 | 128;
+    } else if (p) {
+      at!.pick = Number(p[1]) as 64 | 128;
+      at!.parts = { parts: Number(p[2]), waves: Number(p[3]), tiles: Number(p[4]) };
+    }
     else throw new Error(`attention-tiles printed ${line}`);
   }
   if (out.length !== calls.length) throw new Error(`attention-tiles answered ${out.length} of ${calls.length} calls`);

@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
   ctx.attention_bkv = kc_attention_bkv_setting(getenv("KINO_CUDA_ATTENTION_BKV"));  // as kc_create reads it
   ctx.attention_bq = kc_attention_bq_setting(getenv("KINO_CUDA_ATTENTION_BQ"));
   ctx.attention_split = kc_attention_split_setting(getenv("KINO_CUDA_ATTENTION_SPLIT"));
+  ctx.attention_parts = kc_attention_parts_setting(getenv("KINO_CUDA_ATTENTION_PARTS"));
   const int rc = kc_attention(&ctx, out, q, k, v, dt, bias, B, Lq, Lk, kv_len, H, D, scale, h[9], h[10], out_dt);
   if (rc) {
     fprintf(stderr, "kc_attention: %s (%d)\n", ctx.error, rc);

@@ -73,10 +73,12 @@ export class EmulatedTensorCoreBackend extends HostBackend {
    *  `gemmMmaTile`: the mma.sync GEMM's block tile, forced (KINO_CUDA_GEMM_MMA_TILE), instead of chosen by the model;
    *  `sms`: the GPU's multiprocessors (KC_EMU_SMS; the attention harness's default is 2); `attentionSplit`: the
    *  wgmma attention's stream-K, "off" (KINO_CUDA_ATTENTION_SPLIT=0) or "always" (wherever a block range cuts an
-   *  item, which the small cases' few key tiles never pay for by default). */
+   *  item, which the small cases' few key tiles never pay for by default); `attentionParts`: the mma.sync
+   *  attention's parts over the keys, forced (KINO_CUDA_ATTENTION_PARTS). */
   constructor(private readonly harness: { gemm: string; attention: string },
     opts: { kernels?: TensorCoreKernels; plant?: number; misalign?: boolean; wgmmaRuns?: boolean; attentionBkv?: 128 | 176;
-      attentionBq?: 64 | 128; gemmMmaTile?: MmaTile; sms?: number; attentionSplit?: "off" | "always" } = {}) {
+      attentionBq?: 64 | 128; gemmMmaTile?: MmaTile; sms?: number; attentionSplit?: "off" | "always";
+      attentionParts?: number } = {}) {
     super();
     this.#kernels = opts.kernels ?? "mma.sync";
     this.#plant = opts.plant ?? 0;
@@ -85,7 +87,8 @@ export class EmulatedTensorCoreBackend extends HostBackend {
       ...(opts.attentionBq ? { KINO_CUDA_ATTENTION_BQ: String(opts.attentionBq) } : {}),
       ...(opts.gemmMmaTile ? { KINO_CUDA_GEMM_MMA_TILE: opts.gemmMmaTile } : {}),
       ...(opts.sms ? { KC_EMU_SMS: String(opts.sms) } : {}),
-      ...(opts.attentionSplit ? { KINO_CUDA_ATTENTION_SPLIT: opts.attentionSplit === "off" ? "0" : "always" } : {}) };
+      ...(opts.attentionSplit ? { KINO_CUDA_ATTENTION_SPLIT: opts.attentionSplit === "off" ? "0" : "always" } : {}),
+      ...(opts.attentionParts ? { KINO_CUDA_ATTENTION_PARTS: String(opts.attentionParts) } : {}) };
   }
 
   #run(op: EmulatedCall["op"], parts: ArrayBufferView[], dims: Pick<EmulatedCall, "M" | "N" | "split" | "K" | "out" | "attention"> = {}): Uint8Array {
