@@ -1,8 +1,10 @@
 // How the Hopper attention (attention_wgmma.cu) shares key tiles among its persistent blocks when every
 // work item has the same number of them: stream-K, the split of one long list of key tiles into equal
 // ranges, one per block, with an item cut by a range boundary finished by a combine kernel
-// (attention_combine.cu). Plain C++ (host and device), so that test/runtime/cuda-attention-split.test.ts
-// checks the arithmetic on its own (cuda-emulator/attention-split.cpp).
+// (attention_combine.cu). The work items' numbering and the slots' layout serve the mma.sync kernel's
+// parts over the keys too (attention_mma.cuh). Plain C++ (host and device), so that
+// test/runtime/cuda-attention-split.test.ts checks the arithmetic on its own
+// (cuda-emulator/attention-split.cpp).
 //
 // Why: a work item (128 queries of one head) costs the same at every item when the mask leaves every
 // query tile the same keys — a streaming chunk over its cache, a clip's bidirectional forward — so the
