@@ -31,6 +31,11 @@ const Generator = Type.Object(
           description: "auto takes CUDA when a device answers, else the WASM CPU backend",
         }),
         num_workers: PositiveInt(1, "worker processes, one loaded pipeline each; at least num_gpus, a multiple of it"),
+        stall_timeout_s: Type.Number({
+          minimum: 0,
+          default: 600,
+          description: "a running job or stream with no progress (a step, a chunk) this long has its worker killed and restarted; 0 never",
+        }),
       },
       closed,
     ),

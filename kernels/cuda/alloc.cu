@@ -12,6 +12,7 @@
 // Stream order makes reuse safe without a sync: one context has one stream, and a block freed after
 // the ops that use it were enqueued is only written again by ops enqueued later.
 #include "alloc.cuh"
+#include "context_lost.cuh"
 #include <stdio.h>
 
 static size_t kc_round_size(size_t n) {
@@ -53,6 +54,11 @@ static void* kc_alloc_impl(KcContext* ctx, size_t bytes) {
       cudaGetLastError();  // clear the error before retrying
       kc_release_cache(a);
       e = cudaMalloc(&p, size);
+    }
+    // A context lost earlier answers every cudaMalloc with its error: that is no shortage of memory.
+    if (kc_code_loses_context(e)) {
+      kc_fail(ctx, (int)e, "kc_alloc (cudaMalloc)", cudaGetErrorString(e));
+      return nullptr;
     }
     if (e != cudaSuccess) {
       cudaGetLastError();

@@ -59,6 +59,7 @@ struct KcContext {
   const char* last_attention;
   const char* last_conv;
   cudaEvent_t timer[2];        // kc_timer_start / kc_timer_stop, created on first use
+  int lost;                    // the first error that lost the context for good (context_lost.cuh), else 0
   char error[512];
 };
 
@@ -68,7 +69,8 @@ static inline KcMmaGpu kc_mma_gpu(const KcContext* ctx) {
           ctx->regs_per_sm, ctx->threads_per_sm};
 }
 
-// Error plumbing. kc_fail records "where: message" and returns the code.
+// Error plumbing. kc_fail records "where: message" and returns the code; a code that loses the
+// context (context_lost.cuh) is also kept in ctx->lost, which kc_context_lost answers.
 int kc_fail(KcContext* ctx, int code, const char* where, const char* detail = nullptr);
 static inline int kc_check(KcContext* ctx, cudaError_t e, const char* where) {
   return e == cudaSuccess ? 0 : kc_fail(ctx, (int)e, where, cudaGetErrorString(e));

@@ -6,6 +6,7 @@
 // The context is not thread-safe: kino gives each worker process (and so each GPU) one context.
 #include "alloc.cuh"
 #include "attention.cuh"
+#include "context_lost.cuh"
 #include "gemm.cuh"
 #include <cuda.h>
 #include <stdio.h>
@@ -13,9 +14,18 @@
 #include <string.h>
 
 int kc_fail(KcContext* ctx, int code, const char* where, const char* detail) {
-  if (ctx) snprintf(ctx->error, sizeof ctx->error, "%s: %s (error %d)", where, detail ? detail : "failed", code);
+  if (!ctx) return code;
+  snprintf(ctx->error, sizeof ctx->error, "%s: %s (error %d)", where, detail ? detail : "failed", code);
+  if (!ctx->lost && kc_code_loses_context(code)) ctx->lost = code;
   return code;
 }
+
+// The CUDA error that lost this context for good (every later call fails with it; only a new process
+// can use the device again), or 0 while it is usable.
+KC_API int kc_context_lost(KcContext* ctx) { return ctx ? ctx->lost : 0; }
+
+// Whether `code` is one of the errors that lose a context (context_lost.cuh), for tests without a GPU.
+KC_API int kc_error_loses_context(int code) { return kc_code_loses_context(code) ? 1 : 0; }
 
 // ---- context -------------------------------------------------------------------------------------
 
@@ -70,6 +80,7 @@ KC_API KcContext* kc_create(int device, int32_t* code, char* err, int err_len) {
   ctx->gemm_path = 0;
   ctx->last_gemm = ctx->last_attention = ctx->last_conv = "";
   ctx->timer[0] = ctx->timer[1] = nullptr;
+  ctx->lost = 0;
   const char* path = getenv("KINO_CUDA_GEMM");
   if (path && strcmp(path, "mma") == 0) ctx->gemm_path = 1;
   if (path && strcmp(path, "simt") == 0) ctx->gemm_path = 2;
@@ -170,6 +181,9 @@ KC_API const char* kc_error_string(int code) {
     default: return cudaGetErrorString((cudaError_t)code);
   }
 }
+
+// A CUDA error's enum name ("cudaErrorIllegalAddress"), for messages an operator searches for.
+KC_API const char* kc_error_name(int code) { return cudaGetErrorName((cudaError_t)code); }
 
 // name: the device name; out[0..7]: sm major, sm minor, multiprocessors, total bytes, free bytes,
 // shared memory per block (opt-in), driver version, runtime version.

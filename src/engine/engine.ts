@@ -1,5 +1,6 @@
 import type { GenerationRequest, ModelCard } from "../pipelines/pipeline.ts";
 import type { FromWorker, InteractionMessage, OutputSpec, StreamEvent, TaskResult, WorkerDevice, WorkerInit } from "../worker/ipc.ts";
+import { StallGuard } from "./stall-guard.ts";
 import { describeSlot, type WorkerSlot } from "./worker-devices.ts";
 import { WorkerProcess } from "./worker-process.ts";
 
@@ -37,6 +38,9 @@ export interface EngineOptions {
   init: WorkerInit;
   /** One per worker process: its GPU (src/engine/worker-devices.ts). */
   slots: WorkerSlot[];
+  /** generator.engine.stall_timeout_s: a running task with no progress this long has its worker
+   *  replaced (stall-guard.ts); 0 never. */
+  stallTimeoutS: number;
   log(line: string): void;
 }
 
@@ -54,12 +58,15 @@ export interface WorkerStatus {
 
 /** Delay before restarting a worker that died; grows while restarts keep failing, so a broken model cannot spin. */
 const RESTART_DELAYS_MS = [0, 500, 2000, 10000];
+/** How long a worker that reported its device lost gets to exit on its own before it is killed. */
+const LOST_EXIT_GRACE_MS = 2000;
 
 /**
  * The serialized engine: a FIFO queue in front of worker processes. Each worker runs one task at a
  * time, so one loaded pipeline is never entered twice at once; with several workers (one per GPU)
  * each stays serialized, and the head of the queue goes to an idle worker on the least busy GPU.
- * A worker that dies fails only its running task and is restarted on the same GPU.
+ * A worker that dies fails only its running task and is restarted on the same GPU; so is one whose
+ * task lost the device's context (it exits itself) or made no progress for stall_timeout_s (killed).
  */
 export class Engine {
   private readonly queue: PendingTask[] = [];
@@ -67,13 +74,16 @@ export class Engine {
   private readonly ready = new Set<WorkerProcess>();
   private readonly workers: WorkerProcess[] = [];
   private readonly restartFailures = new Map<WorkerProcess, number>();
+  private readonly stallGuard: StallGuard<WorkerProcess>;
   private open = false;
   /** Set while open() waits for the first load of every worker. */
   private startupWaiter: { ready(): void; failed(message: string): void } | null = null;
   card!: ModelCard;
   backend = "";
 
-  private constructor(private readonly options: EngineOptions) {}
+  private constructor(private readonly options: EngineOptions) {
+    this.stallGuard = new StallGuard(options.stallTimeoutS * 1000, (worker) => this.stalled(worker));
+  }
 
   /** Starts every worker and resolves once all have loaded the model (rejects if loading fails). */
   static async open(options: EngineOptions): Promise<Engine> {
@@ -198,6 +208,7 @@ export class Engine {
     for (let worker = this.idleWorker(); worker && this.queue.length; worker = this.idleWorker()) {
       const pending = this.queue.shift()!;
       this.running.set(worker, pending);
+      this.stallGuard.progressed(worker);
       pending.task.onStart?.();
       worker.send({ type: "run", taskId: pending.task.id, request: pending.task.request, output: pending.task.output });
       for (const message of pending.inbox.splice(0)) worker.send(message);
@@ -245,18 +256,29 @@ export class Engine {
         this.options.log(`worker ${worker.index} (${describeSlot(worker.slot)}): model failed to load: ${message.message}`);
         void worker.kill().then(() => this.scheduleRestart(worker));
         return;
-      case "progress":
-        this.running.get(worker)?.task.onProgress?.(message.fraction, message.stage);
+      case "progress": {
+        const pending = this.running.get(worker);
+        if (pending) this.stallGuard.progressed(worker);
+        pending?.task.onProgress?.(message.fraction, message.stage);
         return;
+      }
+      case "idle":
+        if (!this.running.has(worker)) return;
+        return message.idle ? this.stallGuard.stop(worker) : this.stallGuard.progressed(worker);
       case "chunk":
-      case "interaction_failed":
-        this.running.get(worker)?.task.onStreamEvent?.(message);
+      case "interaction_failed": {
+        const pending = this.running.get(worker);
+        if (pending && message.type === "chunk") this.stallGuard.progressed(worker);
+        pending?.task.onStreamEvent?.(message);
         return;
+      }
       case "done":
       case "failed": {
+        if (message.type === "failed" && message.deviceLost) this.deviceLost(worker, message.message);
         const pending = this.running.get(worker);
         if (!pending || pending.task.id !== message.taskId) return;
         this.running.delete(worker);
+        this.stallGuard.stop(worker);
         if (message.type === "done") pending.resolve(message.result);
         else pending.reject(new GenerationError(message.message, message.aborted));
         this.dispatch();
@@ -264,8 +286,32 @@ export class Engine {
     }
   }
 
+  /**
+   * The worker's task lost the device's context: the worker exits on its own (EXIT_DEVICE_LOST) and is
+   * restarted like any worker that died. Until then it takes nothing more, so the queue waits for its
+   * successor instead of failing on it.
+   */
+  private deviceLost(worker: WorkerProcess, message: string): void {
+    if (!this.ready.delete(worker)) return;
+    this.options.log(`worker ${worker.index} (${describeSlot(worker.slot)}, pid ${worker.pid}) lost its device: ${message}; it exits and is restarted`);
+    worker.terminate(LOST_EXIT_GRACE_MS);
+  }
+
+  /** No progress from the worker's task for stall_timeout_s: fail the task, kill the worker, restart it. */
+  private stalled(worker: WorkerProcess): void {
+    const pending = this.running.get(worker);
+    if (!pending) return;
+    this.running.delete(worker);
+    this.ready.delete(worker);
+    const limit = `${this.options.stallTimeoutS} s (generator.engine.stall_timeout_s)`;
+    this.options.log(`worker ${worker.index} (${describeSlot(worker.slot)}, pid ${worker.pid}): task ${pending.task.id} made no progress for ${limit}; killing the worker to restart it`);
+    worker.terminate();
+    pending.reject(new GenerationError(`No progress on this job for ${limit}: its worker is killed and restarted`));
+  }
+
   private onExit(worker: WorkerProcess, description: string, expected: boolean): void {
     this.ready.delete(worker);
+    this.stallGuard.stop(worker);
     const pending = this.running.get(worker);
     this.running.delete(worker);
     pending?.reject(new GenerationError(`The ${description} while running this job`));

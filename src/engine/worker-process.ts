@@ -1,11 +1,11 @@
 import type { Subprocess } from "bun";
 import { selfCommand } from "./self-command.ts";
-import type { FromWorker, ToWorker, WorkerDevice, WorkerInit } from "../worker/ipc.ts";
+import { EXIT_DEVICE_LOST, type FromWorker, type ToWorker, type WorkerDevice, type WorkerInit } from "../worker/ipc.ts";
 import type { WorkerSlot } from "./worker-devices.ts";
 
 export interface WorkerEvents {
   onMessage(worker: WorkerProcess, message: FromWorker): void;
-  /** The process ended; `expected` is true only after kill() from our side (shutdown). */
+  /** The process ended; `expected` is true only after kill() from our side (shutdown), never after terminate(). */
   onExit(worker: WorkerProcess, description: string, expected: boolean): void;
 }
 
@@ -52,13 +52,28 @@ export class WorkerProcess {
     proc.exited.then(() => {
       if (this.proc !== proc) return;
       this.alive = false;
-      const how = proc.signalCode ? `was killed by ${proc.signalCode}` : `exited with code ${proc.exitCode}`;
+      const how = proc.signalCode
+        ? `was killed by ${proc.signalCode}`
+        : `exited with code ${proc.exitCode}${proc.exitCode === EXIT_DEVICE_LOST ? " (its device context is lost)" : ""}`;
       this.events.onExit(this, `worker process ${proc.pid} ${how}`, this.closing);
     });
   }
 
   send(message: ToWorker): void {
     this.proc?.send(message);
+  }
+
+  /**
+   * Ends this process (SIGKILL), after `graceMs` if it has not exited by then, for a worker that must be
+   * replaced: one stuck in a task, or one that lost its device and should be exiting on its own. Unlike
+   * kill(), its exit counts as unexpected, so the engine restarts it.
+   */
+  terminate(graceMs = 0): void {
+    const proc = this.proc;
+    if (!proc || !this.alive) return;
+    const end = () => this.proc === proc && this.alive && proc.kill("SIGKILL");
+    if (graceMs <= 0) end();
+    else setTimeout(end, graceMs);
   }
 
   async kill(): Promise<void> {

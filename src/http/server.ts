@@ -51,7 +51,7 @@ export async function startServer(loaded: LoadedConfig, log: (line: string) => v
   // the model loads, so a node that cannot join says so at once.
   const cluster = await joinCluster(loaded, outputDir, log);
   const store = cluster?.store ?? (await openStore(outputDir, server.max_jobs, log));
-  const engine = await Engine.open({ init: { type: "init", ...loadOptionsFrom(loaded) }, slots, log }).catch(async (err) => {
+  const engine = await Engine.open({ init: { type: "init", ...loadOptionsFrom(loaded) }, slots, stallTimeoutS: generator.engine.stall_timeout_s, log }).catch(async (err) => {
     store.close();
     await cluster?.close();
     // The worker's own words (which worker, why): nothing in the server's stack would help more.

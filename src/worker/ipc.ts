@@ -70,10 +70,21 @@ export type FromWorker =
   | { type: "ready"; card: ModelCard; device: WorkerDevice }
   | { type: "init_failed"; message: string }
   | { type: "progress"; taskId: string; fraction: number; stage: string }
+  /** The task waits for something other than the device (a stream paced to its viewer's playback), or
+   *  computes again: the engine's stall guard counts only the time it computes. */
+  | { type: "idle"; taskId: string; idle: boolean }
   | { type: "done"; taskId: string; result: TaskResult }
-  | { type: "failed"; taskId: string; message: string; aborted: boolean }
+  /** `deviceLost`: the task lost the device's context (src/runtime/device-lost.ts); the worker exits
+   *  with EXIT_DEVICE_LOST right after this message, so it must be sent nothing more. */
+  | { type: "failed"; taskId: string; message: string; aborted: boolean; deviceLost: boolean }
   | { type: "chunk"; taskId: string; chunk: StreamChunk }
   | { type: "interaction_failed"; taskId: string; eventId: string; message: string };
+
+/**
+ * A worker's exit status once its device context is lost: nothing in that process can use the GPU
+ * again, and a new one can (sysexits' EX_TEMPFAIL, "try again later"). The engine restarts it.
+ */
+export const EXIT_DEVICE_LOST = 75;
 
 /** Stream messages the engine passes through to the task's owner (the realtime session). */
 export type StreamEvent = Extract<FromWorker, { type: "chunk" | "interaction_failed" }>;

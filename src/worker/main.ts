@@ -1,15 +1,19 @@
 // `kino worker`: the child process that owns the backend and the loaded pipeline. It receives one
 // task at a time from the engine, runs the pipeline, encodes, and writes the output files itself or,
 // for a realtime stream, sends each chunk's fMP4 fragment back (frames never cross the process boundary).
-import type { FromWorker, TaskResult, ToWorker } from "./ipc.ts";
+// A task that loses the device's context reports its failure and ends the process (task-failure.ts).
+import { EXIT_DEVICE_LOST, type FromWorker, type TaskResult, type ToWorker } from "./ipc.ts";
 import { Runner } from "./runner.ts";
 import { StreamTask, streamOverlap } from "./stream-task.ts";
+import { sendThenExit, taskFailure } from "./task-failure.ts";
 import { prewarmStreamEncoder } from "../media/stream/threaded-fragmenter.ts";
 
 export function runWorker(): void {
   let runner: Runner | null = null;
   const running = new Map<string, AbortController>();
   let stream: StreamTask | null = null;
+  /** Set once a task lost the device's context: the process is on its way out and runs nothing more. */
+  let lost: string | null = null;
   const send = (message: FromWorker) => process.send!(message);
   // The worker has no reason to outlive the server: if the IPC channel closes, exit.
   process.on("disconnect", () => process.exit(0));
@@ -37,9 +41,10 @@ export function runWorker(): void {
         stream?.interact(message);
         return;
       case "run": {
-        const controller = new AbortController();
-        running.set(message.taskId, controller);
         const { taskId, request, output } = message;
+        if (lost) return send({ type: "failed", taskId, message: lost, aborted: false, deviceLost: true });
+        const controller = new AbortController();
+        running.set(taskId, controller);
         const progress = (fraction: number, stage: string) => send({ type: "progress", taskId, fraction, stage });
         try {
           if (!runner) throw new Error("The worker has no model loaded");
@@ -52,8 +57,12 @@ export function runWorker(): void {
           }
           send({ type: "done", taskId, result });
         } catch (err) {
-          const aborted = controller.signal.aborted;
-          send({ type: "failed", taskId, message: aborted ? "Cancelled" : (err as Error).message, aborted });
+          const failure = taskFailure(taskId, err, controller.signal.aborted);
+          if (!failure.lost) send(failure.message);
+          else {
+            lost = failure.lost.message;
+            sendThenExit(failure.message, EXIT_DEVICE_LOST);
+          }
         } finally {
           running.delete(taskId);
           stream = null;

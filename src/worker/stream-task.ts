@@ -110,7 +110,10 @@ export class StreamTask {
           // the first chunk is sent before the second starts: its fragment would otherwise wait for the
           // main thread's next yield, inside the next chunk, and a session's start is what a viewer waits on
           await sender.waitUntilAtMost(overlap && generated > 1 ? ENCODE_AHEAD_CHUNKS : 0);
-          if (this.pacing) await paceToMediaTime(firstSent.promise, generated, request.fps, numFrames, this.pacing.leadChunks, generation.signal);
+          if (this.pacing) {
+            const idle = (waiting: boolean) => this.send({ type: "idle", taskId: this.taskId, idle: waiting });
+            await paceToMediaTime(firstSent.promise, generated, request.fps, numFrames, this.pacing.leadChunks, generation.signal, idle);
+          }
         }
       } catch (err) {
         if (!generation.signal.aborted) {
@@ -162,19 +165,23 @@ function describe(index: number, numFrames: number, bytes: Uint8Array, plan: Chu
 /**
  * Keeps generation at most `leadChunks` chunks ahead of what a viewer who started playing at the first
  * chunk is watching, so a prompt update lands within about a chunk of the screen: chunk k (after
- * `chunksGenerated` = k) starts once playback is k − leadChunks chunks in.
+ * `chunksGenerated` = k) starts once playback is k − leadChunks chunks in. `idle` is told when the wait
+ * for playback starts and ends: the device does nothing meanwhile (the engine's stall guard pauses).
  */
-async function paceToMediaTime(firstSent: Promise<number>, chunksGenerated: number, fps: number, framesPerChunk: number, leadChunks: number, signal: AbortSignal): Promise<void> {
+async function paceToMediaTime(firstSent: Promise<number>, chunksGenerated: number, fps: number, framesPerChunk: number, leadChunks: number, signal: AbortSignal,
+  idle: (waiting: boolean) => void): Promise<void> {
   const mediaAheadS = ((chunksGenerated - leadChunks) * framesPerChunk) / fps;
   if (mediaAheadS <= 0) return;
   const firstSentAt = await untilAborted(firstSent, signal);
   const waitMs = mediaAheadS * 1000 - (performance.now() - firstSentAt);
   if (waitMs <= 0) return;
   let timer: ReturnType<typeof setTimeout> | undefined;
+  idle(true);
   try {
     await untilAborted(new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs))), signal);
   } finally {
     clearTimeout(timer);
+    idle(false);
   }
 }
 

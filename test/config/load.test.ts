@@ -42,7 +42,7 @@ describe("defaults", () => {
     expect(loaded.config).toEqual(ServeConfigDefaults);
     expect(loaded.config.generator).toEqual({
       model_path: "builtin:kino-tiny",
-      engine: { num_gpus: 1, device: "auto", num_workers: 1 },
+      engine: { num_gpus: 1, device: "auto", num_workers: 1, stall_timeout_s: 600 },
       pipeline: { components: { lora_strength: 1.0 } },
     });
     expect(loaded.config.server).toEqual({
@@ -110,7 +110,7 @@ describe("explicit paths", () => {
 
   test("the full reference config loads, and every default_request field is operator intent", () => {
     const loaded = loadServeConfig({ configFile: configFile(FULL) });
-    expect(loaded.config.generator.engine).toEqual({ num_gpus: 2, device: "cuda", num_workers: 1 });
+    expect(loaded.config.generator.engine).toEqual({ num_gpus: 2, device: "cuda", num_workers: 1, stall_timeout_s: 600 });
     expect(loaded.operatorDefaults()).toEqual({
       negative_prompt: "",
       height: 768,
@@ -133,7 +133,7 @@ describe("overrides", () => {
     expect(loaded.config.server.port).toBe(8123);
     expect(loaded.config.server.output_dir).toBe("out/");
     expect(loaded.config.server.host).toBe("127.0.0.1");
-    expect(loaded.config.generator.engine).toEqual({ num_gpus: 2, device: "auto", num_workers: 1 });
+    expect(loaded.config.generator.engine).toEqual({ num_gpus: 2, device: "auto", num_workers: 1, stall_timeout_s: 600 });
   });
 
   test("values parse as YAML scalars and flow collections; string fields take the text verbatim", () => {
@@ -224,9 +224,9 @@ describe("validation errors", () => {
   test("num_gpus and num_workers: GPUs need a GPU backend, workers split evenly over them", () => {
     const engine = (yaml: string) => loadServeConfig({ configFile: configFile(`generator: {engine: ${yaml}}`) }).config.generator.engine;
     // num_workers may stay at its default under num_gpus (it is raised to one per GPU), or be a multiple.
-    expect(engine("{num_gpus: 4}")).toEqual({ num_gpus: 4, device: "auto", num_workers: 1 });
-    expect(engine("{num_gpus: 2, num_workers: 4, device: cuda}")).toEqual({ num_gpus: 2, device: "cuda", num_workers: 4 });
-    expect(engine("{num_workers: 3, device: cpu}")).toEqual({ num_gpus: 1, device: "cpu", num_workers: 3 });
+    expect(engine("{num_gpus: 4}")).toEqual({ num_gpus: 4, device: "auto", num_workers: 1, stall_timeout_s: 600 });
+    expect(engine("{num_gpus: 2, num_workers: 4, device: cuda}")).toEqual({ num_gpus: 2, device: "cuda", num_workers: 4, stall_timeout_s: 600 });
+    expect(engine("{num_workers: 3, device: cpu}")).toEqual({ num_gpus: 1, device: "cpu", num_workers: 3, stall_timeout_s: 600 });
     const cpu = loadError({ configFile: configFile("generator: {engine: {num_gpus: 2, device: cpu}}") });
     expect(cpu.path).toBe("generator.engine.num_gpus");
     expect(cpu.message).toBe(
@@ -325,6 +325,19 @@ cluster:
     expect(loadError({ overrides: { "cluster.redis_url": "redis://x", "cluster.storage.kind": "gcs" } }).message).toStartWith("cluster.storage.kind: expected one of \"local\", \"s3\"");
     expect(loadError({ overrides: { "cluster.redis_url": "redis://x", "cluster.storage.kind": "s3" } }).message).toBe("cluster.storage.bucket: missing (cluster.storage.kind is s3)");
     expect(loadError({ overrides: { "cluster.stall_ms": "1000" } }).message).toBe("cluster.stall_ms: needs cluster.redis_url (without it kino runs as one node)");
+  });
+});
+
+describe("generator.engine.stall_timeout_s", () => {
+  test("seconds from YAML or a dotted override, 0 turning the guard off; negative or not a number fails with its path", () => {
+    const stall = (opts: Parameters<typeof loadServeConfig>[0]) => loadServeConfig(opts).config.generator.engine.stall_timeout_s;
+    expect(stall({ configFile: configFile("generator: {engine: {stall_timeout_s: 1800}}\n") })).toBe(1800);
+    expect(stall({ overrides: { "generator.engine.stall_timeout_s": "2.5" } })).toBe(2.5);
+    expect(stall({ overrides: { "generator.engine.stall_timeout_s": "0" } })).toBe(0);
+    expect(loadError({ overrides: { "generator.engine.stall_timeout_s": "-1" } }).message).toBe("generator.engine.stall_timeout_s: must be ≥ 0, got -1");
+    expect(loadError({ configFile: configFile("generator: {engine: {stall_timeout_s: never}}\n") }).message).toBe(
+      'generator.engine.stall_timeout_s: expected number, got string "never"',
+    );
   });
 });
 

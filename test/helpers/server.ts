@@ -13,7 +13,8 @@ export interface TestServer extends RunningServer {
   close(): Promise<void>;
 }
 
-export async function startTestServer(overrides: Record<string, string> = {}): Promise<TestServer> {
+/** `log` gets the server's log lines (the engine's worker restarts among them). */
+export async function startTestServer(overrides: Record<string, string> = {}, log: (line: string) => void = () => {}): Promise<TestServer> {
   const outputDir = mkdtempSync(join(tmpdir(), "kino-test-"));
   const loaded = loadServeConfig({
     overrides: {
@@ -24,7 +25,7 @@ export async function startTestServer(overrides: Record<string, string> = {}): P
       ...overrides,
     },
   });
-  const server = await startServer(loaded, () => {});
+  const server = await startServer(loaded, log);
   return {
     ...server,
     outputDir,

@@ -17,11 +17,12 @@ export const DT: Record<DType, number> = { f32: 0, bf16: 1, f16: 2, u8: 3 };
 const POLL_MS = 1;
 
 /** What the transfers need of the backend: its library (refused once disposed), context, error
- *  check, and memory for staging. */
+ *  check (and the error a failed call throws), and memory for staging. */
 export interface TransferHost {
   symbols(): CudaLibrary["symbols"];
   readonly ctx: Pointer;
   check(rc: number, op: string): void;
+  failure(op: string): Error;
   alloc(shape: Shape, dtype?: DType): Tensor;
   free(t: Tensor): void;
 }
@@ -89,12 +90,12 @@ export class CudaTransfers {
     const k = lib.symbols, ctx = this.be.ctx;
     if (!this.#readbacks) {
       const r = k.kc_readbacks_create(ctx) as Pointer | null;
-      if (!r) throw new Error(`cuda readbackRaw: ${this.#k.kc_last_error(ctx)}`);
+      if (!r) throw this.be.failure("readbackRaw");
       this.#readbacks = r;
     }
     const queue = this.#readbacks;
     const slot = k.kc_readback_start(ctx, queue, t.ptr, t.bytes);
-    if (slot < 0) throw new Error(`cuda readbackRaw: ${this.#k.kc_last_error(ctx)}`);
+    if (slot < 0) throw this.be.failure("readbackRaw");
     return new Promise((resolve, reject) => {
       const poll = () => {
         if (this.#disposed) return reject(new Error("cuda readbackRaw: the backend was disposed before the bytes arrived"));
@@ -103,7 +104,7 @@ export class CudaTransfers {
         const out = new Uint8Array(t.bytes);
         const done = rc === 0 ? k.kc_readback_finish(ctx, queue, slot, out, t.bytes) : (k.kc_readback_finish(ctx, queue, slot, null, 0), rc);
         if (done === 0) resolve(out);
-        else reject(new Error(`cuda readbackRaw: ${this.#k.kc_last_error(ctx)}`));
+        else reject(this.be.failure("readbackRaw"));
       };
       poll();
     });

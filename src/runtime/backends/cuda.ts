@@ -3,13 +3,15 @@
 // checks as the wasm backend), then enqueues kernels on the library's one stream; only download* and
 // sync wait (readbackRaw does not: cuda-transfers.ts). Device memory comes from the library's caching
 // allocator; CUDA graphs (`graphs`) from cuda-graph.ts where the library has them; which kernel an op
-// runs from cuda-kernel-paths.ts.
+// runs from cuda-kernel-paths.ts. A call that fails once a kernel fault has lost the context
+// (kernels/cuda/context_lost.cuh) throws DeviceLostError: the process cannot use the GPU again.
 
 import type { Pointer } from "bun:ffi";
 import type {
   AttentionOptions, Backend, Conv2dOptions, Conv3dOptions, FrameRange, GemmEpilogue, HostData, MemoryStats, ResizeOptions, RopeOptions,
   T5BiasOptions,
 } from "../backend.ts";
+import { DeviceLostError } from "../device-lost.ts";
 import * as P from "../op-params.ts";
 import { type DType, type Shape, DTYPE_BYTES, Tensor, numelOf } from "../tensor.ts";
 import { CudaGraphs } from "./cuda-graph.ts";
@@ -39,7 +41,10 @@ export class CudaBackend implements Backend {
   constructor(readonly lib: CudaLibrary, readonly ctx: Pointer, graphLib: CudaGraphLibrary | null = null, readbackLib: CudaReadbackLibrary | null = null) {
     if (graphLib) this.graphs = new CudaGraphs(this, graphLib);
     this.#paths = new KernelPaths(() => this.k, ctx, (rc, op) => this.check(rc, op));
-    this.#io = new CudaTransfers({ symbols: () => this.k, ctx, check: (rc, op) => this.check(rc, op), alloc: (sh, dt) => this.alloc(sh, dt), free: (t) => this.free(t) }, readbackLib);
+    this.#io = new CudaTransfers(
+      { symbols: () => this.k, ctx, check: (rc, op) => this.check(rc, op), failure: (op) => this.failure(op), alloc: (sh, dt) => this.alloc(sh, dt), free: (t) => this.free(t) },
+      readbackLib,
+    );
     if (this.#io.canReadBack) this.readbackRaw = (t) => this.#readbackRaw(t);
     const name = new Uint8Array(256);
     const info = new BigInt64Array(8);
@@ -59,7 +64,17 @@ export class CudaBackend implements Backend {
 
   /** Throws with the library's message when a C call failed. */
   check(rc: number, op: string): void {
-    if (rc !== 0) throw new Error(`cuda ${op}: ${this.lib.symbols.kc_last_error(this.ctx)}`);
+    if (rc !== 0) throw this.failure(op);
+  }
+
+  /** What a failed C call throws: the library's message, as a DeviceLostError once the context is lost. */
+  failure(op: string): Error {
+    const k = this.lib.symbols;
+    const detail = `cuda ${op}: ${k.kc_last_error(this.ctx)}`;
+    const lost = k.kc_context_lost(this.ctx);
+    if (!lost) return new Error(detail);
+    const name = String(k.kc_error_name(lost));
+    return new DeviceLostError(name, lost, `The CUDA device context is lost (${name}, error ${lost}): ${detail}`);
   }
 
   // ---- kernel paths ------------------------------------------------------------------------------
@@ -89,7 +104,7 @@ export class CudaBackend implements Backend {
   alloc(shape: Shape, dtype: DType = "f32"): Tensor {
     const bytes = numelOf(shape) * DTYPE_BYTES[dtype];
     const p = this.k.kc_alloc(this.ctx, Math.max(bytes, 1));
-    if (!p) throw new Error(`cuda alloc [${shape.join(", ")}] ${dtype}: ${this.k.kc_last_error(this.ctx)}`);
+    if (!p) throw this.failure(`alloc [${shape.join(", ")}] ${dtype}`);
     const t = new Tensor("cuda", shape, dtype, Number(p));
     this.graphs?.allocated(t);
     return t;
