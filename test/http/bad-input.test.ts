@@ -134,7 +134,7 @@ describe("model-level admission", () => {
   test("extra_params keys that name Object's own members are unknown keys like any other", async () => {
     for (const key of ["constructor", "toString", "__proto__", "hasOwnProperty"]) {
       const err = await rejects(`{"prompt": "p", "extra_params": {"${key}": "x"}}`, 400, `extra_params.${key}`);
-      expect(err.message).toBe(`extra_params.${key} is not supported by this model (supported: step_delay_ms, fail_at_step, crash_at_step, chunk_delay_ms, fail_at_chunk, bad_frame_at_chunk)`);
+      expect(err.message).toBe(`extra_params.${key} is not supported by this model (supported: step_delay_ms, fail_at_step, crash_at_step, chunk_delay_ms, fail_at_chunk, bad_frame_at_chunk, device_lost_at_step, device_lost_at_chunk, hang_on_exit)`);
     }
   });
   test("off-grid explicit frames name the nearest valid count", async () => {
