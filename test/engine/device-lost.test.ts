@@ -6,7 +6,7 @@
 // (test/fixtures/faulting-cuda.ts, through the test pipeline's device_lost_at_* hooks).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { RealtimeClient } from "../helpers/realtime-client.ts";
-import { startTestServer, waitForJob, type TestServer } from "../helpers/server.ts";
+import { createVideo, startTestServer, type TestServer, waitForJob } from "../helpers/server.ts";
 
 const LOST = "The CUDA device context is lost (cudaErrorIllegalAddress, error 700): cuda fill: kc_fill: an illegal memory access was encountered (error 700)";
 
@@ -18,12 +18,7 @@ describe("a server whose worker loses its device", () => {
   });
   afterAll(() => server.close());
 
-  const create = async (body: object) =>
-    (await fetch(`${server.url}/v1/videos`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ prompt: "device lost", size: "64x64", num_frames: 1, ...body }),
-    })).json();
+  const create = (body: object) => createVideo(server.url, "device lost", body);
   const workerPid = () => server.ctx.engine.workerPids()[0];
   async function waitForHealthy(): Promise<void> {
     for (const deadline = Date.now() + 15000; Date.now() < deadline; await Bun.sleep(20)) {

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { StallGuard } from "../../src/engine/stall-guard.ts";
 import { RealtimeClient } from "../helpers/realtime-client.ts";
-import { startTestServer, waitForJob, type TestServer } from "../helpers/server.ts";
+import { createVideo, startTestServer, type TestServer, waitForJob } from "../helpers/server.ts";
 
 describe("StallGuard", () => {
   test("fires once a clock runs out; progress restarts it, stop ends it, 0 never fires", async () => {
@@ -37,12 +37,7 @@ describe("a server with generator.engine.stall_timeout_s 2", () => {
   });
   afterAll(() => server.close());
 
-  const create = async (body: object) =>
-    (await fetch(`${server.url}/v1/videos`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ prompt: "stall test", size: "64x64", num_frames: 1, ...body }),
-    })).json();
+  const create = (body: object) => createVideo(server.url, "stall test", body);
   const health = async () => ({ status: (await fetch(`${server.url}/health`)).status, body: await (await fetch(`${server.url}/health`)).json() });
 
   test("a job whose worker stops fails after the timeout naming it; the worker restarts and the queue goes on", async () => {

@@ -1,7 +1,7 @@
 // A worker process that dies fails only the job it was running; /health reports 503 until the
 // engine has restarted it, and the next job succeeds.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { expectEnvelope, startTestServer, waitForJob, type TestServer } from "../helpers/server.ts";
+import { createVideo, expectEnvelope, startTestServer, type TestServer, waitForJob } from "../helpers/server.ts";
 
 let server: TestServer;
 beforeAll(async () => {
@@ -9,12 +9,7 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-const create = async (body: object) =>
-  (await fetch(`${server.url}/v1/videos`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ prompt: "crash test", size: "64x64", num_frames: 1, ...body }),
-  })).json();
+const create = (body: object) => createVideo(server.url, "crash test", body);
 
 async function waitForHealth(status: number, timeoutMs = 15000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -36,6 +36,16 @@ export async function startTestServer(overrides: Record<string, string> = {}, lo
   };
 }
 
+/** POST /v1/videos of a one-frame 64x64 job with `prompt` and `body`'s fields; the parsed answer. */
+export async function createVideo(url: string, prompt: string, body: object = {}): Promise<any> {
+  const res = await fetch(`${url}/v1/videos`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ prompt, size: "64x64", num_frames: 1, ...body }),
+  });
+  return res.json();
+}
+
 /** Polls a video job until it leaves queued/in_progress. */
 export async function waitForJob(url: string, id: string, headers: Record<string, string> = {}, timeoutMs = 30000): Promise<any> {
   const deadline = Date.now() + timeoutMs;
