@@ -10,7 +10,7 @@ import { dirname, join, resolve } from "node:path";
 import { CUDA_SYMBOLS } from "../../src/runtime/backends/cuda.ts";
 import { DeviceLostError, deviceLostIn } from "../../src/runtime/device-lost.ts";
 import { buildCudaLib, findNvcc } from "../../tools/build/cuda.ts";
-import { faultingCuda } from "../fixtures/faulting-cuda.ts";
+import { faultingCuda, thrownBy } from "../fixtures/faulting-cuda.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const nvcc = findNvcc();
@@ -56,12 +56,7 @@ describe("the CUDA backend on a context a kernel fault has lost", () => {
     const gpu = faultingCuda();
     const t = gpu.backend.alloc([4]);
     gpu.failNext();
-    let thrown: unknown;
-    try {
-      gpu.backend.fill(t, 1);
-    } catch (err) {
-      thrown = err;
-    }
+    const thrown = thrownBy(() => gpu.backend.fill(t, 1));
     expect(thrown).toBeInstanceOf(Error);
     expect(thrown).not.toBeInstanceOf(DeviceLostError);
     expect((thrown as Error).message).toBe("cuda fill: kc_fill: invalid argument (error 10001)");
@@ -73,12 +68,7 @@ describe("the CUDA backend on a context a kernel fault has lost", () => {
     const gpu = faultingCuda();
     const t = gpu.backend.alloc([4]);
     gpu.fault();
-    let thrown: unknown;
-    try {
-      gpu.backend.fill(t, 1);
-    } catch (err) {
-      thrown = err;
-    }
+    const thrown = thrownBy(() => gpu.backend.fill(t, 1));
     expect(thrown).toBeInstanceOf(DeviceLostError);
     const lost = thrown as DeviceLostError;
     expect({ name: lost.errorName, code: lost.code }).toEqual({ name: "cudaErrorIllegalAddress", code: 700 });

@@ -6,7 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { EXIT_DEVICE_LOST } from "../../src/worker/ipc.ts";
 import { taskFailure } from "../../src/worker/task-failure.ts";
-import { faultingCuda } from "../fixtures/faulting-cuda.ts";
+import { faultingCuda, thrownBy } from "../fixtures/faulting-cuda.ts";
 
 const LOST = "The CUDA device context is lost (cudaErrorIllegalAddress, error 700): cuda fill: kc_fill: an illegal memory access was encountered (error 700)";
 
@@ -15,12 +15,7 @@ describe("taskFailure", () => {
     const gpu = faultingCuda();
     const t = gpu.backend.alloc([4]);
     gpu.fault();
-    let lost: unknown;
-    try {
-      gpu.backend.fill(t, 0);
-    } catch (err) {
-      lost = err;
-    }
+    const lost = thrownBy(() => gpu.backend.fill(t, 0));
     const failure = taskFailure("task-1", lost, false);
     expect(failure.message).toEqual({ type: "failed", taskId: "task-1", message: LOST, aborted: false, deviceLost: true });
     expect(failure.lost).toBe(lost as never);
