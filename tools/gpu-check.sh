@@ -53,7 +53,10 @@
 #       832x480 — s per step (late in the bun part: a short budget cuts it before the headline figures);
 #   13. multi-GPU: with ≥ 2 GPUs, `kino serve` with num_gpus = that count on kino-tiny, every worker
 #       on a distinct GPU; with one, num_gpus 2 refused naming worker 1's CUDA_VISIBLE_DEVICES=1;
-#   14. the op sweep on CUDA (bun test): test/runtime/ops.test.ts with every kernel path forced,
+#   14. a kernel fault on purpose (tools/gpu-check-fault.cu, built by nvcc into a library of its own)
+#       in the process of an open CUDA backend: its next call must throw DeviceLostError
+#       (tools/gpu-check-device-lost.ts), the error the worker is replaced on;
+#   15. the op sweep on CUDA (bun test): test/runtime/ops.test.ts with every kernel path forced,
 #       cuda.test.ts, the golden DiT with bf16 activations, DiT graphs causal and bidirectional, the
 #       causal context pass's K/V (its k|v-rows GEMM) bit for bit against a full forward's, kino's
 #       latent-patch image branch (chunked with the cache against the block-causal pass).
@@ -203,6 +206,12 @@ kernels_verify() { python3 tools/gpu-check-kernels.py verify; }
 kernels_bench() { python3 tools/gpu-check-kernels.py bench; }
 vae_decode() { need_bun; "$BUN" tools/bench/vae-decode.ts --width 832 --height 480 --chunk 3 --chunks 4; }
 image_models() { need_bun; "$BUN" tools/bench/image-models.ts --steps 2 --vae-latents 3; }
+# A kernel fault on purpose, in a library of its own, then the backend's next call: DeviceLostError.
+device_lost() {
+  need_bun
+  nvcc -shared -Xcompiler -fPIC -gencode arch=compute_80,code=compute_80 -o build/gpu-check-fault.so tools/gpu-check-fault.cu || exit 1
+  "$BUN" tools/gpu-check-device-lost.ts build/gpu-check-fault.so
+}
 
 e2e_realtime() {
   need_bun
@@ -241,7 +250,7 @@ op_sweep() {
   "$BUN" test --timeout 120000 "${sweep[@]}"
 }
 
-export -f cuda_sources_hash need_bun device build unverified_hopper causal_graphs clip_graph readback_overlap conv3d kernels_verify kernels_bench vae_decode image_models e2e_realtime multi_gpu op_sweep
+export -f cuda_sources_hash need_bun device build unverified_hopper causal_graphs clip_graph readback_overlap conv3d kernels_verify kernels_bench vae_decode image_models e2e_realtime multi_gpu device_lost op_sweep
 
 # KINO_GPU_CHECK_PART=python runs only the steps that need no bun, =bun only the others (device and
 # build run in both): the two halves of a check split over two calls to one warm machine, the first
@@ -280,5 +289,6 @@ step python "GEMM and attention benchmarks beside cuBLAS and SDPA" 90 kernels_be
 step bun "Wan2.1 VAE decode and the frames' readback at 832x480 (bun)" 120 vae_decode
 step bun "image models at real size: Wan2.2 TI2V-5B 1280x704 s/step and VAE decode, Wan2.1 I2V-14B 832x480 s/step (bun)" 150 image_models
 step bun "multi-GPU (one worker per GPU)" 45 multi_gpu
+step bun "a kernel fault: the CUDA backend's next call reports the context lost" 30 device_lost
 step bun "op sweep on CUDA (bun test)" 300 op_sweep
 summary

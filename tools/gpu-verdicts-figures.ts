@@ -4,7 +4,7 @@
 // query tiling beside each forced (tools/gpu-verdicts-tiles.ts), the wgmma attention's 176-key tiles
 // beside its 128-key ones and its stream-K schedule beside whole items, the Hopper GEMMs side by side,
 // conv3d's kernels beside cuDNN, the DiT's seconds per chunk four ways, the clip graph, end to end
-// through the server, the overlapped readback, and the op sweep's counts. What a run did not measure is said, with the step's result, instead of a row.
+// through the server, the overlapped readback, a kernel fault's lost context, and the op sweep's counts. What a run did not measure is said, with the step's result, instead of a row.
 import { type CheckLogs, type DataRecord, findRecord, findStep, readBunTest } from "./gpu-verdicts-log.ts";
 import { STEPS, rowsOf } from "./gpu-verdicts-rules.ts";
 import { attentionTilingTable, tileTable } from "./gpu-verdicts-tiles.ts";
@@ -154,6 +154,14 @@ function readbackTable(logs: CheckLogs): string[] {
   return ["| readback | first chunk s | steady chunk interval ms | stream s |", "|---|---|---|---|", row("sync"), row("overlap")];
 }
 
+/** A kernel fault on purpose (tools/gpu-check-device-lost.ts): whether the backend's next call said the
+ *  context was lost, as the worker's replacement relies on. */
+function deviceLost(logs: CheckLogs): string[] {
+  const step = findStep(logs, STEPS.deviceLost);
+  const said = step?.runs.flatMap((r) => r.lines).find((l) => /^(PASS|FAIL) the backend's next call/.test(l));
+  return [said ?? `the lost context ${notMeasured(logs, "deviceLost")}`];
+}
+
 function opSweep(logs: CheckLogs): string[] {
   const step = findStep(logs, STEPS.opSweep);
   const counts = step?.runs.map((r) => readBunTest(r.lines)).find((c) => c);
@@ -173,7 +181,8 @@ export function figures(logs: CheckLogs): string[] {
     ["mma.sync attention, its keys in the parts its model picks beside one part (TFLOP/s)", partsTable],
     ["conv3d at the Wan-VAE decoder's levels (TFLOP/s)", convTable],
     ["causal DiT, Wan2.1-1.3B at real size (tools/bench/dit-graph.ts)", ditTable], ["bidirectional t2v clip as one graph", clipTable],
-    ["end to end through kino serve", e2eTable], ["readback overlapped with the next chunk", readbackTable], ["op sweep", opSweep]];
+    ["end to end through kino serve", e2eTable], ["readback overlapped with the next chunk", readbackTable],
+    ["a kernel fault: the CUDA backend's next call", deviceLost], ["op sweep", opSweep]];
   // a record with a field missing costs its table, not the others
   const sections = tables.map(([title, table]) => [title, () => {
     try {

@@ -40,6 +40,7 @@ export const STEPS = {
   conv: "conv3d vs PyTorch",
   kernelsBench: "GEMM and attention benchmarks",
   opSweep: "op sweep on CUDA",
+  deviceLost: "a kernel fault",
 } as const;
 
 type Outcome = Omit<Verdict, "flag">;

@@ -88,7 +88,7 @@ test("the device run's budget (two parts of 330 s): every step before a key one 
   const text = readFileSync(join(root, "tools/gpu-check.sh"), "utf8");
   const steps = [...text.matchAll(/^(?:GPU_CHECK_RESERVE=(\d+) )?(?:step (python|bun)|run_step) "([^"]+)" (\d+) \w+$/gm)]
     .map((m) => ({ reserve: Number(m[1] ?? 0), part: m[2] ?? "both", name: m[3]!, cap: Number(m[4]) }));
-  expect(steps.length).toBe(14);
+  expect(steps.length).toBe(15);
   // the worst case: nvidia-smi hanging to its cap, the build as long as on a slow device (its longest
   // file, gemm_wgmma_persistent.cu, took 36 s of one core here), then kept by the bun part; every
   // later step to its limit — run_step's arithmetic (tools/gpu-check-steps.sh)
@@ -120,14 +120,14 @@ test("gpu-check.sh dry run: every step in order, the unverified paths first and 
   const all = bash("bash tools/gpu-check.sh", { KINO_GPU_CHECK_DRY_RUN: "1", OUT: out1 });
   expect(all.rc).toBe(0);
   const names = summaryRows(all.out).map(([r, , n]) => `${r} ${n}`);
-  expect(names.length).toBe(14);
+  expect(names.length).toBe(15);
   expect(names.every((n) => n.startsWith("PASS "))).toBe(true);
   const at = (s: string) => names.findIndex((n) => n.includes(s));
   for (const s of ["persistent wgmma GEMM", "ping-pong wgmma GEMM", "wgmma attention", "causal DiT as CUDA graphs", "bidirectional t2v clip", "readback of chunk i", "conv3d"]) {
     expect(at(s), s).toBeGreaterThan(at("build"));
     expect(at(s), s).toBeLessThan(at("GEMM and attention kernels vs PyTorch"));
   }
-  expect(at("op sweep")).toBe(13);
+  expect(at("op sweep")).toBe(14);
   // the headline end-to-end session right after the causal DiT figures it is mostly made of
   expect(at("end to end: kino serve")).toBe(at("causal DiT as CUDA graphs") + 1);
   expect(all.out).toContain("dry run: would run e2e_realtime");
@@ -137,7 +137,7 @@ test("gpu-check.sh dry run: every step in order, the unverified paths first and 
 
   const short = bash("bash tools/gpu-check.sh", { KINO_GPU_CHECK_DRY_RUN: "1", KINO_GPU_CHECK_DRY_SLEEP: "1", KINO_GPU_CHECK_BUDGET: "6", KINO_GPU_CHECK_MIN_STEP: "2", OUT: mkdtempSync(join(tmpdir(), "kino-gpu-check-")) });
   const rows = summaryRows(short.out);
-  expect(rows.length).toBe(14);
+  expect(rows.length).toBe(15);
   const ran = rows.filter(([r]) => r === "PASS").length;
   expect(ran).toBeGreaterThanOrEqual(3);
   expect(ran).toBeLessThanOrEqual(6);
@@ -148,11 +148,11 @@ test("gpu-check.sh dry run: every step in order, the unverified paths first and 
 test("gpu-check.sh in two parts: the python part runs the steps without bun, the bun part the rest, device and build in both", () => {
   const run = (part: string) => summaryRows(bash("bash tools/gpu-check.sh", { KINO_GPU_CHECK_DRY_RUN: "1", KINO_GPU_CHECK_PART: part, OUT: mkdtempSync(join(tmpdir(), "kino-gpu-check-")) }).out);
   const python = run("python"), bun = run("bun");
-  expect(python.length).toBe(14);
-  expect(bun.length).toBe(14);
+  expect(python.length).toBe(15);
+  expect(bun.length).toBe(15);
   for (const rows of [python, bun]) expect(rows.slice(0, 2).map(([r]) => r)).toEqual(["PASS", "PASS"]);
   // every step after the build runs in exactly one of the two parts
-  for (let i = 2; i < 14; i++) expect([python[i]![0], bun[i]![0]].sort(), python[i]![2]).toEqual(["PASS", "SKIPPED"]);
+  for (let i = 2; i < 15; i++) expect([python[i]![0], bun[i]![0]].sort(), python[i]![2]).toEqual(["PASS", "SKIPPED"]);
   const ranIn = (rows: typeof python, s: string) => rows.find(([, , n]) => n.includes(s))![0] === "PASS";
   expect(ranIn(python, "wgmma attention")).toBe(true);
   expect(ranIn(python, "conv3d")).toBe(true);

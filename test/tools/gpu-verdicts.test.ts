@@ -89,7 +89,7 @@ test("every check passes and measures faster: each constant FLIPs (of the GEMMs 
   const logs = [pythonPart(), bunPart()];
   const r = verdicts(logs);
   expect(r.rc, r.err).toBe(0);
-  expect(r.steps).toHaveLength(14);
+  expect(r.steps).toHaveLength(15);
   expect(r.steps.every((s) => s.startsWith("PASS "))).toBe(true);
   expect(r.steps[0]).toBe("PASS device [log 1 PASS, log 2 PASS]");
   expect(r.steps.find((s) => s.includes(STEPS.hopper))).toEndWith("[log 1]");
@@ -160,6 +160,15 @@ test("the wgmma attention's stream-K schedule: a figure table beside unsplit ite
   expect(r.judged.WGMMA_ATTENTION_VERIFIED![0]).toBe("FLIP");
   // a log of a script from before the schedule: said, not a table
   expect(verdicts([pythonPart()]).out).toContain("\n(the wgmma part of this log timed no wgmma attention unsplit: its checks failed, or it predates the schedule)\n");
+});
+
+test("a kernel fault on purpose: the step's PASS line, or what kept it from running", () => {
+  const pass = "PASS the backend's next call threw DeviceLostError (cudaErrorIllegalAddress, 700): The CUDA device context is lost (cudaErrorIllegalAddress, error 700): cuda fill: …";
+  expect(verdicts([pythonPart(), bunPart({}, { device_lost: { lines: ["before the fault: a fill and its readback work (1024 values, first 1)", pass] } })]).out)
+    .toContain(`\n### a kernel fault: the CUDA backend's next call\n${pass}\n`);
+  const failed = verdicts([pythonPart(), bunPart({}, { device_lost: { lines: ["FAIL the backend's next call succeeded"], rc: 1 } })]).out;
+  expect(failed).toContain("\nFAIL the backend's next call succeeded\n");
+  expect(verdicts([pythonPart()]).out).toMatch(/\nthe lost context \(not measured: step "a kernel fault" (SKIPPED|not in the logs)[^\n]*\n/);
 });
 
 test("the mma.sync attention's parts over the keys: a figure table beside one part", () => {
