@@ -13,27 +13,32 @@
 
 namespace {
 constexpr int THREADS = 256;
+constexpr int MAX_ROWS = 128;  // query rows of an item: both kernels' tiles are 64 or 128 rows
 
-// Merges parts 0 .. n-1 of item `item` (slot(j) its j-th part's slot) into out.
+// Merges parts 0 .. n-1 of item `item` (slot(j) its j-th part's slot) into out. Each row's largest max
+// and its normalizer are worked out once, by one thread, for the D threads that write the row.
 template <typename TO, typename Slot>
 __device__ __forceinline__ void merge(TO* __restrict__ out, int64_t item, int n, Slot slot, int bq, int q_tiles, int Lq,
                                       int H, int D) {
+  __shared__ float row_max[MAX_ROWS], row_inv[MAX_ROWS];
   const KcAttentionItem w = kc_attention_item(item, q_tiles, H, bq);
   const int rows = min(bq, Lq - w.q0);
+  for (int r = threadIdx.x; r < rows; r += THREADS) {
+    float M = -INFINITY, l = 0.f;
+    for (int j = 0; j < n; j++) M = fmaxf(M, slot(j)[(int64_t)bq * D + r]);
+    if (M != -INFINITY)
+      for (int j = 0; j < n; j++) l += exp2f(slot(j)[(int64_t)bq * D + r] - M) * slot(j)[(int64_t)bq * D + bq + r];
+    row_max[r] = M;
+    row_inv[r] = l > 0.f ? 1.f / l : 0.f;
+  }
+  __syncthreads();
   for (int e = threadIdx.x; e < rows * D; e += THREADS) {
     const int r = e / D, d = e % D;
-    float M = -INFINITY;
-    for (int j = 0; j < n; j++) M = fmaxf(M, slot(j)[(int64_t)bq * D + r]);
-    float o = 0.f, l = 0.f;
-    if (M != -INFINITY) {
-      for (int j = 0; j < n; j++) {
-        const float* s = slot(j);
-        const float f = exp2f(s[(int64_t)bq * D + r] - M);
-        o += f * s[(int64_t)r * D + d];
-        l += f * s[(int64_t)bq * D + bq + r];
-      }
-    }
-    kc_put(out + (((int64_t)w.b * Lq + w.q0 + r) * H + w.h) * D + d, l > 0.f ? o / l : 0.f);
+    const float M = row_max[r];
+    float o = 0.f;
+    if (M != -INFINITY)
+      for (int j = 0; j < n; j++) o += exp2f(slot(j)[(int64_t)bq * D + r] - M) * slot(j)[(int64_t)r * D + d];
+    kc_put(out + (((int64_t)w.b * Lq + w.q0 + r) * H + w.h) * D + d, o * row_inv[r]);
   }
 }
 
@@ -65,6 +70,7 @@ __global__ void __launch_bounds__(THREADS)
 int kc_attention_combine_launch(KcContext* ctx, void* out, bool out_bf16, const float* partial, const KcAttentionSplit& split,
                                 int bq, int q_tiles, int Lq, int H, int D) {
   if (split.grid < 2) return 0;
+  if (bq > MAX_ROWS) return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention", "the combine takes query tiles of at most 128 rows");
   const unsigned grid = (unsigned)(split.grid - 1);
   if (out_bf16)
     KC_LAUNCH(attention_combine_kernel<__nv_bfloat16>, grid, THREADS, 0, ctx->stream)(
@@ -76,6 +82,7 @@ int kc_attention_combine_launch(KcContext* ctx, void* out, bool out_bf16, const 
 
 int kc_attention_combine_parts_launch(KcContext* ctx, void* out, bool out_bf16, const float* partial, int splits, int bq,
                                       int q_tiles, int B, int Lq, int H, int D) {
+  if (bq > MAX_ROWS) return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_attention", "the combine takes query tiles of at most 128 rows");
   const unsigned grid = (unsigned)((int64_t)q_tiles * H * B);
   if (out_bf16)
     KC_LAUNCH(attention_combine_parts_kernel<__nv_bfloat16>, grid, THREADS, 0, ctx->stream)(
