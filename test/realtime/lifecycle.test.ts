@@ -89,7 +89,7 @@ describe("a whole session", () => {
     expect(done.chunks).toBe(metas.length);
   });
 
-  test("ping answers pong; unknown types, binary frames, bad JSON and non-objects get errors and the session goes on", async () => {
+  test("ping answers pong, after leading whitespace too; unknown types, binary frames, bad JSON and non-objects get errors and the session goes on", async () => {
     const client = await RealtimeClient.connect(server.url);
     client.send({ type: "session.ping" });
     expect((await client.next()).kind === "json" && client.jsonMessages().at(-1)).toEqual({ type: "session.pong" });
@@ -101,6 +101,14 @@ describe("a whole session", () => {
     expect((await client.nextOfType("error")).code).toBe("invalid_json");
     client.send("[1,2]");
     expect((await client.nextOfType("error")).code).toBe("invalid_message");
+    client.send("7");
+    expect((await client.nextOfType("error")).code).toBe("invalid_message");
+    // JSON allows whitespace before the value
+    client.send('\r\n {"type": "session.ping"}');
+    expect(await client.next()).toMatchObject({ kind: "json" });
+    expect(client.jsonMessages().at(-1)).toEqual({ type: "session.pong" });
+    client.send("  {not json");
+    expect((await client.nextOfType("error")).code).toBe("invalid_json");
     client.send({ type: "session.interaction", interaction: { event: { prompt: "x" } } });
     expect((await client.nextOfType("error")).code).toBe("session_not_started");
     // a session that outlasts the messages below (the socket closes after session.done), then stopped

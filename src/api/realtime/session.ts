@@ -82,10 +82,15 @@ export class RealtimeSession implements LiveSession {
     }
   }
 
-  private handle(message: unknown): void {
+  private handle(received: unknown): void {
+    let message = received;
     if (this.state === "ended") return;
     if (message instanceof Uint8Array) return this.error("invalid_message", "Binary frames are not accepted; send JSON text frames");
-    if (typeof message === "string") return this.error("invalid_json", "The message is not valid JSON");
+    if (typeof message === "string") {
+      const parsed = jsonAfterWhitespace(message);
+      if (parsed === undefined) return this.error("invalid_json", "The message is not valid JSON");
+      message = parsed;
+    }
     if (typeof message !== "object" || message === null || Array.isArray(message)) {
       return this.error("invalid_message", "Every message must be a JSON object with a 'type'");
     }
@@ -395,5 +400,20 @@ export class RealtimeSession implements LiveSession {
   private end(): void {
     this.release();
     this.socket.close();
+  }
+}
+
+/**
+ * A text frame Elysia left as a string: either not JSON, or JSON that does not start with one of the
+ * characters Elysia parses on ({ [ "), which RFC 8259 allows for an object or array after leading
+ * whitespace. The latter is parsed here; undefined means the frame is not JSON.
+ */
+function jsonAfterWhitespace(text: string): unknown {
+  const trimmed = text.trimStart();
+  if (trimmed === text || !/^[[{]/.test(trimmed)) return undefined;
+  try {
+    return JSON.parse(trimmed);
+  } catch {
+    return undefined;
   }
 }
