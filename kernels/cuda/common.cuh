@@ -134,6 +134,18 @@ __device__ __forceinline__ void kc_put2(__nv_bfloat16* p, float a, float b) {
   *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
 }
 
+// SiLU (the `silu` op, and the conv's fused input: conv.cuh ConvNormSilu).
+__device__ __forceinline__ float kc_silu(float v) { return v / (1.f + expf(-v)); }
+
+// scale / max(‖x‖₂, eps) over C values `stride` apart, summed in channel order: the factor of the
+// Wan-VAE's channel norm (the `l2NormChannels` op, and the conv's fused input), one code for both so
+// that the fused conv reads what the separate ops would have written, bit for bit.
+__device__ __forceinline__ float kc_l2_inv(const float* x, int C, int64_t stride, float eps, float scale) {
+  float ss = 0.f;
+  for (int c = 0; c < C; c++) ss += x[c * stride] * x[c * stride];
+  return scale / fmaxf(sqrtf(ss), eps);
+}
+
 // GELU, tanh approximation (the `gelu` op and the GEMM epilogue).
 __device__ __forceinline__ float kc_gelu_tanh(float v) {
   return 0.5f * v * (1.f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));

@@ -33,6 +33,21 @@ struct ConvGeom {
   int Cin, Cout, T, H, W, kt, kh, kw, st, sh, sw, time_pad, top, left, To, Ho, Wo;
 };
 
+// The Wan-VAE's "RMS_norm, SiLU" in front of a conv, fused into it (kc_conv3d's norm_* arguments): the
+// conv reads silu(n(X)) in place of each input voxel X — x's frames and prev's alike, so a streaming
+// conv caches raw frames — with n(X)_c = X_c · scale / max(‖X‖₂, eps) · gamma[c] over the voxel's Cin
+// channels; padding (spatial, and causal frames without prev) stays zero. The arithmetic is the
+// l2NormChannels and silu ops' (kc_l2_inv, kc_silu), in f32: on the tensor cores the repack applies it
+// before rounding to bf16 (with a pass that works out each voxel's factor first), so the promise below
+// holds for x̂ = silu(n(X)) as the separate ops would have made it; the SIMT kernel gets it as f32
+// copies. It saves the separate ops' passes over the activations: at the Wan-VAE decoder's widest
+// level, four of the six f32 reads and writes of each voxel a residual conv costs (conv_norm_silu.cu).
+struct ConvNormSilu {
+  bool on;
+  const float* gamma;  // [Cin], or null for 1
+  float eps, scale;
+};
+
 // The tensor-core kernels' operands, repacked to bf16 in scratch memory by kc_conv3d_pack (conv_pack.cu,
 // which describes the layouts): xc [B, F, H, W, CP] holds the causal window's frames from `first` on
 // (0 with prev, else timePad: the taps before it read zeros), wp [Cout, taps, CP]; CP = Cin rounded up
@@ -43,7 +58,14 @@ struct ConvPacked {
   int CP, taps, F, first;
 };
 int kc_conv3d_pack(KcContext* ctx, ConvPacked* pk, const float* x, const float* prev, const void* w, int w_dt, int B,
-                   const ConvGeom& g);
+                   const ConvGeom& g, const ConvNormSilu& ns);
+
+// For the repack: inv[(b·F + f)·H·W + pos] = scale / max(‖X‖₂, eps) of every voxel of the F frames of
+// the causal window from `first` on (conv_norm_silu.cu).
+int kc_conv3d_norm_factors(KcContext* ctx, float* inv, const float* x, const float* prev, int B, const ConvGeom& g,
+                           int first, int F, const ConvNormSilu& ns);
+// For the SIMT kernel: out = silu(n(x)) over x [B, C, S] (S = frames · H · W), f32 (conv_norm_silu.cu).
+int kc_conv3d_norm_silu_f32(KcContext* ctx, float* out, const float* x, int B, int C, int64_t S, const ConvNormSilu& ns);
 void kc_conv3d_pack_release(KcContext* ctx, ConvPacked* pk);
 
 // Where output voxel m's first tap reads xc, for the im2col gather of the tensor-core kernels (p: their
@@ -65,7 +87,7 @@ __device__ __forceinline__ void kc_conv_voxel_origin(const Args& p, int m, int c
 int kc_conv3d_simt_launch(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt,
                           const float* bias, int B, const ConvGeom& g);
 int kc_conv3d_mma_launch(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt,
-                         const float* bias, int B, const ConvGeom& g);
+                         const float* bias, int B, const ConvGeom& g, const ConvNormSilu& ns);
 // sm_90 with the driver's tensor-map encoder only (conv.cu checks); Cout ≥ 32.
 int kc_conv3d_wgmma_launch(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt,
-                           const float* bias, int B, const ConvGeom& g);
+                           const float* bias, int B, const ConvGeom& g, const ConvNormSilu& ns);

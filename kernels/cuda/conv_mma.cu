@@ -143,9 +143,9 @@ int launch_for_cout(KcContext* ctx, const ConvMmaArgs& args) {
 }  // namespace
 
 int kc_conv3d_mma_launch(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt,
-                         const float* bias, int B, const ConvGeom& g) {
+                         const float* bias, int B, const ConvGeom& g, const ConvNormSilu& ns) {
   ConvPacked pk;
-  int rc = kc_conv3d_pack(ctx, &pk, x, prev, w, w_dt, B, g);
+  int rc = kc_conv3d_pack(ctx, &pk, x, prev, w, w_dt, B, g, ns);
   if (!rc) {
     const int P = g.To * g.Ho * g.Wo;
     ConvMmaArgs args{out, pk.xc, pk.wp, bias, B * P, P, g.Cout, pk.CP, pk.taps * pk.CP / BK, 0,

@@ -13,9 +13,12 @@ namespace {
 // x (frames [first, timePad)) from prev, the rest from x) → xc [B, F, H·W, CP] bf16, channels padded
 // with zeros. A block transposes 32 channels × 64 positions of one frame through shared memory, so
 // both the f32 reads (along positions) and the 16-byte bf16 writes (along channels) are coalesced.
+// With `inv` (the fused norm and SiLU, conv.cuh ConvNormSilu) each value becomes silu(X · inv · gamma)
+// first, inv being its voxel's factor [B·F, H·W].
 __global__ void __launch_bounds__(256) pack_input_kernel(uint16_t* __restrict__ xc, const float* __restrict__ x,
                                                          const float* __restrict__ prev, int Cin, int CP, int T,
-                                                         int64_t HW, int time_pad, int first, int F) {
+                                                         int64_t HW, int time_pad, int first, int F,
+                                                         const float* __restrict__ inv, const float* __restrict__ gamma) {
   __shared__ float tile[32][65];
   const int b = blockIdx.z / F, f = blockIdx.z % F, s = f + first;  // s: frame of the causal window
   const int c0 = blockIdx.y * 32;
@@ -26,9 +29,14 @@ __global__ void __launch_bounds__(256) pack_input_kernel(uint16_t* __restrict__ 
     const int cl = ty + 4 * i, c = c0 + cl;
     const int64_t pos = p0 + tx;
     float v = 0.f;
-    if (c < Cin && pos < HW)
+    if (c < Cin && pos < HW) {
       v = s < time_pad ? prev[(((int64_t)b * Cin + c) * time_pad + s) * HW + pos]
                        : x[(((int64_t)b * Cin + c) * T + (s - time_pad)) * HW + pos];
+      if (inv) {
+        const float n = v * inv[(int64_t)blockIdx.z * HW + pos] * (gamma ? gamma[c] : 1.f);
+        v = KC_PLANTED(39) && s < time_pad ? n : kc_silu(n);
+      }
+    }
     tile[cl][tx] = v;
   }
   __syncthreads();
@@ -57,7 +65,7 @@ __global__ void pack_weights_kernel(uint16_t* __restrict__ wp, const void* __res
 }  // namespace
 
 int kc_conv3d_pack(KcContext* ctx, ConvPacked* pk, const float* x, const float* prev, const void* w, int w_dt, int B,
-                   const ConvGeom& g) {
+                   const ConvGeom& g, const ConvNormSilu& ns) {
   const int CP = (g.Cin + 31) / 32 * 32, taps = g.kt * g.kh * g.kw;
   const int first = prev ? 0 : g.time_pad;
   const int F = g.time_pad + g.T - first;  // frames xc holds (0: every tap reads padding)
@@ -75,8 +83,20 @@ int kc_conv3d_pack(KcContext* ctx, ConvPacked* pk, const float* x, const float* 
     return KC_E_OOM;
   }
   if (F > 0 && HW > 0) {
+    float* inv = nullptr;
+    if (ns.on) {
+      inv = (float*)kc_scratch(ctx, sizeof(float) * (size_t)B * F * HW);
+      if (!inv) return KC_E_OOM;
+      const int rc = kc_conv3d_norm_factors(ctx, inv, x, prev, B, g, first, F, ns);
+      if (rc) {
+        kc_scratch_release(ctx, inv);
+        return rc;
+      }
+    }
     dim3 grid((unsigned)((HW + 63) / 64), CP / 32, B * F);
-    KC_LAUNCH(pack_input_kernel, grid, 256, 0, ctx->stream)(pk->xc, x, prev, g.Cin, CP, g.T, HW, g.time_pad, first, F);
+    KC_LAUNCH(pack_input_kernel, grid, 256, 0, ctx->stream)(pk->xc, x, prev, g.Cin, CP, g.T, HW, g.time_pad, first, F,
+                                                           inv, ns.gamma);
+    if (inv) kc_scratch_release(ctx, inv);
     KC_TRY(kc_launched(ctx, "pack_input_kernel"));
   }
   const int64_t wn = (int64_t)g.Cout * taps * CP;

@@ -24,7 +24,7 @@ __global__ void unary_kernel(float* out, const float* x, int64_t n, int op) {
     float v = x[i];
     if (op == GELU) out[i] = kc_gelu_tanh(v);
     else if (op == GELU_EXACT) out[i] = v * normcdff(v);
-    else out[i] = v / (1.f + expf(-v));
+    else out[i] = kc_silu(v);
   }
 }
 

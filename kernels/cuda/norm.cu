@@ -89,9 +89,7 @@ __global__ void l2_norm_channels_kernel(float* out, const float* x, int B, int C
   int64_t b = idx / S, s = idx % S;
   const float* xp = x + b * C * S + s;
   float* yp = out + b * C * S + s;
-  float ss = 0.f;
-  for (int c = 0; c < C; c++) ss += xp[c * S] * xp[c * S];
-  const float inv = scale / fmaxf(sqrtf(ss), eps);
+  const float inv = kc_l2_inv(xp, C, S, eps, scale);
   for (int c = 0; c < C; c++) yp[c * S] = xp[c * S] * inv * (gamma ? gamma[c] : 1.f);
 }
 }  // namespace

@@ -5,7 +5,7 @@
 // zeros — so the whole clip decoded chunk by chunk equals one full-sequence causal pass.
 //
 // Activations are [1, C, T, H, W].
-import type { Backend } from "../runtime/backend.ts";
+import type { Backend, ConvNormSilu } from "../runtime/backend.ts";
 import { conv3dOutputShape } from "../runtime/op-params.ts";
 import type { Tensor } from "../runtime/tensor.ts";
 import type { WeightSource } from "./weights.ts";
@@ -19,6 +19,10 @@ export class ChannelNorm {
   }
   run(b: Backend, out: Tensor, x: Tensor): void {
     b.l2NormChannels(out, x, 1e-12, Math.sqrt(this.channels), this.gamma);
+  }
+  /** This norm, then SiLU, as the conv that reads their output does them (Conv3dOptions.normSilu). */
+  thenSilu(): ConvNormSilu {
+    return { eps: 1e-12, scale: Math.sqrt(this.channels), gamma: this.gamma };
   }
   tensors(): Tensor[] {
     return [this.gamma];
@@ -50,8 +54,9 @@ export class CausalConv {
     return this.w.shape[0]!;
   }
 
-  /** New output tensor for input x (caller frees). */
-  run(x: Tensor): Tensor {
+  /** New output tensor for input x (caller frees); with `normSilu` the conv reads silu(norm(x)), and
+   *  caches x itself. */
+  run(x: Tensor, normSilu?: ConvNormSilu): Tensor {
     const b = this.b, [, cin, , H, W] = x.shape as [number, number, number, number, number];
     const kt = this.w.shape[2]!, p = this.spatialPad;
     const timePad = this.cached ? kt - 1 : 0;
@@ -59,7 +64,7 @@ export class CausalConv {
       this.#cache = b.alloc([1, cin, timePad, H, W]);
       b.fill(this.#cache, 0);
     }
-    const opts = { pad: [p, p, p, p] as const, timePad, stride: this.stride, prev: this.cached ? this.#cache! : undefined };
+    const opts = { pad: [p, p, p, p] as const, timePad, stride: this.stride, prev: this.cached ? this.#cache! : undefined, normSilu };
     const out = b.alloc(conv3dOutputShape(x.shape, this.w.shape, opts));
     b.conv3d(out, x, this.w, this.bias, opts);
     if (this.cached) this.#remember(x);
@@ -89,7 +94,8 @@ export class CausalConv {
   }
 }
 
-/** [RMS, SiLU, conv3³, RMS, SiLU, (dropout), conv3³] + 1×1×1 shortcut when the width changes. */
+/** [RMS, SiLU, conv3³, RMS, SiLU, (dropout), conv3³] + 1×1×1 shortcut when the width changes; each
+ *  RMS and SiLU run inside the conv after them (Conv3dOptions.normSilu). */
 export class ResidualBlock {
   private constructor(
     private readonly b: Backend,
@@ -113,14 +119,8 @@ export class ResidualBlock {
 
   run(x: Tensor): Tensor {
     const b = this.b;
-    const h = b.alloc(x.shape);
-    this.norm1.run(b, h, x);
-    b.silu(h, h);
-    const h1 = this.conv1.run(h);
-    b.free(h);
-    this.norm2.run(b, h1, h1);
-    b.silu(h1, h1);
-    const out = this.conv2.run(h1);
+    const h1 = this.conv1.run(x, this.norm1.thenSilu());
+    const out = this.conv2.run(h1, this.norm2.thenSilu());
     b.free(h1);
     if (this.shortcut) {
       const s = this.shortcut.run(x);

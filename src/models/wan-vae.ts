@@ -90,9 +90,7 @@ class Trunk {
       if (next !== cur) b.free(cur);
       cur = next;
     }
-    this.headNorm.run(b, cur, cur);
-    b.silu(cur, cur);
-    const out = this.headConv.run(cur);
+    const out = this.headConv.run(cur, this.headNorm.thenSilu());
     b.free(cur);
     return out;
   }

@@ -102,6 +102,19 @@ export interface Conv3dOptions {
    *  zeros when `prev` is absent. Nothing is padded after the input. */
   timePad?: number;
   prev?: Tensor;
+  /** The Wan-VAE's "RMS_norm, SiLU" before the conv, in the same op: the conv reads silu(n(X)) in
+   *  place of each input voxel X — x's frames and prev's, so a streaming conv caches raw frames —
+   *  where n is l2NormChannels over the voxel's Cin channels, X / max(‖X‖₂, eps) · scale · gamma[c].
+   *  Padding stays zero. Where the backend fuses it (CUDA: kernels/cuda/conv.cuh), the activations
+   *  cross memory two times instead of six. */
+  normSilu?: ConvNormSilu;
+}
+
+export interface ConvNormSilu {
+  eps: number;
+  scale: number;
+  /** [Cin] f32, or absent for 1. */
+  gamma?: Tensor | null;
 }
 
 export interface Conv2dOptions {

@@ -106,7 +106,10 @@ export function gemmDims(out: Shaped, a: Shaped, w: Shaped, bias?: Shaped | null
 export type GemmEpilogueParams = Exclude<GemmEpilogue, { kind: "residual" }> | { kind: "residual"; residual: Shaped; gate?: Shaped | null };
 export type AttentionParams = Omit<AttentionOptions, "bias"> & { bias?: Shaped };
 export type RopeParams = Omit<RopeOptions, "cos" | "sin" | "frameOffsetAt"> & { cos: Shaped; sin: Shaped; frameOffsetAt?: Shaped };
-export type Conv3dParams = Omit<Conv3dOptions, "prev"> & { prev?: Shaped };
+export type Conv3dParams = Omit<Conv3dOptions, "prev" | "normSilu"> & {
+  prev?: Shaped;
+  normSilu?: { eps: number; scale: number; gamma?: Shaped | null };
+};
 
 export function attentionDims(out: Shaped, q: Shaped, k: Shaped, v: Shaped, opts: AttentionParams) {
   const op = "attention";
@@ -281,6 +284,12 @@ export function conv3dGeometry(out: Shaped, x: Shaped, w: Shaped, bias: Shaped |
   if (opts.prev) {
     expectDtype(op, "prev", opts.prev, "f32");
     expectShape(op, "prev", opts.prev, [B, Cin, timePad, H, W]);
+  }
+  if (opts.normSilu) {
+    const { eps, scale, gamma } = opts.normSilu;
+    if (!(eps > 0) || !Number.isFinite(eps)) fail(op, `normSilu.eps must be a positive number, got ${eps}`);
+    if (!Number.isFinite(scale)) fail(op, `normSilu.scale must be finite, got ${scale}`);
+    optionalVector(op, "normSilu.gamma", gamma, Cin);
   }
   const oshape = conv3dOutputShape(x.shape, w.shape, opts);
   expectShape(op, "out", out, oshape);

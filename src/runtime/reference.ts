@@ -213,12 +213,27 @@ export function t5RelativeBias(table: Host, Lq: number, Lk: number, o: T5BiasOpt
   return out;
 }
 
+/** Conv3dOptions with the reference's host tensors. */
+export type HostConv3dOptions = Omit<Conv3dOptions, "prev" | "normSilu"> & {
+  prev?: Host;
+  normSilu?: { eps: number; scale: number; gamma?: Host | null };
+};
+
+/** What a conv with `normSilu` reads in place of x (or prev): silu(l2NormChannels(x)). */
+export function convNormSilu(x: Host, o: NonNullable<HostConv3dOptions["normSilu"]>): Host {
+  return silu(l2NormChannels(x, o.eps, o.scale, o.gamma));
+}
+
 /** The loops run over whole output planes (the VAE goldens on the test backend make hundreds of
  *  millions of multiply-adds); each output element still sums bias, then every tap in (ci, a, r, q)
  *  order in float64, and taps outside the padded input add nothing. */
-export function conv3d(x: Host, w: Host, bias: Host | null, opts: Omit<Conv3dOptions, "prev"> & { prev?: Host } = {}): Host {
+export function conv3d(x: Host, w: Host, bias: Host | null, opts: HostConv3dOptions = {}): Host {
   const oshape = P.conv3dOutputShape(x.shape, w.shape, opts);
   const g = P.conv3dGeometry({ shape: oshape, dtype: "f32" }, x, w, bias, opts);
+  if (opts.normSilu) {
+    const { normSilu, ...plain } = opts;
+    return conv3d(convNormSilu(x, normSilu), w, bias, { ...plain, prev: opts.prev && convNormSilu(opts.prev, normSilu) });
+  }
   // The input with its time padding (prev frames, or zeros) in front: [B, Cin, timePad + T, H, W].
   const Tp = g.timePad + g.T, HW = g.H * g.W;
   const padded = new Float64Array(g.B * g.Cin * Tp * HW);

@@ -34,6 +34,7 @@ afterAll(() => {
 /** Whether a forced wgmma path runs wgmma for a case (conv.cu: Cout ≥ 32), by the weight shape in its name. */
 const takesWgmma = (c: OpCase) => Number(/ w \[(\d+),/.exec(c.name)![1]) >= 32;
 const wgmmaCases = cases.filter(takesWgmma);
+const fusesNorm = (c: OpCase) => c.name.includes("norm, SiLU fused");
 
 /** How a case failed on an emulated backend (the promise, or the harness's message), or null. */
 async function failure(b: EmulatedConvBackend, c: OpCase): Promise<string | null> {
@@ -62,7 +63,9 @@ describe.skipIf(!be)("conv_mma.cu on the CPU emulator", () => {
     const smem = new Set(be!.launches.flat().map((l) => /smem (\d+)/.exec(l)?.[1]));
     // 4 stages of (BM + BN) rows of 64 bytes
     for (const bytes of [4 * 256 * 64, 4 * 224 * 64, 4 * 272 * 64]) expect(smem).toContain(String(bytes));
-    expect(be!.launches.every((l) => l.length === 3 || l.length === 2)).toBe(true); // [pack x,] pack w, conv
+    // [norm factors,] [pack x,] pack w, conv: the fused norm's factor pass in the cases that ask for it
+    expect(be!.launches.every((l) => l.length >= 2 && l.length <= 4)).toBe(true);
+    expect(be!.launches.filter((l) => l.length === 4)).toHaveLength(cases.filter(fusesNorm).length);
   });
 
   test("the emulated kernel rounds its operands: it breaks the exact kernels' promise", () => {
@@ -88,7 +91,9 @@ describe.skipIf(!wg)("conv_wgmma.cu on the CPU emulator (conv path forced to wgm
     for (const bn of [192, 128, 96]) expect(smem).toContain(5 * (128 + bn) * 128 + 1024);
     expect(launches.every((l) => grid(l)[1] === 384)).toBe(true);
     expect(launches.some((l) => grid(l)[0]! >= 4)).toBe(true); // 2 × 2 tiles (Cout 200, 144 voxels)
-    expect(wg!.launches.every((l) => l.length === 3 || l.length === 2)).toBe(true); // [pack x,] pack w, conv: nothing fell back
+    // [norm factors,] [pack x,] pack w, conv: nothing fell back
+    expect(wg!.launches.every((l) => l.length >= 2 && l.length <= 4)).toBe(true);
+    expect(wg!.launches.filter((l) => l.length === 4)).toHaveLength(wgmmaCases.filter(fusesNorm).length);
   });
 
   test("forced wgmma leaves Cout < 32 to mma.sync, which keeps its promise", async () => {
@@ -105,10 +110,12 @@ const PLANTED: [number, string, string | RegExp][] = [
   [28, "the producer announces a stage before cp.async.wait_group saw its copies land", /% of the tolerance|max abs NaN/],
 ];
 
-// Each planted bug of mma_tile.cuh (KC_PLANTED(n)) that the mma.sync conv cases must catch.
+// Each planted bug of mma_tile.cuh and the repack (conv_pack.cu) (KC_PLANTED(n)) that the mma.sync conv
+// cases must catch.
 const PLANTED_MMA: [number, string][] = [
   [1, "B fragment: ldmatrix takes the k half of the A layout"],
   [7, "cp.async ring (kc_mma_pipeline): waits for one group too few"],
+  [39, "the repack's fused norm leaves SiLU off the cached frames"],
 ];
 
 describe.skipIf(!harness)("the emulated cases catch planted conv bugs", () => {

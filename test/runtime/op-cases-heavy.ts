@@ -109,6 +109,8 @@ export function attentionCases(): OpCase[] {
 
 interface ConvCase {
   x: number[]; w: number[]; opts?: Conv3dOptions; prev?: boolean; dt?: DType; bias?: boolean; label?: string;
+  /** The Wan-VAE's norm and SiLU fused in front (Conv3dOptions.normSilu), with a gamma or without. */
+  norm?: "gamma" | "plain";
 }
 
 export function convCases(): OpCase[] {
@@ -136,10 +138,16 @@ export function convCases(): OpCase[] {
     // 96-wide tile; the causal time padding without a cache, two 128-wide tiles with a tail, batch 2
     { x: [1, 20, 3, 9, 11], w: [40, 20, 3, 3, 3], opts: { stride: [2, 2, 2], pad: [1, 1, 1, 1] }, bias: true, label: "stride 2, Cin 20, Cout 40" },
     { x: [2, 36, 2, 4, 9], w: [200, 36, 3, 3, 3], opts: { pad: [1, 1, 1, 1] }, label: "no cache, Cout 200, batch 2" },
+    // the norm and SiLU fused in: over Cin padded to 64 channels on the tensor cores, on the cached
+    // frames too; and without gamma or a cache, batch 2 (on a GPU the exact kernel takes it: few channels)
+    { x: [1, 40, 2, 9, 17], w: [130, 40, 3, 3, 3], opts: { pad: [1, 1, 1, 1] }, prev: true, bias: true, norm: "gamma", label: "norm, SiLU fused, Cin 40, a cache" },
+    { x: [2, 12, 3, 5, 6], w: [16, 12, 3, 3, 3], opts: { pad: [1, 1, 1, 1] }, norm: "plain", label: "norm, SiLU fused, batch 2" },
   ];
   const cases: OpCase[] = configs.map((c) => {
     const n = (s: number[]) => s.reduce((a, b) => a * b);
     const x = host(c.x, r(n(c.x))), w = host(c.w, r(n(c.w))), bias = host([c.w[0]!], r(c.w[0]!));
+    const gamma = c.norm === "gamma" ? host([c.x[1]!], r(c.x[1]!).map((v) => v + 1.5)) : null;
+    const norm = c.norm ? { eps: 1e-12, scale: Math.sqrt(c.x[1]!) } : undefined;
     const tp = c.opts?.timePad ?? c.w[2]! - 1;
     const prevShape = [c.x[0]!, c.x[1]!, tp, c.x[3]!, c.x[4]!];
     const prev = c.prev ? host(prevShape, r(n(prevShape))) : undefined;
@@ -148,11 +156,12 @@ export function convCases(): OpCase[] {
     const K = c.w[1]! * c.w[2]! * c.w[3]! * c.w[4]!;
     return {
       op: "conv3d", name: `x [${c.x}] w [${c.w}] ${dt}${c.label ? ` (${c.label})` : ""}`, ...reductionTol(K),
-      ref: () => R.conv3d(x, asStored(w, dt), c.bias ? bias : null, { ...c.opts, prev }).f32,
-      tensorCores: () => tensorCoreConv(x, asStored(w, dt), c.bias ? bias : null, { ...c.opts, prev }),
+      ref: () => R.conv3d(x, asStored(w, dt), c.bias ? bias : null, { ...c.opts, prev, normSilu: norm && { ...norm, gamma } }).f32,
+      tensorCores: () => tensorCoreConv(x, asStored(w, dt), c.bias ? bias : null, { ...c.opts, prev, normSilu: norm && { ...norm, gamma } }),
       run: (be) => runOp(be, (up, alloc) => {
         const o = alloc(outShape);
-        be.conv3d(o, up(x), up(w, dt), c.bias ? up(bias) : null, { ...c.opts, prev: prev && up(prev) });
+        be.conv3d(o, up(x), up(w, dt), c.bias ? up(bias) : null,
+          { ...c.opts, prev: prev && up(prev), normSilu: norm && { ...norm, gamma: gamma && up(gamma) } });
         return o;
       }),
     };

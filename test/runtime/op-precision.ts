@@ -32,12 +32,16 @@ export function tensorCoreGemm(a: R.Host, storedW: R.Host, kind: HalfKind, bias:
   return { want: R.gemm(roundedTo(a, kind), storedW, bias).f32, ...reductionTol(a.shape[a.shape.length - 1]!) };
 }
 
-type HostConvOptions = Parameters<typeof R.conv3d>[3];
+type HostConvOptions = R.HostConv3dOptions;
 
 /** Conv3d on the tensor cores (kernels/cuda/conv.cuh): x (and the cached frames `prev`) rounded to
  *  bf16, the weights too (exact when stored as bf16), products exact, f32 accumulation — the exact
  *  kernels' bound, against the reference on the rounded operands. */
 export function tensorCoreConv(x: R.Host, storedW: R.Host, bias: R.Host | null, opts: HostConvOptions = {}): Expected {
+  if (opts.normSilu) {  // the rounding applies to what the conv reads: silu(n(x)), made in f32
+    const { normSilu, ...plain } = opts;
+    return tensorCoreConv(R.convNormSilu(x, normSilu), storedW, bias, { ...plain, prev: opts.prev && R.convNormSilu(opts.prev, normSilu) });
+  }
   const prev = opts.prev && roundedTo(opts.prev, "bf16");
   const K = storedW.shape.slice(1).reduce((a, b) => a * b, 1);
   return { want: R.conv3d(roundedTo(x, "bf16"), roundedTo(storedW, "bf16"), bias, { ...opts, prev }).f32, ...reductionTol(K) };

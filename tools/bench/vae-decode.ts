@@ -4,7 +4,9 @@
 // ran. Then each later chunk's frames read back for the encoder, both ways: as I420 converted on the
 // device (the pipeline's readI420: 1.5 bytes a pixel) and as f32 RGB made into RGB24 on the host (what
 // the pipeline did before: 12 bytes a pixel, and the encoder's RGB → I420 still to come). tools/bench/model.ts (GPU half) and tools/gpu-check.sh report it; it runs on any backend, but at
-// 832x480 only a GPU finishes in reasonable time.
+// 832x480 only a GPU finishes in reasonable time. The command line then decodes the same stream again
+// with each residual block's norm and SiLU run as their own ops instead of inside the conv that reads
+// them (Conv3dOptions.normSilu), and prints the two times side by side.
 //
 //   bun tools/bench/vae-decode.ts [--width 832] [--height 480] [--chunk 3] [--chunks 4] [--device cuda|cpu]
 import { parseVaeConfig } from "../../src/models/configs.ts";
@@ -45,8 +47,25 @@ async function timeReadback(backend: Backend, video: Tensor): Promise<{ i420: nu
   return { i420, rgb24: performance.now() - started };
 }
 
-/** Streams `chunks` chunks of `chunkFrames` latent frames through a random Wan2.1 decoder. */
-export async function benchVaeDecode(backend: Backend, width: number, height: number, chunkFrames: number, chunks: number): Promise<VaeDecodeResult> {
+/** A conv3d call with its norm and SiLU as the two ops they are without the fusion, on copies. */
+function convUnfused(backend: Backend, conv3d: Backend["conv3d"], out: Tensor, x: Tensor, wt: Tensor, bias: Tensor | null, opts: Conv3dOptions): void {
+  const { normSilu: ns, ...plain } = opts;
+  if (!ns) return conv3d(out, x, wt, bias, opts);
+  const normed = (t: Tensor) => {
+    const n = backend.alloc(t.shape);
+    backend.l2NormChannels(n, t, ns.eps, ns.scale, ns.gamma);
+    backend.silu(n, n);
+    return n;
+  };
+  const xn = normed(x), prev = opts.prev && normed(opts.prev);
+  conv3d(out, xn, wt, bias, { ...plain, prev });
+  backend.free(xn, ...(prev ? [prev] : []));
+}
+
+/** Streams `chunks` chunks of `chunkFrames` latent frames through a random Wan2.1 decoder; `unfused`:
+ *  the norm and SiLU in front of a conv run as their own ops (the comparison the command line prints). */
+export async function benchVaeDecode(backend: Backend, width: number, height: number, chunkFrames: number, chunks: number,
+  unfused = false): Promise<VaeDecodeResult> {
   const cfg = parseVaeConfig({}, "Wan2.1 VAE (released geometry)");
   // The decoder's loader takes a checkpoint reader; random weights answer the same calls (host reads
   // included: the loader folds the latent statistics into the 1×1×1 conv2 on the host).
@@ -59,8 +78,9 @@ export async function benchVaeDecode(backend: Backend, width: number, height: nu
   const kernels: Record<string, number> = {};
   const conv3d = backend.conv3d.bind(backend);
   const ran = (backend as Backend & { ranKernel?: (op: string) => string | null }).ranKernel?.bind(backend);
-  backend.conv3d = (out: Tensor, x: Tensor, wt: Tensor, bias: Tensor | null, opts?: Conv3dOptions) => {
-    conv3d(out, x, wt, bias, opts);
+  backend.conv3d = (out: Tensor, x: Tensor, wt: Tensor, bias: Tensor | null, opts: Conv3dOptions = {}) => {
+    if (unfused) convUnfused(backend, conv3d, out, x, wt, bias, opts);
+    else conv3d(out, x, wt, bias, opts);
     flop += 2 * out.numel * wt.shape.slice(1).reduce((a, b) => a * b, 1);
     const k = ran?.("conv3d") ?? backend.name;
     kernels[k] = (kernels[k] ?? 0) + 1;
@@ -126,7 +146,12 @@ if (import.meta.main) {
   }
   try {
     console.log(`${backend.description}:`);
-    console.log(formatVaeDecode(await benchVaeDecode(backend, width, height, chunk, Number(arg("chunks", "4"))), width, height, chunk));
+    const chunks = Number(arg("chunks", "4"));
+    const fused = await benchVaeDecode(backend, width, height, chunk, chunks);
+    console.log(formatVaeDecode(fused, width, height, chunk));
+    const unfused = await benchVaeDecode(backend, width, height, chunk, chunks, true);
+    console.log(`  norm and SiLU inside the conv ${fused.msPerChunk.toFixed(1)} ms per steady chunk | as their own ops ` +
+      `${unfused.msPerChunk.toFixed(1)} ms | fused / unfused ${(fused.msPerChunk / unfused.msPerChunk).toFixed(2)}`);
   } finally {
     backend.dispose();
   }

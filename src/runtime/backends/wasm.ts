@@ -315,7 +315,22 @@ class WasmBackend implements B.Backend {
   }
 
   conv3d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts: B.Conv3dOptions = {}): void {
-    wasmConv3d(this.#kernels, out, x, w, bias, opts);
+    if (!opts.normSilu) return wasmConv3d(this.#kernels, out, x, w, bias, opts);
+    // On the CPU the conv's arithmetic outweighs the extra passes: the norm and SiLU run as their ops.
+    P.conv3dGeometry(out, x, w, bias, opts);
+    const { normSilu: ns, ...plain } = opts;
+    const normed = (t: Tensor) => {
+      const n = this.alloc(t.shape);
+      this.l2NormChannels(n, t, ns.eps, ns.scale, ns.gamma);
+      this.silu(n, n);
+      return n;
+    };
+    const xn = normed(x), prev = opts.prev && normed(opts.prev);
+    try {
+      wasmConv3d(this.#kernels, out, xn, w, bias, { ...plain, prev });
+    } finally {
+      this.free(xn, ...(prev ? [prev] : []));
+    }
   }
 
   conv2d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts: B.Conv2dOptions = {}): void {

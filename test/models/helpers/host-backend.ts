@@ -166,7 +166,9 @@ export class HostBackend implements Backend {
     this.#store(out, R.t5RelativeBias(this.#host(table), out.shape[1]!, out.shape[2]!, opts));
   }
   conv3d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts: Conv3dOptions = {}): void {
-    this.#store(out, R.conv3d(this.#host(x), this.#host(w), bias ? this.#host(bias) : null, { ...opts, prev: opts.prev && this.#host(opts.prev) }));
+    const ns = opts.normSilu;
+    this.#store(out, R.conv3d(this.#host(x), this.#host(w), bias ? this.#host(bias) : null,
+      { ...opts, prev: opts.prev && this.#host(opts.prev), normSilu: ns && { ...ns, gamma: ns.gamma && this.#host(ns.gamma) } }));
   }
   conv2d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts: Conv2dOptions = {}): void {
     this.#store(out, R.conv2d(this.#host(x), this.#host(w), bias ? this.#host(bias) : null, opts));

@@ -86,8 +86,8 @@ const W_DT = { f32: 0, bf16: 1, f16: 2 } as const;
 const CONV_PATHS = { "mma.sync": 2, wgmma: 3 } as const;
 export type ConvKernel = keyof typeof CONV_PATHS;
 
-/** The conv harness (kc_conv3d with conv.cu, conv_pack.cu, conv_mma.cu and conv_wgmma.cu), built. */
-export const buildConvEmulator = () => buildEmulator("conv", ["conv", "conv_pack", "conv_mma", "conv_wgmma"]);
+/** The conv harness (kc_conv3d with conv.cu, conv_pack.cu, conv_norm_silu.cu, conv_mma.cu and conv_wgmma.cu), built. */
+export const buildConvEmulator = () => buildEmulator("conv", ["conv", "conv_pack", "conv_norm_silu", "conv_mma", "conv_wgmma"]);
 
 /** HostBackend with kc_conv3d's tensor-core kernels emulated, the one `kernel` names forced (mma.sync
  *  unless given); `plant`: the number of a deliberate kernel bug to switch on (KC_PLANTED), 0 none.
@@ -105,9 +105,12 @@ export class EmulatedConvBackend extends HostBackend {
 
   override conv3d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts: Conv3dOptions = {}): void {
     const g = P.conv3dGeometry(out, x, w, bias, opts);
+    const ns = opts.normSilu;
     const head = new Int32Array([g.B, g.Cin, g.Cout, g.T, g.H, g.W, g.kt, g.kh, g.kw, g.st, g.sh, g.sw, g.timePad, g.top, g.left, g.To, g.Ho, g.Wo,
-      W_DT[w.dtype as keyof typeof W_DT], opts.prev ? 1 : 0, bias ? 1 : 0, this.#path]);
-    const parts = [head, this.bytesOf(x), ...(opts.prev ? [this.bytesOf(opts.prev)] : []), this.bytesOf(w), ...(bias ? [this.bytesOf(bias)] : [])];
+      W_DT[w.dtype as keyof typeof W_DT], opts.prev ? 1 : 0, bias ? 1 : 0, this.#path, ns ? (ns.gamma ? 2 : 1) : 0, 0, 0]);
+    new Float32Array(head.buffer, 23 * 4, 2).set([ns?.eps ?? 0, ns?.scale ?? 0]);
+    const parts = [head, this.bytesOf(x), ...(opts.prev ? [this.bytesOf(opts.prev)] : []), this.bytesOf(w), ...(bias ? [this.bytesOf(bias)] : []),
+      ...(ns?.gamma ? [this.bytesOf(ns.gamma)] : [])];
     const { out: bytes, lines } = runHarness(this.harness, "conv3d", parts, this.#plant);
     this.ran.push(/^kernel (.*)$/.exec(lines.at(-1) ?? "")?.[1] ?? "?");
     this.launches.push(lines.slice(0, -1));
