@@ -17,6 +17,7 @@ import { WanVaeDecoder } from "../../src/models/wan-vae.ts";
 import { readI420 } from "../../src/pipelines/wan-streaming.ts";
 import type { WeightReader } from "../../src/models/weights.ts";
 import type { Backend, Conv3dOptions } from "../../src/runtime/backend.ts";
+import { conv3dWithNormSiluOps } from "../../src/runtime/conv-norm-silu.ts";
 import { openBackend } from "../../src/runtime/device.ts";
 import type { Tensor } from "../../src/runtime/tensor.ts";
 
@@ -47,21 +48,6 @@ async function timeReadback(backend: Backend, video: Tensor): Promise<{ i420: nu
   return { i420, rgb24: performance.now() - started };
 }
 
-/** A conv3d call with its norm and SiLU as the two ops they are without the fusion, on copies. */
-function convUnfused(backend: Backend, conv3d: Backend["conv3d"], out: Tensor, x: Tensor, wt: Tensor, bias: Tensor | null, opts: Conv3dOptions): void {
-  const { normSilu: ns, ...plain } = opts;
-  if (!ns) return conv3d(out, x, wt, bias, opts);
-  const normed = (t: Tensor) => {
-    const n = backend.alloc(t.shape);
-    backend.l2NormChannels(n, t, ns.eps, ns.scale, ns.gamma);
-    backend.silu(n, n);
-    return n;
-  };
-  const xn = normed(x), prev = opts.prev && normed(opts.prev);
-  conv3d(out, xn, wt, bias, { ...plain, prev });
-  backend.free(xn, ...(prev ? [prev] : []));
-}
-
 /** Streams `chunks` chunks of `chunkFrames` latent frames through a random Wan2.1 decoder; `unfused`:
  *  the norm and SiLU in front of a conv run as their own ops (the comparison the command line prints). */
 export async function benchVaeDecode(backend: Backend, width: number, height: number, chunkFrames: number, chunks: number,
@@ -79,7 +65,7 @@ export async function benchVaeDecode(backend: Backend, width: number, height: nu
   const conv3d = backend.conv3d.bind(backend);
   const ran = (backend as Backend & { ranKernel?: (op: string) => string | null }).ranKernel?.bind(backend);
   backend.conv3d = (out: Tensor, x: Tensor, wt: Tensor, bias: Tensor | null, opts: Conv3dOptions = {}) => {
-    if (unfused) convUnfused(backend, conv3d, out, x, wt, bias, opts);
+    if (unfused) conv3dWithNormSiluOps(backend, conv3d, out, x, wt, bias, opts);
     else conv3d(out, x, wt, bias, opts);
     flop += 2 * out.numel * wt.shape.slice(1).reduce((a, b) => a * b, 1);
     const k = ran?.("conv3d") ?? backend.name;

@@ -7,6 +7,7 @@
 
 import type * as B from "../backend.ts";
 import { fromHalf, toHalf } from "../dtype.ts";
+import { conv3dWithNormSiluOps } from "../conv-norm-silu.ts";
 import * as P from "../op-params.ts";
 import { DTYPE_BYTES, type DType, type Shape, Tensor, numelOf, stridesOf } from "../tensor.ts";
 import { type StagingHost, viaF32 } from "./wasm-bf16.ts";
@@ -315,22 +316,7 @@ class WasmBackend implements B.Backend {
   }
 
   conv3d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts: B.Conv3dOptions = {}): void {
-    if (!opts.normSilu) return wasmConv3d(this.#kernels, out, x, w, bias, opts);
-    // On the CPU the conv's arithmetic outweighs the extra passes: the norm and SiLU run as their ops.
-    P.conv3dGeometry(out, x, w, bias, opts);
-    const { normSilu: ns, ...plain } = opts;
-    const normed = (t: Tensor) => {
-      const n = this.alloc(t.shape);
-      this.l2NormChannels(n, t, ns.eps, ns.scale, ns.gamma);
-      this.silu(n, n);
-      return n;
-    };
-    const xn = normed(x), prev = opts.prev && normed(opts.prev);
-    try {
-      wasmConv3d(this.#kernels, out, xn, w, bias, { ...plain, prev });
-    } finally {
-      this.free(xn, ...(prev ? [prev] : []));
-    }
+    conv3dWithNormSiluOps(this, (o, xs, ws, b, op) => wasmConv3d(this.#kernels, o, xs, ws, b, op), out, x, w, bias, opts);
   }
 
   conv2d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts: B.Conv2dOptions = {}): void {
