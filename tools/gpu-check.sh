@@ -255,7 +255,15 @@ export -f cuda_sources_hash need_bun device build unverified_hopper causal_graph
 # KINO_GPU_CHECK_PART=python runs only the steps that need no bun, =bun only the others (device and
 # build run in both): the two halves of a check split over two calls to one warm machine, the first
 # carrying part 00 of the executable (tools/gpu-payload.sh) and the second the rest. Unset: every step.
+# KINO_GPU_CHECK_STEPS=FUNCTION,... (the step functions below) runs only those of the steps after the
+# build: a later device call spends its minutes on what an earlier run's budget cut or left out
+# (tools/gpu-verdicts.ts prints the command for them).
 PART="${KINO_GPU_CHECK_PART:-}"
+ONLY=",${KINO_GPU_CHECK_STEPS:-},"
+ONLY="${ONLY// /,}"
+for fn in ${ONLY//,/ }; do  # a misspelt name would skip every step
+  declare -F "$fn" >/dev/null || { echo "KINO_GPU_CHECK_STEPS: no step function '$fn' in tools/gpu-check.sh"; exit 2; }
+done
 step() { # KIND NAME CAP FUNCTION, KIND python or bun
   local kind="$1"
   shift
@@ -263,6 +271,13 @@ step() { # KIND NAME CAP FUNCTION, KIND python or bun
     echo
     echo "== $1: in the other part (KINO_GPU_CHECK_PART=$kind)"
     record_step "$1" SKIPPED 0 "the $kind part"
+    return 0
+  fi
+  if [ "$ONLY" != ",," ] && [[ "$ONLY" != *",$3,"* ]]; then
+    echo
+    echo "== $1 (cap $2 s, budget left $(budget_left) s)"
+    echo "SKIPPED: not in KINO_GPU_CHECK_STEPS"
+    record_step "$1" SKIPPED 0 "not in KINO_GPU_CHECK_STEPS"
     return 0
   fi
   run_step "$@"

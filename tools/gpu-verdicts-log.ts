@@ -2,8 +2,9 @@
 // headers, tools/gpu-check-steps.sh, and its summary table), each step's output, the one-line
 // `VERDICT-DATA {json}` results the checks print (gpu_check_common.verdict_data, tools/bench/dit-graph.ts,
 // dit-clip-graph.ts, readback-overlap.ts, e2e-realtime.ts) and bun test's counts (the op sweep). Several
-// logs — the python and the bun part of a split run — merge into one list of steps: a step the harness
-// left to the other part (`== NAME: in the other part`) takes its result from the log that ran it.
+// logs — the python and the bun part of a split run, and a later run of what they left
+// (KINO_GPU_CHECK_STEPS) — merge into one list of steps: a step the harness left to the other part
+// (`== NAME: in the other part`) or skipped takes its result from the log that ran it.
 
 export type StepResult = "PASS" | "FAIL" | "TIMEOUT" | "SKIPPED" | "CUT" | "?";
 
@@ -47,7 +48,8 @@ const OTHER_PART = /^== (.*): in the other part \(KINO_GPU_CHECK_PART=(\w+)\)$/;
 const SUMMARY = /^== summary \(\d+ s of a \d+ s budget\)$/;
 const SUMMARY_ROW = /^(PASS|FAIL|TIMEOUT|SKIPPED) +(\d+) s {2}(.*)$/;
 const DATA = "VERDICT-DATA ";
-/** When several logs ran a step, the result shown is the worst. */
+/** When several logs ran a step, the result shown is the worst of the runs that gave one (a step a
+ *  budget cut or KINO_GPU_CHECK_STEPS left out in one run and a later run ran is that run's). */
 const WORST_FIRST: StepResult[] = ["FAIL", "TIMEOUT", "CUT", "?", "SKIPPED", "PASS"];
 
 interface Section {
@@ -123,8 +125,10 @@ export function readCheckLogs(logs: { file: string; text: string }[]): CheckLogs
       step.note = `in the ${step.otherPart} part, whose log was not given`;
       continue;
     }
-    const worst = WORST_FIRST.find((r) => step.runs.some((run) => run.result === r))!;
-    const run = step.runs.find((r) => r.result === worst)!;
+    const ran = step.runs.filter((r) => r.result !== "SKIPPED");
+    const runs = ran.length ? ran : step.runs;
+    const worst = WORST_FIRST.find((r) => runs.some((run) => run.result === r))!;
+    const run = runs.find((r) => r.result === worst)!;
     step.result = worst;
     step.note = run.note;
   }

@@ -8,7 +8,8 @@
 // in the source that no constant switches — AGREES, DISAGREES or NO EVIDENCE for the mma.sync GEMM's
 // tile model and the mma.sync attention's tiling model (tools/gpu-verdicts-tiles.ts); --apply leaves
 // them alone — and (d) the run's figures
-// as markdown rows for docs/BENCHMARKS.md's GPU section (tools/gpu-verdicts-figures.ts). With --apply it
+// as markdown rows for docs/BENCHMARKS.md's GPU section (tools/gpu-verdicts-figures.ts), and (e) the
+// steps that gave no result with the command that runs only them (tools/gpu-verdicts-rerun.ts). With --apply it
 // sets the FLIP constants to true in the sources under --root (default: this checkout) — each one's
 // single `= false;` declaration line, nothing else — and names the files it changed. Exits 2 on a bad
 // argument, an unreadable log, or a constant it cannot find exactly once.
@@ -16,6 +17,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { figures } from "./gpu-verdicts-figures.ts";
 import { readCheckLogs } from "./gpu-verdicts-log.ts";
+import { rerunLines } from "./gpu-verdicts-rerun.ts";
 import { FLAGS, type Flag, judge } from "./gpu-verdicts-rules.ts";
 import { attentionTilingModel, tileModel } from "./gpu-verdicts-tiles.ts";
 
@@ -78,6 +80,7 @@ function main(args: string[]): number {
     for (const e of a.evidence) out.push(`            ${e}`);
   }
   out.push("", "== figures for docs/BENCHMARKS.md's GPU section", ...figures(logs));
+  out.push("", "== steps without a result: the next device run", ...rerunLines(logs, readFileSync(join(import.meta.dir, "gpu-check.sh"), "utf8")));
 
   const flips = verdicts.filter((v) => v.verdict === "FLIP");
   out.push("");
