@@ -2,10 +2,13 @@
 # conv3d on the GPU (tools/gpu-check.sh runs this as its own step, in its own process): kc_conv3d's
 # tensor-core paths (conv_path 2 mma.sync, conv_mma.cu; 3 wgmma, conv_wgmma.cu, sm_90 only) and SIMT
 # path (1) against PyTorch's conv3d in float64 at awkward shapes and at the Wan2.1 VAE decoder's, each
-# result held to its stated promise (kernels/cuda/conv.cuh), which kernel auto picks; then conv3d
-# TFLOP/s of mma.sync and wgmma beside cuDNN at the decoder's 832x480 levels, as a table. Ends with one
-# VERDICT-DATA line (failed checks, the wgmma pass — skipped off sm_90, hung, cases run — and the
-# table's rows) for tools/gpu-verdicts.ts (CONV_WGMMA_VERIFIED). Exits 1 when a check fails.
+# result held to its stated promise (kernels/cuda/conv.cuh), mma.sync also with each of its block tiles
+# forced (KINO_CUDA_CONV_MMA_TILE), which kernel auto picks; then conv3d TFLOP/s of mma.sync and wgmma
+# beside cuDNN at the decoder's 832x480 levels, as a table, mma.sync also with each tile its model could
+# pick there forced beside the one it picks ("  mma.sync conv picks TILE for LEVEL (S SMs)"). Ends with
+# one VERDICT-DATA line (failed checks, the wgmma pass — skipped off sm_90, hung, cases run — and the
+# table's rows) for tools/gpu-verdicts.ts (CONV_WGMMA_VERIFIED; the advice on conv_mma_tiles.cuh's
+# model). Exits 1 when a check fails.
 import ctypes as C, os, re, sys, threading
 import torch
 
@@ -14,12 +17,17 @@ from gpu_check_common import bench, bf, call, create_context, failures, i32, lib
 lib.kc_conv3d.argtypes = [vp, vp, vp, vp, vp, i32, vp, i32, C.POINTER(C.c_int32), i32, vp, C.c_float, C.c_float]
 lib.kc_last_kernel.restype = C.c_char_p
 lib.kc_last_kernel.argtypes = [vp, i32]
+lib.kc_conv_mma_tile.restype = None  # the mma.sync conv's block tile for M voxels, Cout channels (conv_mma.cu)
+lib.kc_conv_mma_tile.argtypes = [vp, C.c_int64, i32, C.POINTER(C.c_int32)]
 # the conv checks' lines are wider, and their errors are ratios to a promise, not relative errors
 def report(name, err, tol): report_line(name, err, tol, width=70, what="")
 
-def context(conv_path, optional=False):
-    """A context forcing conv_path; where this device refuses it, None if optional (wgmma off sm_90), else exit."""
+def context(conv_path, optional=False, tile=None):
+    """A context forcing conv_path (and with tile, the mma.sync kernel's block tile: KINO_CUDA_CONV_MMA_TILE);
+    where this device refuses it, None if optional (wgmma off sm_90), else exit."""
+    if tile: os.environ["KINO_CUDA_CONV_MMA_TILE"] = tile
     ctx = create_context()
+    os.environ.pop("KINO_CUDA_CONV_MMA_TILE", None)
     if lib.kc_set_paths(ctx, 0, 0, conv_path):
         if optional: return None
         sys.exit(f"kc_set_paths: {lib.kc_last_error(ctx).decode()}")
@@ -67,7 +75,9 @@ def ref_conv(x, w, bias, prev, pad, stride, time_pad):
     xx = causal_input(x.double(), None if prev is None else prev.double(), pad, time_pad)
     return torch.nn.functional.conv3d(xx, w.double(), None if bias is None else bias.double(), stride=stride)
 
-conv_ctx = {"mma.sync": context(2), "simt": context(1), "auto": context(0)}
+# conv_mma_tiles.cuh's tiles, by the names KINO_CUDA_CONV_MMA_TILE takes; the last is the narrow one (Cout ≤ 16)
+CONV_MMA_TILES = ["128x192", "256x96", "128x96", "256x16"]
+conv_ctx = {"mma.sync": context(2), "simt": context(1), "auto": context(0), **{f"mma.sync {t}": context(2, tile=t) for t in CONV_MMA_TILES}}
 # (label, B, Cin, Cout, T, H, W, kernel, pad (top, bottom, left, right), stride, timePad, prev, w dtype)
 conv_cases = [
     ("causal 3³, batch 2, Cin 3, Cout 5", 2, 3, 5, 4, 7, 9, (3, 3, 3), (1, 1, 1, 1), (1, 1, 1), 2, True, torch.float32),
@@ -99,7 +109,7 @@ def check(path, label, got, ran, case):
     rate = TENSOR_CORE_RATE(K, u_w) if path != "simt" else K * 2 ** -24
     bound = rate * S + 2 ** -24 * want.abs() + 1e-30
     name = f"conv {path}: {label}"
-    if ran != path: report(f"{name} ran {ran}", 1.0, 0.5); return
+    if ran != path.split(" ")[0]: report(f"{name} ran {ran}", 1.0, 0.5); return
     report(name + " promise", ((got.double() - want).abs() / bound).max().item(), 1)
     if path != "simt": report(name + " vs bf16-rounded ref", rel(got, rounded), 1e-4)
 
@@ -114,7 +124,7 @@ try:
         rounded = ref_conv(bf(x), bf(w.float()), bias, None if prev is None else bf(prev), pad, stride, tp)
         case = (x, w, bias, prev, pad, stride, tp, Cin * k[0] * k[1] * k[2], want, S, rounded)
         kept.append((label, case))
-        for path in ("mma.sync", "simt"):
+        for path in ("mma.sync", *(f"mma.sync {t}" for t in CONV_MMA_TILES), "simt"):
             got, ran = kino_conv(conv_ctx[path], x, w, bias, prev, pad, stride, tp)
             check(path, label, got, ran, case)
         _, ran = kino_conv(conv_ctx["auto"], x, w, bias, prev, pad, stride, tp)
@@ -146,11 +156,18 @@ conv_bench_shapes = [("384→384 3³ 104x60 T1", 384, 384, 1, 60, 104), ("384→
 BENCH_ITERS = 10
 cudnn = {}  # label → cuDNN TFLOP/s
 
-def bench_levels(c, with_cudnn, shapes):
+def bench_levels(c, with_cudnn, shapes, tiles=False):
+    """Times c at each level (with cuDNN beside it); with tiles, also mma.sync with each tile its model could
+    pick there forced: the wide ones, or where Cout ≤ 16 the narrow one, the only one the model has there."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
     for label, Cin, Cout, T, H, W in shapes:
         x, prev, w, bias = rnd(1, Cin, T, H, W), rnd(1, Cin, 2, H, W), rnd(Cout, Cin, 3, 3, 3) * 0.05, rnd(Cout)
         out = torch.empty(1, Cout, T, H, W, device="cuda")
         flops = 2 * T * H * W * Cout * Cin * 27
+        if tiles:
+            bm_bn = (C.c_int32 * 2)()
+            lib.kc_conv_mma_tile(c, T * H * W, Cout, bm_bn)
+            print(f"  mma.sync conv picks {bm_bn[0]}x{bm_bn[1]} for {label} ({sms} SMs)", flush=True)
         kt = bench(c, lambda: conv_rc(c, out, x, w, bias, prev, (1, 1, 1, 1), (1, 1, 1), 2), flops, BENCH_ITERS)
         ran = lib.kc_last_kernel(c, 2).decode()
         if with_cudnn:
@@ -160,11 +177,15 @@ def bench_levels(c, with_cudnn, shapes):
             cudnn[label] = max(tt, torch_bench(lambda: torch.nn.functional.conv3d(xl, wl, bb), flops, BENCH_ITERS))
             del xx, xl
         rows.append((f"conv3d {label} [{ran}]", kt, cudnn.get(label, float("nan"))))
+        for t in (CONV_MMA_TILES[-1:] if Cout <= 16 else CONV_MMA_TILES[:-1]) if tiles else []:
+            f = conv_ctx[f"mma.sync {t}"]
+            rows.append((f"conv3d {label} [mma.sync {t}]", bench(f, lambda: conv_rc(f, out, x, w, bias, prev, (1, 1, 1, 1), (1, 1, 1), 2), flops, BENCH_ITERS),
+                         cudnn.get(label, float("nan"))))
         del x, prev, out
 
 torch.backends.cudnn.benchmark = True  # let cuDNN pick its fastest algorithm in the warm-up
 try:
-    bench_levels(conv_ctx["mma.sync"], True, conv_bench_shapes)
+    bench_levels(conv_ctx["mma.sync"], True, conv_bench_shapes, tiles=True)
 except Exception as e:
     print(f"  FAIL conv3d benchmark: {e}")
     failures.append(f"conv3d benchmark: {e}")

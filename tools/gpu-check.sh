@@ -35,8 +35,10 @@
 #       832x480, 81 frames, 3 guided UniPC steps, eager and graphed — bit for bit, s/step both ways;
 #    7. the readback of chunk i overlapped with the DiT of chunk i + 1 (tools/bench/readback-overlap.ts):
 #       the same bytes as the synchronous readback, first chunk and steady interval each way;
-#    8. conv3d (tools/gpu-check-conv.py): the mma.sync and SIMT paths against PyTorch and their promise
-#       (conv.cuh), TFLOP/s beside cuDNN at the Wan-VAE decoder's 832x480 levels; then the unverified
+#    8. conv3d (tools/gpu-check-conv.py): the mma.sync (also with each block tile forced:
+#       KINO_CUDA_CONV_MMA_TILE) and SIMT paths against PyTorch and their promise (conv.cuh), TFLOP/s
+#       beside cuDNN at the Wan-VAE decoder's 832x480 levels (mma.sync with the tile its model picks
+#       and with each tile it could pick forced); then the unverified
 #       wgmma conv (conv path 3, sm_90 only) at the same cases (a watchdog reports a hang) and, where it
 #       kept its promise, its TFLOP/s beside mma.sync at those levels;
 #    9. kernels vs PyTorch (tools/gpu-check-kernels.py verify): every GEMM path (wgmma, mma.sync — also

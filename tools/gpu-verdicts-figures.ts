@@ -3,11 +3,11 @@
 // cuDNN / cuBLAS, the mma.sync GEMM's tile pick beside each tile forced and the mma.sync attention's
 // query tiling beside each forced (tools/gpu-verdicts-tiles.ts), the wgmma attention's 176-key tiles
 // beside its 128-key ones and its stream-K schedule beside whole items, the Hopper GEMMs side by side,
-// conv3d's kernels beside cuDNN, the DiT's seconds per chunk four ways, the clip graph, end to end
+// conv3d's kernels beside cuDNN and the mma.sync conv's tile pick beside each tile forced, the DiT's seconds per chunk four ways, the clip graph, end to end
 // through the server, the overlapped readback, a kernel fault's lost context, and the op sweep's counts. What a run did not measure is said, with the step's result, instead of a row.
 import { type CheckLogs, type DataRecord, findRecord, findStep, readBunTest } from "./gpu-verdicts-log.ts";
 import { STEPS, rowsOf } from "./gpu-verdicts-rules.ts";
-import { attentionTilingTable, tileTable } from "./gpu-verdicts-tiles.ts";
+import { attentionTilingTable, convTileTable, tileTable } from "./gpu-verdicts-tiles.ts";
 
 const f1 = (x: number) => x.toFixed(1), f3 = (x: number) => x.toFixed(3), f4 = (x: number) => x.toFixed(4);
 /** The row names as the docs write them: × for x between sizes. */
@@ -180,6 +180,7 @@ export function figures(logs: CheckLogs): string[] {
     ["wgmma attention, stream-K beside whole items (TFLOP/s)", splitTable],
     ["mma.sync attention, its keys in the parts its model picks beside one part (TFLOP/s)", partsTable],
     ["conv3d at the Wan-VAE decoder's levels (TFLOP/s)", convTable],
+    ["mma.sync conv3d: the tile model's pick beside each tile forced (TFLOP/s; the advice above judges it)", convTileTable],
     ["causal DiT, Wan2.1-1.3B at real size (tools/bench/dit-graph.ts)", ditTable], ["bidirectional t2v clip as one graph", clipTable],
     ["end to end through kino serve", e2eTable], ["readback overlapped with the next chunk", readbackTable],
     ["a kernel fault: the CUDA backend's next call", deviceLost], ["op sweep", opSweep]];

@@ -6,8 +6,8 @@
 // hand-set fast-path constant the evidence it needs and the verdict — FLIP, KEEP (why), NO EVIDENCE
 // (why), or SET (already true) — by the rules of tools/gpu-verdicts-rules.ts, (c) advice on the models
 // in the source that no constant switches — AGREES, DISAGREES or NO EVIDENCE for the mma.sync GEMM's
-// tile model and the mma.sync attention's tiling model (tools/gpu-verdicts-tiles.ts); --apply leaves
-// them alone — and (d) the run's figures
+// and convolution's tile models and the mma.sync attention's tiling model (tools/gpu-verdicts-tiles.ts);
+// --apply leaves them alone — and (d) the run's figures
 // as markdown rows for docs/BENCHMARKS.md's GPU section (tools/gpu-verdicts-figures.ts), and (e) the
 // steps that gave no result with the command that runs only them (tools/gpu-verdicts-rerun.ts). With --apply it
 // sets the FLIP constants to true in the sources under --root (default: this checkout) — each one's
@@ -19,7 +19,7 @@ import { figures } from "./gpu-verdicts-figures.ts";
 import { readCheckLogs } from "./gpu-verdicts-log.ts";
 import { rerunLines } from "./gpu-verdicts-rerun.ts";
 import { FLAGS, type Flag, judge } from "./gpu-verdicts-rules.ts";
-import { attentionTilingModel, tileModel } from "./gpu-verdicts-tiles.ts";
+import { attentionTilingModel, convTileModel, tileModel } from "./gpu-verdicts-tiles.ts";
 
 /** The one declaration line of a constant: `constexpr bool NAME = …;` (CUDA) or `export const NAME = …;` (TypeScript). */
 const declaration = (flag: string) => new RegExp(`^((?:constexpr bool|export const) ${flag} = )(true|false);$`, "gm");
@@ -75,7 +75,7 @@ function main(args: string[]): number {
   }
   // models in the source judged by the run: what to change by hand, if anything
   out.push("", "== advice (no constant: --apply changes none of these)");
-  for (const a of [tileModel(logs), attentionTilingModel(logs)]) {
+  for (const a of [tileModel(logs), attentionTilingModel(logs), convTileModel(logs)]) {
     out.push(`${a.verdict.padEnd(11)} ${a.name} (${a.source}): ${a.why}`);
     for (const e of a.evidence) out.push(`            ${e}`);
   }

@@ -53,6 +53,8 @@ struct KcContext {
   int attention_rows_next;
   int conv_path;               // 0 auto, 1 force the f32 SIMT kernel, 2 force mma.sync, 3 force wgmma
                                // (KINO_CUDA_CONV=simt|mma|wgmma)
+  int conv_mma_tile;           // the mma.sync conv's block tile forced, by its index in KC_CONV_MMA_TILES + 1;
+                               // 0 by the model (KINO_CUDA_CONV_MMA_TILE=128x192|256x96|128x96|256x16; conv_mma.cu)
   // The kernel the last kc_gemm / kc_attention / kc_conv3d call ran ("wgmma", "mma.sync", "simt"; ""
   // when it launched none), so that callers (the op sweep) know which precision the result carries.
   const char* last_gemm;

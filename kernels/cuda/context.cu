@@ -7,6 +7,7 @@
 #include "alloc.cuh"
 #include "attention.cuh"
 #include "context_lost.cuh"
+#include "conv.cuh"
 #include "gemm.cuh"
 #include <cuda.h>
 #include <stdio.h>
@@ -102,6 +103,7 @@ KC_API KcContext* kc_create(int device, int32_t* code, char* err, int err_len) {
   if (conv && strcmp(conv, "simt") == 0) ctx->conv_path = 1;
   if (conv && strcmp(conv, "mma") == 0 && ctx->sm_major >= 8) ctx->conv_path = 2;
   if (conv && strcmp(conv, "wgmma") == 0 && ctx->sm_major >= 8) ctx->conv_path = 3;  // mma.sync off sm_90 (conv.cu)
+  ctx->conv_mma_tile = kc_conv_mma_tile_setting(getenv("KINO_CUDA_CONV_MMA_TILE"));
   if ((e = cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking)) != cudaSuccess) {
     snprintf(msg, sizeof msg, "cudaStreamCreate: %s (error %d)", cudaGetErrorString(e), (int)e);
     if (code) *code = (int32_t)e;

@@ -26,7 +26,10 @@
 //   SIMT:  |out − ref| ≤ K · 2^-24 · S (f32 FMA chains; bf16/f16 weights widen to f32 exactly).
 // The bias is added in f32 (one more rounding, 2^-24 · |out|).
 #pragma once
+#include <stdio.h>
+#include <string.h>
 #include "common.cuh"
+#include "conv_mma_tiles.cuh"
 
 // The call's geometry, in the order of kc_conv3d's `geom` argument.
 struct ConvGeom {
@@ -82,6 +85,20 @@ __device__ __forceinline__ void kc_conv_voxel_origin(const Args& p, int m, int c
     t = to * p.st - p.first_frame, y = yo * p.sh - p.top, x = xo * p.sw - p.left;
     off = ((((int64_t)b * p.F + t) * p.H + y) * p.W + x) * p.CP + chunk * 8;
   }
+}
+
+// KINO_CUDA_CONV_MMA_TILE (kc_create reads it into ctx->conv_mma_tile): a tile of KC_CONV_MMA_TILES by
+// its rows × channels ("128x192", "256x96", "128x96", "256x16") forces the mma.sync kernel's block tile
+// for every call; anything else lets the model choose per call (conv_mma_tiles.cuh).
+// tools/gpu-check-conv.py times each.
+static inline int kc_conv_mma_tile_setting(const char* value) {
+  if (value == nullptr) return 0;
+  for (int i = 0; i < KC_CONV_MMA_TILE_COUNT; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "%dx%d", KC_CONV_MMA_TILES[i].bm(), KC_CONV_MMA_TILES[i].bn());
+    if (strcmp(value, name) == 0) return i + 1;
+  }
+  return 0;
 }
 
 int kc_conv3d_simt_launch(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt,

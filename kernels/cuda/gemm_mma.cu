@@ -44,52 +44,20 @@
 // 4 · (128 + 256) · 64 B = 96 KiB fits the 99 KiB a block may have on sm_86/sm_89 (RTX 30xx/40xx, L40S)
 // as well as A100/H100, where BK 64 with 3 stages would take 144 KiB.
 //
-// The ring (its own; conv_mma.cu keeps mma_tile.cuh's kc_mma_pipeline): tile kt + 3's copies are issued
-// at the start of tile kt, into the slot of tile kt − 1; the wait and barrier for tile kt + 1 come
-// before tile kt's last k step, so that step's MMAs are issued while tile kt + 1's first fragments load,
-// and no warp waits for ldmatrix after a barrier. Rows past M/N and the K tail are zero-filled by
-// cp.async (src size 0), which is why any M and N work; K must be a multiple of 8 (16-byte rows),
-// gemm.cu checks it. The epilogue goes through shared memory, so that each warp stores whole rows
-// (below).
+// The ring and the warps' double-buffered multiply are mma_ring.cuh's (conv_mma.cu runs the same): tile
+// kt + 3's copies are issued at the start of tile kt, into the slot of tile kt − 1; the wait and barrier
+// for tile kt + 1 come before tile kt's last k step, so that step's MMAs are issued while tile kt + 1's
+// first fragments load, and no warp waits for ldmatrix after a barrier. Rows past M/N and the K tail are
+// zero-filled by cp.async (src size 0), which is why any M and N work; K must be a multiple of 8
+// (16-byte rows), gemm.cu checks it. The epilogue goes through shared memory, so that each warp stores
+// whole rows (below).
 #include "gemm.cuh"
 #include "gemm_mma_tiles.cuh"
-#include "mma_tile.cuh"
+#include "mma_ring.cuh"
 
 namespace {
-constexpr int STAGES = KC_GEMM_MMA_STAGES, BK = KC_MMA_BK, KSTEPS = BK / 16;
+constexpr int STAGES = KC_GEMM_MMA_STAGES, BK = KC_MMA_BK;
 static_assert(KC_MMA_ROW_BYTES == KC_GEMM_MMA_ROW_BYTES, "the model's stage rows are the kernel's");
-static_assert(KSTEPS % 2 == 0, "a tile's last k step loads into fragment set 0, which the next tile's first k step reads");
-
-// One thread's share of copying a K-major operand's tile rows into a stage: rows tid/4 + j·(THREADS/4),
-// 16-byte chunk tid % 4 of each (the same swizzle for all j: the rows are a multiple of 8 apart); where
-// THREADS/4 does not divide the rows (128 rows by the 6-warp tile's 48-row passes) the last pass covers
-// what is left. The first row's address and how many rows are left are worked out once, so a K step
-// costs each copy an address add, a compare and a select.
-template <int ROWS, int THREADS>
-struct RowCopier {
-  static constexpr int STEP = THREADS / KC_MMA_CHUNKS, COPIES = (ROWS + STEP - 1) / STEP;
-  static_assert(STEP % 8 == 0, "one swizzle phase for all of a thread's rows");
-  const uint16_t* src;  // the first row's chunk at k = 0
-  int rows_left;        // rows from the first one to the end of the matrix
-  __device__ __forceinline__ RowCopier(const uint16_t* m, int r0, int nrows, int K) {
-    const int row = threadIdx.x / KC_MMA_CHUNKS;
-    src = m + (int64_t)(r0 + row) * K + threadIdx.x % KC_MMA_CHUNKS * 8;
-    rows_left = nrows - r0 - row;
-  }
-  // K columns [k0, k0 + BK) into the tile at shared address `tile`; rows past the end and columns past K
-  // are zero-filled (cp.async with 0 source bytes, from the matrix's first row: nothing is read).
-  __device__ __forceinline__ void copy(uint32_t tile, const uint16_t* m, int k0, int K) const {
-    const int row = threadIdx.x / KC_MMA_CHUNKS, chunk = threadIdx.x % KC_MMA_CHUNKS, k = k0 + chunk * 8;
-    const bool k_ok = KC_PLANTED(2) ? k <= K : k < K;
-#pragma unroll
-    for (int j = 0; j < COPIES; j++) {
-      // planted 33: the last, partial pass left out (the tile's last ROWS % STEP rows never copied)
-      if (ROWS % STEP != 0 && j == COPIES - 1 && (KC_PLANTED(33) || row + j * STEP >= ROWS)) break;
-      const bool ok = k_ok && j * STEP < rows_left;
-      kc_cp_async16(tile + kc_mma_swizzle(row + j * STEP, chunk), ok ? src + (int64_t)j * STEP * K + k0 : m, ok ? 16 : 0);
-    }
-  }
-};
 
 // Every warp multiplies a 64×64 piece of the block's tile: 4×8 m16n8 fragments. The tiles and their
 // sizes are the model's (gemm_mma_tiles.cuh: KC_MMA_TILES).
@@ -117,59 +85,13 @@ __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N) gemm_mma_kernel(TO* __
   const int a_row0 = wm * MI * 16, b_row0 = wn * NJ * 8;
   const int ktiles = (K + BK - 1) / BK;
 
-  auto stage_a = [&](int s) { return base + s * T::STAGE_BYTES; };
-  auto stage_b = [&](int s) { return base + s * T::STAGE_BYTES + T::A_BYTES; };
-  // Tile kt's copies into slot kt % STAGES (none past the last tile), one commit group either way so
-  // that the wait counts stay uniform.
-  const RowCopier<T::BM, T::THREADS> copy_a(a, m0, M, K);
-  const RowCopier<T::BN, T::THREADS> copy_b(w, n0, N, K);
-  auto load_tile = [&](int kt) {
-    if (kt < ktiles) {
-      const int s = kt % STAGES;
-      copy_a.copy(stage_a(s), a, kt * BK, K);
-      copy_b.copy(stage_b(s), w, kt * BK, K);
-    }
-    kc_cp_async_commit();
-  };
-
+  const KcMmaRowCopier<T::BM, T::THREADS> copy_a(a, m0, M, K);
+  const KcMmaRowCopier<T::BN, T::THREADS> copy_b(w, n0, N, K);
   float acc[MI][NJ][4] = {};
-  uint32_t af[2][MI][4], bf[2][NJ][2];  // fragments of k step j in set j % 2
-#pragma unroll
-  for (int t = 0; t < STAGES - 1; t++) load_tile(t);
-  kc_cp_async_wait<STAGES - 2>();
-  __syncthreads();
-  kc_mma_frags_a<MI>(stage_a(0), a_row0, 0, lane, af[0]);
-  kc_mma_frags_b<NJ>(stage_b(0), b_row0, 0, lane, bf[0]);
-
-  for (int kt = 0; kt < ktiles; kt++) {
-    // Slot (kt − 1) % STAGES: every warp read its last fragments before the previous barrier.
-    load_tile(kt + STAGES - 1);
-    const int s = kt % STAGES;
-#pragma unroll
-    for (int kk = 0; kk < KSTEPS; kk++) {
-      const int next = (kk + 1) % 2;
-      if (kk + 1 < KSTEPS) {
-        kc_mma_frags_a<MI>(stage_a(s), a_row0, kk + 1, lane, af[next]);
-        kc_mma_frags_b<NJ>(stage_b(s), b_row0, kk + 1, lane, bf[next]);
-      } else {
-        // Tile kt + 1 landed (its group and older ones done: STAGES − 2 newer ones may still fly) for every
-        // thread; its first fragments load while this step multiplies. Past the last tile they read a
-        // slot that holds nothing used.
-        const int s1 = (kt + 1) % STAGES;
-        auto first_frags = [&] {
-          kc_mma_frags_a<MI>(stage_a(s1), a_row0, 0, lane, af[next]);
-          kc_mma_frags_b<NJ>(stage_b(s1), b_row0, 0, lane, bf[next]);
-        };
-        if (KC_PLANTED(32)) first_frags();
-        if (KC_PLANTED(31)) kc_cp_async_wait<STAGES - 1>();
-        else kc_cp_async_wait<STAGES - 2>();
-        __syncthreads();
-        if (!KC_PLANTED(32)) first_frags();
-      }
-      kc_mma_frags_mma<MI, NJ, F16>(acc, af[kk % 2], bf[kk % 2]);
-    }
-  }
-  kc_cp_async_wait<0>();
+  kc_mma_ring<STAGES, T::STAGE_BYTES, T::A_BYTES, MI, NJ, F16>(ktiles, base, a_row0, b_row0, lane, [&](int kt, uint32_t sa, uint32_t sb) {
+    copy_a.copy(sa, a, kt * BK, K);
+    copy_b.copy(sb, w, kt * BK, K);
+  }, acc);
 
   // The epilogue (gemm_epilogue.cuh), through the ring's shared memory, one row of the warp grid (64 rows
   // of the tile) at a time: its warps put their accumulators in a [64][BN + 8] f32 array (m16n8 fragment

@@ -52,13 +52,8 @@ static inline int kc_mma_blocks_per_sm(const KcMmaGpu& g, KcMmaTile t) {
 
 // The model's time for an M × N call on tile t, in SM cycles per K step; INT64_MAX where t does not fit.
 static inline int64_t kc_mma_tile_cycles(const KcMmaGpu& g, KcMmaTile t, int M, int N) {
-  const int b = kc_mma_blocks_per_sm(g, t);
-  if (b == 0 || g.sms <= 0) return INT64_MAX;
   const int64_t tiles = (int64_t)((M + t.bm() - 1) / t.bm()) * ((N + t.bn() - 1) / t.bn());
-  const int64_t slots = (int64_t)g.sms * b, waves = (tiles + slots - 1) / slots;
-  const int64_t tensor = (int64_t)t.mmas() * kc_mma_tensor_cycles(g.sm_major, g.sm_minor);
-  const int64_t smem = (t.smem_traffic() + KC_MMA_SMEM_BYTES_PER_CYCLE - 1) / KC_MMA_SMEM_BYTES_PER_CYCLE;
-  return waves * b * (tensor > smem ? tensor : smem);
+  return kc_mma_wave_cycles(g, kc_mma_blocks_per_sm(g, t), tiles, t.mmas(), t.smem_traffic());
 }
 
 // The tile (its index in KC_MMA_TILES) with the least model time; the first (biggest) of equals.

@@ -1,8 +1,10 @@
 // A GPU as the mma.sync kernels' host-side models see it (gemm_mma_tiles.cuh picks the GEMM's block tile,
-// attention_mma_tiles.cuh the attention's query tiling): its figures, the tensor cores' rate, and how
-// many blocks of a kernel one SM holds. Plain C++ without CUDA, so that the tests run the models on the
-// figures of GPUs their machine does not have.
+// conv_mma_tiles.cuh the convolution's, attention_mma_tiles.cuh the attention's query tiling): its
+// figures, the tensor cores' rate, how many blocks of a kernel one SM holds, and the time of a grid in
+// waves. Plain C++ without CUDA, so that the tests run the models on the figures of GPUs their machine
+// does not have.
 #pragma once
+#include <stdint.h>
 
 // What the models know of a GPU (KcContext's fields, read in kc_create from cudaDeviceProp).
 struct KcMmaGpu {
@@ -39,4 +41,16 @@ static inline int kc_mma_sm_blocks(const KcMmaGpu& g, int smem, int regs_per_thr
   const int by_threads = g.threads_per_sm / threads;
   const int b = by_smem < by_regs ? by_smem : by_regs;
   return b < by_threads ? b : by_threads;
+}
+
+// A grid of `tiles` blocks, `b` to an SM, each block taking `mmas` m16n8k16 and moving `smem_bytes` of
+// shared memory (ldmatrix reads and cp.async writes) per K step: its time in SM cycles per K step, as
+// waves · b · the greater of the tensor cores' and shared memory's cycles — the two overlap, the slower
+// one sets the pace, and the b blocks of a wave share both. INT64_MAX where no block fits (b = 0).
+static inline int64_t kc_mma_wave_cycles(const KcMmaGpu& g, int b, int64_t tiles, int mmas, int smem_bytes) {
+  if (b == 0 || g.sms <= 0) return INT64_MAX;
+  const int64_t slots = (int64_t)g.sms * b, waves = (tiles + slots - 1) / slots;
+  const int64_t tensor = (int64_t)mmas * kc_mma_tensor_cycles(g.sm_major, g.sm_minor);
+  const int64_t smem = (smem_bytes + KC_MMA_SMEM_BYTES_PER_CYCLE - 1) / KC_MMA_SMEM_BYTES_PER_CYCLE;
+  return waves * b * (tensor > smem ? tensor : smem);
 }

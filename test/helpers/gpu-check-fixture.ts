@@ -116,17 +116,33 @@ export function benchPart(o: { tiles?: Record<string, number[]>; tilings?: Recor
 }
 
 export const CONV_LEVELS = ["384→384 3³ 104x60 T1", "384→384 3³ 208x120 T2", "192→192 3³ 416x240 T4", "96→96 3³ 832x480 T4"];
-const CONV_MMA = [151.2, 238.4, 247.9, 231.6], CUDNN = [262.4, 402.7, 417.3, 388.1];
+const CONV_HEAD = "96→3 3³ 832x480 T4 (head)";
+const CUDNN = [262.4, 402.7, 417.3, 388.1, 12.8];
+/** The mma.sync conv's tile model on an H200's 132 SMs at the levels and the head, and each tile forced
+ *  there (TFLOP/s; the wide tiles at the levels, the narrow one at the head, as gpu-check-conv.py times
+ *  them): by default the pick the fastest at each. */
+const CONV_PICKS = ["128x192", "128x192", "128x192", "256x96", "256x16"];
+export const CONV_TILES: Record<string, (number | null)[]> = { "128x192": [151.2, 238.4, 247.9, 160.3, null], "256x96": [140.5, 221.0, 230.1, 231.6, null],
+  "128x96": [120.3, 200.7, 210.2, 215.4, null], "256x16": [null, null, null, null, 31.4] };
+/** The pick's row at each level and the head: its tile's forced figure, times `pickShare` (the same kernel timed twice). */
+const convPicked = (tiles: Record<string, (number | null)[]>, i: number, pickShare = 1) => +(tiles[CONV_PICKS[i]!]![i]! * pickShare).toFixed(2);
 
-/** tools/gpu-check-conv.py: the correctness lines, the mma.sync pass's rows and the wgmma pass's (at
- *  `speedup` × mma.sync, per level label or one for all; none where it failed, hung or was skipped),
- *  print_table(), summary_line() (VERDICT-DATA) and the last line. */
-export function convPart(o: { speedup: number | Record<string, number>; failing?: boolean; hang?: boolean; skipped?: boolean }): string[] {
+/** tools/gpu-check-conv.py: the correctness lines (with `brokenTiles`, a forced tile failing its promise),
+ *  the model's picks, the mma.sync pass's rows — with the tile its model picks and with each tile forced
+ *  (`tiles`, `sms`, `pickShare` as benchPart's) — and the wgmma pass's (at `speedup` × mma.sync, per level
+ *  label or one for all; none where it failed, hung or was skipped), print_table(), summary_line()
+ *  (VERDICT-DATA) and the last line. */
+export function convPart(o: { speedup: number | Record<string, number>; failing?: boolean; hang?: boolean; skipped?: boolean;
+  tiles?: Record<string, (number | null)[]>; sms?: number; pickShare?: number; brokenTiles?: string[] }): string[] {
+  const tiles = o.tiles ?? CONV_TILES;
   const promise = (path: string, label: string, err: number) => convLine(`conv ${path}: ${label} promise`, err, 1);
+  const failures = (o.brokenTiles ?? []).map((t) => `conv mma.sync ${t}: Wan middle 384→384 3³ 60x104 promise`);
   const lines = ["conv3d correctness (promise: |err| / bound ≤ 1):", promise("mma.sync", "Wan middle 384→384 3³ 60x104", 0.21),
-    promise("simt", "Wan middle 384→384 3³ 60x104", 0.03), "       auto picks mma.sync for Wan middle 384→384 3³ 60x104", "", "conv3d wgmma (path 3, sm_90a) correctness:"];
-  const failures: string[] = [];
-  const rows: Row[] = [...CONV_LEVELS.map((l, i) => [`conv3d ${l} [mma.sync]`, CONV_MMA[i]!, CUDNN[i]!] as Row), ["conv3d 96→3 3³ 832x480 T4 (head) [mma.sync]", 31.4, 12.8]];
+    ...Object.keys(CONV_TILES).map((t) => promise(`mma.sync ${t}`, "Wan middle 384→384 3³ 60x104", o.brokenTiles?.includes(t) ? 2.4e3 : 0.2)),
+    promise("simt", "Wan middle 384→384 3³ 60x104", 0.03), "       auto picks mma.sync for Wan middle 384→384 3³ 60x104",
+    ...[...CONV_LEVELS, CONV_HEAD].map((l, i) => `  mma.sync conv picks ${CONV_PICKS[i]} for ${l} (${o.sms ?? 132} SMs)`), "", "conv3d wgmma (path 3, sm_90a) correctness:"];
+  const rows: Row[] = [...CONV_LEVELS, CONV_HEAD].flatMap((l, i) => [[`conv3d ${l} [mma.sync]`, convPicked(tiles, i, o.pickShare), CUDNN[i]!] as Row,
+    ...Object.entries(tiles).flatMap(([t, tf]) => (tf[i] == null ? [] : [[`conv3d ${l} [mma.sync ${t}]`, tf[i]!, CUDNN[i]!] as Row]))]);
   if (o.skipped) lines.push("  skipped: not an sm_90 GPU with the driver's tensor-map encoder");
   else {
     const err = o.failing ? 3.71 : 0.24;
@@ -137,7 +153,7 @@ export function convPart(o: { speedup: number | Record<string, number>; failing?
     else if (!o.hang) {
       CONV_LEVELS.forEach((l, i) => {
         const up = typeof o.speedup === "number" ? o.speedup : (o.speedup[l] ?? 1.3);
-        rows.push([`conv3d ${l} [wgmma]`, +(CONV_MMA[i]! * up).toFixed(2), CUDNN[i]!]);
+        rows.push([`conv3d ${l} [wgmma]`, +(convPicked(tiles, i, o.pickShare) * up).toFixed(2), CUDNN[i]!]);
       });
     }
   }

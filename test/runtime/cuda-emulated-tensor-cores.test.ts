@@ -15,9 +15,10 @@
 //
 // The last tests plant known bugs in the kernels (KC_PLANTED, common.cuh: fragment indices, the K
 // tail, the M edge, the cp.async waits of both rings, the GEMM's next fragments read before their
-// barrier, the 128×192 tile's partial pass of A rows, the key mask, the softmax rescale, the attention
-// warps' key-tile skipping, its blocks' key tiles under the last-first order) and require the cases to
-// catch each one: the evidence that a passing run means something.
+// barrier, the second fragment set loaded from the wrong k step, the 128×192 tile's partial pass of A
+// rows, the key mask, the softmax rescale, the attention warps' key-tile skipping, its blocks' key
+// tiles under the last-first order) and require the cases to catch each one: the evidence that a
+// passing run means something.
 import { describe, expect, test } from "bun:test";
 import { attentionCases, gemmCases } from "./op-cases-heavy.ts";
 import { gemmEpilogueCases } from "./op-cases-fused.ts";
@@ -160,11 +161,12 @@ describe.skipIf(!harness)("the mma.sync attention split over its keys in 3 parts
 // kernel settings it needs to be reached.
 const PLANTED: [number, "gemm" | "attention", string, { attentionParts?: number }?][] = [
   [1, "gemm", "B fragment: ldmatrix takes the k half of the A layout (mma_tile.cuh)"],
-  [2, "gemm", "K tail: the chunk at k = K is loaded instead of zero-filled (gemm_mma.cu)"],
+  [2, "gemm", "K tail: the chunk at k = K is loaded instead of zero-filled (mma_ring.cuh)"],
   [3, "gemm", "M edge: row M is stored (gemm_mma.cu epilogue)"],
-  [31, "gemm", "cp.async ring: waits for one group too few (gemm_mma.cu)"],
-  [32, "gemm", "the next tile's first fragments are read before the barrier that makes them whole (gemm_mma.cu)"],
-  [33, "gemm", "128×192 tile: the last, partial pass of A rows (rows 96–127 of 128, 48 per pass) is left out (gemm_mma.cu)"],
+  [31, "gemm", "cp.async ring: waits for one group too few (mma_ring.cuh)"],
+  [32, "gemm", "the next tile's first fragments are read before the barrier that makes them whole (mma_ring.cuh)"],
+  [33, "gemm", "128×192 tile: the last, partial pass of A rows (rows 96–127 of 128, 48 per pass) is left out (mma_ring.cuh)"],
+  [38, "gemm", "the second fragment set is loaded from the first k step again (mma_ring.cuh)"],
   [4, "attention", "key mask: col ≤ lim instead of col < lim (attention_mma.cuh)"],
   [5, "attention", "V fragment: ldmatrix.trans takes the wrong 8-key half (attention_mma.cuh)"],
   [6, "attention", "online softmax: the second row's output is rescaled by the first row's factor (attention_mma.cuh)"],

@@ -7,8 +7,9 @@
 // mma.sync on bf16 with ldmatrix and cp.async in both their sm_90a and sm_80 builds (the H200 runs the
 // GEMM's sm_90a build where wgmma cannot take a call, every other GPU the sm_80 one); every kernel of each file must fit its registers without spilling, and the
 // wgmma pipeline must not be serialized — the failure modes that cost speed silently rather than
-// breaking results. The registers the mma.sync attention's tiling model assumes
-// (attention_mma_tiles.cuh) must be those ptxas gives its kernel, for both targets. Two facts the CPU
+// breaking results. The registers the mma.sync attention's tiling model and the mma.sync convolution's
+// tile model assume (attention_mma_tiles.cuh, conv_mma_tiles.cuh) must be those ptxas gives their
+// kernels, for both targets. Two facts the CPU
 // emulator builds on are checked here too: each kernel's static shared memory fits the allowance the
 // emulator leaves it, and each kernel with setmaxnreg is compiled under launch bounds to exactly the
 // register count the emulator starts its warps with (the pool the warpgroups' setmaxnreg counts must
@@ -18,6 +19,7 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { buildCudaLib, findNvcc, PTX_TARGETS, ptxasLogPath, ptxPath } from "../../tools/build/cuda.ts";
 import { buildAttentionTiles, modelRegisters } from "./cuda-emulator/attention-tiles.ts";
+import { buildConvTiles, convModelRegisters } from "./cuda-emulator/conv-tiles.ts";
 
 const nvcc = findNvcc();
 const HOPPER_PTX = ["wgmma.mma_async", "cp.async.bulk.tensor", "setmaxnreg.dec", "setmaxnreg.inc"];
@@ -26,7 +28,7 @@ const MMA_SYNC_BF16_PTX = ["mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
  *  output — backend.ts "Activations" — times: attention D 64 and 128 with 128-key tiles and D 128 with
  *  176-key ones (KINO_CUDA_ATTENTION_BKV=176), or D 16, 32, 64, 128 with 128- and 64-row query blocks for
  *  mma.sync; GEMM bf16 and f16 operands, and for mma.sync its 128×256, 128×192 and 128×128 tiles; conv: three
- *  tile shapes, f32 out), the target, and the instructions its PTX must contain. */
+ *  tile shapes for wgmma, four for mma.sync, f32 out), the target, and the instructions its PTX must contain. */
 const KERNELS = [
   { file: "attention_wgmma", kernel: "attention_wgmma_kernel", instances: 6, arch: "sm_90a",
     ptx: [...HOPPER_PTX, "wgmma.mma_async.sync.aligned.m64n128k16", "wgmma.mma_async.sync.aligned.m64n176k16"],
@@ -52,10 +54,10 @@ const KERNELS = [
     ptx: [...HOPPER_PTX, "wgmma.mma_async.sync.aligned.m64n192k16", "wgmma.mma_async.sync.aligned.m64n96k16", "cp.async.cg.shared.global", "fence.proxy.async.shared::cta"],
     uses: "wgmma (n192, n128, n96), cp.async with the proxy fence, TMA and setmaxnreg" },
   ...["sm_90a", "sm_80"].map((arch) => (
-    { file: "conv_mma", kernel: "conv_mma_kernel", instances: 3, arch, ptx: MMA_SYNC_BF16_PTX, uses: "mma.sync on bf16, ldmatrix and cp.async" })),
+    { file: "conv_mma", kernel: "conv_mma_kernel", instances: 4, arch, ptx: MMA_SYNC_BF16_PTX, uses: "mma.sync on bf16, ldmatrix and cp.async" })),
 ];
 
-/** "conv_mma_kernel<2,4,4,4>" for a mangled entry name (the kernel and its integer template arguments). */
+/** "conv_mma_kernel<0>" for a mangled entry name (the kernel and its integer template arguments). */
 const shortName = (mangled: string) => {
   const m = /\d+([A-Za-z_]*kernel)(I.*?EE)?/.exec(mangled);
   if (!m) return mangled;
@@ -175,6 +177,25 @@ describe.skipIf(!nvcc)("attention_mma_tiles.cuh", () => {
         const model = assumed.find((a) => a.D === k.D && a.rows === k.rows);
         expect({ ...k, assumed: model?.[arch] }).toEqual({ ...k, assumed: k.registers });
       }
+    }
+  });
+});
+
+// The same for the convolution's tile model: blocks per SM follow from the registers of each tile.
+describe.skipIf(!nvcc)("conv_mma_tiles.cuh", () => {
+  test("assumes the registers ptxas gives each conv_mma_kernel instance in the sm_80 and sm_90a builds", async () => {
+    expect(built).not.toBeNull();
+    const tiles = await buildConvTiles();
+    if ("skip" in tiles) throw new Error(tiles.skip);
+    const assumed = convModelRegisters(tiles.path);
+    expect(assumed).toHaveLength(4);
+    for (const arch of ["sm_80", "sm_90a"] as const) {
+      const kernels = ptxasReport(reportFor(readFileSync(ptxasLogPath("conv_mma"), "utf8"), arch)).flatMap((k) => {
+        const m = /^conv_mma_kernel<(\d+)>$/.exec(shortName(k.name));
+        return m ? [{ tile: assumed[Number(m[1])]!.tile, registers: k.registers }] : [];
+      });
+      expect(kernels).toHaveLength(4);
+      for (const k of kernels) expect({ ...k, assumed: assumed.find((a) => a.tile === k.tile)![arch] }).toEqual({ ...k, assumed: k.registers });
     }
   });
 });

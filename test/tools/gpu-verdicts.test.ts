@@ -8,15 +8,16 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } fro
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import {
-  MMA_ATTENTION, MMA_GEMM, QUIET, type StepFixture, TILING_SHAPES, type Way, benchPart, clipGraph, convPart, ditGraph, e2eRealtime, gemmPart, opSweep,
-  readbackOverlap, runCheck, verifyPart, wgmmaPart,
+  CONV_LEVELS, CONV_TILES, MMA_ATTENTION, MMA_GEMM, QUIET, type StepFixture, TILING_SHAPES, type Way, benchPart, clipGraph, convPart, ditGraph, e2eRealtime,
+  gemmPart, opSweep, readbackOverlap, runCheck, verifyPart, wgmmaPart,
 } from "../helpers/gpu-check-fixture.ts";
 import { FLAGS, STEPS } from "../../tools/gpu-verdicts-rules.ts";
-import { ATTENTION_TILINGS, MMA_TILES } from "../../tools/gpu-verdicts-tiles.ts";
+import { ATTENTION_TILINGS, CONV_MMA_TILES, MMA_TILES } from "../../tools/gpu-verdicts-tiles.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const TILES = "mma.sync GEMM tile model (kernels/cuda/gemm_mma_tiles.cuh)";
 const TILINGS = "mma.sync attention tiling model (kernels/cuda/attention_mma_tiles.cuh)";
+const CONV_MODEL = "mma.sync conv tile model (kernels/cuda/conv_mma_tiles.cuh)";
 
 function verdicts(args: string[]) {
   const r = Bun.spawnSync([process.execPath, "tools/gpu-verdicts.ts", ...args], { cwd: root, stdout: "pipe", stderr: "pipe" });
@@ -41,7 +42,7 @@ function verdicts(args: string[]) {
     advice[`${m[2]} (${m[3]})`] = [m[1]!, m[4]!, evidence];
   }
   const steps = [...out.matchAll(/^(PASS|FAIL|TIMEOUT|SKIPPED|CUT|\?) +\d+ s {2}(.*)$/gm)].map((m) => `${m[1]} ${m[2]}`);
-  return { rc: r.exitCode, out, err: r.stderr.toString(), judged, advice, tiles: advice[TILES], tilings: advice[TILINGS], steps, verdict: (flag: string) => judged[flag]?.[0] };
+  return { rc: r.exitCode, out, err: r.stderr.toString(), judged, advice, tiles: advice[TILES], tilings: advice[TILINGS], convTiles: advice[CONV_MODEL], steps, verdict: (flag: string) => judged[flag]?.[0] };
 }
 
 const FAST: Record<Way, number> = { "eager bf16": 0.951, "graphs bf16": 0.812, "eager f32": 1.103, "graphs f32": 0.967 };
@@ -60,7 +61,7 @@ function pythonPart(d: Device = {}, extra: Record<string, StepFixture | string> 
   const failed = !!d.wgmma?.failing || d.wgmma?.bkv176 === "failing" || Object.values(gemm).some((g) => g.failing || g.hang);
   const conv = d.conv ?? { speedup: 1.3 };
   return runCheck("python", { ...QUIET, unverified_hopper: { lines: hopper, rc: failed ? 1 : 0 }, kernels_bench: { lines: benchPart(d.bench) },
-    conv3d: { lines: convPart(conv), rc: conv.failing || conv.hang ? 1 : 0 }, ...extra }, env);
+    conv3d: { lines: convPart(conv), rc: conv.failing || conv.hang || conv.brokenTiles?.length ? 1 : 0 }, ...extra }, env);
 }
 function bunPart(d: Device = {}, extra: Record<string, StepFixture | string> = {}, env: Record<string, string> = {}) {
   return runCheck("bun", {
@@ -259,6 +260,47 @@ test("the mma.sync attention's tiling model, judged as the GEMM's: its picks bes
   expect(broken.tilings![2]).toContain("not counted as the fastest: bq64 (their forced correctness checks failed in the verify step)");
   expect(broken.tiles![2]).not.toContain("not counted as the fastest"); // nor is a GEMM tile
 }, 60_000);
+
+test("the mma.sync conv's tile model, judged as the GEMM's on the conv step's picks and forced tiles: a loss beyond the tolerance DISAGREES, a tile failing its promise no candidate", () => {
+  // the fixture's H200: 128x192 at the 384- and 192-channel levels, 256x96 at 96 channels, the narrow tile at the head, each the fastest
+  const r = verdicts([pythonPart()]);
+  expect(r.rc, r.err).toBe(0);
+  expect(r.convTiles!.slice(0, 2)).toEqual(["AGREES", "at all 5 shapes on 132 SMs the pick is within 3 % of the fastest tile forced"]);
+  expect(r.convTiles![2]).toContain("96→96 3³ 832x480 T4: picks 256x96 at 231.6 TFLOP/s, 1.00 of the fastest forced (256x96); forced 128x192 160.3, 256x96 231.6, 128x96 215.4, 256x16 —");
+  expect(r.out).toContain("\n| shape (132 SMs) | model picks | the pick | 128x192 forced | 256x96 forced | 128x96 forced | 256x16 forced | pick / fastest forced |\n");
+  expect(r.out).toContain("\n| 96→3 3³ 832×480 T4 (head) | 256x16 | 31.4 | — | — | — | 31.4 | 1.00 |\n");
+  // the forced rows leave the conv table (mma.sync beside wgmma and cuDNN) as it was
+  expect(r.out).toContain("\n| 384→384 3³ 208x120 T2 | 238.4 | 309.9 | 402.7 | 1.30 |\n");
+
+  // an A100's run where 256x96 beats the pick by 4.6 % at 208x120, the GEMM's model right
+  const tiles = { ...CONV_TILES, "256x96": [140.5, 250.0, 230.1, 231.6, null] };
+  const lost = verdicts([pythonPart({ conv: { speedup: 1.3, tiles, sms: 108 } })]);
+  expect(lost.convTiles!.slice(0, 2)).toEqual(["DISAGREES", "384→384 3³ 208x120 T2: picks 128x192, 256x96 forced is faster (the pick loses 4.6 %) on 108 SMs; tolerance 3 %"]);
+  expect(lost.convTiles![2]).toContain("the model lives in kernels/cuda/conv_mma_tiles.cuh: change it there by hand, with its picks in test/runtime/cuda-conv-mma-tiles.test.ts");
+  expect(lost.tiles![0]).toBe("AGREES");
+
+  // 256x96 forced broke its promise in the conv step's correctness pass: the pick is the fastest of the rest
+  const broken = verdicts([pythonPart({ conv: { speedup: 1.3, tiles, sms: 108, brokenTiles: ["256x96"] } })]);
+  expect(broken.steps.find((s) => s.includes(STEPS.conv))).toStartWith("FAIL ");
+  expect(broken.convTiles!.slice(0, 2)).toEqual(["AGREES", "at all 5 shapes on 108 SMs the pick is within 3 % of the fastest tile forced"]);
+  expect(broken.convTiles![2]).toContain("not counted as the fastest: 256x96 (their forced correctness checks failed in the conv step)");
+  expect(broken.judged.CONV_WGMMA_VERIFIED![0]).toBe("FLIP"); // a forced mma.sync tile is no wgmma check
+}, 60_000);
+
+// The fixture's conv lines in the real script's format: its picks print, its tiles and levels, and the tool's list of the tiles.
+test("the conv picks lines, tiles and levels of the fixture and the tool are gpu-check-conv.py's", () => {
+  const script = readFileSync(join(root, "tools/gpu-check-conv.py"), "utf8");
+  const print = /print\(f"( {2}mma\.sync conv picks .*)", flush=True\)/.exec(script)![1]!;
+  const format = new RegExp(`^${print.split(/\{[^}]*\}/).map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("(.+?)")}$`);
+  const picks = convPart({ speedup: 1.3 }).filter((l) => l.includes("mma.sync conv picks"));
+  expect(picks).toHaveLength(5);
+  for (const line of picks) expect(line).toMatch(format);
+  const tiles = JSON.parse(/^CONV_MMA_TILES = (\[.*\])$/m.exec(script)![1]!);
+  expect(Object.keys(CONV_TILES)).toEqual(tiles);
+  expect([...CONV_MMA_TILES]).toEqual(tiles);
+  const levels = [...script.matchAll(/\("(\d+→\d+ 3³ [^"]+)", \d+, \d+, \d+, \d+, \d+\)/g)].map((m) => m[1]!);
+  expect([...CONV_LEVELS, "96→3 3³ 832x480 T4 (head)"]).toEqual(levels);
+});
 
 // The fixture's bench lines in the real script's format: its picks prints and its forced tiles and tilings, and the tool's lists of them.
 test("the mma.sync picks lines, tiles and tilings of the fixture and the tool are gpu-check-kernels.py's", () => {

@@ -20,7 +20,7 @@ inline void collective_barrier(const char* what) {
   if (block->warp_released_live[me().flat / 32] != 32) { fprintf(stderr, "emulator: %s in a warp where some threads have exited\n", what); abort(); }
 }
 
-inline float half_bits_to_float(uint16_t h, bool f16) {
+__attribute__((no_sanitize("address", "undefined"), always_inline)) inline float half_bits_to_float(uint16_t h, bool f16) {
   if (f16) {
     __half_raw r;
     r.x = h;
@@ -57,20 +57,32 @@ inline void ldmatrix_x4(uint32_t addr, uint32_t* r, bool trans) {
 
 // mma.sync m16n8k16 .row.col, f32 accumulators: lane = 4·group + t. A: a[0] (row g, k 2t, 2t+1),
 // a[1] (row g+8), a[2] (row g, k + 8), a[3] (row g+8, k + 8); B: b[0] (k 2t, 2t+1, column g),
-// b[1] (k + 8); C/D: (row g, columns 2t, 2t+1), then row g+8.
-inline void mma_16816(float* d, const uint32_t* a, const uint32_t* b, bool f16) {
+// b[1] (k + 8); C/D: (row g, columns 2t, 2t+1), then row g+8. Each thread decodes the two rows of A and
+// the two columns of B its outputs need once, then sums each output in k order in double. It reads only
+// the emulator's own slots, so the sanitizers, which would check each of its thousand-odd operations,
+// leave it out: it is most of an emulated GEMM's time.
+__attribute__((no_sanitize("address", "undefined"))) inline void mma_16816(float* d, const uint32_t* a, const uint32_t* b, bool f16) {
   Thread& t = me();
   const int lane = t.flat % 32, base = t.flat - lane, p = block->warp_generation[t.flat / 32] & 1;
   for (int i = 0; i < 4; i++) t.slot[p][i] = a[i];
   t.slot[p][4] = b[0], t.slot[p][5] = b[1];
   collective_barrier("mma.sync");
-  auto half = [&](int l, int reg, int hi) { return half_bits_to_float((uint16_t)(block->threads[base + l].slot[p][reg] >> (16 * hi)), f16); };
-  auto A = [&](int row, int k) { return half((row % 8) * 4 + (k % 8) / 2, (row >= 8) + 2 * (k >= 8), k % 2); };
-  auto B = [&](int k, int n) { return half(n * 4 + (k % 8) / 2, 4 + (k >= 8), k % 2); };
+  const int g = lane / 4, c0 = 2 * (lane % 4);
+  // the A registers of lanes 4g … 4g + 3, and the B registers of lanes 4·c0 … 4·c0 + 7
+  const Thread* warp = block->threads.data() + base;
+  uint32_t ra[4][4], rb[8][2];
+  for (int j = 0; j < 4; j++)
+    for (int reg = 0; reg < 4; reg++) ra[j][reg] = warp[g * 4 + j].slot[p][reg];
+  for (int j = 0; j < 8; j++)
+    for (int reg = 0; reg < 2; reg++) rb[j][reg] = warp[c0 * 4 + j].slot[p][4 + reg];
+  double A[2][16], B[2][16];  // rows g, g + 8 of A; columns c0, c0 + 1 of B
+  for (int k = 0; k < 16; k++) {
+    for (int r = 0; r < 2; r++) A[r][k] = half_bits_to_float((uint16_t)(ra[(k % 8) / 2][r + 2 * (k >= 8)] >> (16 * (k % 2))), f16);
+    for (int c = 0; c < 2; c++) B[c][k] = half_bits_to_float((uint16_t)(rb[c * 4 + (k % 8) / 2][k >= 8] >> (16 * (k % 2))), f16);
+  }
   for (int i = 0; i < 4; i++) {
-    const int row = lane / 4 + (i >= 2) * 8, col = 2 * (lane % 4) + i % 2;
     double s = d[i];
-    for (int k = 0; k < 16; k++) s += (double)A(row, k) * (double)B(k, col);
+    for (int k = 0; k < 16; k++) s += A[i / 2][k] * B[i % 2][k];
     d[i] = (float)s;
   }
 }

@@ -3,7 +3,9 @@
 // tensor-core kernels — mma.sync (conv_mma.cu) and wgmma (conv_wgmma.cu) — each file compiled as it
 // is, one translation unit each, with host buffers standing in for device memory. The SIMT kernel is
 // not linked: a call that would pick it fails. The context is an sm_90 GPU with the driver's
-// tensor-map encoder (host-runtime.h) and two multiprocessors (grid-stride loops take several turns).
+// tensor-map encoder (host-runtime.h) and two multiprocessors (grid-stride loops take several turns),
+// so the mma.sync kernel's tile model (conv_mma_tiles.cuh) weighs its tiles for an H100 with two SMs
+// (H100's shared memory, registers and tensor-core rate).
 //
 //   conv IN OUT
 //   IN:  int32 B, the 17 ints of ConvGeom, w_dt (0 f32, 1 bf16, 2 f16), has_prev, has_bias, conv_path
@@ -13,7 +15,8 @@
 //        when norm_silu is 2
 //   OUT: f32 out [B, Cout, To, Ho, Wo]
 // Prints one line per kernel launch (grid, threads, dynamic shared memory), then `kernel <name>` (what
-// kc_conv3d ran); exits 1 with the library's message when the call fails.
+// kc_conv3d ran); exits 1 with the library's message when the call fails. KINO_CUDA_CONV_MMA_TILE forces
+// the mma.sync kernel's block tile, as kc_create reads it (conv.cuh).
 #include "host-runtime.h"
 #include "../../../kernels/cuda/conv.cuh"
 
@@ -48,8 +51,11 @@ int main(int argc, char** argv) {
 
   KcContext ctx{};
   ctx.sm_major = 9, ctx.sm_count = 2;
+  ctx.smem_per_sm = 228 * 1024, ctx.smem_optin = 227 * 1024, ctx.smem_reserved = 1024;  // H100's
+  ctx.regs_per_sm = 65536, ctx.threads_per_sm = 2048;
   ctx.encode_tensor_map = (void*)&kc_emu_encode_tiled;
   ctx.conv_path = path;
+  ctx.conv_mma_tile = kc_conv_mma_tile_setting(getenv("KINO_CUDA_CONV_MMA_TILE"));
   const int rc = kc_conv3d(&ctx, out, x, prev, w, w_dt, bias, B, head + 1, norm, gamma, norm_eps, norm_scale);
   if (rc) {
     fprintf(stderr, "kc_conv3d: %s (%d)\n", ctx.error, rc);

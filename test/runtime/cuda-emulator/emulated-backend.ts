@@ -89,29 +89,43 @@ export type ConvKernel = keyof typeof CONV_PATHS;
 /** The conv harness (kc_conv3d with conv.cu, conv_pack.cu, conv_norm_silu.cu, conv_mma.cu and conv_wgmma.cu), built. */
 export const buildConvEmulator = () => buildEmulator("conv", ["conv", "conv_pack", "conv_norm_silu", "conv_mma", "conv_wgmma"]);
 
+/** conv_mma.cu's block tiles, by the names KINO_CUDA_CONV_MMA_TILE takes (conv_mma_tiles.cuh's order). */
+export const CONV_MMA_TILES = ["128x192", "256x96", "128x96", "256x16"] as const;
+export type ConvMmaTile = (typeof CONV_MMA_TILES)[number];
+
 /** HostBackend with kc_conv3d's tensor-core kernels emulated, the one `kernel` names forced (mma.sync
- *  unless given); `plant`: the number of a deliberate kernel bug to switch on (KC_PLANTED), 0 none.
- *  `launches` lists each call's kernel launches, `ran` what kc_conv3d says each call ran. */
+ *  unless given); `plant`: the number of a deliberate kernel bug to switch on (KC_PLANTED), 0 none;
+ *  `convMmaTile`: the mma.sync kernel's block tile, forced (KINO_CUDA_CONV_MMA_TILE), instead of chosen by
+ *  its model; `dry`: record each call's `dims` and run nothing (the outputs stay as allocated). `launches`
+ *  lists each call's kernel launches, `ran` what kc_conv3d says each call ran, `dims` each call's output
+ *  voxels (the batch folded in) and channels: what the tile model weighs. */
 export class EmulatedConvBackend extends HostBackend {
   readonly launches: string[][] = [];
   readonly ran: string[] = [];
+  readonly dims: { M: number; Cout: number }[] = [];
   readonly #path: number;
   readonly #plant: number;
-  constructor(private readonly harness: string, opts: { kernel?: ConvKernel; plant?: number } = {}) {
+  readonly #env: Record<string, string>;
+  readonly #dry: boolean;
+  constructor(private readonly harness: string, opts: { kernel?: ConvKernel; plant?: number; convMmaTile?: ConvMmaTile; dry?: boolean } = {}) {
     super();
     this.#path = CONV_PATHS[opts.kernel ?? "mma.sync"];
     this.#plant = opts.plant ?? 0;
+    this.#env = opts.convMmaTile ? { KINO_CUDA_CONV_MMA_TILE: opts.convMmaTile } : {};
+    this.#dry = opts.dry ?? false;
   }
 
   override conv3d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts: Conv3dOptions = {}): void {
     const g = P.conv3dGeometry(out, x, w, bias, opts);
+    this.dims.push({ M: g.B * g.To * g.Ho * g.Wo, Cout: g.Cout });
+    if (this.#dry) return;
     const ns = opts.normSilu;
     const head = new Int32Array([g.B, g.Cin, g.Cout, g.T, g.H, g.W, g.kt, g.kh, g.kw, g.st, g.sh, g.sw, g.timePad, g.top, g.left, g.To, g.Ho, g.Wo,
       W_DT[w.dtype as keyof typeof W_DT], opts.prev ? 1 : 0, bias ? 1 : 0, this.#path, ns ? (ns.gamma ? 2 : 1) : 0, 0, 0]);
     new Float32Array(head.buffer, 23 * 4, 2).set([ns?.eps ?? 0, ns?.scale ?? 0]);
     const parts = [head, this.bytesOf(x), ...(opts.prev ? [this.bytesOf(opts.prev)] : []), this.bytesOf(w), ...(bias ? [this.bytesOf(bias)] : []),
       ...(ns?.gamma ? [this.bytesOf(ns.gamma)] : [])];
-    const { out: bytes, lines } = runHarness(this.harness, "conv3d", parts, this.#plant);
+    const { out: bytes, lines } = runHarness(this.harness, "conv3d", parts, this.#plant, undefined, this.#env);
     this.ran.push(/^kernel (.*)$/.exec(lines.at(-1) ?? "")?.[1] ?? "?");
     this.launches.push(lines.slice(0, -1));
     this.bytesOf(out).set(bytes);
