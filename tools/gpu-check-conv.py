@@ -14,7 +14,7 @@ import torch
 
 from gpu_check_common import bench, bf, call, create_context, failures, i32, lib, p, rel, report as report_line, rnd, rows, torch_bench, verdict_data, vp
 
-lib.kc_conv3d.argtypes = [vp, vp, vp, vp, vp, i32, vp, i32, C.POINTER(C.c_int32), i32, vp, C.c_float, C.c_float]
+lib.kc_conv3d.argtypes = [vp, vp, vp, vp, vp, i32, vp, vp, i32, C.POINTER(C.c_int32), i32, vp, C.c_float, C.c_float]
 lib.kc_last_kernel.restype = C.c_char_p
 lib.kc_last_kernel.argtypes = [vp, i32]
 lib.kc_conv_mma_tile.restype = None  # the mma.sync conv's block tile for M voxels, Cout channels (conv_mma.cu)
@@ -47,16 +47,17 @@ def conv_geom(x, w, pad, stride, time_pad):
 
 W_DT = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
 
-def conv_rc(ctx, out, x, w, bias, prev, pad, stride, time_pad, norm=None):
-    """norm: (gamma, eps, scale), the fused norm and SiLU of the conv's input (conv.cuh ConvNormSilu)."""
+def conv_rc(ctx, out, x, w, bias, prev, pad, stride, time_pad, norm=None, residual=None):
+    """norm: (gamma, eps, scale), the fused norm and SiLU of the conv's input (conv.cuh ConvNormSilu);
+    residual: added to the output in the same call (kc_conv_out)."""
     geom, _ = conv_geom(x, w, pad, stride, time_pad)
     gamma, eps, scale = norm or (None, 0.0, 0.0)
-    return lib.kc_conv3d(ctx, p(out), p(x), p(prev), p(w), W_DT[w.dtype], p(bias), x.shape[0], geom, int(norm is not None), p(gamma), eps, scale)
+    return lib.kc_conv3d(ctx, p(out), p(x), p(prev), p(w), W_DT[w.dtype], p(bias), p(residual), x.shape[0], geom, int(norm is not None), p(gamma), eps, scale)
 
-def kino_conv(ctx, x, w, bias, prev, pad, stride, time_pad, norm=None):
+def kino_conv(ctx, x, w, bias, prev, pad, stride, time_pad, norm=None, residual=None):
     out = torch.empty(conv_geom(x, w, pad, stride, time_pad)[1], device="cuda")
     torch.cuda.synchronize()
-    call(ctx, conv_rc(ctx, out, x, w, bias, prev, pad, stride, time_pad, norm), f"conv3d x {tuple(x.shape)} w {tuple(w.shape)}")
+    call(ctx, conv_rc(ctx, out, x, w, bias, prev, pad, stride, time_pad, norm, residual), f"conv3d x {tuple(x.shape)} w {tuple(w.shape)}")
     return out, lib.kc_last_kernel(ctx, 2).decode()
 
 def norm_silu(t, gamma, eps, scale):
@@ -131,16 +132,17 @@ try:
         print(f"       auto picks {ran} for {label}", flush=True)
     # the Wan-VAE's residual conv with its "RMS_norm, SiLU" fused in: held to the same promises on
     # x̂ = silu(n(x)) (and n(prev): the cache holds raw frames)
-    label, (B, Cin, Cout, T, H, W) = "Wan level 3 96→96 3³ + norm, SiLU (120x208 crop)", (1, 96, 96, 4, 120, 208)
+    # and its residual add in the same call (the block's input x, added in f32 after the sum)
+    label, (B, Cin, Cout, T, H, W) = "Wan level 3 96→96 3³ + norm, SiLU, residual (120x208 crop)", (1, 96, 96, 4, 120, 208)
     x, prev, w, bias, gamma = rnd(B, Cin, T, H, W) * 3, rnd(B, Cin, 2, H, W), rnd(Cout, Cin, 3, 3, 3), rnd(Cout), rnd(Cin) + 1
     norm = (gamma, 1e-12, Cin ** 0.5)
     xin, pin = norm_silu(x, *norm), norm_silu(prev, *norm)
     pad, stride = (1, 1, 1, 1), (1, 1, 1)
-    case = (x, w, bias, prev, pad, stride, 2, Cin * 27, ref_conv(xin, w, bias, pin, pad, stride, 2),
+    case = (x, w, bias, prev, pad, stride, 2, Cin * 27, ref_conv(xin, w, bias, pin, pad, stride, 2) + x.double(),
             ref_conv(xin.abs(), w.abs(), None, pin.abs(), pad, stride, 2),
-            ref_conv(bf(xin.float()), bf(w), bias, bf(pin.float()), pad, stride, 2))
+            ref_conv(bf(xin.float()), bf(w), bias, bf(pin.float()), pad, stride, 2) + x.double())
     for path in ("mma.sync", "simt"):
-        got, ran = kino_conv(conv_ctx[path], x, w, bias, prev, pad, stride, 2, norm)
+        got, ran = kino_conv(conv_ctx[path], x, w, bias, prev, pad, stride, 2, norm, x)
         check(path, label, got, ran, case)
 except Exception as e:  # a fault leaves the contexts unusable: report it and go on to the benchmarks
     print(f"  FAIL conv3d: {e}")

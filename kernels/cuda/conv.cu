@@ -31,7 +31,7 @@ static bool wgmma_takes(const KcContext* ctx, const ConvGeom& g) {
 
 // The SIMT kernel on silu(n(x)) and silu(n(prev)) made as f32 copies in scratch memory.
 static int simt_norm_silu(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt,
-                          const float* bias, int B, const ConvGeom& g, const ConvNormSilu& ns) {
+                          const float* bias, const float* residual, int B, const ConvGeom& g, const ConvNormSilu& ns) {
   const int64_t HW = (int64_t)g.H * g.W;
   const size_t x_n = (size_t)B * g.Cin * g.T * HW, prev_n = prev ? (size_t)B * g.Cin * g.time_pad * HW : 0;
   float* xn = (float*)kc_scratch(ctx, sizeof(float) * (x_n + prev_n));
@@ -39,17 +39,18 @@ static int simt_norm_silu(KcContext* ctx, float* out, const float* x, const floa
   float* pn = prev ? xn + x_n : nullptr;
   int rc = kc_conv3d_norm_silu_f32(ctx, xn, x, B, g.Cin, g.T * HW, ns);
   if (!rc && prev) rc = kc_conv3d_norm_silu_f32(ctx, pn, prev, B, g.Cin, g.time_pad * HW, ns);
-  if (!rc) rc = kc_conv3d_simt_launch(ctx, out, xn, pn, w, w_dt, bias, B, g);
+  if (!rc) rc = kc_conv3d_simt_launch(ctx, out, xn, pn, w, w_dt, bias, residual, B, g);
   kc_scratch_release(ctx, xn);
   return rc;
 }
 
 // geom: 17 ints in ConvGeom order (Cin, Cout, T, H, W, kt, kh, kw, st, sh, sw, timePad, top, left,
-// To, Ho, Wo). prev [B, Cin, timePad, H, W] or null; bias [Cout] or null. norm_silu nonzero: the conv
-// reads silu(n(X)) for each input voxel X (conv.cuh ConvNormSilu), norm_gamma [Cin] or null.
+// To, Ho, Wo). prev [B, Cin, timePad, H, W] or null; bias [Cout] or null; residual (out's shape, not
+// out itself) or null: added to every output element (kc_conv_out). norm_silu nonzero: the conv reads
+// silu(n(X)) for each input voxel X (conv.cuh ConvNormSilu), norm_gamma [Cin] or null.
 KC_API int kc_conv3d(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt,
-                     const float* bias, int B, const int32_t* geom, int norm_silu, const float* norm_gamma,
-                     float norm_eps, float norm_scale) {
+                     const float* bias, const float* residual, int B, const int32_t* geom, int norm_silu,
+                     const float* norm_gamma, float norm_eps, float norm_scale) {
   ctx->last_conv = "";
   ConvGeom g;
   memcpy(&g, geom, sizeof g);
@@ -62,13 +63,13 @@ KC_API int kc_conv3d(KcContext* ctx, float* out, const float* x, const float* pr
       ctx->sm_major >= 8 && ctx->conv_path != 1 && (ctx->conv_path >= 2 || tensor_cores_pay(g));
   if (tensor_cores && (ctx->conv_path == 3 || (ctx->conv_path == 0 && CONV_WGMMA_VERIFIED)) && wgmma_takes(ctx, g)) {
     ctx->last_conv = "wgmma";
-    return kc_conv3d_wgmma_launch(ctx, out, x, prev, w, w_dt, bias, B, g, ns);
+    return kc_conv3d_wgmma_launch(ctx, out, x, prev, w, w_dt, bias, residual, B, g, ns);
   }
   if (tensor_cores) {
     ctx->last_conv = "mma.sync";
-    return kc_conv3d_mma_launch(ctx, out, x, prev, w, w_dt, bias, B, g, ns);
+    return kc_conv3d_mma_launch(ctx, out, x, prev, w, w_dt, bias, residual, B, g, ns);
   }
   ctx->last_conv = "simt";
-  if (ns.on) return simt_norm_silu(ctx, out, x, prev, w, w_dt, bias, B, g, ns);
-  return kc_conv3d_simt_launch(ctx, out, x, prev, w, w_dt, bias, B, g);
+  if (ns.on) return simt_norm_silu(ctx, out, x, prev, w, w_dt, bias, residual, B, g, ns);
+  return kc_conv3d_simt_launch(ctx, out, x, prev, w, w_dt, bias, residual, B, g);
 }

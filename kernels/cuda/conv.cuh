@@ -71,6 +71,13 @@ int kc_conv3d_norm_factors(KcContext* ctx, float* inv, const float* x, const flo
 int kc_conv3d_norm_silu_f32(KcContext* ctx, float* out, const float* x, int B, int C, int64_t S, const ConvNormSilu& ns);
 void kc_conv3d_pack_release(KcContext* ctx, ConvPacked* pk);
 
+// An output element as every kernel stores it: the f32 sum, + bias[co], + the element of `residual` at its
+// own index in out (a residual connection fused into the conv: kc_conv3d's residual argument), added in
+// that order — what the conv and then the axpby op would have made.
+__device__ __forceinline__ float kc_conv_out(float sum, const float* bias, const float* residual, int co, int64_t at) {
+  return sum + (bias ? bias[co] : 0.f) + (residual ? residual[at] : 0.f);
+}
+
 // Where output voxel m's first tap reads xc, for the im2col gather of the tensor-core kernels (p: their
 // launch arguments, which share these fields): its input frame t, row y and column x (the taps add to
 // them; the bounds test is on the sums) and the xc offset of its 16-byte chunk `chunk`. A voxel past M
@@ -102,9 +109,9 @@ static inline int kc_conv_mma_tile_setting(const char* value) {
 }
 
 int kc_conv3d_simt_launch(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt,
-                          const float* bias, int B, const ConvGeom& g);
+                          const float* bias, const float* residual, int B, const ConvGeom& g);
 int kc_conv3d_mma_launch(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt,
-                         const float* bias, int B, const ConvGeom& g, const ConvNormSilu& ns);
+                         const float* bias, const float* residual, int B, const ConvGeom& g, const ConvNormSilu& ns);
 // sm_90 with the driver's tensor-map encoder only (conv.cu checks); Cout ≥ 32.
 int kc_conv3d_wgmma_launch(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt,
-                           const float* bias, int B, const ConvGeom& g, const ConvNormSilu& ns);
+                           const float* bias, const float* residual, int B, const ConvGeom& g, const ConvNormSilu& ns);

@@ -28,7 +28,7 @@
 //   256×16:  24 + 17 KiB = 328 cycles per 64 MMAs (bound by shared memory everywhere);
 // against, as designs, 8 warps of 64×32 on 128×128 (48 + 16 KiB = 512 cycles per 256 MMAs: 1.0 on A100,
 // 2.0 on H100) and of 32×48 on 128×96 (40 + 14 KiB = 432 per 192: 1.13; 2.25).
-// Registers (test/runtime/cuda-ptx.test.ts holds them to the model's table; none spills): 247 / 255 for
+// Registers (test/runtime/cuda-ptx.test.ts holds them to the model's table; none spills): 255 / 255 for
 // 128×192 (sm_80 / sm_90a), 224 / 215 for 256×96, 215 / 211 for 128×96, 93 for 256×16.
 //
 // Which tile: the model (conv_mma_tiles.cuh) takes a call's time as waves · blocks per SM · a block's
@@ -60,6 +60,7 @@ struct ConvMmaArgs {
   const uint16_t* xc;
   const uint16_t* wp;
   const float* bias;
+  const float* residual;  // out's shape, or null (kc_conv_out)
   int M, P;             // output voxels in all (B·P), per batch item (To·Ho·Wo)
   int Cout, CP, ktiles, n_tiles;
   int F, H, W, kh, kw, st, sh, sw, top, left, Ho, Wo;
@@ -145,8 +146,11 @@ __global__ void __launch_bounds__(KC_CONV_MMA_TILES[TILE].threads()) conv_mma_ke
 #pragma unroll
       for (int nj = 0; nj < NJ; nj++) {
         const int n = n0 + wn * NJ * 8 + nj * 8 + (lane % 4) * 2;
-        if (n < p.Cout) o[(int64_t)n * p.P] = acc[mi][nj][half * 2] + (p.bias ? p.bias[n] : 0.f);
-        if (n + 1 < p.Cout) o[(int64_t)(n + 1) * p.P] = acc[mi][nj][half * 2 + 1] + (p.bias ? p.bias[n + 1] : 0.f);
+        const int64_t at = o - p.out + (int64_t)n * p.P;
+        if (n < p.Cout) o[(int64_t)n * p.P] = kc_conv_out(acc[mi][nj][half * 2], p.bias, p.residual, n, at);
+        // planted 41: the odd channels of a fragment pair left without their residual
+        if (n + 1 < p.Cout)
+          o[(int64_t)(n + 1) * p.P] = kc_conv_out(acc[mi][nj][half * 2 + 1], p.bias, KC_PLANTED(41) ? nullptr : p.residual, n + 1, at + p.P);
       }
     }
   }
@@ -187,12 +191,12 @@ int launch(KcContext* ctx, const ConvMmaArgs& args) {
 }  // namespace
 
 int kc_conv3d_mma_launch(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt,
-                         const float* bias, int B, const ConvGeom& g, const ConvNormSilu& ns) {
+                         const float* bias, const float* residual, int B, const ConvGeom& g, const ConvNormSilu& ns) {
   ConvPacked pk;
   int rc = kc_conv3d_pack(ctx, &pk, x, prev, w, w_dt, B, g, ns);
   if (!rc) {
     const int P = g.To * g.Ho * g.Wo;
-    ConvMmaArgs args{out, pk.xc, pk.wp, bias, B * P, P, g.Cout, pk.CP, pk.taps * pk.CP / BK, 0,
+    ConvMmaArgs args{out, pk.xc, pk.wp, bias, residual, B * P, P, g.Cout, pk.CP, pk.taps * pk.CP / BK, 0,
                      pk.F, g.H, g.W, g.kh, g.kw, g.st, g.sh, g.sw, g.top, g.left, g.Ho, g.Wo, pk.first};
     rc = launch(ctx, args);
   }

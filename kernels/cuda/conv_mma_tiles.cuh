@@ -47,7 +47,7 @@ constexpr int KC_CONV_MMA_NARROW_COUT = 16;
 struct KcConvMmaRegisters {
   int sm80, sm90a;
 };
-constexpr KcConvMmaRegisters KC_CONV_MMA_REGISTERS[KC_CONV_MMA_TILE_COUNT] = {{247, 255}, {224, 215}, {215, 211}, {93, 93}};
+constexpr KcConvMmaRegisters KC_CONV_MMA_REGISTERS[KC_CONV_MMA_TILE_COUNT] = {{255, 255}, {224, 215}, {215, 211}, {93, 93}};
 
 static inline int kc_conv_mma_blocks_per_sm(const KcMmaGpu& g, int tile) {
   const KcConvMmaTile& t = KC_CONV_MMA_TILES[tile];

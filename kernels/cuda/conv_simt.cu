@@ -16,7 +16,8 @@ __device__ __forceinline__ float widen(__half v) { return __half2float(v); }
 template <typename TW>
 __global__ void __launch_bounds__(THREADS) conv3d_kernel(float* __restrict__ out, const float* __restrict__ x,
                                                        const float* __restrict__ prev, const TW* __restrict__ w,
-                                                       const float* __restrict__ bias, ConvGeom g) {
+                                                       const float* __restrict__ bias, const float* __restrict__ residual,
+                                                       ConvGeom g) {
   __shared__ float Ws[TK][TILE + 1];
   __shared__ float Xs[TK][TILE + 1];
   const int b = blockIdx.z;
@@ -78,28 +79,28 @@ __global__ void __launch_bounds__(THREADS) conv3d_kernel(float* __restrict__ out
   for (int i = 0; i < 4; i++) {
     int co = co0 + ty + 16 * i;
     if (co >= g.Cout) continue;
-    float* o = out + ((int64_t)b * g.Cout + co) * P;
+    const int64_t row = ((int64_t)b * g.Cout + co) * P;
 #pragma unroll
     for (int j = 0; j < 4; j++) {
       int64_t p = p0 + tx + 16 * j;
-      if (p < P) o[p] = acc[i][j] + (bias ? bias[co] : 0.f);
+      if (p < P) out[row + p] = kc_conv_out(acc[i][j], bias, residual, co, row + p);
     }
   }
 }
 }  // namespace
 
 int kc_conv3d_simt_launch(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt,
-                          const float* bias, int B, const ConvGeom& g) {
+                          const float* bias, const float* residual, int B, const ConvGeom& g) {
   const int64_t P = (int64_t)g.To * g.Ho * g.Wo;
   if ((P + TILE - 1) / TILE > 0x7fffffff || B > 65535 || (g.Cout + TILE - 1) / TILE > 65535)
     return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_conv3d", "output too large for one launch");
   dim3 grid((unsigned)((P + TILE - 1) / TILE), (g.Cout + TILE - 1) / TILE, B);
   switch (w_dt) {
-    case KC_F32: conv3d_kernel<float><<<grid, THREADS, 0, ctx->stream>>>(out, x, prev, (const float*)w, bias, g); break;
+    case KC_F32: conv3d_kernel<float><<<grid, THREADS, 0, ctx->stream>>>(out, x, prev, (const float*)w, bias, residual, g); break;
     case KC_BF16:
-      conv3d_kernel<__nv_bfloat16><<<grid, THREADS, 0, ctx->stream>>>(out, x, prev, (const __nv_bfloat16*)w, bias, g);
+      conv3d_kernel<__nv_bfloat16><<<grid, THREADS, 0, ctx->stream>>>(out, x, prev, (const __nv_bfloat16*)w, bias, residual, g);
       break;
-    case KC_F16: conv3d_kernel<__half><<<grid, THREADS, 0, ctx->stream>>>(out, x, prev, (const __half*)w, bias, g); break;
+    case KC_F16: conv3d_kernel<__half><<<grid, THREADS, 0, ctx->stream>>>(out, x, prev, (const __half*)w, bias, residual, g); break;
     default: return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_conv3d", "weights must be f32, bf16 or f16");
   }
   return kc_launched(ctx, "conv3d_kernel");

@@ -37,6 +37,7 @@ struct ConvWgmmaArgs {
   float* out;
   const uint16_t* xc;
   const float* bias;
+  const float* residual;  // out's shape, or null (kc_conv_out)
   int M, P;              // output voxels in all (B·P), per batch item (To·Ho·Wo)
   int Cout, CP, slices;  // slices: 32-channel K slices in all (taps · CP / 32)
   int n_tiles;
@@ -163,8 +164,9 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
       for (int j = 0; j < BN / 8; j++) {
         const int n = col0 + j * 8;
-        if (n < p.Cout) o[(int64_t)n * p.P] = d[4 * j + 2 * half] + (p.bias ? p.bias[n] : 0.f);
-        if (n + 1 < p.Cout) o[(int64_t)(n + 1) * p.P] = d[4 * j + 2 * half + 1] + (p.bias ? p.bias[n + 1] : 0.f);
+        const int64_t at = o - p.out + (int64_t)n * p.P;
+        if (n < p.Cout) o[(int64_t)n * p.P] = kc_conv_out(d[4 * j + 2 * half], p.bias, p.residual, n, at);
+        if (n + 1 < p.Cout) o[(int64_t)(n + 1) * p.P] = kc_conv_out(d[4 * j + 2 * half + 1], p.bias, p.residual, n + 1, at + p.P);
       }
     }
   }
@@ -205,14 +207,14 @@ int launch_for_cout(KcContext* ctx, const ConvWgmmaArgs& args, const uint16_t* w
 }  // namespace
 
 int kc_conv3d_wgmma_launch(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt,
-                           const float* bias, int B, const ConvGeom& g, const ConvNormSilu& ns) {
+                           const float* bias, const float* residual, int B, const ConvGeom& g, const ConvNormSilu& ns) {
   ConvPacked pk;
   int rc = kc_conv3d_pack(ctx, &pk, x, prev, w, w_dt, B, g, ns);
   // TMA with the 128-byte swizzle reads 128-byte aligned memory; scratch blocks start 256-byte aligned
   if (!rc && ((uintptr_t)pk.wp & 127)) rc = kc_fail(ctx, KC_E_UNSUPPORTED, "kc_conv3d", "repacked weights not 128-byte aligned");
   if (!rc) {
     const int P = g.To * g.Ho * g.Wo;
-    ConvWgmmaArgs args{out, pk.xc, bias, B * P, P, g.Cout, pk.CP, pk.taps * pk.CP / 32, 0,
+    ConvWgmmaArgs args{out, pk.xc, bias, residual, B * P, P, g.Cout, pk.CP, pk.taps * pk.CP / 32, 0,
                        pk.F, g.H, g.W, g.kh, g.kw, g.st, g.sh, g.sw, g.top, g.left, g.Ho, g.Wo, pk.first};
     rc = launch_for_cout(ctx, args, pk.wp, pk.taps * pk.CP);
   }

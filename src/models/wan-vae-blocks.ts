@@ -55,8 +55,8 @@ export class CausalConv {
   }
 
   /** New output tensor for input x (caller frees); with `normSilu` the conv reads silu(norm(x)), and
-   *  caches x itself. */
-  run(x: Tensor, normSilu?: ConvNormSilu): Tensor {
+   *  caches x itself; `residual` is added to the output. */
+  run(x: Tensor, fused: { normSilu?: ConvNormSilu; residual?: Tensor } = {}): Tensor {
     const b = this.b, [, cin, , H, W] = x.shape as [number, number, number, number, number];
     const kt = this.w.shape[2]!, p = this.spatialPad;
     const timePad = this.cached ? kt - 1 : 0;
@@ -64,7 +64,7 @@ export class CausalConv {
       this.#cache = b.alloc([1, cin, timePad, H, W]);
       b.fill(this.#cache, 0);
     }
-    const opts = { pad: [p, p, p, p] as const, timePad, stride: this.stride, prev: this.cached ? this.#cache! : undefined, normSilu };
+    const opts = { pad: [p, p, p, p] as const, timePad, stride: this.stride, prev: this.cached ? this.#cache! : undefined, ...fused };
     const out = b.alloc(conv3dOutputShape(x.shape, this.w.shape, opts));
     b.conv3d(out, x, this.w, this.bias, opts);
     if (this.cached) this.#remember(x);
@@ -95,7 +95,8 @@ export class CausalConv {
 }
 
 /** [RMS, SiLU, conv3³, RMS, SiLU, (dropout), conv3³] + 1×1×1 shortcut when the width changes; each
- *  RMS and SiLU run inside the conv after them (Conv3dOptions.normSilu). */
+ *  RMS and SiLU run inside the conv after them, and the residual add inside the second conv
+ *  (Conv3dOptions.normSilu, .residual). */
 export class ResidualBlock {
   private constructor(
     private readonly b: Backend,
@@ -119,14 +120,10 @@ export class ResidualBlock {
 
   run(x: Tensor): Tensor {
     const b = this.b;
-    const h1 = this.conv1.run(x, this.norm1.thenSilu());
-    const out = this.conv2.run(h1, this.norm2.thenSilu());
-    b.free(h1);
-    if (this.shortcut) {
-      const s = this.shortcut.run(x);
-      b.axpby(out, out, s, 1, 1);
-      b.free(s);
-    } else b.axpby(out, out, x, 1, 1);
+    const h1 = this.conv1.run(x, { normSilu: this.norm1.thenSilu() });
+    const s = this.shortcut?.run(x);
+    const out = this.conv2.run(h1, { normSilu: this.norm2.thenSilu(), residual: s ?? x });
+    b.free(h1, ...(s ? [s] : []));
     return out;
   }
 

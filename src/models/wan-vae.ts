@@ -90,7 +90,7 @@ class Trunk {
       if (next !== cur) b.free(cur);
       cur = next;
     }
-    const out = this.headConv.run(cur, this.headNorm.thenSilu());
+    const out = this.headConv.run(cur, { normSilu: this.headNorm.thenSilu() });
     b.free(cur);
     return out;
   }

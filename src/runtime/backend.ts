@@ -108,6 +108,10 @@ export interface Conv3dOptions {
    *  Padding stays zero. Where the backend fuses it (CUDA: kernels/cuda/conv.cuh), the activations
    *  cross memory two times instead of six. */
   normSilu?: ConvNormSilu;
+  /** Added to every output element (out's shape, f32, not out itself): a residual connection in the
+   *  same op, out = conv + bias + residual. Where the backend fuses it (CUDA: the kernels' stores), the
+   *  separate add's pass over out and residual is saved. */
+  residual?: Tensor;
 }
 
 export interface ConvNormSilu {

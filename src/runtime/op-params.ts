@@ -106,8 +106,9 @@ export function gemmDims(out: Shaped, a: Shaped, w: Shaped, bias?: Shaped | null
 export type GemmEpilogueParams = Exclude<GemmEpilogue, { kind: "residual" }> | { kind: "residual"; residual: Shaped; gate?: Shaped | null };
 export type AttentionParams = Omit<AttentionOptions, "bias"> & { bias?: Shaped };
 export type RopeParams = Omit<RopeOptions, "cos" | "sin" | "frameOffsetAt"> & { cos: Shaped; sin: Shaped; frameOffsetAt?: Shaped };
-export type Conv3dParams = Omit<Conv3dOptions, "prev" | "normSilu"> & {
+export type Conv3dParams = Omit<Conv3dOptions, "prev" | "normSilu" | "residual"> & {
   prev?: Shaped;
+  residual?: Shaped;
   normSilu?: { eps: number; scale: number; gamma?: Shaped | null };
 };
 
@@ -293,6 +294,11 @@ export function conv3dGeometry(out: Shaped, x: Shaped, w: Shaped, bias: Shaped |
   }
   const oshape = conv3dOutputShape(x.shape, w.shape, opts);
   expectShape(op, "out", out, oshape);
+  if (opts.residual) {
+    if (opts.residual === out) fail(op, "residual must not be out itself");
+    expectDtype(op, "residual", opts.residual, "f32");
+    expectShape(op, "residual", opts.residual, oshape);
+  }
   optionalVector(op, "bias", bias, Cout);
   const [, , To, Ho, Wo] = oshape as [number, number, number, number, number];
   return { B, Cin, Cout, T, H, W, kt, kh, kw, st, sh, sw, timePad, top, left, To, Ho, Wo };

@@ -214,8 +214,9 @@ export function t5RelativeBias(table: Host, Lq: number, Lk: number, o: T5BiasOpt
 }
 
 /** Conv3dOptions with the reference's host tensors. */
-export type HostConv3dOptions = Omit<Conv3dOptions, "prev" | "normSilu"> & {
+export type HostConv3dOptions = Omit<Conv3dOptions, "prev" | "normSilu" | "residual"> & {
   prev?: Host;
+  residual?: Host;
   normSilu?: { eps: number; scale: number; gamma?: Host | null };
 };
 
@@ -233,6 +234,10 @@ export function conv3d(x: Host, w: Host, bias: Host | null, opts: HostConv3dOpti
   if (opts.normSilu) {
     const { normSilu, ...plain } = opts;
     return conv3d(convNormSilu(x, normSilu), w, bias, { ...plain, prev: opts.prev && convNormSilu(opts.prev, normSilu) });
+  }
+  if (opts.residual) {
+    const { residual, ...plain } = opts;
+    return axpby(conv3d(x, w, bias, plain), residual, 1, 1);
   }
   // The input with its time padding (prev frames, or zeros) in front: [B, Cin, timePad + T, H, W].
   const Tp = g.timePad + g.T, HW = g.H * g.W;

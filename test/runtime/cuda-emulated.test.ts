@@ -170,6 +170,7 @@ const PLANTED_MMA: [number, string, ConvMmaTile?][] = [
   [38, "the second fragment set is loaded from the first k step again (mma_ring.cuh)"],
   [39, "the repack's fused norm leaves SiLU off the cached frames (conv_pack.cu)"],
   [40, "128×192 tile: the last, partial pass of voxel rows (rows 96–127 of 128, 48 per pass) is left out (conv_mma.cu)", "128x192"],
+  [41, "the odd channels of a fragment pair stored without their residual (conv_mma.cu)"],
 ];
 
 describe.skipIf(!harness)("the emulated cases catch planted conv bugs", () => {

@@ -111,6 +111,8 @@ interface ConvCase {
   x: number[]; w: number[]; opts?: Conv3dOptions; prev?: boolean; dt?: DType; bias?: boolean; label?: string;
   /** The Wan-VAE's norm and SiLU fused in front (Conv3dOptions.normSilu), with a gamma or without. */
   norm?: "gamma" | "plain";
+  /** A residual added to the output in the same op (Conv3dOptions.residual). */
+  residual?: boolean;
 }
 
 export function convCases(): OpCase[] {
@@ -132,7 +134,7 @@ export function convCases(): OpCase[] {
     // the CUDA tensor-core conv: Cin past one 32-channel K step, voxels over three 128-row tiles, Cout
     // over two 96-channel tiles; then two 128-channel tiles, batch folded into the voxel rows
     { x: [1, 40, 2, 9, 17], w: [130, 40, 3, 3, 3], opts: { pad: [1, 1, 1, 1] }, prev: true, bias: true, label: "Cin 40, Cout 130, 306 voxels" },
-    { x: [2, 32, 1, 6, 7], w: [256, 32, 1, 3, 3], opts: { pad: [1, 1, 1, 1], timePad: 0 }, bias: true, dt: "bf16", label: "Cout 256, batch 2" },
+    { x: [2, 32, 1, 6, 7], w: [256, 32, 1, 3, 3], opts: { pad: [1, 1, 1, 1], timePad: 0 }, bias: true, dt: "bf16", residual: true, label: "Cout 256, batch 2, a residual" },
     // and the wgmma conv (conv_wgmma.cu: 128 voxels × 192, 128 or 96 channels, K in steps of two
     // 32-channel slices): an odd number of slices (Cin 20, 27 taps) with stride 2 everywhere and a
     // 96-wide tile; the causal time padding without a cache, two 128-wide tiles with a tail, batch 2
@@ -140,7 +142,7 @@ export function convCases(): OpCase[] {
     { x: [2, 36, 2, 4, 9], w: [200, 36, 3, 3, 3], opts: { pad: [1, 1, 1, 1] }, label: "no cache, Cout 200, batch 2" },
     // the norm and SiLU fused in: over Cin padded to 64 channels on the tensor cores, on the cached
     // frames too; and without gamma or a cache, batch 2 (on a GPU the exact kernel takes it: few channels)
-    { x: [1, 40, 2, 9, 17], w: [130, 40, 3, 3, 3], opts: { pad: [1, 1, 1, 1] }, prev: true, bias: true, norm: "gamma", label: "norm, SiLU fused, Cin 40, a cache" },
+    { x: [1, 40, 2, 9, 17], w: [130, 40, 3, 3, 3], opts: { pad: [1, 1, 1, 1] }, prev: true, bias: true, norm: "gamma", residual: true, label: "norm, SiLU fused, Cin 40, a cache, a residual" },
     { x: [2, 12, 3, 5, 6], w: [16, 12, 3, 3, 3], opts: { pad: [1, 1, 1, 1] }, norm: "plain", label: "norm, SiLU fused, batch 2" },
   ];
   const cases: OpCase[] = configs.map((c) => {
@@ -153,15 +155,16 @@ export function convCases(): OpCase[] {
     const prev = c.prev ? host(prevShape, r(n(prevShape))) : undefined;
     const dt = c.dt ?? "f32";
     const outShape = conv3dOutputShape(c.x, c.w, c.opts);
+    const residual = c.residual ? host(outShape, r(n(outShape))) : undefined;
     const K = c.w[1]! * c.w[2]! * c.w[3]! * c.w[4]!;
     return {
       op: "conv3d", name: `x [${c.x}] w [${c.w}] ${dt}${c.label ? ` (${c.label})` : ""}`, ...reductionTol(K),
-      ref: () => R.conv3d(x, asStored(w, dt), c.bias ? bias : null, { ...c.opts, prev, normSilu: norm && { ...norm, gamma } }).f32,
-      tensorCores: () => tensorCoreConv(x, asStored(w, dt), c.bias ? bias : null, { ...c.opts, prev, normSilu: norm && { ...norm, gamma } }),
+      ref: () => R.conv3d(x, asStored(w, dt), c.bias ? bias : null, { ...c.opts, prev, normSilu: norm && { ...norm, gamma }, residual }).f32,
+      tensorCores: () => tensorCoreConv(x, asStored(w, dt), c.bias ? bias : null, { ...c.opts, prev, normSilu: norm && { ...norm, gamma }, residual }),
       run: (be) => runOp(be, (up, alloc) => {
         const o = alloc(outShape);
         be.conv3d(o, up(x), up(w, dt), c.bias ? up(bias) : null,
-          { ...c.opts, prev: prev && up(prev), normSilu: norm && { ...norm, gamma: gamma && up(gamma) } });
+          { ...c.opts, prev: prev && up(prev), normSilu: norm && { ...norm, gamma: gamma && up(gamma) }, residual: residual && up(residual) });
         return o;
       }),
     };

@@ -42,6 +42,11 @@ export function tensorCoreConv(x: R.Host, storedW: R.Host, bias: R.Host | null, 
     const { normSilu, ...plain } = opts;
     return tensorCoreConv(R.convNormSilu(x, normSilu), storedW, bias, { ...plain, prev: opts.prev && R.convNormSilu(opts.prev, normSilu) });
   }
+  if (opts.residual) {  // added in f32 after the sum, exactly as given
+    const { residual, ...plain } = opts;
+    const e = tensorCoreConv(x, storedW, bias, plain);
+    return { ...e, want: e.want.map((v, i) => v + residual.f32[i]!) };
+  }
   const prev = opts.prev && roundedTo(opts.prev, "bf16");
   const K = storedW.shape.slice(1).reduce((a, b) => a * b, 1);
   return { want: R.conv3d(roundedTo(x, "bf16"), roundedTo(storedW, "bf16"), bias, { ...opts, prev }).f32, ...reductionTol(K) };

@@ -5,8 +5,8 @@
 // device (the pipeline's readI420: 1.5 bytes a pixel) and as f32 RGB made into RGB24 on the host (what
 // the pipeline did before: 12 bytes a pixel, and the encoder's RGB → I420 still to come). tools/bench/model.ts (GPU half) and tools/gpu-check.sh report it; it runs on any backend, but at
 // 832x480 only a GPU finishes in reasonable time. The command line then decodes the same stream again
-// with each residual block's norm and SiLU run as their own ops instead of inside the conv that reads
-// them (Conv3dOptions.normSilu), and prints the two times side by side.
+// with each residual block's norm and SiLU and its residual add run as their own ops instead of inside
+// the conv (Conv3dOptions.normSilu, .residual), and prints the two times side by side.
 //
 //   bun tools/bench/vae-decode.ts [--width 832] [--height 480] [--chunk 3] [--chunks 4] [--device cuda|cpu]
 import { parseVaeConfig } from "../../src/models/configs.ts";
@@ -17,7 +17,7 @@ import { WanVaeDecoder } from "../../src/models/wan-vae.ts";
 import { readI420 } from "../../src/pipelines/wan-streaming.ts";
 import type { WeightReader } from "../../src/models/weights.ts";
 import type { Backend, Conv3dOptions } from "../../src/runtime/backend.ts";
-import { conv3dWithNormSiluOps } from "../../src/runtime/conv-norm-silu.ts";
+import { conv3dWithSeparateOps } from "../../src/runtime/conv3d-unfused.ts";
 import { openBackend } from "../../src/runtime/device.ts";
 import type { Tensor } from "../../src/runtime/tensor.ts";
 
@@ -49,7 +49,8 @@ async function timeReadback(backend: Backend, video: Tensor): Promise<{ i420: nu
 }
 
 /** Streams `chunks` chunks of `chunkFrames` latent frames through a random Wan2.1 decoder; `unfused`:
- *  the norm and SiLU in front of a conv run as their own ops (the comparison the command line prints). */
+ *  the norm and SiLU in front of a conv and the residual add after it run as their own ops (the
+ *  comparison the command line prints). */
 export async function benchVaeDecode(backend: Backend, width: number, height: number, chunkFrames: number, chunks: number,
   unfused = false): Promise<VaeDecodeResult> {
   const cfg = parseVaeConfig({}, "Wan2.1 VAE (released geometry)");
@@ -65,7 +66,7 @@ export async function benchVaeDecode(backend: Backend, width: number, height: nu
   const conv3d = backend.conv3d.bind(backend);
   const ran = (backend as Backend & { ranKernel?: (op: string) => string | null }).ranKernel?.bind(backend);
   backend.conv3d = (out: Tensor, x: Tensor, wt: Tensor, bias: Tensor | null, opts: Conv3dOptions = {}) => {
-    if (unfused) conv3dWithNormSiluOps(backend, conv3d, out, x, wt, bias, opts);
+    if (unfused) conv3dWithSeparateOps(backend, conv3d, out, x, wt, bias, opts);
     else conv3d(out, x, wt, bias, opts);
     flop += 2 * out.numel * wt.shape.slice(1).reduce((a, b) => a * b, 1);
     const k = ran?.("conv3d") ?? backend.name;
@@ -136,7 +137,7 @@ if (import.meta.main) {
     const fused = await benchVaeDecode(backend, width, height, chunk, chunks);
     console.log(formatVaeDecode(fused, width, height, chunk));
     const unfused = await benchVaeDecode(backend, width, height, chunk, chunks, true);
-    console.log(`  norm and SiLU inside the conv ${fused.msPerChunk.toFixed(1)} ms per steady chunk | as their own ops ` +
+    console.log(`  norm, SiLU and residual add inside the conv ${fused.msPerChunk.toFixed(1)} ms per steady chunk | as their own ops ` +
       `${unfused.msPerChunk.toFixed(1)} ms | fused / unfused ${(fused.msPerChunk / unfused.msPerChunk).toFixed(2)}`);
   } finally {
     backend.dispose();

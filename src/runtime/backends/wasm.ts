@@ -7,7 +7,7 @@
 
 import type * as B from "../backend.ts";
 import { fromHalf, toHalf } from "../dtype.ts";
-import { conv3dWithNormSiluOps } from "../conv-norm-silu.ts";
+import { conv3dWithSeparateOps } from "../conv3d-unfused.ts";
 import * as P from "../op-params.ts";
 import { DTYPE_BYTES, type DType, type Shape, Tensor, numelOf, stridesOf } from "../tensor.ts";
 import { type StagingHost, viaF32 } from "./wasm-bf16.ts";
@@ -316,7 +316,7 @@ class WasmBackend implements B.Backend {
   }
 
   conv3d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts: B.Conv3dOptions = {}): void {
-    conv3dWithNormSiluOps(this, (o, xs, ws, b, op) => wasmConv3d(this.#kernels, o, xs, ws, b, op), out, x, w, bias, opts);
+    conv3dWithSeparateOps(this, (o, xs, ws, b, op) => wasmConv3d(this.#kernels, o, xs, ws, b, op), out, x, w, bias, opts);
   }
 
   conv2d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts: B.Conv2dOptions = {}): void {

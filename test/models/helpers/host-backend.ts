@@ -168,7 +168,8 @@ export class HostBackend implements Backend {
   conv3d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts: Conv3dOptions = {}): void {
     const ns = opts.normSilu;
     this.#store(out, R.conv3d(this.#host(x), this.#host(w), bias ? this.#host(bias) : null,
-      { ...opts, prev: opts.prev && this.#host(opts.prev), normSilu: ns && { ...ns, gamma: ns.gamma && this.#host(ns.gamma) } }));
+      { ...opts, prev: opts.prev && this.#host(opts.prev), normSilu: ns && { ...ns, gamma: ns.gamma && this.#host(ns.gamma) },
+        residual: opts.residual && this.#host(opts.residual) }));
   }
   conv2d(out: Tensor, x: Tensor, w: Tensor, bias: Tensor | null, opts: Conv2dOptions = {}): void {
     this.#store(out, R.conv2d(this.#host(x), this.#host(w), bias ? this.#host(bias) : null, opts));

@@ -121,10 +121,10 @@ export class EmulatedConvBackend extends HostBackend {
     if (this.#dry) return;
     const ns = opts.normSilu;
     const head = new Int32Array([g.B, g.Cin, g.Cout, g.T, g.H, g.W, g.kt, g.kh, g.kw, g.st, g.sh, g.sw, g.timePad, g.top, g.left, g.To, g.Ho, g.Wo,
-      W_DT[w.dtype as keyof typeof W_DT], opts.prev ? 1 : 0, bias ? 1 : 0, this.#path, ns ? (ns.gamma ? 2 : 1) : 0, 0, 0]);
+      W_DT[w.dtype as keyof typeof W_DT], opts.prev ? 1 : 0, bias ? 1 : 0, this.#path, ns ? (ns.gamma ? 2 : 1) : 0, 0, 0, opts.residual ? 1 : 0]);
     new Float32Array(head.buffer, 23 * 4, 2).set([ns?.eps ?? 0, ns?.scale ?? 0]);
     const parts = [head, this.bytesOf(x), ...(opts.prev ? [this.bytesOf(opts.prev)] : []), this.bytesOf(w), ...(bias ? [this.bytesOf(bias)] : []),
-      ...(ns?.gamma ? [this.bytesOf(ns.gamma)] : [])];
+      ...(ns?.gamma ? [this.bytesOf(ns.gamma)] : []), ...(opts.residual ? [this.bytesOf(opts.residual)] : [])];
     const { out: bytes, lines } = runHarness(this.harness, "conv3d", parts, this.#plant, undefined, this.#env);
     this.ran.push(/^kernel (.*)$/.exec(lines.at(-1) ?? "")?.[1] ?? "?");
     this.launches.push(lines.slice(0, -1));
