@@ -33,8 +33,9 @@
 #       first chunk ≤ 0.5 s);
 #    6. bidirectional DiT clip as one CUDA graph (tools/bench/dit-clip-graph.ts): Wan2.1-1.3B t2v at
 #       832x480, 81 frames, 3 guided UniPC steps, eager and graphed — bit for bit, s/step both ways;
-#    7. the readback of chunk i overlapped with the DiT of chunk i + 1 (tools/bench/readback-overlap.ts):
-#       the same bytes as the synchronous readback, first chunk and steady interval each way;
+#    7. the readback of chunk i overlapped with the DiT of chunk i + 1, and apart from it chunk i's encode
+#       on the worker's encoder thread (tools/bench/readback-overlap.ts): the same bytes as the
+#       synchronous readback with the encode inline, first chunk and steady interval each way;
 #    8. conv3d (tools/gpu-check-conv.py): the mma.sync (also with each block tile forced:
 #       KINO_CUDA_CONV_MMA_TILE) and SIMT paths against PyTorch and their promise (conv.cuh), TFLOP/s
 #       beside cuDNN at the Wan-VAE decoder's 832x480 levels (mma.sync with the tile its model picks
@@ -299,7 +300,7 @@ GPU_CHECK_RESERVE=120 step bun "causal DiT as CUDA graphs and with bf16 activati
 # writing 3.9 GB (~10 s) + loading it (~30 s) + 17 chunks at ~2 s before any speed-up, with room left
 step bun "end to end: kino serve, Wan2.1-1.3B random checkpoint, realtime session at 832x480 (target ≥ 30 fps, first chunk ≤ 0.5 s)" 180 e2e_realtime
 step bun "bidirectional t2v clip as one CUDA graph, Wan2.1-1.3B at 832x480, 81 frames (bun)" 60 clip_graph
-step bun "readback of chunk i overlapped with the DiT of chunk i + 1 (bun)" 60 readback_overlap
+step bun "readback of chunk i overlapped with the DiT of chunk i + 1, and its encoding on a thread (bun)" 60 readback_overlap
 step python "conv3d vs PyTorch, then benchmarks" 150 conv3d
 step python "GEMM and attention kernels vs PyTorch" 150 kernels_verify
 step python "GEMM and attention benchmarks beside cuBLAS and SDPA" 90 kernels_bench

@@ -148,10 +148,11 @@ function readbackTable(logs: CheckLogs): string[] {
   const r = findRecord(logs, "readback-overlap");
   if (!r) return [`overlapped readback ${notMeasured(logs, "readback")}`];
   const row = (mode: string) => {
-    const m = r[mode] as { firstS: number; intervalMs: number; streamS: number };
-    return `| ${mode} | ${f3(m.firstS)} | ${f1(m.intervalMs)} | ${m.streamS.toFixed(2)} |`;
+    const m = r[mode] as { firstS: number; intervalMs: number; streamS: number } | undefined;
+    return m ? [`| ${mode} | ${f3(m.firstS)} | ${f1(m.intervalMs)} | ${m.streamS.toFixed(2)} |`] : [];
   };
-  return ["| readback | first chunk s | steady chunk interval ms | stream s |", "|---|---|---|---|", row("sync"), row("overlap")];
+  return ["| chunk i beside chunk i + 1's DiT | first chunk s | steady chunk interval ms | stream s |", "|---|---|---|---|",
+    ...row("sync"), ...row("overlap"), ...row("thread")];
 }
 
 /** A kernel fault on purpose (tools/gpu-check-device-lost.ts): whether the backend's next call said the

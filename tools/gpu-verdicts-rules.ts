@@ -20,6 +20,7 @@ export const FLAGS = {
   GRAPHS_VERIFIED: "src/models/dit-graph.ts",
   BF16_ACTIVATIONS_VERIFIED: "src/models/dit-activations.ts",
   READBACK_OVERLAP_VERIFIED: "src/pipelines/readback-overlap.ts",
+  STREAM_OVERLAP_VERIFIED: "src/worker/stream-overlap.ts",
 } as const;
 export type Flag = keyof typeof FLAGS;
 
@@ -226,6 +227,19 @@ function readbackOverlap(logs: CheckLogs): Outcome {
   return { verdict: "FLIP", why: "same bytes, and the steady chunk interval dropped", evidence };
 }
 
+function streamOverlap(logs: CheckLogs): Outcome {
+  const r = findRecord(logs, "readback-overlap");
+  if (!r) return absent(logs, "readback", "the encoder thread");
+  type Mode = { firstS: number; intervalMs: number; streamS: number };
+  const sync = r.sync as Mode, thread = r.thread as Mode | undefined;
+  if (!thread) return none("the encoder thread: the readback-overlap record has no \"thread\" mode (a log of an older check)");
+  const evidence = [`same bytes as inline encoding: ${r.sameBytes ? "PASS" : "FAIL"} (${r.runs} runs each, ${r.chunks} chunks)`,
+    `steady chunk interval: encoder thread ${thread.intervalMs.toFixed(1)} vs inline ${sync.intervalMs.toFixed(1)} ms; first chunk ${thread.firstS.toFixed(3)} vs ${sync.firstS.toFixed(3)} s`];
+  if (!r.sameBytes) return keep("the encoder thread sent other bytes than inline encoding", evidence);
+  if (!(thread.intervalMs < sync.intervalMs)) return keep("the steady chunk interval did not drop", evidence);
+  return { verdict: "FLIP", why: "same bytes, and the steady chunk interval dropped", evidence };
+}
+
 /** A rule that cannot read its record (a field missing or null) gives no evidence rather than ending the tool. */
 function guarded<T>(what: string, rule: () => T, fallback: (o: Outcome) => T): T {
   try {
@@ -238,7 +252,7 @@ function guarded<T>(what: string, rule: () => T, fallback: (o: Outcome) => T): T
 /** Every flag's verdict, in FLAGS' order; `current`: the constants' values in the source now. */
 export function judge(logs: CheckLogs, current: Record<Flag, boolean>): Verdict[] {
   const single: [Flag, (l: CheckLogs) => Outcome][] = [["WGMMA_ATTENTION_VERIFIED", wgmmaAttention], ["CONV_WGMMA_VERIFIED", convWgmma], ["GRAPHS_VERIFIED", graphs],
-    ["BF16_ACTIVATIONS_VERIFIED", bf16Activations], ["READBACK_OVERLAP_VERIFIED", readbackOverlap]];
+    ["BF16_ACTIVATIONS_VERIFIED", bf16Activations], ["READBACK_OVERLAP_VERIFIED", readbackOverlap], ["STREAM_OVERLAP_VERIFIED", streamOverlap]];
   const all: Verdict[] = [...guarded("GEMM parts", () => gemms(logs, current), (o) => GEMMS.map(([, flag]) => ({ flag, ...o }))),
     ...single.map(([flag, rule]) => (current[flag] ? { flag, verdict: "SET" as const, why: `already true in ${FLAGS[flag]}`, evidence: [] } : { flag, ...guarded(flag, () => rule(logs), (o) => o) }))];
   return (Object.keys(FLAGS) as Flag[]).map((flag) => all.find((v) => v.flag === flag)!);

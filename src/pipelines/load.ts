@@ -4,6 +4,7 @@ import { embeddedBundle, unpackBundle } from "../models/bundle.ts";
 import { resolveCheckpoint } from "../models/checkpoint.ts";
 import { loadWanModel } from "../models/wan-model.ts";
 import { openBackend } from "../runtime/device.ts";
+import type { DeviceKind } from "../runtime/tensor.ts";
 import type { Pipeline } from "./pipeline.ts";
 import { createWanPipeline } from "./wan-pipelines.ts";
 
@@ -28,6 +29,8 @@ export interface LoadedPipeline {
   backend: string;
   /** The GPU's PCI bus id when it runs on CUDA, else null. */
   pciBusId: string | null;
+  /** Where its numeric work runs ("cpu" for a custom pipeline module, whose backend is its own). */
+  device: DeviceKind;
 }
 
 /**
@@ -51,7 +54,7 @@ export async function loadPipeline(init: PipelineLoadOptions): Promise<LoadedPip
     const file = modelPath.slice("pipeline:".length);
     const module = await import(Bun.pathToFileURL(file).href);
     if (typeof module.createPipeline !== "function") throw new Error(`${file} does not export createPipeline()`);
-    return { pipeline: await module.createPipeline(init), backend: "custom pipeline module", pciBusId: null };
+    return { pipeline: await module.createPipeline(init), backend: "custom pipeline module", pciBusId: null, device: "cpu" };
   }
   if (modelPath.startsWith("builtin:")) throw new Error(`Unknown builtin model '${modelPath}' (known: builtin:kino-tiny)`);
   return loadCheckpoint(modelPath, init);
@@ -65,7 +68,7 @@ async function loadCheckpoint(dir: string, init: PipelineLoadOptions, name?: str
   const backend = await openBackend(init.device, { requireCuda });
   try {
     const model = await loadWanModel(backend, checkpoint, { lora: init.lora });
-    return { pipeline: createWanPipeline(model), backend: backend.description, pciBusId: backend.pciBusId ?? null };
+    return { pipeline: createWanPipeline(model), backend: backend.description, pciBusId: backend.pciBusId ?? null, device: backend.device };
   } catch (err) {
     backend.dispose();
     throw err;

@@ -4,7 +4,8 @@
 // A task that loses the device's context reports its failure and ends the process (task-failure.ts).
 import { EXIT_DEVICE_LOST, type FromWorker, type TaskResult, type ToWorker } from "./ipc.ts";
 import { Runner } from "./runner.ts";
-import { StreamTask, streamOverlap } from "./stream-task.ts";
+import { StreamTask } from "./stream-task.ts";
+import { streamOverlap } from "./stream-overlap.ts";
 import { sendThenExit, taskFailure } from "./task-failure.ts";
 import { prewarmStreamEncoder } from "../media/stream/threaded-fragmenter.ts";
 
@@ -27,7 +28,7 @@ export function runWorker(): void {
         try {
           runner = await Runner.load(message);
           // the first session's first chunk should not wait for the encoder thread to start
-          if (runner.pipeline.card.supports_streaming && streamOverlap()) void prewarmStreamEncoder().catch(() => {});
+          if (runner.pipeline.card.supports_streaming && streamOverlap(runner.device)) void prewarmStreamEncoder().catch(() => {});
           const device = { backend: runner.backend, cuda_visible_devices: process.env.CUDA_VISIBLE_DEVICES ?? null, pci_bus_id: runner.pciBusId };
           send({ type: "ready", card: runner.pipeline.card, device });
         } catch (err) {
@@ -50,7 +51,7 @@ export function runWorker(): void {
           if (!runner) throw new Error("The worker has no model loaded");
           let result: TaskResult;
           if (output.kind === "stream") {
-            stream = new StreamTask(runner.pipeline, taskId, request, output.pacing, send);
+            stream = new StreamTask(runner.pipeline, taskId, request, output.pacing, send, streamOverlap(runner.device));
             result = await stream.run(controller.signal, (fraction) => progress(fraction, "denoise"));
           } else {
             result = await runner.runToFiles(request, output, controller.signal, progress);

@@ -5,6 +5,7 @@ import type { LoadedConfig } from "../config/load.ts";
 import { loadPipeline, type PipelineLoadOptions } from "../pipelines/load.ts";
 import { decodeImage } from "../media/images.ts";
 import type { GenerationRequest, Pipeline, RgbImage } from "../pipelines/pipeline.ts";
+import type { DeviceKind } from "../runtime/tensor.ts";
 import type { TaskResult } from "./ipc.ts";
 import { type FileOutput, writeOutputs } from "./write-outputs.ts";
 
@@ -31,11 +32,13 @@ export class Runner {
     readonly backend: string,
     /** The GPU's PCI bus id on CUDA, else null. */
     readonly pciBusId: string | null,
+    /** Where the model's numeric work runs. */
+    readonly device: DeviceKind,
   ) {}
 
   static async load(options: PipelineLoadOptions): Promise<Runner> {
-    const { pipeline, backend, pciBusId } = await loadPipeline(options);
-    return new Runner(pipeline, backend, pciBusId);
+    const { pipeline, backend, pciBusId, device } = await loadPipeline(options);
+    return new Runner(pipeline, backend, pciBusId, device);
   }
 
   /** Generates, encodes and writes the files `output` names; progress runs 0 → 1 over all of it. */

@@ -5,6 +5,7 @@ import type { FromWorker, InteractionMessage, StreamChunk, TaskResult } from "./
 import { InlineFragmenter, type ChunkFragmenter } from "../media/stream/fragmenter.ts";
 import { ThreadedFragmenter } from "../media/stream/threaded-fragmenter.ts";
 import { ChunkSender } from "./chunk-sender.ts";
+import { streamOverlap } from "./stream-overlap.ts";
 import { DEFAULT_VIDEO_QP } from "./write-outputs.ts";
 import type { GenerationRequest, Pipeline } from "../pipelines/pipeline.ts";
 import { TransitionScheduler, type ChunkPlan } from "./transitions.ts";
@@ -23,6 +24,8 @@ export class StreamTask {
     private readonly request: GenerationRequest,
     private readonly pacing: { leadChunks: number } | null,
     private readonly send: (message: FromWorker) => void,
+    /** Whether the encoder runs on its own thread (stream-overlap.ts); by default as the environment says. */
+    private readonly overlap = streamOverlap("cpu"),
   ) {}
 
   /**
@@ -63,14 +66,14 @@ export class StreamTask {
 
   /**
    * Streams until the pipeline ends or `signal` aborts (session.stop / disconnect): both end with the
-   * trailer, after every chunk already generated has been sent. By default generate → encode → send
-   * run in sequence on this thread; with KINO_STREAM_OVERLAP=1 the encoder runs on its own thread and
-   * chunk i ≥ 1 is encoded while chunk i + 1 is generated. Both send the same bytes.
+   * trailer, after every chunk already generated has been sent. Without `overlap` generate → encode →
+   * send run in sequence on this thread; with it the encoder runs on its own thread and chunk i ≥ 1 is
+   * encoded while chunk i + 1 is generated. Both send the same bytes.
    */
   async run(signal: AbortSignal, onProgress: (fraction: number) => void): Promise<TaskResult> {
     const { pipeline, request } = this;
     if (!pipeline.stream || !pipeline.encodePrompt) throw new Error("The served model cannot stream");
-    const overlap = streamOverlap();
+    const overlap = this.overlap;
     const input = pipeline.streamFormat ?? "rgb24";
     const options = { width: request.width, height: request.height, fps: request.fps, qp: DEFAULT_VIDEO_QP, input };
     // the thread starts while the prompt is encoded and the first chunk generated
@@ -139,15 +142,6 @@ export class StreamTask {
 
 /** Chunks that may wait for the encoder thread while the next one is generated. */
 const ENCODE_AHEAD_CHUNKS = 1;
-
-/**
- * The encoder runs on its own thread only with KINO_STREAM_OVERLAP=1: a worker thread cannot use the
- * IPC channel, so its fragments wait for the main thread's next pause, which on WASM costs more than
- * the encode it hides (docs/BENCHMARKS.md); it is for devices where the main thread mostly waits.
- */
-export function streamOverlap(): boolean {
-  return process.env.KINO_STREAM_OVERLAP === "1";
-}
 
 function describe(index: number, numFrames: number, bytes: Uint8Array, plan: ChunkPlan): StreamChunk {
   return {

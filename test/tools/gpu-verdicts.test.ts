@@ -53,6 +53,8 @@ interface Device {
   steadyS?: Record<Way, number>;
   bench?: Parameters<typeof benchPart>[0];
   sweepFailed?: [string, string][];
+  /** The steady chunk interval with the encoder thread (the inline one is 412.3 ms). */
+  threadMs?: number;
 }
 function pythonPart(d: Device = {}, extra: Record<string, StepFixture | string> = {}, env: Record<string, string> = {}) {
   const gemm: Record<string, Parameters<typeof gemmPart>[1]> = { persistent: { speedup: 1.04 }, pingpong: { speedup: 1.09 }, "persistent-tma": { speedup: 1.06 }, ...d.gemm };
@@ -66,7 +68,7 @@ function pythonPart(d: Device = {}, extra: Record<string, StepFixture | string> 
 function bunPart(d: Device = {}, extra: Record<string, StepFixture | string> = {}, env: Record<string, string> = {}) {
   return runCheck("bun", {
     ...QUIET, causal_graphs: { lines: ditGraph({ steadyS: d.steadyS ?? FAST }) }, e2e_realtime: { lines: e2eRealtime() }, clip_graph: { lines: clipGraph() },
-    readback_overlap: { lines: readbackOverlap({ syncMs: 412.3, overlapMs: 377.9 }) }, op_sweep: { lines: opSweep(d.sweepFailed), rc: d.sweepFailed?.length ? 1 : 0 }, ...extra,
+    readback_overlap: { lines: readbackOverlap({ syncMs: 412.3, overlapMs: 377.9, threadMs: d.threadMs ?? 398.6 }) }, op_sweep: { lines: opSweep(d.sweepFailed), rc: d.sweepFailed?.length ? 1 : 0 }, ...extra,
   }, env);
 }
 
@@ -97,7 +99,7 @@ test("every check passes and measures faster: each constant FLIPs (of the GEMMs 
   expect(r.steps.find((s) => s.includes(STEPS.opSweep))).toEndWith("[log 2]");
   expect(Object.fromEntries(Object.entries(r.judged).map(([f, [v]]) => [f, v]))).toEqual({
     WGMMA_ATTENTION_VERIFIED: "FLIP", GEMM_PERSISTENT_VERIFIED: "KEEP", GEMM_PERSISTENT_TMA_VERIFIED: "KEEP", GEMM_PINGPONG_VERIFIED: "FLIP",
-    CONV_WGMMA_VERIFIED: "FLIP", GRAPHS_VERIFIED: "FLIP", BF16_ACTIVATIONS_VERIFIED: "FLIP", READBACK_OVERLAP_VERIFIED: "FLIP",
+    CONV_WGMMA_VERIFIED: "FLIP", GRAPHS_VERIFIED: "FLIP", BF16_ACTIVATIONS_VERIFIED: "FLIP", READBACK_OVERLAP_VERIFIED: "FLIP", STREAM_OVERLAP_VERIFIED: "FLIP",
   });
   expect(r.judged.CONV_WGMMA_VERIFIED![1]).toBe("wgmma pass: the promise kept at all 16 cases; faster than mma.sync at all 4 Wan-VAE levels (geometric mean 1.30×)");
   expect(r.judged.CONV_WGMMA_VERIFIED![2]).toContain("conv3d 384→384 3³ 208x120 T2: wgmma 309.9 vs mma.sync 238.4 TFLOP/s (1.30×; torch 402.7)");
@@ -106,6 +108,7 @@ test("every check passes and measures faster: each constant FLIPs (of the GEMMs 
   expect(r.judged.GEMM_PERSISTENT_VERIFIED![1]).toContain("but GEMM_PINGPONG_VERIFIED is faster (1.09×) and gemm.cu takes one");
   expect(r.judged.WGMMA_ATTENTION_VERIFIED![2]).toContain("attention 12x128 Lq=4680 Lk=4680: wgmma 452.1 vs mma.sync 175.2 TFLOP/s (2.58×; torch 526.3)");
   expect(r.judged.READBACK_OVERLAP_VERIFIED![2]).toContain("steady chunk interval: overlap 377.9 vs sync 412.3 ms; first chunk 0.409 vs 0.412 s");
+  expect(r.judged.STREAM_OVERLAP_VERIFIED![2]).toContain("steady chunk interval: encoder thread 398.6 vs inline 412.3 ms; first chunk 0.413 vs 0.412 s");
   expect(r.judged.GRAPHS_VERIFIED![2]).toContain("op sweep: 412 pass, 0 fail, none in dit-graph.test.ts, dit-sequence-graph.test.ts");
   // the rows for docs/BENCHMARKS.md
   for (const row of ["| attention 12×128 Lq=4680 Lk=4680 (wgmma) | 452.1 | 526.3 | 0.86 |", "| GEMM Wan QKV 4680×4608×1536 (auto) | 553.1 | 748.2 | 0.74 |",
@@ -128,13 +131,13 @@ test("every check passes and measures faster: each constant FLIPs (of the GEMMs 
   }
   expect(r.out).toContain("device: NVIDIA H200, 570.124.06, 143771 MiB, 1980 MHz");
   expect(r.out).toContain("| what | NVIDIA H200 | target |");
-  expect(r.out).toContain("to set WGMMA_ATTENTION_VERIFIED, GEMM_PINGPONG_VERIFIED, CONV_WGMMA_VERIFIED, GRAPHS_VERIFIED, BF16_ACTIVATIONS_VERIFIED, READBACK_OVERLAP_VERIFIED: the same command with --apply");
+  expect(r.out).toContain("to set WGMMA_ATTENTION_VERIFIED, GEMM_PINGPONG_VERIFIED, CONV_WGMMA_VERIFIED, GRAPHS_VERIFIED, BF16_ACTIVATIONS_VERIFIED, READBACK_OVERLAP_VERIFIED, STREAM_OVERLAP_VERIFIED: the same command with --apply");
 
   const before = Object.values(FLAGS).map((f) => readFileSync(join(root, f), "utf8"));
   const copy = sourcesCopy();
   const applied = verdicts([...logs, "--apply", "--root", copy]);
   expect(applied.rc, applied.err).toBe(0);
-  expect(applied.out).toContain(`--apply: set WGMMA_ATTENTION_VERIFIED, GEMM_PINGPONG_VERIFIED, CONV_WGMMA_VERIFIED, GRAPHS_VERIFIED, BF16_ACTIVATIONS_VERIFIED, READBACK_OVERLAP_VERIFIED to true in kernels/cuda/attention.cu, kernels/cuda/gemm.cu, kernels/cuda/conv.cu, src/models/dit-graph.ts, src/models/dit-activations.ts, src/pipelines/readback-overlap.ts (under ${copy})`);
+  expect(applied.out).toContain(`--apply: set WGMMA_ATTENTION_VERIFIED, GEMM_PINGPONG_VERIFIED, CONV_WGMMA_VERIFIED, GRAPHS_VERIFIED, BF16_ACTIVATIONS_VERIFIED, READBACK_OVERLAP_VERIFIED, STREAM_OVERLAP_VERIFIED to true in kernels/cuda/attention.cu, kernels/cuda/gemm.cu, kernels/cuda/conv.cu, src/models/dit-graph.ts, src/models/dit-activations.ts, src/pipelines/readback-overlap.ts, src/worker/stream-overlap.ts (under ${copy})`);
   const flipped = (file: string) => changedLines(copy, file).map(([, was, now]) => `${was} → ${now}`);
   expect(flipped("kernels/cuda/attention.cu")).toEqual(["constexpr bool WGMMA_ATTENTION_VERIFIED = false; → constexpr bool WGMMA_ATTENTION_VERIFIED = true;"]);
   expect(flipped("kernels/cuda/gemm.cu")).toEqual(["constexpr bool GEMM_PINGPONG_VERIFIED = false; → constexpr bool GEMM_PINGPONG_VERIFIED = true;"]);
@@ -142,6 +145,7 @@ test("every check passes and measures faster: each constant FLIPs (of the GEMMs 
   expect(flipped("src/models/dit-graph.ts")).toEqual(["export const GRAPHS_VERIFIED = false; → export const GRAPHS_VERIFIED = true;"]);
   expect(flipped("src/models/dit-activations.ts")).toEqual(["export const BF16_ACTIVATIONS_VERIFIED = false; → export const BF16_ACTIVATIONS_VERIFIED = true;"]);
   expect(flipped("src/pipelines/readback-overlap.ts")).toEqual(["export const READBACK_OVERLAP_VERIFIED = false; → export const READBACK_OVERLAP_VERIFIED = true;"]);
+  expect(flipped("src/worker/stream-overlap.ts")).toEqual(["export const STREAM_OVERLAP_VERIFIED = false; → export const STREAM_OVERLAP_VERIFIED = true;"]);
   // once set, the same logs set nothing more: the GEMMs judged beside the one already set
   const again = verdicts([...logs, "--apply", "--root", copy]);
   expect(again.verdict("WGMMA_ATTENTION_VERIFIED")).toBe("SET");
@@ -346,7 +350,7 @@ test("a FAIL in the attention or the wgmma conv check keeps its constant with th
 test("persistent passes but is slower than the default at a Wan shape: KEEP; a failing and a hung GEMM: KEEP; slower graphs and bf16: KEEP", () => {
   const slowBf16: Record<Way, number> = { "eager bf16": 1.151, "graphs bf16": 1.312, "eager f32": 1.103, "graphs f32": 0.967 };
   const r = verdicts([pythonPart({ gemm: { persistent: { speedup: { "Wan QKV": 0.94 } }, pingpong: { speedup: 1.2, failing: true }, "persistent-tma": { speedup: 1.1, hang: true } },
-    conv: { speedup: { "384→384 3³ 104x60 T1": 0.92 } } }), bunPart({ steadyS: slowBf16 })]);
+    conv: { speedup: { "384→384 3³ 104x60 T1": 0.92 } } }), bunPart({ steadyS: slowBf16, threadMs: 420.5 })]);
   expect(r.rc, r.err).toBe(0);
   const [v, why, evidence] = r.judged.GEMM_PERSISTENT_VERIFIED!;
   expect(v).toBe("KEEP");
@@ -359,6 +363,7 @@ test("persistent passes but is slower than the default at a Wan shape: KEEP; a f
   expect(r.judged.CONV_WGMMA_VERIFIED!.slice(0, 2)).toEqual(["KEEP", "passes, but slower than mma.sync at conv3d 384→384 3³ 104x60 T1 0.92×"]);
   expect(r.judged.CONV_WGMMA_VERIFIED![2]).toContain("conv3d 96→96 3³ 832x480 T4: wgmma 301.1 vs mma.sync 231.6 TFLOP/s (1.30×; torch 388.1)");
   expect(r.judged.BF16_ACTIVATIONS_VERIFIED!.slice(0, 2)).toEqual(["KEEP", "bf16 activations not faster than f32 per steady chunk (eager, graphs)"]);
+  expect(r.judged.STREAM_OVERLAP_VERIFIED!.slice(0, 2)).toEqual(["KEEP", "the steady chunk interval did not drop"]);
   expect(r.out).toContain("to set WGMMA_ATTENTION_VERIFIED, READBACK_OVERLAP_VERIFIED: the same command with --apply");
 }, 60_000);
 
@@ -372,7 +377,7 @@ test("a step cut by its cap or a budget spent before it: NO EVIDENCE for what it
   const r = verdicts([python, bun]);
   expect(r.rc, r.err).toBe(0);
   expect(r.steps.find((s) => s.includes(STEPS.hopper))).toMatch(/^TIMEOUT .*\(cap cut to 2 s, 120 s kept for the steps after it\) \[log 1\]$/);
-  expect(r.steps.find((s) => s.includes(STEPS.readback))).toBe("SKIPPED readback of chunk i overlapped with the DiT of chunk i + 1 (bun) (budget spent) [log 2]");
+  expect(r.steps.find((s) => s.includes(STEPS.readback))).toBe("SKIPPED readback of chunk i overlapped with the DiT of chunk i + 1, and its encoding on a thread (bun) (budget spent) [log 2]");
   expect(r.verdict("WGMMA_ATTENTION_VERIFIED")).toBe("FLIP");
   expect(r.verdict("GEMM_PERSISTENT_VERIFIED")).toBe("FLIP"); // the only GEMM with a whole result
   expect(r.judged.GEMM_PINGPONG_VERIFIED![0]).toBe("NO EVIDENCE");
@@ -390,7 +395,7 @@ test("a step cut by its cap or a budget spent before it: NO EVIDENCE for what it
   const cut = join(mkdtempSync(join(tmpdir(), "kino-verdict-cut-")), "gpu-check.log");
   writeFileSync(cut, whole.slice(0, whole.indexOf("PASS: overlapped readback")));
   const c = verdicts([cut]);
-  expect(c.steps.at(-1)).toBe("CUT readback of chunk i overlapped with the DiT of chunk i + 1 (bun) (the log ends inside this step)");
+  expect(c.steps.at(-1)).toBe("CUT readback of chunk i overlapped with the DiT of chunk i + 1, and its encoding on a thread (bun) (the log ends inside this step)");
   expect(c.judged.READBACK_OVERLAP_VERIFIED!.slice(0, 2)).toEqual(["NO EVIDENCE", 'overlapped readback: step "readback of chunk i overlapped" CUT (the log ends inside this step), before its result']);
   expect(c.verdict("GRAPHS_VERIFIED")).toBe("FLIP"); // its step and the clip's printed their results before the cut
   expect(c.verdict("WGMMA_ATTENTION_VERIFIED")).toBe("NO EVIDENCE"); // the python part's log not given
