@@ -7,7 +7,7 @@
 // mode interleaved. Reports PASS/FAIL that every mode sends the same bytes (every fragment and the
 // trailer), then per mode the first chunk's time and the steady interval between chunks. Exits 1 when
 // the bytes differ or the backend has no overlapped readback. Ends with one VERDICT-DATA line (the
-// same, as JSON) for tools/gpu-verdicts.ts. A step of tools/gpu-check.sh (< 30 s on
+// same, as JSON) for tools/gpu-verdicts.ts. A step of tools/gpu-check.sh (sized to about 30 s on
 // an H200); `bun tools/bench/readback-overlap.ts [--device cuda] [--chunks 12] [--runs 2]`.
 import { createHash } from "node:crypto";
 import { resolve } from "node:path";
