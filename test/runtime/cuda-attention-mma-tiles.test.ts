@@ -7,19 +7,13 @@
 // tile and waves behind each pick (attention.cu's header has the table). That kc_attention launches the
 // pick is cuda-emulated-tensor-cores.test.ts's; that the registers assumed are ptxas's, cuda-ptx.test.ts's.
 import { describe, expect, test } from "bun:test";
-import { type AttentionCall, type Choice, type GpuFigures, attentionModel, buildAttentionTiles } from "./cuda-emulator/attention-tiles.ts";
+import { type AttentionCall, type Choice, attentionModel, buildAttentionTiles } from "./cuda-emulator/attention-tiles.ts";
+import { GPU_FIGURES as GPUS } from "./cuda-emulator/gpu-figures.ts";
 
 const built = await buildAttentionTiles();
 const skip = "skip" in built ? built.skip : undefined;
 if (skip) console.log(`cuda-attention-mma-tiles.test.ts: skipped, ${skip}`);
 
-const KiB = 1024;
-const GPUS: Record<string, GpuFigures> = {
-  A100: [108, 8, 0, 164 * KiB, 163 * KiB, KiB, 65536, 2048],
-  H100: [132, 9, 0, 228 * KiB, 227 * KiB, KiB, 65536, 2048],
-  L40S: [142, 8, 9, 100 * KiB, 99 * KiB, KiB, 65536, 1536],
-  A10: [72, 8, 6, 100 * KiB, 99 * KiB, KiB, 65536, 1536],
-};
 const wan = (Lq: number, kvLen: number, blockSize = 0, qOffset = 0): AttentionCall => ({ B: 1, Lq, H: 12, D: 128, kvLen, blockSize, qOffset });
 const SHAPES = {
   "Wan, 4680 keys": wan(4680, 4680),

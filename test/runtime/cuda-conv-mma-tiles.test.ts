@@ -6,7 +6,7 @@
 // kc_conv3d launches the tile the model picks, and that each tile computes the right thing, is
 // cuda-emulated.test.ts's; that the registers assumed are ptxas's, cuda-ptx.test.ts's.
 import { describe, expect, test } from "bun:test";
-import type { GpuFigures } from "./cuda-emulator/attention-tiles.ts";
+import { GPU_FIGURES as GPUS } from "./cuda-emulator/gpu-figures.ts";
 import { type ConvChoice, buildConvTiles, convModel, convModelRegisters } from "./cuda-emulator/conv-tiles.ts";
 import { CONV_MMA_TILES } from "./cuda-emulator/emulated-backend.ts";
 import { CONV_MMA_TILES as CHECKED_TILES } from "../../tools/gpu-verdicts-tiles.ts";
@@ -15,13 +15,6 @@ const built = await buildConvTiles();
 const skip = "skip" in built ? built.skip : undefined;
 if (skip) console.log(`cuda-conv-mma-tiles.test.ts: skipped, ${skip}`);
 
-const KiB = 1024;
-const GPUS: Record<string, GpuFigures> = {
-  A100: [108, 8, 0, 164 * KiB, 163 * KiB, KiB, 65536, 2048],
-  H100: [132, 9, 0, 228 * KiB, 227 * KiB, KiB, 65536, 2048],
-  L40S: [142, 8, 9, 100 * KiB, 99 * KiB, KiB, 65536, 1536],
-  A10: [72, 8, 6, 100 * KiB, 99 * KiB, KiB, 65536, 1536],
-};
 /** Output voxels (frames × rows × columns) and Cout of each level. */
 const LEVELS = {
   "384→384 104x60 T1": { M: 1 * 60 * 104, Cout: 384 },

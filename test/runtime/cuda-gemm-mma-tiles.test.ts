@@ -6,17 +6,12 @@
 // right thing, is cuda-emulated-tensor-cores.test.ts's.
 import { describe, expect, test } from "bun:test";
 import { buildEmulator } from "./cuda-emulator/emulated-backend.ts";
+import { GPU_FIGURES as GPUS } from "./cuda-emulator/gpu-figures.ts";
 
 const built = await buildEmulator("gemm-tiles");
 const skip = "skip" in built ? built.skip : undefined;
 if (skip) console.log(`cuda-gemm-mma-tiles.test.ts: skipped, ${skip}`);
 
-/** SMs, compute capability, shared memory per SM / per block (opt-in) / reserved per block, registers and threads per SM. */
-const GPUS = {
-  A100: [108, 8, 0, 164 * 1024, 163 * 1024, 1024, 65536, 2048],
-  H100: [132, 9, 0, 228 * 1024, 227 * 1024, 1024, 65536, 2048],
-  L40S: [142, 8, 9, 100 * 1024, 99 * 1024, 1024, 65536, 1536],
-};
 const SHAPES = { "4096³": [4096, 4096], QKV: [4680, 4608], "O, cross-Q, FFN down": [4680, 1536], "FFN up": [4680, 8960] };
 type Shape = keyof typeof SHAPES;
 

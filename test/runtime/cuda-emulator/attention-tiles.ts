@@ -4,9 +4,8 @@
 // cuda-ptx.test.ts, which holds the registers it assumes to ptxas's.
 import { buildEmulator } from "./emulated-backend.ts";
 
-/** SMs, compute capability, shared memory per SM / per block (opt-in) / reserved per block, registers and
- *  threads per SM: the figures kc_create reads from cudaDeviceProp. */
-export type GpuFigures = readonly [number, number, number, number, number, number, number, number];
+import type { GpuFigures } from "./gpu-figures.ts";
+export type { GpuFigures };
 
 /** One kc_attention call as the model sees it. */
 export interface AttentionCall { B: number; Lq: number; H: number; D: number; kvLen: number; blockSize: number; qOffset: number }
