@@ -130,9 +130,9 @@ try:
             check(path, label, got, ran, case)
         _, ran = kino_conv(conv_ctx["auto"], x, w, bias, prev, pad, stride, tp)
         print(f"       auto picks {ran} for {label}", flush=True)
-    # the Wan-VAE's residual conv with its "RMS_norm, SiLU" fused in: held to the same promises on
-    # x̂ = silu(n(x)) (and n(prev): the cache holds raw frames)
-    # and its residual add in the same call (the block's input x, added in f32 after the sum)
+    # the Wan-VAE's residual conv with its "RMS_norm, SiLU" and its residual add in the same call: held
+    # to the same promises on x̂ = silu(n(x)) (and n(prev): the cache holds raw frames), plus the
+    # block's input x added in f32 after the sum
     label, (B, Cin, Cout, T, H, W) = "Wan level 3 96→96 3³ + norm, SiLU, residual (120x208 crop)", (1, 96, 96, 4, 120, 208)
     x, prev, w, bias, gamma = rnd(B, Cin, T, H, W) * 3, rnd(B, Cin, 2, H, W), rnd(Cout, Cin, 3, 3, 3), rnd(Cout), rnd(Cin) + 1
     norm = (gamma, 1e-12, Cin ** 0.5)
