@@ -17,6 +17,7 @@ import { isWan22Vae } from "../../src/models/wan-vae22-layout.ts";
 import { WeightReader } from "../../src/models/weights.ts";
 import { testBackends, tolerance } from "./helpers/backends.ts";
 import { closeTo, get, goldenJson, goldenPath, loadGolden } from "./helpers/goldens.ts";
+import { checkGoldenDecode, describeErrors, sliceFrames } from "./helpers/vae-decode.ts";
 
 const args = (await goldenJson("vae22", "config.json")).wan_WanVAE__args;
 const norm = await goldenJson("vae22", "vae22_latent_norm.json");
@@ -96,35 +97,8 @@ for (const tb of await testBackends()) {
     test("chunked decode: conv2 output, raw video, and the same clip in two streaming pieces", async () => {
       const be = tb.backend!;
       const dec = await WanVaeDecoder.load(new WeightReader(be, table, { component: "vae" }), cfg);
-      const { atol, rtol } = tolerance(tb.label);
-      const z = get(io, "dec.z"), zt = be.upload(z.data, z.shape);
-      let conv2 = Infinity;
-      const video = await dec.decode(zt, async (name, t) => {
-        const r = closeTo(await be.download(t), get(io, `dec.${name}`).data, atol, rtol);
-        conv2 = r.maxAbs;
-        expect(r.ok).toBe(true);
-      });
-      expect(video.shape).toEqual([3, 9, 32, 48]);
-      const want = get(io, "dec.video_raw").data;
-      const whole = closeTo(await be.download(video), want, atol, rtol);
-      expect(whole.ok).toBe(true);
-      // streaming: latents 0–1 (5 frames), then latent 2 (4 frames) with the carried caches
-      dec.reset();
-      const [C, , h, w] = z.shape as number[];
-      const first = be.upload(sliceFrames(z.data, C!, 3, h! * w!, 0, 2), [C!, 2, h!, w!]);
-      const second = be.upload(sliceFrames(z.data, C!, 3, h! * w!, 2, 3), [C!, 1, h!, w!]);
-      const v1 = await dec.decode(first), v2 = await dec.decode(second);
-      expect([v1.shape[1], v2.shape[1]]).toEqual([5, 4]);
-      const a = await be.download(v1), c2 = await be.download(v2), HW = 32 * 48;
-      const joined = new Float32Array(want.length);
-      for (let c = 0; c < 3; c++) {
-        joined.set(a.subarray(c * 5 * HW, (c + 1) * 5 * HW), c * 9 * HW);
-        joined.set(c2.subarray(c * 4 * HW, (c + 1) * 4 * HW), (c * 9 + 5) * HW);
-      }
-      const pieces = closeTo(joined, want, atol, rtol);
-      expect(pieces.ok).toBe(true);
-      console.log(`VAE22 decode on ${tb.label}: max abs err conv2_out ${conv2.toExponential(2)}, video_raw ${whole.maxAbs.toExponential(2)}, streamed ${pieces.maxAbs.toExponential(2)}`);
-      be.free(zt, video, first, second, v1, v2);
+      const errors = await checkGoldenDecode(be, dec, io, [32, 48], tolerance(tb.label));
+      console.log(`VAE22 decode on ${tb.label}: ${describeErrors(errors)}`);
       dec.free();
     });
 
@@ -150,9 +124,3 @@ for (const tb of await testBackends()) {
   });
 }
 
-/** Frames [t0, t1) of a [C, T, HW] array. */
-function sliceFrames(data: Float32Array, C: number, T: number, hw: number, t0: number, t1: number): Float32Array {
-  const out = new Float32Array(C * (t1 - t0) * hw);
-  for (let c = 0; c < C; c++) out.set(data.subarray((c * T + t0) * hw, (c * T + t1) * hw), c * (t1 - t0) * hw);
-  return out;
-}
