@@ -14,7 +14,7 @@ import torch
 
 from gpu_check_common import bench, bf, call, create_context, failures, i32, lib, p, rel, report as report_line, rnd, rows, torch_bench, verdict_data, vp
 
-lib.kc_conv3d.argtypes = [vp, vp, vp, vp, vp, i32, vp, vp, i32, C.POINTER(C.c_int32), i32, vp, C.c_float, C.c_float]
+lib.kc_conv3d.argtypes = [vp, vp, vp, vp, vp, i32, vp, vp, i32, C.POINTER(C.c_int32), i32, i32, vp, C.c_float, C.c_float]
 lib.kc_last_kernel.restype = C.c_char_p
 lib.kc_last_kernel.argtypes = [vp, i32]
 lib.kc_conv_mma_tile.restype = None  # the mma.sync conv's block tile for M voxels, Cout channels (conv_mma.cu)
@@ -38,8 +38,10 @@ def context(conv_path, optional=False, tile=None):
 #   mma.sync, wgmma |out − ref| ≤ (u_x + u_w + u_x·u_w + K·2^-23)·S, SIMT ≤ K·2^-24·S (+ 2^-24·|ref| for the
 #   bias), S = conv(|x̂|, |w|), u_x = 2^-8, u_w = 2^-8 for f32/f16 weights and 0 for bf16 ones;
 # and the tensor-core result also against the reference on bf16-rounded operands (rel err).
-def conv_geom(x, w, pad, stride, time_pad):
+def conv_geom(x, w, pad, stride, time_pad, up=False):
+    """up: the conv reads x nearest-upsampled ×2 in space (kc_conv3d's upsample): H and W are twice x's."""
     B, Cin, T, H, W = x.shape; Cout, _, kt, kh, kw = w.shape
+    if up: H, W = 2 * H, 2 * W
     top, bottom, left, right = pad; st, sh, sw = stride
     span = lambda n, k, s: 0 if n < k else (n - k) // s + 1
     To, Ho, Wo = span(time_pad + T, kt, st), span(H + top + bottom, kh, sh), span(W + left + right, kw, sw)
@@ -47,17 +49,18 @@ def conv_geom(x, w, pad, stride, time_pad):
 
 W_DT = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
 
-def conv_rc(ctx, out, x, w, bias, prev, pad, stride, time_pad, norm=None, residual=None):
+def conv_rc(ctx, out, x, w, bias, prev, pad, stride, time_pad, norm=None, residual=None, up=False):
     """norm: (gamma, eps, scale), the fused norm and SiLU of the conv's input (conv.cuh ConvNormSilu);
-    residual: added to the output in the same call (kc_conv_out)."""
-    geom, _ = conv_geom(x, w, pad, stride, time_pad)
+    residual: added to the output in the same call (kc_conv_out); up: the fused upsample (conv_geom)."""
+    geom, _ = conv_geom(x, w, pad, stride, time_pad, up)
     gamma, eps, scale = norm or (None, 0.0, 0.0)
-    return lib.kc_conv3d(ctx, p(out), p(x), p(prev), p(w), W_DT[w.dtype], p(bias), p(residual), x.shape[0], geom, int(norm is not None), p(gamma), eps, scale)
+    return lib.kc_conv3d(ctx, p(out), p(x), p(prev), p(w), W_DT[w.dtype], p(bias), p(residual), x.shape[0], geom, int(up),
+                         int(norm is not None), p(gamma), eps, scale)
 
-def kino_conv(ctx, x, w, bias, prev, pad, stride, time_pad, norm=None, residual=None):
-    out = torch.empty(conv_geom(x, w, pad, stride, time_pad)[1], device="cuda")
+def kino_conv(ctx, x, w, bias, prev, pad, stride, time_pad, norm=None, residual=None, up=False):
+    out = torch.empty(conv_geom(x, w, pad, stride, time_pad, up)[1], device="cuda")
     torch.cuda.synchronize()
-    call(ctx, conv_rc(ctx, out, x, w, bias, prev, pad, stride, time_pad, norm, residual), f"conv3d x {tuple(x.shape)} w {tuple(w.shape)}")
+    call(ctx, conv_rc(ctx, out, x, w, bias, prev, pad, stride, time_pad, norm, residual, up), f"conv3d x {tuple(x.shape)} w {tuple(w.shape)}")
     return out, lib.kc_last_kernel(ctx, 2).decode()
 
 def norm_silu(t, gamma, eps, scale):
@@ -116,6 +119,7 @@ def check(path, label, got, ran, case):
 
 print("conv3d correctness (promise: |err| / bound ≤ 1):", flush=True)
 kept = []  # each case's inputs and references, for the wgmma pass below
+up_label, up_case = "Wan up conv 384→192 (1,3,3) reading x upsampled, from 61x105", None  # the wgmma pass's too
 try:
     for (label, B, Cin, Cout, T, H, W, k, pad, stride, tp, with_prev, wdt) in conv_cases:
         x, w, bias = rnd(B, Cin, T, H, W), rnd(Cout, Cin, *k).to(wdt), rnd(Cout)
@@ -144,6 +148,17 @@ try:
     for path in ("mma.sync", "simt"):
         got, ran = kino_conv(conv_ctx[path], x, w, bias, prev, pad, stride, 2, norm, x)
         check(path, label, got, ran, case)
+    # the Wan-VAE decoder's resample: its 3×3 conv reading x nearest-upsampled ×2 in space (kc_conv3d's
+    # upsample), held to the same promises on x̂ = F.interpolate(x, nearest ×2); odd x sizes, no time padding
+    x, w, bias = rnd(1, 384, 2, 61, 105), rnd(192, 384, 1, 3, 3), rnd(192)
+    xu = torch.nn.functional.interpolate(x, scale_factor=(1, 2, 2), mode="nearest")
+    pad, stride = (1, 1, 1, 1), (1, 1, 1)
+    up_case = (x, w, bias, None, pad, stride, 0, 384 * 9, ref_conv(xu, w, bias, None, pad, stride, 0),
+               ref_conv(xu.abs(), w.abs(), None, None, pad, stride, 0), ref_conv(bf(xu), bf(w), bias, None, pad, stride, 0))
+    del xu
+    for path in ("mma.sync", "simt"):
+        got, ran = kino_conv(conv_ctx[path], x, w, bias, None, pad, stride, 0, up=True)
+        check(path, up_label, got, ran, up_case)
 except Exception as e:  # a fault leaves the contexts unusable: report it and go on to the benchmarks
     print(f"  FAIL conv3d: {e}")
     failures.append(f"conv3d: {e}")
@@ -231,6 +246,9 @@ try:
             got, ran = kino_conv(wg, x, w, bias, prev, pad, stride, tp)
             check("wgmma" if w.shape[0] >= 32 else "mma.sync", label, got, ran, case)
             wgmma["cases"] += 1
+        if up_case is not None:  # the fused upsample (not one of conv_cases: the count above stays theirs)
+            got, ran = kino_conv(wg, *up_case[:7], up=True)
+            check("wgmma", up_label, got, ran, up_case)
         if not any(f.startswith("conv wgmma") for f in failures) and wgmma["cases"] == len(conv_cases):
             bench_levels(wg, False, [s for s in conv_bench_shapes if s[2] >= 32])
         else:
@@ -239,7 +257,7 @@ except Exception as e:  # a fault in the kernel leaves the context unusable: rep
     print(f"  FAIL conv3d wgmma: {e}")
     failures.append(f"conv wgmma: {e}")
 watchdog.cancel()
-del kept
+del kept, up_case
 
 print_table()
 summary_line()

@@ -44,12 +44,27 @@ static int simt_norm_silu(KcContext* ctx, float* out, const float* x, const floa
   return rc;
 }
 
+// The SIMT kernel on x upsampled (nearest ×2 in space) into an f32 copy in scratch memory, by the
+// upsampleNearest op's own gather.
+static int simt_upsample(KcContext* ctx, float* out, const float* x, const void* w, int w_dt, const float* bias,
+                         const float* residual, int B, const ConvGeom& g) {
+  const int64_t planes = (int64_t)B * g.Cin * g.T, shape[3] = {planes, g.H, g.W}, div[3] = {1, 2, 2},
+                stride[3] = {(int64_t)(g.H / 2) * (g.W / 2), g.W / 2, 1};
+  float* xu = (float*)kc_scratch(ctx, sizeof(float) * (size_t)planes * g.H * g.W);
+  if (!xu) return KC_E_OOM;
+  int rc = kc_gather(ctx, xu, x, 4, 3, shape, div, stride);
+  if (!rc) rc = kc_conv3d_simt_launch(ctx, out, xu, nullptr, w, w_dt, bias, residual, B, g);
+  kc_scratch_release(ctx, xu);
+  return rc;
+}
+
 // geom: 17 ints in ConvGeom order (Cin, Cout, T, H, W, kt, kh, kw, st, sh, sw, timePad, top, left,
 // To, Ho, Wo). prev [B, Cin, timePad, H, W] or null; bias [Cout] or null; residual (out's shape, not
-// out itself) or null: added to every output element (kc_conv_out). norm_silu nonzero: the conv reads
-// silu(n(X)) for each input voxel X (conv.cuh ConvNormSilu), norm_gamma [Cin] or null.
+// out itself) or null: added to every output element (kc_conv_out). upsample nonzero: the conv reads x
+// nearest-upsampled ×2 in space, x being [B, Cin, T, H/2, W/2] (conv.cuh). norm_silu nonzero: the conv
+// reads silu(n(X)) for each input voxel X (conv.cuh ConvNormSilu), norm_gamma [Cin] or null.
 KC_API int kc_conv3d(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt,
-                     const float* bias, const float* residual, int B, const int32_t* geom, int norm_silu,
+                     const float* bias, const float* residual, int B, const int32_t* geom, int upsample, int norm_silu,
                      const float* norm_gamma, float norm_eps, float norm_scale) {
   ctx->last_conv = "";
   ConvGeom g;
@@ -59,17 +74,20 @@ KC_API int kc_conv3d(KcContext* ctx, float* out, const float* x, const float* pr
   if (B <= 0 || P <= 0 || g.Cout <= 0) return 0;
   if (w_dt != KC_F32 && w_dt != KC_BF16 && w_dt != KC_F16)
     return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_conv3d", "weights must be f32, bf16 or f16");
+  if (upsample && (g.H % 2 || g.W % 2 || prev || ns.on))
+    return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_conv3d", "upsample needs an even H and W, and no prev or norm_silu");
   const bool tensor_cores =
       ctx->sm_major >= 8 && ctx->conv_path != 1 && (ctx->conv_path >= 2 || tensor_cores_pay(g));
   if (tensor_cores && (ctx->conv_path == 3 || (ctx->conv_path == 0 && CONV_WGMMA_VERIFIED)) && wgmma_takes(ctx, g)) {
     ctx->last_conv = "wgmma";
-    return kc_conv3d_wgmma_launch(ctx, out, x, prev, w, w_dt, bias, residual, B, g, ns);
+    return kc_conv3d_wgmma_launch(ctx, out, x, prev, w, w_dt, bias, residual, B, g, ns, upsample);
   }
   if (tensor_cores) {
     ctx->last_conv = "mma.sync";
-    return kc_conv3d_mma_launch(ctx, out, x, prev, w, w_dt, bias, residual, B, g, ns);
+    return kc_conv3d_mma_launch(ctx, out, x, prev, w, w_dt, bias, residual, B, g, ns, upsample);
   }
   ctx->last_conv = "simt";
   if (ns.on) return simt_norm_silu(ctx, out, x, prev, w, w_dt, bias, residual, B, g, ns);
+  if (upsample) return simt_upsample(ctx, out, x, w, w_dt, bias, residual, B, g);
   return kc_conv3d_simt_launch(ctx, out, x, prev, w, w_dt, bias, residual, B, g);
 }

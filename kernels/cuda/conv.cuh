@@ -51,6 +51,14 @@ struct ConvNormSilu {
   float eps, scale;
 };
 
+// The Wan-VAE decoder's nearest ×2 upsample in front of its 3×3 conv, fused into it (kc_conv3d's
+// upsample argument): ConvGeom's H and W are the input as the conv reads it, and x holds [B, Cin, T,
+// H/2, W/2] (H and W even; no prev, no norm and SiLU): input voxel (t, y, x) is x's (t, y/2, x/2), what
+// the upsampleNearest op would have written. On the tensor cores the repack reads x so, and rounds each
+// value to bf16 as it would have rounded the upsampled copy's; the SIMT kernel gets the upsampled f32
+// copy (kc_gather, as the op makes it). It saves writing that copy and reading it back: 4 × x's f32
+// size each (at the Wan-VAE decoder's last upsample, to 832x480, 3.7 GB each way a chunk).
+//
 // The tensor-core kernels' operands, repacked to bf16 in scratch memory by kc_conv3d_pack (conv_pack.cu,
 // which describes the layouts): xc [B, F, H, W, CP] holds the causal window's frames from `first` on
 // (0 with prev, else timePad: the taps before it read zeros), wp [Cout, taps, CP]; CP = Cin rounded up
@@ -61,7 +69,7 @@ struct ConvPacked {
   int CP, taps, F, first;
 };
 int kc_conv3d_pack(KcContext* ctx, ConvPacked* pk, const float* x, const float* prev, const void* w, int w_dt, int B,
-                   const ConvGeom& g, const ConvNormSilu& ns);
+                   const ConvGeom& g, const ConvNormSilu& ns, bool upsample);
 
 // For the repack: inv[(b·F + f)·H·W + pos] = scale / max(‖X‖₂, eps) of every voxel of the F frames of
 // the causal window from `first` on (conv_norm_silu.cu).
@@ -111,7 +119,12 @@ static inline int kc_conv_mma_tile_setting(const char* value) {
 int kc_conv3d_simt_launch(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt,
                           const float* bias, const float* residual, int B, const ConvGeom& g);
 int kc_conv3d_mma_launch(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt,
-                         const float* bias, const float* residual, int B, const ConvGeom& g, const ConvNormSilu& ns);
+                         const float* bias, const float* residual, int B, const ConvGeom& g, const ConvNormSilu& ns,
+                         bool upsample);
 // sm_90 with the driver's tensor-map encoder only (conv.cu checks); Cout ≥ 32.
 int kc_conv3d_wgmma_launch(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt,
-                           const float* bias, const float* residual, int B, const ConvGeom& g, const ConvNormSilu& ns);
+                           const float* bias, const float* residual, int B, const ConvGeom& g, const ConvNormSilu& ns,
+                           bool upsample);
+// The upsampleNearest op's gather (copy.cu), which the SIMT path's upsampled copy runs.
+KC_API int kc_gather(KcContext* ctx, void* out, const void* x, int elem_bytes, int rank, const int64_t* out_shape,
+                     const int64_t* div, const int64_t* in_stride);

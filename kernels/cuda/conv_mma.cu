@@ -191,9 +191,10 @@ int launch(KcContext* ctx, const ConvMmaArgs& args) {
 }  // namespace
 
 int kc_conv3d_mma_launch(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt,
-                         const float* bias, const float* residual, int B, const ConvGeom& g, const ConvNormSilu& ns) {
+                         const float* bias, const float* residual, int B, const ConvGeom& g, const ConvNormSilu& ns,
+                         bool upsample) {
   ConvPacked pk;
-  int rc = kc_conv3d_pack(ctx, &pk, x, prev, w, w_dt, B, g, ns);
+  int rc = kc_conv3d_pack(ctx, &pk, x, prev, w, w_dt, B, g, ns, upsample);
   if (!rc) {
     const int P = g.To * g.Ho * g.Wo;
     ConvMmaArgs args{out, pk.xc, pk.wp, bias, residual, B * P, P, g.Cout, pk.CP, pk.taps * pk.CP / BK, 0,

@@ -14,26 +14,36 @@ namespace {
 // with zeros. A block transposes 32 channels × 64 positions of one frame through shared memory, so
 // both the f32 reads (along positions) and the 16-byte bf16 writes (along channels) are coalesced.
 // With `inv` (the fused norm and SiLU, conv.cuh ConvNormSilu) each value becomes silu(X · inv · gamma)
-// first, inv being its voxel's factor [B·F, H·W].
+// first, inv being its voxel's factor [B·F, H·W]. With `up` (the fused upsample, conv.cuh) x's frames
+// are (H/2)·(W/2) and position (y, x) of xc's H·W reads x's (y/2, x/2): the two threads of a column
+// pair read one address, and the rows 2k and 2k + 1 read the same x row (blocks W/64 apart in the
+// grid: the second read should come from L2).
 __global__ void __launch_bounds__(256) pack_input_kernel(uint16_t* __restrict__ xc, const float* __restrict__ x,
                                                          const float* __restrict__ prev, int Cin, int CP, int T,
-                                                         int64_t HW, int time_pad, int first, int F,
+                                                         int64_t HW, int W, bool up, int time_pad, int first, int F,
                                                          const float* __restrict__ inv, const float* __restrict__ gamma) {
   __shared__ float tile[32][65];
   const int b = blockIdx.z / F, f = blockIdx.z % F, s = f + first;  // s: frame of the causal window
   const int c0 = blockIdx.y * 32;
   const int64_t p0 = (int64_t)blockIdx.x * 64;
   const int tx = threadIdx.x % 64, ty = threadIdx.x / 64;
+  const int64_t at = p0 + tx;    // the position this thread reads for its 8 channels
+  int64_t src = at, plane = HW;  // where in its frame of x (or prev) that is, and the frame's size
+  if (up) {
+    const int y = (int)(at / W), xx = (int)(at % W);
+    // planted 42: the odd columns read the x column to the right of theirs (the last one clamped)
+    const int sx = KC_PLANTED(42) && (xx & 1) ? min(xx / 2 + 1, W / 2 - 1) : xx / 2;
+    src = (int64_t)(y / 2) * (W / 2) + sx, plane = HW / 4;
+  }
 #pragma unroll
   for (int i = 0; i < 8; i++) {
     const int cl = ty + 4 * i, c = c0 + cl;
-    const int64_t pos = p0 + tx;
     float v = 0.f;
-    if (c < Cin && pos < HW) {
-      v = s < time_pad ? prev[(((int64_t)b * Cin + c) * time_pad + s) * HW + pos]
-                       : x[(((int64_t)b * Cin + c) * T + (s - time_pad)) * HW + pos];
+    if (c < Cin && at < HW) {
+      v = s < time_pad ? prev[(((int64_t)b * Cin + c) * time_pad + s) * plane + src]
+                       : x[(((int64_t)b * Cin + c) * T + (s - time_pad)) * plane + src];
       if (inv) {
-        const float n = v * inv[(int64_t)blockIdx.z * HW + pos] * (gamma ? gamma[c] : 1.f);
+        const float n = v * inv[(int64_t)blockIdx.z * HW + at] * (gamma ? gamma[c] : 1.f);
         v = KC_PLANTED(39) && s < time_pad ? n : kc_silu(n);
       }
     }
@@ -65,7 +75,7 @@ __global__ void pack_weights_kernel(uint16_t* __restrict__ wp, const void* __res
 }  // namespace
 
 int kc_conv3d_pack(KcContext* ctx, ConvPacked* pk, const float* x, const float* prev, const void* w, int w_dt, int B,
-                   const ConvGeom& g, const ConvNormSilu& ns) {
+                   const ConvGeom& g, const ConvNormSilu& ns, bool upsample) {
   const int CP = (g.Cin + 31) / 32 * 32, taps = g.kt * g.kh * g.kw;
   const int first = prev ? 0 : g.time_pad;
   const int F = g.time_pad + g.T - first;  // frames xc holds (0: every tap reads padding)
@@ -94,8 +104,8 @@ int kc_conv3d_pack(KcContext* ctx, ConvPacked* pk, const float* x, const float* 
       }
     }
     dim3 grid((unsigned)((HW + 63) / 64), CP / 32, B * F);
-    KC_LAUNCH(pack_input_kernel, grid, 256, 0, ctx->stream)(pk->xc, x, prev, g.Cin, CP, g.T, HW, g.time_pad, first, F,
-                                                           inv, ns.gamma);
+    KC_LAUNCH(pack_input_kernel, grid, 256, 0, ctx->stream)(pk->xc, x, prev, g.Cin, CP, g.T, HW, g.W, upsample, g.time_pad,
+                                                           first, F, inv, ns.gamma);
     if (inv) kc_scratch_release(ctx, inv);
     KC_TRY(kc_launched(ctx, "pack_input_kernel"));
   }

@@ -207,9 +207,10 @@ int launch_for_cout(KcContext* ctx, const ConvWgmmaArgs& args, const uint16_t* w
 }  // namespace
 
 int kc_conv3d_wgmma_launch(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt,
-                           const float* bias, const float* residual, int B, const ConvGeom& g, const ConvNormSilu& ns) {
+                           const float* bias, const float* residual, int B, const ConvGeom& g, const ConvNormSilu& ns,
+                           bool upsample) {
   ConvPacked pk;
-  int rc = kc_conv3d_pack(ctx, &pk, x, prev, w, w_dt, B, g, ns);
+  int rc = kc_conv3d_pack(ctx, &pk, x, prev, w, w_dt, B, g, ns, upsample);
   // TMA with the 128-byte swizzle reads 128-byte aligned memory; scratch blocks start 256-byte aligned
   if (!rc && ((uintptr_t)pk.wp & 127)) rc = kc_fail(ctx, KC_E_UNSUPPORTED, "kc_conv3d", "repacked weights not 128-byte aligned");
   if (!rc) {

@@ -1,8 +1,9 @@
 // The Wan-VAE's resolution changes, streaming like the rest of the VAE (wan-vae-blocks.ts):
-// - up: nearest ×2 in space, then a 3×3 conv that halves the channels (Wan2.2's keeps them); "3d" first doubles the frames
-//   with a causal (3,1,1) conv to 2C channels split [2, C] and interleaved in time. The very first
-//   chunk skips that conv (Wan's 'Rep' cache), so latent frame 0 becomes one frame, and it is not
-//   part of the later chunks' causal context (their cache starts as zeros).
+// - up: nearest ×2 in space, then a 3×3 conv that halves the channels (Wan2.2's keeps them), run as one
+//   conv that reads its input upsampled (Conv3dOptions.upsample: no 4× copy of the input is made); "3d"
+//   first doubles the frames with a causal (3,1,1) conv to 2C channels split [2, C] and interleaved in
+//   time. The very first chunk skips that conv (Wan's 'Rep' cache), so latent frame 0 becomes one
+//   frame, and it is not part of the later chunks' causal context (their cache starts as zeros).
 // - down: zero pad right/bottom, 3×3 stride-2 conv; "3d" then joins the previous chunk's last frame
 //   to the chunk and runs an unpadded stride-2 (3,1,1) conv, so 1 + 4k frames become 1 + k.
 import type { Backend } from "../runtime/backend.ts";
@@ -64,12 +65,9 @@ export class Resample {
   }
 
   #upsample(x: Tensor): Tensor {
-    const b = this.b, [, c, T, H, W] = x.shape as [number, number, number, number, number];
-    const up = b.alloc([1, c, T, 2 * H, 2 * W]);
-    b.upsampleNearest(up, x);
+    const b = this.b, [, , T, H, W] = x.shape as [number, number, number, number, number];
     const out = b.alloc([1, this.spatial.w.shape[0]!, T, 2 * H, 2 * W]);
-    b.conv3d(out, up, this.spatial.w, this.spatial.b, { pad: [1, 1, 1, 1], timePad: 0 });
-    b.free(up);
+    b.conv3d(out, x, this.spatial.w, this.spatial.b, { pad: [1, 1, 1, 1], timePad: 0, upsample: true });
     return out;
   }
 

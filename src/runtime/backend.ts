@@ -112,6 +112,12 @@ export interface Conv3dOptions {
    *  same op, out = conv + bias + residual. Where the backend fuses it (CUDA: the kernels' stores), the
    *  separate add's pass over out and residual is saved. */
   residual?: Tensor;
+  /** The conv reads x nearest-upsampled ×2 in space, as `upsampleNearest` into [B, Cin, T, 2H, 2W]
+   *  would make it: input voxel (t, y, x) is x's (t, ⌊y/2⌋, ⌊x/2⌋), and the output's size follows from
+   *  2H × 2W with the usual pad and stride rules (the Wan-VAE decoder's upsample before its 3×3 conv).
+   *  Not with `prev` or `normSilu`. Where the backend fuses it (CUDA: the tensor-core repack reads x
+   *  itself), the upsampled f32 tensor is neither allocated nor written and read again. */
+  upsample?: boolean;
 }
 
 export interface ConvNormSilu {

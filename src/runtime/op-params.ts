@@ -247,6 +247,7 @@ export function t5BucketTable(Lq: number, Lk: number, o: T5BiasOptions): Int32Ar
   return table;
 }
 
+/** H and W: the input as the conv reads it (twice x's with `upsample`). */
 export interface ConvGeometry {
   B: number; Cin: number; Cout: number;
   T: number; H: number; W: number;
@@ -262,8 +263,9 @@ export function conv3dOutputShape(x: Shape, w: Shape, opts: Conv3dParams = {}): 
   const [top, bottom, left, right] = opts.pad ?? [0, 0, 0, 0];
   const kt = w[2]!, kh = w[3]!, kw = w[4]!;
   const timePad = opts.timePad ?? kt - 1;
+  const up = opts.upsample ? 2 : 1;
   const span = (n: number, k: number, s: number) => (n < k ? 0 : Math.floor((n - k) / s) + 1);
-  return [x[0]!, w[0]!, span(timePad + x[2]!, kt, st), span(x[3]! + top + bottom, kh, sh), span(x[4]! + left + right, kw, sw)];
+  return [x[0]!, w[0]!, span(timePad + x[2]!, kt, st), span(up * x[3]! + top + bottom, kh, sh), span(up * x[4]! + left + right, kw, sw)];
 }
 
 export function conv3dGeometry(out: Shaped, x: Shaped, w: Shaped, bias: Shaped | null | undefined, opts: Conv3dParams = {}): ConvGeometry {
@@ -282,6 +284,9 @@ export function conv3dGeometry(out: Shaped, x: Shaped, w: Shaped, bias: Shaped |
   if (!(opts.pad ?? [0, 0, 0, 0]).every((p) => Number.isInteger(p) && p >= 0)) fail(op, `bad pad ${opts.pad}`);
   const timePad = opts.timePad ?? kt - 1;
   if (!Number.isInteger(timePad) || timePad < 0) fail(op, `bad timePad ${timePad}`);
+  if (opts.upsample !== undefined && typeof opts.upsample !== "boolean") fail(op, `upsample must be true or false, got ${opts.upsample}`);
+  if (opts.upsample && opts.prev) fail(op, "upsample with a cache (prev) is not supported");
+  if (opts.upsample && opts.normSilu) fail(op, "upsample with normSilu is not supported");
   if (opts.prev) {
     expectDtype(op, "prev", opts.prev, "f32");
     expectShape(op, "prev", opts.prev, [B, Cin, timePad, H, W]);
@@ -301,7 +306,8 @@ export function conv3dGeometry(out: Shaped, x: Shaped, w: Shaped, bias: Shaped |
   }
   optionalVector(op, "bias", bias, Cout);
   const [, , To, Ho, Wo] = oshape as [number, number, number, number, number];
-  return { B, Cin, Cout, T, H, W, kt, kh, kw, st, sh, sw, timePad, top, left, To, Ho, Wo };
+  const up = opts.upsample ? 2 : 1;
+  return { B, Cin, Cout, T, H: up * H, W: up * W, kt, kh, kw, st, sh, sw, timePad, top, left, To, Ho, Wo };
 }
 
 /** For concat / slice / writeSlice: the tensor seen as [outer, dim, inner]. */

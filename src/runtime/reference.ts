@@ -231,6 +231,10 @@ export function convNormSilu(x: Host, o: NonNullable<HostConv3dOptions["normSilu
 export function conv3d(x: Host, w: Host, bias: Host | null, opts: HostConv3dOptions = {}): Host {
   const oshape = P.conv3dOutputShape(x.shape, w.shape, opts);
   const g = P.conv3dGeometry({ shape: oshape, dtype: "f32" }, x, w, bias, opts);
+  if (opts.upsample) {
+    const { upsample, ...plain } = opts;
+    return conv3d(upsampleNearest(x, [g.B, g.Cin, g.T, g.H, g.W]), w, bias, plain);
+  }
   if (opts.normSilu) {
     const { normSilu, ...plain } = opts;
     return conv3d(convNormSilu(x, normSilu), w, bias, { ...plain, prev: opts.prev && convNormSilu(opts.prev, normSilu) });

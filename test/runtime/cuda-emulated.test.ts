@@ -2,9 +2,10 @@
 // themselves, behind kc_conv3d's dispatch and the bf16 repacking of conv_pack.cu) without a GPU: the
 // CPU emulator (cuda-emulator/emulator.h) runs them on the conv and conv2d cases of the op sweep, and
 // each result must keep the tensor-core promise (op-precision.ts tensorCoreConv) — the im2col gather,
-// the causal cache and the time padding without one, padding, strides, every tile shape and its
-// edges, the cp.async ring with its double-buffered fragments (mma.sync) or the producer's cp.async +
-// TMA stage ring and the wgmma descriptors (wgmma), and the fragment layouts all show in the numbers.
+// the causal cache and the time padding without one, padding, strides, the upsampled input the repack
+// reads (Conv3dOptions.upsample), every tile shape and its edges, the cp.async ring with its
+// double-buffered fragments (mma.sync) or the producer's cp.async + TMA stage ring and the wgmma
+// descriptors (wgmma), and the fragment layouts all show in the numbers.
 // Each case runs on every block tile of the mma.sync kernel: on the one its model picks for the
 // emulator's GPU (conv_mma_tiles.cuh; kc_conv3d must launch that one), and on each other one forced
 // (KINO_CUDA_CONV_MMA_TILE). The emulator builds with AddressSanitizer, so a read or write outside any
@@ -15,7 +16,8 @@
 // (or the emulator's proxy rule: wgmma reads cp.async data only after the writer's fence.proxy.async)
 // to catch each one; and in the mma.sync kernel: in what it shares with the GEMM (mma_tile.cuh's B
 // fragments, mma_ring.cuh's ring and fragment sets), in its own gather (the 128×192 tile's partial
-// pass of voxel rows) and in the repack it runs on (the fused norm's SiLU on the cached frames).
+// pass of voxel rows) and in the repack it runs on (the fused norm's SiLU on the cached frames, the
+// fused upsample's columns).
 import { afterAll, describe, expect, test } from "bun:test";
 import { convCases } from "./op-cases-heavy.ts";
 import type { OpCase } from "./op-helpers.ts";
@@ -171,6 +173,7 @@ const PLANTED_MMA: [number, string, ConvMmaTile?][] = [
   [39, "the repack's fused norm leaves SiLU off the cached frames (conv_pack.cu)"],
   [40, "128×192 tile: the last, partial pass of voxel rows (rows 96–127 of 128, 48 per pass) is left out (conv_mma.cu)", "128x192"],
   [41, "the odd channels of a fragment pair stored without their residual (conv_mma.cu)"],
+  [42, "the repack's upsample reads the odd columns from the x column to the right of theirs (conv_pack.cu)"],
 ];
 
 describe.skipIf(!harness)("the emulated cases catch planted conv bugs", () => {

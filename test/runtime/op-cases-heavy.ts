@@ -131,6 +131,10 @@ export function convCases(): OpCase[] {
     { x: [1, 4, 1, 6, 21], w: [100, 4, 1, 3, 3], opts: { pad: [1, 1, 1, 1], timePad: 0 }, bias: true, label: "Cout in two blocks" },
     { x: [1, 3, 2, 5, 7], w: [2, 3, 1, 2, 2], opts: { pad: [0, 1, 2, 0], timePad: 0 }, label: "asymmetric pad, stride 1" },
     { x: [2, 5, 2, 4, 4], w: [3, 5, 3, 1, 1], prev: true, dt: "bf16", label: "time conv, batch 2 with a cache" },
+    // the nearest ×2 upsample read by the conv (Conv3dOptions.upsample; on CUDA the repack reads x at
+    // half the size): odd H and W, Cin off the multiples of 8; the causal time padding, batch 2, a residual
+    { x: [1, 20, 2, 5, 7], w: [40, 20, 1, 3, 3], opts: { pad: [1, 1, 1, 1], timePad: 0, upsample: true }, bias: true, label: "upsampled from 5x7, Cin 20" },
+    { x: [2, 12, 2, 3, 4], w: [36, 12, 3, 3, 3], opts: { pad: [1, 1, 1, 1], upsample: true }, dt: "bf16", residual: true, label: "upsampled, no cache, batch 2, a residual" },
     // the CUDA tensor-core conv: Cin past one 32-channel K step, voxels over three 128-row tiles, Cout
     // over two 96-channel tiles; then two 128-channel tiles, batch folded into the voxel rows
     { x: [1, 40, 2, 9, 17], w: [130, 40, 3, 3, 3], opts: { pad: [1, 1, 1, 1] }, prev: true, bias: true, label: "Cin 40, Cout 130, 306 voxels" },

@@ -42,6 +42,11 @@ export function tensorCoreConv(x: R.Host, storedW: R.Host, bias: R.Host | null, 
     const { normSilu, ...plain } = opts;
     return tensorCoreConv(R.convNormSilu(x, normSilu), storedW, bias, { ...plain, prev: opts.prev && R.convNormSilu(opts.prev, normSilu) });
   }
+  if (opts.upsample) {  // the rounding applies to each value the conv reads: x's, repeated
+    const { upsample, ...plain } = opts;
+    const [B, C, T, H, W] = x.shape as [number, number, number, number, number];
+    return tensorCoreConv(R.upsampleNearest(x, [B, C, T, 2 * H, 2 * W]), storedW, bias, plain);
+  }
   if (opts.residual) {  // added in f32 after the sum, exactly as given
     const { residual, ...plain } = opts;
     const e = tensorCoreConv(x, storedW, bias, plain);

@@ -5,10 +5,10 @@
 // device (the pipeline's readI420: 1.5 bytes a pixel) and as f32 RGB made into RGB24 on the host (what
 // the pipeline did before: 12 bytes a pixel, and the encoder's RGB → I420 still to come). tools/bench/model.ts (GPU half) and tools/gpu-check.sh report it; it runs on any backend, but at
 // 832x480 only a GPU finishes in reasonable time. The command line then decodes the same stream again
-// with each residual block's norm and SiLU and its residual add run as their own ops instead of inside
-// the conv (Conv3dOptions.normSilu, .residual), then fused once more, and prints the two ways side by
-// side (fused: the mean of its runs before and after, so that a drift over the runs — the heap growing,
-// the device warming — does not favour either way).
+// with each residual block's norm and SiLU and its residual add, and each resample's nearest upsample,
+// run as their own ops instead of inside the conv (Conv3dOptions.normSilu, .residual, .upsample), then
+// fused once more, and prints the two ways side by side (fused: the mean of its runs before and after,
+// so that a drift over the runs — the heap growing, the device warming — does not favour either way).
 //
 //   bun tools/bench/vae-decode.ts [--width 832] [--height 480] [--chunk 3] [--chunks 4] [--device cuda|cpu]
 import { parseVaeConfig } from "../../src/models/configs.ts";
@@ -51,8 +51,8 @@ async function timeReadback(backend: Backend, video: Tensor): Promise<{ i420: nu
 }
 
 /** Streams `chunks` chunks of `chunkFrames` latent frames through a random Wan2.1 decoder; `unfused`:
- *  the norm and SiLU in front of a conv and the residual add after it run as their own ops (the
- *  comparison the command line prints). */
+ *  the norm and SiLU or the upsample in front of a conv and the residual add after it run as their own
+ *  ops (the comparison the command line prints). */
 export async function benchVaeDecode(backend: Backend, width: number, height: number, chunkFrames: number, chunks: number,
   unfused = false): Promise<VaeDecodeResult> {
   const cfg = parseVaeConfig({}, "Wan2.1 VAE (released geometry)");
@@ -140,7 +140,7 @@ if (import.meta.main) {
     console.log(formatVaeDecode(fused, width, height, chunk));
     const unfused = await benchVaeDecode(backend, width, height, chunk, chunks, true);
     const fusedMs = (fused.msPerChunk + (await benchVaeDecode(backend, width, height, chunk, chunks)).msPerChunk) / 2;
-    console.log(`  norm, SiLU and residual add inside the conv ${fusedMs.toFixed(1)} ms per steady chunk (before and after) | as their own ops ` +
+    console.log(`  norm, SiLU, residual add and upsample inside the conv ${fusedMs.toFixed(1)} ms per steady chunk (before and after) | as their own ops ` +
       `${unfused.msPerChunk.toFixed(1)} ms | fused / unfused ${(fusedMs / unfused.msPerChunk).toFixed(2)}`);
   } finally {
     backend.dispose();

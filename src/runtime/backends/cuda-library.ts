@@ -63,7 +63,7 @@ export const CUDA_SYMBOLS = {
   kc_rope3d: { args: [ptr, dev, dev, i32, i32, i32, i32, dev, dev, i32, i32, i32, i32, i32, i32, i32, i32, i32, dev, i32], returns: i32 },
   kc_embedding: { args: [ptr, dev, dev, i32, ptr, i32, i32], returns: i32 },
   kc_t5_relative_bias: { args: [ptr, dev, dev, ptr, i32, i32, i32], returns: i32 },
-  kc_conv3d: { args: [ptr, dev, dev, dev, dev, i32, dev, dev, i32, ptr, i32, dev, f32, f32], returns: i32 },
+  kc_conv3d: { args: [ptr, dev, dev, dev, dev, i32, dev, dev, i32, ptr, i32, i32, dev, f32, f32], returns: i32 },
   kc_copy_rows: { args: [ptr, dev, i64, dev, i64, i64, i64], returns: i32 },
   kc_gather: { args: [ptr, dev, dev, i32, i32, ptr, ptr, ptr], returns: i32 },
   kc_rgb_to_yuv420: { args: [ptr, dev, dev, i32, i32, i32, f64, f64], returns: i32 },

@@ -300,7 +300,7 @@ export class CudaBackend implements Backend {
     const geom = new Int32Array([g.Cin, g.Cout, g.T, g.H, g.W, g.kt, g.kh, g.kw, g.st, g.sh, g.sw, g.timePad, g.top, g.left, g.To, g.Ho, g.Wo]);
     const ns = opts.normSilu;
     this.check(this.k.kc_conv3d(this.ctx, out.ptr, x.ptr, opts.prev?.ptr ?? 0, w.ptr, DT[w.dtype], bias?.ptr ?? 0, opts.residual?.ptr ?? 0, g.B, geom,
-      ns ? 1 : 0, ns?.gamma?.ptr ?? 0, ns?.eps ?? 0, ns?.scale ?? 0), "conv3d");
+      opts.upsample ? 1 : 0, ns ? 1 : 0, ns?.gamma?.ptr ?? 0, ns?.eps ?? 0, ns?.scale ?? 0), "conv3d");
     this.#paths.record("conv3d");
   }
 

@@ -1,18 +1,20 @@
 // kc_conv3d (kernels/cuda/conv.cu, the library's own entry point) on the CPU emulator, for
 // test/runtime/cuda-emulated.test.ts: the dispatch, the bf16 repacking (conv_pack.cu) and the
 // tensor-core kernels — mma.sync (conv_mma.cu) and wgmma (conv_wgmma.cu) — each file compiled as it
-// is, one translation unit each, with host buffers standing in for device memory. The SIMT kernel is
-// not linked: a call that would pick it fails. The context is an sm_90 GPU with the driver's
-// tensor-map encoder (host-runtime.h) and two multiprocessors (grid-stride loops take several turns),
-// so the mma.sync kernel's tile model (conv_mma_tiles.cuh) weighs its tiles for an H100 with two SMs
-// (H100's shared memory, registers and tensor-core rate).
+// is, one translation unit each, with host buffers standing in for device memory (and copy.cu, whose
+// gather conv.cu's SIMT path calls). The SIMT kernel is not linked: a call that would pick it fails.
+// The context is an sm_90 GPU with the driver's tensor-map encoder (host-runtime.h) and two
+// multiprocessors (grid-stride loops take several turns), so the mma.sync kernel's tile model
+// (conv_mma_tiles.cuh) weighs its tiles for an H100 with two SMs (H100's shared memory, registers and
+// tensor-core rate).
 //
 //   conv IN OUT
 //   IN:  int32 B, the 17 ints of ConvGeom, w_dt (0 f32, 1 bf16, 2 f16), has_prev, has_bias, conv_path
 //        (context.cu: 2 mma.sync, 3 wgmma), norm_silu (0 none, 1 without gamma, 2 with), f32 norm eps,
-//        f32 norm scale, has_residual; then f32 x [B, Cin, T, H, W], f32 prev [B, Cin, timePad, H, W]
-//        when has_prev, w [Cout, Cin, kt, kh, kw] (4 or 2 bytes each), f32 bias [Cout] when has_bias,
-//        f32 gamma [Cin] when norm_silu is 2, f32 residual [B, Cout, To, Ho, Wo] when has_residual
+//        f32 norm scale, has_residual, upsample; then f32 x [B, Cin, T, H, W] (H/2, W/2 with upsample),
+//        f32 prev [B, Cin, timePad, H, W] when has_prev, w [Cout, Cin, kt, kh, kw] (4 or 2 bytes each),
+//        f32 bias [Cout] when has_bias, f32 gamma [Cin] when norm_silu is 2, f32 residual [B, Cout, To,
+//        Ho, Wo] when has_residual
 //   OUT: f32 out [B, Cout, To, Ho, Wo]
 // Prints one line per kernel launch (grid, threads, dynamic shared memory), then `kernel <name>` (what
 // kc_conv3d ran); exits 1 with the library's message when the call fails. KINO_CUDA_CONV_MMA_TILE forces
@@ -25,24 +27,24 @@ int kc_conv3d_simt_launch(KcContext* ctx, float*, const float*, const float*, co
   return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_conv3d", "the SIMT kernel is not part of this emulator build");
 }
 extern "C" int kc_conv3d(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt, const float* bias,
-                         const float* residual, int B, const int32_t* geom, int norm_silu, const float* norm_gamma,
-                         float norm_eps, float norm_scale);
+                         const float* residual, int B, const int32_t* geom, int upsample, int norm_silu,
+                         const float* norm_gamma, float norm_eps, float norm_scale);
 
 int main(int argc, char** argv) {
   if (argc != 3) kc_emu::fail("usage: conv IN OUT");
   kc_emu::Reader in(argv[1]);
   auto take = [&](size_t bytes) { return in.take(bytes); };
-  int32_t head[26];
+  int32_t head[27];
   memcpy(head, take(sizeof head), sizeof head);
   const int B = head[0], w_dt = head[18], has_prev = head[19], has_bias = head[20], path = head[21], norm = head[22];
   float norm_eps, norm_scale;
   memcpy(&norm_eps, head + 23, 4);
   memcpy(&norm_scale, head + 24, 4);
-  const int has_residual = head[25];
+  const int has_residual = head[25], upsample = head[26];
   ConvGeom g;
   memcpy(&g, head + 1, sizeof g);
   const size_t plane = (size_t)g.H * g.W, taps = (size_t)g.kt * g.kh * g.kw;
-  const float* x = (const float*)take(sizeof(float) * B * g.Cin * g.T * plane);
+  const float* x = (const float*)take(sizeof(float) * B * g.Cin * g.T * (upsample ? plane / 4 : plane));
   const float* prev = has_prev ? (const float*)take(sizeof(float) * B * g.Cin * g.time_pad * plane) : nullptr;
   const void* w = take((w_dt == KC_F32 ? 4 : 2) * (size_t)g.Cout * g.Cin * taps);
   const float* bias = has_bias ? (const float*)take(sizeof(float) * g.Cout) : nullptr;
@@ -60,7 +62,8 @@ int main(int argc, char** argv) {
   ctx.encode_tensor_map = (void*)&kc_emu_encode_tiled;
   ctx.conv_path = path;
   ctx.conv_mma_tile = kc_conv_mma_tile_setting(getenv("KINO_CUDA_CONV_MMA_TILE"));
-  const int rc = kc_conv3d(&ctx, out, x, prev, w, w_dt, bias, residual, B, head + 1, norm, gamma, norm_eps, norm_scale);
+  const int rc = kc_conv3d(&ctx, out, x, prev, w, w_dt, bias, residual, B, head + 1, upsample, norm, gamma, norm_eps,
+                           norm_scale);
   if (rc) {
     fprintf(stderr, "kc_conv3d: %s (%d)\n", ctx.error, rc);
     return 1;

@@ -86,8 +86,8 @@ const W_DT = { f32: 0, bf16: 1, f16: 2 } as const;
 const CONV_PATHS = { "mma.sync": 2, wgmma: 3 } as const;
 export type ConvKernel = keyof typeof CONV_PATHS;
 
-/** The conv harness (kc_conv3d with conv.cu, conv_pack.cu, conv_norm_silu.cu, conv_mma.cu and conv_wgmma.cu), built. */
-export const buildConvEmulator = () => buildEmulator("conv", ["conv", "conv_pack", "conv_norm_silu", "conv_mma", "conv_wgmma"]);
+/** The conv harness (kc_conv3d with conv.cu, conv_pack.cu, conv_norm_silu.cu, conv_mma.cu, conv_wgmma.cu and copy.cu), built. */
+export const buildConvEmulator = () => buildEmulator("conv", ["conv", "conv_pack", "conv_norm_silu", "conv_mma", "conv_wgmma", "copy"]);
 
 /** conv_mma.cu's block tiles, by the names KINO_CUDA_CONV_MMA_TILE takes (conv_mma_tiles.cuh's order). */
 export const CONV_MMA_TILES = ["128x192", "256x96", "128x96", "256x16"] as const;
@@ -121,7 +121,8 @@ export class EmulatedConvBackend extends HostBackend {
     if (this.#dry) return;
     const ns = opts.normSilu;
     const head = new Int32Array([g.B, g.Cin, g.Cout, g.T, g.H, g.W, g.kt, g.kh, g.kw, g.st, g.sh, g.sw, g.timePad, g.top, g.left, g.To, g.Ho, g.Wo,
-      W_DT[w.dtype as keyof typeof W_DT], opts.prev ? 1 : 0, bias ? 1 : 0, this.#path, ns ? (ns.gamma ? 2 : 1) : 0, 0, 0, opts.residual ? 1 : 0]);
+      W_DT[w.dtype as keyof typeof W_DT], opts.prev ? 1 : 0, bias ? 1 : 0, this.#path, ns ? (ns.gamma ? 2 : 1) : 0, 0, 0, opts.residual ? 1 : 0,
+      opts.upsample ? 1 : 0]);
     new Float32Array(head.buffer, 23 * 4, 2).set([ns?.eps ?? 0, ns?.scale ?? 0]);
     const parts = [head, this.bytesOf(x), ...(opts.prev ? [this.bytesOf(opts.prev)] : []), this.bytesOf(w), ...(bias ? [this.bytesOf(bias)] : []),
       ...(ns?.gamma ? [this.bytesOf(ns.gamma)] : []), ...(opts.residual ? [this.bytesOf(opts.residual)] : [])];
