@@ -53,7 +53,8 @@ __global__ void __launch_bounds__(THREADS) conv3d_kernel(float* __restrict__ out
       if (pos_ok && kx < K) {
         int ci = kx / kwin, rem = kx % kwin, a = rem / khw, rq = rem % khw;
         int t = t0 + a, y = y0 + rq / g.kw, xx = x0 + rq % g.kw;
-        if (y >= 0 && y < g.H && xx >= 0 && xx < g.W) {
+        // planted 43: the right edge's padding read as the next row's first value
+        if (y >= 0 && y < g.H && xx >= 0 && (xx < g.W || (KC_PLANTED(43) && xx == g.W && y + 1 < g.H))) {
           if (t >= 0) v = xb[((int64_t)ci * g.T + t) * plane + (int64_t)y * g.W + xx];
           else if (pb && t + g.time_pad >= 0) v = pb[((int64_t)ci * g.time_pad + g.time_pad + t) * plane + (int64_t)y * g.W + xx];
         }
@@ -96,11 +97,11 @@ int kc_conv3d_simt_launch(KcContext* ctx, float* out, const float* x, const floa
     return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_conv3d", "output too large for one launch");
   dim3 grid((unsigned)((P + TILE - 1) / TILE), (g.Cout + TILE - 1) / TILE, B);
   switch (w_dt) {
-    case KC_F32: conv3d_kernel<float><<<grid, THREADS, 0, ctx->stream>>>(out, x, prev, (const float*)w, bias, residual, g); break;
+    case KC_F32: KC_LAUNCH(conv3d_kernel<float>, grid, THREADS, 0, ctx->stream)(out, x, prev, (const float*)w, bias, residual, g); break;
     case KC_BF16:
-      conv3d_kernel<__nv_bfloat16><<<grid, THREADS, 0, ctx->stream>>>(out, x, prev, (const __nv_bfloat16*)w, bias, residual, g);
+      KC_LAUNCH(conv3d_kernel<__nv_bfloat16>, grid, THREADS, 0, ctx->stream)(out, x, prev, (const __nv_bfloat16*)w, bias, residual, g);
       break;
-    case KC_F16: conv3d_kernel<__half><<<grid, THREADS, 0, ctx->stream>>>(out, x, prev, (const __half*)w, bias, residual, g); break;
+    case KC_F16: KC_LAUNCH(conv3d_kernel<__half>, grid, THREADS, 0, ctx->stream)(out, x, prev, (const __half*)w, bias, residual, g); break;
     default: return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_conv3d", "weights must be f32, bf16 or f16");
   }
   return kc_launched(ctx, "conv3d_kernel");

@@ -5,7 +5,9 @@
 // the causal cache and the time padding without one, padding, strides, the upsampled input the repack
 // reads (Conv3dOptions.upsample), every tile shape and its edges, the cp.async ring with its
 // double-buffered fragments (mma.sync) or the producer's cp.async + TMA stage ring and the wgmma
-// descriptors (wgmma), and the fragment layouts all show in the numbers.
+// descriptors (wgmma), and the fragment layouts all show in the numbers. The exact SIMT kernel
+// (conv_simt.cu) runs every case too, held to the exact promise — with the f32 copies its fused norm
+// and upsample read and the residual in its stores: what kino-tiny's narrow convs run on a GPU.
 // Each case runs on every block tile of the mma.sync kernel: on the one its model picks for the
 // emulator's GPU (conv_mma_tiles.cuh; kc_conv3d must launch that one), and on each other one forced
 // (KINO_CUDA_CONV_MMA_TILE). The emulator builds with AddressSanitizer, so a read or write outside any
@@ -17,7 +19,7 @@
 // to catch each one; and in the mma.sync kernel: in what it shares with the GEMM (mma_tile.cuh's B
 // fragments, mma_ring.cuh's ring and fragment sets), in its own gather (the 128×192 tile's partial
 // pass of voxel rows) and in the repack it runs on (the fused norm's SiLU on the cached frames, the
-// fused upsample's columns).
+// fused upsample's columns); and in the SIMT kernel's gather (the right edge's padding).
 import { afterAll, describe, expect, test } from "bun:test";
 import { convCases } from "./op-cases-heavy.ts";
 import type { OpCase } from "./op-helpers.ts";
@@ -32,12 +34,14 @@ if (skip) console.log(`cuda-emulated.test.ts: skipped, ${skip}`);
 const harness = "path" in built && "path" in tiles ? built.path : null;
 const be = harness ? new EmulatedConvBackend(harness) : null;
 const wg = harness ? new EmulatedConvBackend(harness, { kernel: "wgmma" }) : null;
+const simt = harness ? new EmulatedConvBackend(harness, { kernel: "simt" }) : null;
 const forced = harness ? Object.fromEntries(CONV_MMA_TILES.map((t) => [t, new EmulatedConvBackend(harness, { convMmaTile: t })])) : null;
 const cases = convCases();
 const results = new Map<string, Float32Array>();
 afterAll(() => {
   be?.dispose();
   wg?.dispose();
+  simt?.dispose();
   for (const f of Object.values(forced ?? {})) f.dispose();
 });
 
@@ -63,15 +67,16 @@ const takesWgmma = (c: OpCase) => Number(/ w \[(\d+),/.exec(c.name)![1]) >= 32;
 const wgmmaCases = cases.filter(takesWgmma);
 const fusesNorm = (c: OpCase) => c.name.includes("norm, SiLU fused");
 
-/** How a case failed on an emulated backend (the promise, or the harness's message), or null. */
-async function failure(b: EmulatedConvBackend, c: OpCase): Promise<string | null> {
+/** How a case failed on an emulated backend (the tensor-core promise, or with `exact` the exact one the
+ *  SIMT kernel keeps: the case's own tolerance on its f32 reference; or the harness's message), or null. */
+async function failure(b: EmulatedConvBackend, c: OpCase, exact = false): Promise<string | null> {
   let got: Float32Array;
   try {
     got = await c.run(b);
   } catch (e) {
     return `the harness failed: ${(e as Error).message.split("\n").find((l) => /emulator:|kc_|ERROR/.test(l)) ?? (e as Error).message.slice(0, 300)}`;
   }
-  const r = compare(got, c.tensorCores!());
+  const r = compare(got, exact ? { want: c.ref(), atol: c.atol, rtol: c.rtol } : c.tensorCores!());
   return r.ok ? null : `max abs ${r.maxAbs.toExponential(2)}, ${(100 * r.used).toFixed(0)} % of the tolerance`;
 }
 
@@ -156,6 +161,16 @@ describe.skipIf(!wg)("conv_wgmma.cu on the CPU emulator (conv path forced to wgm
   }, 60_000);
 });
 
+describe.skipIf(!simt)("conv_simt.cu on the CPU emulator (conv path forced to SIMT), with the fused norm, upsample and residual", () => {
+  for (const c of cases) {
+    test(`${c.op} ${c.name} runs SIMT and keeps the exact promise`, async () => {
+      const why = await failure(simt!, c, true);
+      expect(simt!.ran.at(-1)).toBe("simt");
+      expect(why).toBeNull();
+    }, 120_000);
+  }
+});
+
 // Each planted bug (KC_PLANTED(n) in conv_wgmma.cu), what it breaks, and what must report it.
 const PLANTED: [number, string, string | RegExp][] = [
   [26, "the producer announces its cp.async stages without fence.proxy.async", /the harness failed: .*emulator: wgmma reads shared address 0x[0-9a-f]+, which thread \d+ wrote \(cp\.async or st\.shared\) with no fence\.proxy\.async/],
@@ -176,14 +191,18 @@ const PLANTED_MMA: [number, string, ConvMmaTile?][] = [
   [42, "the repack's upsample reads the odd columns from the x column to the right of theirs (conv_pack.cu)"],
 ];
 
+// The SIMT kernel's (conv_simt.cu), which the conv cases must catch on the exact promise.
+const PLANTED_SIMT: [number, string][] = [[43, "the input gather reads the next row's first value for the right edge's padding (conv_simt.cu)"]];
+
 describe.skipIf(!harness)("the emulated cases catch planted conv bugs", () => {
   for (const [n, what, how, kernel, tile] of [...PLANTED.map(([n, what, how]) => [n, what, how, "wgmma", undefined] as const),
-    ...PLANTED_MMA.map(([n, what, tile]) => [n, what, /% of the tolerance|max abs NaN/, "mma.sync", tile] as const)]) {
+    ...PLANTED_MMA.map(([n, what, tile]) => [n, what, /% of the tolerance|max abs NaN/, "mma.sync", tile] as const),
+    ...PLANTED_SIMT.map(([n, what]) => [n, what, /% of the tolerance|max abs NaN/, "simt", undefined] as const)]) {
     test(`bug ${n} (${kernel}), ${what}`, async () => {
       const planted = new EmulatedConvBackend(harness!, { kernel, plant: n, convMmaTile: tile });
       let caught: string | null = null;
       for (const c of kernel === "wgmma" ? wgmmaCases : cases) {
-        const why = await failure(planted, c);
+        const why = await failure(planted, c, kernel === "simt");
         if (why) {
           caught = `${c.name}: ${why}`;
           break;

@@ -1,8 +1,8 @@
 // kc_conv3d (kernels/cuda/conv.cu, the library's own entry point) on the CPU emulator, for
-// test/runtime/cuda-emulated.test.ts: the dispatch, the bf16 repacking (conv_pack.cu) and the
-// tensor-core kernels — mma.sync (conv_mma.cu) and wgmma (conv_wgmma.cu) — each file compiled as it
-// is, one translation unit each, with host buffers standing in for device memory (and copy.cu, whose
-// gather conv.cu's SIMT path calls). The SIMT kernel is not linked: a call that would pick it fails.
+// test/runtime/cuda-emulated.test.ts: the dispatch, the bf16 repacking (conv_pack.cu), the tensor-core
+// kernels — mma.sync (conv_mma.cu) and wgmma (conv_wgmma.cu) — and the exact SIMT kernel (conv_simt.cu,
+// with the f32 copies its fused norm and upsample read: conv_norm_silu.cu, and copy.cu's gather), each
+// file compiled as it is, one translation unit each, with host buffers standing in for device memory.
 // The context is an sm_90 GPU with the driver's tensor-map encoder (host-runtime.h) and two
 // multiprocessors (grid-stride loops take several turns), so the mma.sync kernel's tile model
 // (conv_mma_tiles.cuh) weighs its tiles for an H100 with two SMs (H100's shared memory, registers and
@@ -10,7 +10,7 @@
 //
 //   conv IN OUT
 //   IN:  int32 B, the 17 ints of ConvGeom, w_dt (0 f32, 1 bf16, 2 f16), has_prev, has_bias, conv_path
-//        (context.cu: 2 mma.sync, 3 wgmma), norm_silu (0 none, 1 without gamma, 2 with), f32 norm eps,
+//        (context.cu: 1 SIMT, 2 mma.sync, 3 wgmma), norm_silu (0 none, 1 without gamma, 2 with), f32 norm eps,
 //        f32 norm scale, has_residual, upsample; then f32 x [B, Cin, T, H, W] (H/2, W/2 with upsample),
 //        f32 prev [B, Cin, timePad, H, W] when has_prev, w [Cout, Cin, kt, kh, kw] (4 or 2 bytes each),
 //        f32 bias [Cout] when has_bias, f32 gamma [Cin] when norm_silu is 2, f32 residual [B, Cout, To,
@@ -22,10 +22,6 @@
 #include "host-runtime.h"
 #include "../../../kernels/cuda/conv.cuh"
 
-int kc_conv3d_simt_launch(KcContext* ctx, float*, const float*, const float*, const void*, int, const float*, const float*, int,
-                          const ConvGeom&) {
-  return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_conv3d", "the SIMT kernel is not part of this emulator build");
-}
 extern "C" int kc_conv3d(KcContext* ctx, float* out, const float* x, const float* prev, const void* w, int w_dt, const float* bias,
                          const float* residual, int B, const int32_t* geom, int upsample, int norm_silu,
                          const float* norm_gamma, float norm_eps, float norm_scale);

@@ -1,9 +1,9 @@
 // The CPU emulator of the CUDA kernels (emulator.h) as the tests use it: builds a harness with the host
 // compiler (g++ and the CUDA headers, which every machine with nvcc has), runs it on one call's
-// inputs, and a Backend whose conv3d / conv2d run kc_conv3d's tensor-core kernels through it
-// (kernels/cuda/conv_mma.cu, conv_wgmma.cu) — every other op is the TypeScript reference
-// (HostBackend) — so that the op sweep's conv cases hold those kernels to their promise on machines
-// without a GPU (GEMM and attention: emulated-tensor-cores.ts).
+// inputs, and a Backend whose conv3d / conv2d run kc_conv3d's kernels through it (the tensor-core
+// kernels/cuda/conv_mma.cu, conv_wgmma.cu and the exact conv_simt.cu) — every other op is the
+// TypeScript reference (HostBackend) — so that the op sweep's conv cases hold those kernels to their
+// promise on machines without a GPU (GEMM and attention: emulated-tensor-cores.ts).
 import { $ } from "bun";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -82,18 +82,18 @@ export function runHarness(harness: string, what: string, parts: ArrayBufferView
 
 const W_DT = { f32: 0, bf16: 1, f16: 2 } as const;
 
-/** The conv_path codes of kc_set_paths (context.cu) that force each tensor-core convolution kernel. */
-const CONV_PATHS = { "mma.sync": 2, wgmma: 3 } as const;
+/** The conv_path codes of kc_set_paths (context.cu) that force each convolution kernel. */
+const CONV_PATHS = { simt: 1, "mma.sync": 2, wgmma: 3 } as const;
 export type ConvKernel = keyof typeof CONV_PATHS;
 
-/** The conv harness (kc_conv3d with conv.cu, conv_pack.cu, conv_norm_silu.cu, conv_mma.cu, conv_wgmma.cu and copy.cu), built. */
-export const buildConvEmulator = () => buildEmulator("conv", ["conv", "conv_pack", "conv_norm_silu", "conv_mma", "conv_wgmma", "copy"]);
+/** The conv harness (kc_conv3d with conv.cu, conv_pack.cu, conv_norm_silu.cu, conv_mma.cu, conv_wgmma.cu, conv_simt.cu and copy.cu), built. */
+export const buildConvEmulator = () => buildEmulator("conv", ["conv", "conv_pack", "conv_norm_silu", "conv_mma", "conv_wgmma", "conv_simt", "copy"]);
 
 /** conv_mma.cu's block tiles, by the names KINO_CUDA_CONV_MMA_TILE takes (conv_mma_tiles.cuh's order). */
 export const CONV_MMA_TILES = ["128x192", "256x96", "128x96", "256x16"] as const;
 export type ConvMmaTile = (typeof CONV_MMA_TILES)[number];
 
-/** HostBackend with kc_conv3d's tensor-core kernels emulated, the one `kernel` names forced (mma.sync
+/** HostBackend with kc_conv3d's kernels emulated, the one `kernel` names forced (mma.sync
  *  unless given); `plant`: the number of a deliberate kernel bug to switch on (KC_PLANTED), 0 none;
  *  `convMmaTile`: the mma.sync kernel's block tile, forced (KINO_CUDA_CONV_MMA_TILE), instead of chosen by
  *  its model; `dry`: record each call's `dims` and run nothing (the outputs stay as allocated). `launches`
