@@ -66,10 +66,11 @@ int kc_convert_launch(KcContext* ctx, const void* src, int src_dt, void* dst, in
   if (src_dt == dst_dt) return kc_check(ctx, cudaMemcpyAsync(dst, src, (size_t)n * (src_dt == KC_F32 ? 4 : 2),
                                                              cudaMemcpyDeviceToDevice, ctx->stream), "kc_convert");
   if (src_dt == KC_F32 && dst_dt == KC_BF16 && n % 4 == 0 && ((uintptr_t)src & 15) == 0 && ((uintptr_t)dst & 7) == 0) {
-    f32_to_bf16_x4_kernel<<<kc_grid_for(ctx, n / 4), THREADS, 0, ctx->stream>>>((__nv_bfloat16*)dst, (const float*)src, n / 4);
+    KC_LAUNCH(f32_to_bf16_x4_kernel, kc_grid_for(ctx, n / 4), THREADS, 0, ctx->stream)(
+        (__nv_bfloat16*)dst, (const float*)src, n / 4);
     return kc_launched(ctx, "f32_to_bf16_x4_kernel");
   }
-  convert_kernel<<<kc_grid_for(ctx, n), THREADS, 0, ctx->stream>>>(dst, dst_dt, src, src_dt, n);
+  KC_LAUNCH(convert_kernel, kc_grid_for(ctx, n), THREADS, 0, ctx->stream)(dst, dst_dt, src, src_dt, n);
   return kc_launched(ctx, "convert_kernel");
 }
 
@@ -82,37 +83,37 @@ KC_API int kc_convert(KcContext* ctx, void* dst, int dst_dt, const void* src, in
 
 KC_API int kc_gelu(KcContext* ctx, float* out, const float* x, int64_t n) {
   if (n <= 0) return 0;
-  unary_kernel<<<kc_grid_for(ctx, n), THREADS, 0, ctx->stream>>>(out, x, n, GELU);
+  KC_LAUNCH(unary_kernel, kc_grid_for(ctx, n), THREADS, 0, ctx->stream)(out, x, n, GELU);
   return kc_launched(ctx, "kc_gelu");
 }
 KC_API int kc_gelu_exact(KcContext* ctx, float* out, const float* x, int64_t n) {
   if (n <= 0) return 0;
-  unary_kernel<<<kc_grid_for(ctx, n), THREADS, 0, ctx->stream>>>(out, x, n, GELU_EXACT);
+  KC_LAUNCH(unary_kernel, kc_grid_for(ctx, n), THREADS, 0, ctx->stream)(out, x, n, GELU_EXACT);
   return kc_launched(ctx, "kc_gelu_exact");
 }
 KC_API int kc_silu(KcContext* ctx, float* out, const float* x, int64_t n) {
   if (n <= 0) return 0;
-  unary_kernel<<<kc_grid_for(ctx, n), THREADS, 0, ctx->stream>>>(out, x, n, SILU);
+  KC_LAUNCH(unary_kernel, kc_grid_for(ctx, n), THREADS, 0, ctx->stream)(out, x, n, SILU);
   return kc_launched(ctx, "kc_silu");
 }
 KC_API int kc_mul(KcContext* ctx, float* out, const float* a, const float* b, int64_t n) {
   if (n <= 0) return 0;
-  mul_kernel<<<kc_grid_for(ctx, n), THREADS, 0, ctx->stream>>>(out, a, b, n);
+  KC_LAUNCH(mul_kernel, kc_grid_for(ctx, n), THREADS, 0, ctx->stream)(out, a, b, n);
   return kc_launched(ctx, "kc_mul");
 }
 KC_API int kc_axpby(KcContext* ctx, void* out, const void* a, const void* b, float alpha, float beta, int64_t n, int dt) {
   if (dt != KC_F32 && dt != KC_BF16) return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_axpby", "a, b and out must be f32 or bf16");
   if (n <= 0) return 0;
   if (dt == KC_BF16)
-    axpby_kernel<<<kc_grid_for(ctx, n), THREADS, 0, ctx->stream>>>((__nv_bfloat16*)out, (const __nv_bfloat16*)a,
-                                                                   (const __nv_bfloat16*)b, alpha, beta, n);
+    KC_LAUNCH(axpby_kernel<__nv_bfloat16>, kc_grid_for(ctx, n), THREADS, 0, ctx->stream)(
+        (__nv_bfloat16*)out, (const __nv_bfloat16*)a, (const __nv_bfloat16*)b, alpha, beta, n);
   else
-    axpby_kernel<<<kc_grid_for(ctx, n), THREADS, 0, ctx->stream>>>((float*)out, (const float*)a, (const float*)b, alpha,
-                                                                   beta, n);
+    KC_LAUNCH(axpby_kernel<float>, kc_grid_for(ctx, n), THREADS, 0, ctx->stream)(
+        (float*)out, (const float*)a, (const float*)b, alpha, beta, n);
   return kc_launched(ctx, "kc_axpby");
 }
 KC_API int kc_fill(KcContext* ctx, float* out, float value, int64_t n) {
   if (n <= 0) return 0;
-  fill_kernel<<<kc_grid_for(ctx, n), THREADS, 0, ctx->stream>>>(out, value, n);
+  KC_LAUNCH(fill_kernel, kc_grid_for(ctx, n), THREADS, 0, ctx->stream)(out, value, n);
   return kc_launched(ctx, "kc_fill");
 }

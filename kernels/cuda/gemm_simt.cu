@@ -58,7 +58,8 @@ __global__ void __launch_bounds__(THREADS) gemm_simt_kernel(TO* __restrict__ out
 template <typename TA, typename TW, typename TO>
 int launch(KcContext* ctx, void* out, const void* a, const void* w, const KcGemmEpilogue& epi, int M, int N, int K) {
   dim3 grid((N + TILE - 1) / TILE, (M + TILE - 1) / TILE);
-  gemm_simt_kernel<TA, TW, TO><<<grid, THREADS, 0, ctx->stream>>>((TO*)out, (const TA*)a, (const TW*)w, epi, M, N, K);
+  auto kernel = gemm_simt_kernel<TA, TW, TO>;
+  KC_LAUNCH(kernel, grid, THREADS, 0, ctx->stream)((TO*)out, (const TA*)a, (const TW*)w, epi, M, N, K);
   return kc_launched(ctx, "gemm_simt_kernel");
 }
 

@@ -43,7 +43,7 @@ KC_API int kc_embedding(KcContext* ctx, float* out, const void* table, int dt, c
   int rc = 0;
   int32_t* dev = upload_ints(ctx, ids, n, &rc);
   if (!rc) {
-    embedding_kernel<<<kc_grid_for(ctx, (int64_t)n * C), 256, 0, ctx->stream>>>(out, table, dt, dev, (int64_t)n * C, C);
+    KC_LAUNCH(embedding_kernel, kc_grid_for(ctx, (int64_t)n * C), 256, 0, ctx->stream)(out, table, dt, dev, (int64_t)n * C, C);
     rc = kc_launched(ctx, "kc_embedding");
   }
   kc_scratch_release(ctx, dev);
@@ -57,7 +57,7 @@ KC_API int kc_t5_relative_bias(KcContext* ctx, float* out, const float* table, c
   int rc = 0;
   int32_t* dev = upload_ints(ctx, buckets, (int64_t)Lq + Lk - 1, &rc);
   if (!rc) {
-    t5_bias_kernel<<<kc_grid_for(ctx, (int64_t)H * Lq * Lk), 256, 0, ctx->stream>>>(out, table, dev, H, Lq, Lk);
+    KC_LAUNCH(t5_bias_kernel, kc_grid_for(ctx, (int64_t)H * Lq * Lk), 256, 0, ctx->stream)(out, table, dev, H, Lq, Lk);
     rc = kc_launched(ctx, "kc_t5_relative_bias");
   }
   kc_scratch_release(ctx, dev);

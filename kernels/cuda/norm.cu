@@ -103,11 +103,11 @@ KC_API int kc_layer_norm(KcContext* ctx, void* out, const float* x, int64_t rows
   if ((scale != nullptr) != (shift != nullptr) || (scale && (L <= 0 || G <= 0 || L % G)))
     return kc_fail(ctx, KC_E_ARG, "kc_layer_norm", "modulation needs scale and shift with G dividing L");
   if (out_dt == KC_BF16)
-    layer_norm_kernel<<<(unsigned)rows, threads_for(cols), 0, ctx->stream>>>((__nv_bfloat16*)out, x, cols, eps, weight,
-                                                                            bias, scale, shift, L, G);
+    KC_LAUNCH(layer_norm_kernel<__nv_bfloat16>, (unsigned)rows, threads_for(cols), 0, ctx->stream)(
+        (__nv_bfloat16*)out, x, cols, eps, weight, bias, scale, shift, L, G);
   else
-    layer_norm_kernel<<<(unsigned)rows, threads_for(cols), 0, ctx->stream>>>((float*)out, x, cols, eps, weight, bias,
-                                                                            scale, shift, L, G);
+    KC_LAUNCH(layer_norm_kernel<float>, (unsigned)rows, threads_for(cols), 0, ctx->stream)(
+        (float*)out, x, cols, eps, weight, bias, scale, shift, L, G);
   return kc_launched(ctx, "kc_layer_norm");
 }
 
@@ -117,16 +117,16 @@ KC_API int kc_rms_norm(KcContext* ctx, void* out, const void* x, int64_t rows, i
   if (dt != KC_F32 && dt != KC_BF16) return kc_fail(ctx, KC_E_UNSUPPORTED, "kc_rms_norm", "x and out must be f32 or bf16");
   if (rows <= 0 || cols <= 0) return 0;
   if (dt == KC_BF16)
-    rms_norm_kernel<<<(unsigned)rows, threads_for(cols), 0, ctx->stream>>>((__nv_bfloat16*)out, (const __nv_bfloat16*)x,
-                                                                          cols, eps, weight);
+    KC_LAUNCH(rms_norm_kernel<__nv_bfloat16>, (unsigned)rows, threads_for(cols), 0, ctx->stream)(
+        (__nv_bfloat16*)out, (const __nv_bfloat16*)x, cols, eps, weight);
   else
-    rms_norm_kernel<<<(unsigned)rows, threads_for(cols), 0, ctx->stream>>>((float*)out, (const float*)x, cols, eps, weight);
+    KC_LAUNCH(rms_norm_kernel<float>, (unsigned)rows, threads_for(cols), 0, ctx->stream)((float*)out, (const float*)x, cols, eps, weight);
   return kc_launched(ctx, "kc_rms_norm");
 }
 
 KC_API int kc_softmax(KcContext* ctx, float* out, const float* x, int64_t rows, int cols) {
   if (rows <= 0 || cols <= 0) return 0;
-  softmax_kernel<<<(unsigned)rows, threads_for(cols), 0, ctx->stream>>>(out, x, cols);
+  KC_LAUNCH(softmax_kernel, (unsigned)rows, threads_for(cols), 0, ctx->stream)(out, x, cols);
   return kc_launched(ctx, "kc_softmax");
 }
 
@@ -134,6 +134,6 @@ KC_API int kc_l2_norm_channels(KcContext* ctx, float* out, const float* x, int B
                                float scale, const float* gamma) {
   int64_t n = (int64_t)B * S;
   if (n <= 0 || C <= 0) return 0;
-  l2_norm_channels_kernel<<<kc_blocks(n, 256), 256, 0, ctx->stream>>>(out, x, B, C, S, eps, scale, gamma);
+  KC_LAUNCH(l2_norm_channels_kernel, kc_blocks(n, 256), 256, 0, ctx->stream)(out, x, B, C, S, eps, scale, gamma);
   return kc_launched(ctx, "kc_l2_norm_channels");
 }

@@ -47,10 +47,10 @@ KC_API int kc_rms_norm_rope(KcContext* ctx, void* out, const void* x, const floa
   const int half = width / 2, threads = half >= 256 ? 256 : (half + 31) / 32 * 32;
   const KcRope rope = kc_rope(cos_t, sin_t, rows, pairs, pt, ph, pw, F, GH, GW, f0, f_at);
   if (dt == KC_BF16)
-    rms_norm_rope_kernel<<<(unsigned)tokens, threads, 0, ctx->stream>>>((__nv_bfloat16*)out, (const __nv_bfloat16*)x, width,
-                                                                        D / 2, L, eps, weight, rope);
+    KC_LAUNCH(rms_norm_rope_kernel<__nv_bfloat16>, (unsigned)tokens, threads, 0, ctx->stream)(
+        (__nv_bfloat16*)out, (const __nv_bfloat16*)x, width, D / 2, L, eps, weight, rope);
   else
-    rms_norm_rope_kernel<<<(unsigned)tokens, threads, 0, ctx->stream>>>((float*)out, (const float*)x, width, D / 2, L, eps,
-                                                                        weight, rope);
+    KC_LAUNCH(rms_norm_rope_kernel<float>, (unsigned)tokens, threads, 0, ctx->stream)(
+        (float*)out, (const float*)x, width, D / 2, L, eps, weight, rope);
   return kc_launched(ctx, "kc_rms_norm_rope");
 }

@@ -107,7 +107,7 @@ __global__ void resize_kernel(float* out, const float* x, int64_t planes, int H,
 KC_API int kc_resize(KcContext* ctx, float* out, const float* x, int64_t planes, int H, int W, int Ho, int Wo, int torch) {
   const int64_t total = planes * Ho * Wo;
   if (total <= 0) return 0;
-  if (torch) resize_torch_kernel<<<kc_grid_for(ctx, total), 256, 0, ctx->stream>>>(out, x, planes, H, W, Ho, Wo);
-  else resize_kernel<<<kc_grid_for(ctx, total), 256, 0, ctx->stream>>>(out, x, planes, H, W, Ho, Wo);
+  if (torch) KC_LAUNCH(resize_torch_kernel, kc_grid_for(ctx, total), 256, 0, ctx->stream)(out, x, planes, H, W, Ho, Wo);
+  else KC_LAUNCH(resize_kernel, kc_grid_for(ctx, total), 256, 0, ctx->stream)(out, x, planes, H, W, Ho, Wo);
   return kc_launched(ctx, "kc_resize");
 }

@@ -39,8 +39,8 @@ KC_API int kc_rope3d(KcContext* ctx, void* out, const void* x, int B, int L, int
   const unsigned grid = (unsigned)(blocks < cap ? blocks : cap);
   const KcRope rope = kc_rope(cos_t, sin_t, rows, pairs, pt, ph, pw, F, GH, GW, f0, f_at);
   if (dt == KC_BF16)
-    rope3d_kernel<<<grid, 256, 0, ctx->stream>>>((__nv_bfloat16*)out, (const __nv_bfloat16*)x, n, L, H, D / 2, rope);
+    KC_LAUNCH(rope3d_kernel<__nv_bfloat16>, grid, 256, 0, ctx->stream)((__nv_bfloat16*)out, (const __nv_bfloat16*)x, n, L, H, D / 2, rope);
   else
-    rope3d_kernel<<<grid, 256, 0, ctx->stream>>>((float*)out, (const float*)x, n, L, H, D / 2, rope);
+    KC_LAUNCH(rope3d_kernel<float>, grid, 256, 0, ctx->stream)((float*)out, (const float*)x, n, L, H, D / 2, rope);
   return kc_launched(ctx, "kc_rope3d");
 }

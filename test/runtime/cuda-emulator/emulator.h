@@ -407,6 +407,16 @@ cudaError_t cudaFuncSetAttribute(T* kernel, cudaFuncAttribute attr, int value) {
 inline float rsqrtf(float x) { return 1.f / sqrtf(x); }
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
+// Φ(x), the standard normal CDF, in double and rounded once (CUDA's normcdff is within 5 ulp of it).
+inline float normcdff(float x) { return (float)(0.5 * erfc(-(double)x * M_SQRT1_2)); }
+// The correctly rounded double operations of the CUDA math API: on the host (x86-64 without -mfma,
+// so nothing is contracted) the plain operators round the same way.
+inline double __dadd_rn(double a, double b) { return a + b; }
+inline double __dsub_rn(double a, double b) { return a - b; }
+inline double __dmul_rn(double a, double b) { return a * b; }
+// A load through the read-only data cache: a plain load here.
+template <typename T>
+inline T __ldg(const T* p) { return *p; }
 
 #include "../../../kernels/cuda/common.cuh"
 

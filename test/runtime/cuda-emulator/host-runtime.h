@@ -55,9 +55,9 @@ void* kc_scratch(KcContext*, size_t bytes) {
 }
 void kc_scratch_release(KcContext*, void* p) { free(p); }
 
-// f32 → bf16/f16 of a buffer (elementwise.cu's kc_convert_launch, which launches with <<<>>>), element
-// by element through the same device helpers its kernels store with (kc_ld, kc_st: round to nearest
-// even), on the host.
+// f32 → bf16/f16 of a buffer (elementwise.cu's kc_convert_launch, which the harnesses do not link),
+// element by element through the same device helpers its kernels store with (kc_ld, kc_st: round to
+// nearest even), on the host.
 int kc_convert_launch(KcContext*, const void* src, int src_dt, void* dst, int dst_dt, int64_t n) {
   for (int64_t i = 0; i < n; i++) kc_st(dst, dst_dt, i, kc_ld(src, src_dt, i));
   return 0;

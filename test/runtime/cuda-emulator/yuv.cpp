@@ -7,12 +7,6 @@
 // Prints one line per kernel launch; exits 1 with the library's message when the launch fails.
 #include "host-runtime.h"
 
-// The correctly rounded double operations of the CUDA math API: on the host (x86-64 without -mfma,
-// so nothing is contracted) the plain operators round the same way.
-inline double __dadd_rn(double a, double b) { return a + b; }
-inline double __dsub_rn(double a, double b) { return a - b; }
-inline double __dmul_rn(double a, double b) { return a * b; }
-
 #include "../../../kernels/cuda/yuv.cu"
 
 int main(int argc, char** argv) {
