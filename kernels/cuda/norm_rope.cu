@@ -29,7 +29,9 @@ __global__ void rms_norm_rope_kernel(T* out, const T* x, int width, int half_d, 
   for (int i = threadIdx.x; i < width / 2; i += blockDim.x) {
     float re = kc_f32(xt[2 * i]) * inv, im = kc_f32(xt[2 * i + 1]) * inv;
     if (weight) re *= weight[2 * i], im *= weight[2 * i + 1];
-    kc_rope_pair(rope, l, i % half_d, re, im);
+    const int c = i % half_d;
+    // planted 44: a head's last pair rotated at its neighbour's frequency
+    kc_rope_pair(rope, l, KC_PLANTED(44) && c > 0 && c == half_d - 1 ? c - 1 : c, re, im);
     kc_put(ot + 2 * i, re);
     kc_put(ot + 2 * i + 1, im);
   }

@@ -9,6 +9,8 @@
 // and conv2d wgmma, mma.sync, SIMT); the edges of the tensor-core tiles (op-cases-tensor-cores.ts) run on
 // CUDA only, on its own choice and on every tensor-core path; a path this
 // device cannot run, and everything CUDA where no device answers, is declared skipped with the reason.
+// With KINO_CUDA_LIB naming the emulated library (cuda-emulator/emulated-library.ts), the CUDA passes
+// run every kernel on the CPU emulator, in this process.
 // Every tensor an op writes lies between guard bytes that must come back untouched (op-guards.ts).
 // Prints max abs / rel error per op, shape, backend and kernel; rel = max|got − ref| / max|ref|.
 //
@@ -38,7 +40,7 @@
 //                        u·|ref| + (1 + u)·tolerance with u = 2⁻⁸ (op-precision.ts bf16Output), on
 //                        every kernel
 //   rgbToYuv420 exact (the H.264 encoder's bytes); yuv420ToRgb 1e-5
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, test } from "bun:test";
 import type { Backend } from "../../src/runtime/backend.ts";
 import { CUDA_KERNEL_PATHS, type CudaBackend, type KernelOp } from "../../src/runtime/backends/cuda.ts";
 import { openCudaBackend } from "../../src/runtime/backends/cuda-open.ts";
@@ -46,18 +48,7 @@ import { buildCpuWasm } from "../../tools/build/cpu.ts";
 import { allCases } from "./op-cases.ts";
 import { tensorCoreAttentionCases, tensorCoreGemmCases } from "./op-cases-tensor-cores.ts";
 import type { OpCase } from "./op-helpers.ts";
-import { type Expected, compare } from "./op-precision.ts";
-
-interface Row {
-  op: string;
-  shape: string;
-  backend: string;
-  kernel: string;
-  maxAbs: string;
-  maxRel: string;
-  used: string;
-  ok: boolean;
-}
+import { type Row, pathOpOf, sweepTests } from "./op-sweep.ts";
 
 /** One pass of the sweep: a backend, optionally with one op forced onto one kernel. */
 interface Pass {
@@ -116,8 +107,6 @@ const cudaOrWhy = await openCuda();
 const cuda = typeof cudaOrWhy === "string" ? null : cudaOrWhy;
 const noCuda = typeof cudaOrWhy === "string" ? cudaOrWhy : undefined;
 const pathOps = Object.keys(CUDA_KERNEL_PATHS) as KernelOp[];
-/** The op whose kernel path a case runs on (conv2d is conv3d with one frame), if it has paths. */
-const pathOpOf = (op: string): KernelOp | undefined => pathOps.find((p) => p === (op === "conv2d" ? "conv3d" : op));
 
 /** Whether a forced kernel takes the case at all: the wgmma attention kernel refuses head sizes
  *  other than 64 and 128 by design (attention.cu); every other kernel takes every case of its op. */
@@ -135,24 +124,7 @@ const passes: Pass[] = [
     }))),
 ];
 
-/** What the kernel that ran must produce for this case, and the kernel's name for the table. */
-function expectation(c: OpCase, be: Backend, refs: Map<OpCase, Float32Array>): { e: Expected; kernel: string } {
-  const op = pathOpOf(c.op);
-  const ran = be === cuda && op ? cuda.ranKernel(op) : null;
-  if (tensorCoreOnly.has(c) && !(ran && op && CUDA_KERNEL_PATHS[op][ran]?.rounds)) {
-    throw new Error(`${c.op} ${c.name} ran ${ran ?? "no kernel"}, not a tensor-core kernel: the case is one the library must send to the tensor cores`);
-  }
-  if (ran && op && CUDA_KERNEL_PATHS[op][ran]?.rounds) {
-    if (!c.tensorCores) throw new Error(`${c.op} ${c.name} ran ${ran}, a tensor-core kernel, but the case has no tensor-core reference`);
-    return { e: c.tensorCores(), kernel: ran };
-  }
-  if (c.expected) return { e: c.expected(), kernel: ran ?? "" };
-  let want = refs.get(c);
-  if (!want) refs.set(c, (want = c.ref()));
-  return { e: { want, atol: c.atol, rtol: c.rtol }, kernel: ran ?? "" };
-}
-
-const exactRefs = new Map<OpCase, Float32Array>();
+const sweep = { cuda, tensorCoreOnly, refs: new Map<OpCase, Float32Array>(), rows };
 for (const { label, be, cases: passCases, skip, path } of passes) {
   describe(skip || !be ? `ops on ${label} (skipped: ${skip})` : `ops on ${label}`, () => {
     if (skip || !be) {
@@ -163,18 +135,7 @@ for (const { label, be, cases: passCases, skip, path } of passes) {
       beforeAll(() => cuda!.setKernelPaths({ [path.op]: path.kernel }));
       afterAll(() => cuda!.setKernelPaths({ [path.op]: "auto" }));
     }
-    for (const c of passCases) {
-      test(`${c.op} ${c.name}`, async () => {
-        const got = await c.run(be);
-        const { e, kernel } = expectation(c, be, exactRefs);
-        const r = compare(got, e);
-        rows.push({
-          op: c.op, shape: c.name, backend: label, kernel, maxAbs: r.maxAbs.toExponential(2), maxRel: r.maxRel.toExponential(2),
-          used: `${(100 * r.used).toFixed(0)} %`, ok: r.ok,
-        });
-        expect(r.ok, `${c.op} ${c.name} on ${label}${kernel ? ` (${kernel})` : ""}: max abs ${r.maxAbs}, ${(100 * r.used).toFixed(0)} % of its tolerance`).toBe(true);
-      });
-    }
+    sweepTests(passCases, be, label, sweep);
   });
 }
 

@@ -18,7 +18,7 @@ const root = resolve(import.meta.dir, "../../..");
 const here = import.meta.dir;
 
 /** The CUDA headers (cuda_bf16.h, …) next to nvcc, or null. */
-function cudaInclude(): string | null {
+export function cudaInclude(): string | null {
   const nvcc = findNvcc();
   const candidates = [nvcc && join(dirname(realpathSync(nvcc)), "../include"), "/usr/local/cuda/include"];
   return candidates.find((d) => d && existsSync(join(d, "cuda_bf16.h"))) ?? null;

@@ -20,7 +20,8 @@
 // - mma.sync multiplies exactly (double) and rounds once to f32: real tensor cores round their sums
 //   differently, which the precision promises' f32-accumulation terms cover.
 // Built with -fsanitize=address: the "device" buffers are host allocations of their exact size, so
-// an access outside one is reported.
+// an access outside one is reported. (The whole library built for the emulator, emulated-library.ts,
+// is loaded into a test process and has UBSan only.)
 // - KC_PLANTED(n) (common.cuh) is true when the environment has KC_EMU_PLANT=n: the tests plant a
 //   known bug in a kernel that way and check that their cases catch it.
 // - Hopper (sm_90a): mbarriers and named barriers (hopper-sync.h), TMA tensor copies (hopper-tma.h), TMA
@@ -160,7 +161,9 @@ inline std::unordered_map<const void*, int> smem_opted_in;
 inline cudaError_t launch_error = cudaSuccess;
 
 inline Block* block = nullptr;
-inline const int planted = getenv("KC_EMU_PLANT") ? atoi(getenv("KC_EMU_PLANT")) : 0;
+// The planted bug switched on: KC_EMU_PLANT at start, or what the emulated library's kc_emu_plant set
+// (library-runtime.cpp: a process that loaded it cannot change its environment's reading).
+inline int planted = getenv("KC_EMU_PLANT") ? atoi(getenv("KC_EMU_PLANT")) : 0;
 inline uint3 block_idx, block_dim, grid_dim;
 inline std::function<void()> body;
 constexpr size_t STACK_BYTES = 128 * 1024;
@@ -351,18 +354,29 @@ inline void run_block(dim3 dim, size_t smem_bytes) {
   block = nullptr;
 }
 
-// KC_LAUNCH(kernel, grid, block, smem, stream)(args...): every block of the grid in turn.
+// Where a launch on `stream` goes instead of running now, or null: the emulated library's stream
+// capture (library-graphs.h) records it, with its arguments, as a node of the graph (`kind`: the
+// kernel), and answers true; false: not captured, run it now.
+inline bool (*recorder)(cudaStream_t stream, const void* kind, const std::function<void()>& run) = nullptr;
+
+// Each launch prints a line (grid, threads, dynamic shared memory) for the harnesses' callers; the
+// emulated library, loaded into a test process, is built with KC_EMU_LOG_LAUNCHES=0.
+#ifndef KC_EMU_LOG_LAUNCHES
+#define KC_EMU_LOG_LAUNCHES 1
+#endif
+
+// KC_LAUNCH(kernel, grid, block, smem, stream)(args...): every block of the grid in turn, now (or at
+// each launch of the graph that recorded it).
 template <typename Kernel>
 struct Launch {
   Kernel kernel;
   dim3 grid, threads;
   size_t smem;
+  cudaStream_t stream;
   template <typename... Args>
   void operator()(Args... args) {
-    grid_dim = make_uint3(grid.x, grid.y, grid.z);
-    block_dim = make_uint3(threads.x, threads.y, threads.z);
-    body = [&] { kernel(args...); };
-    printf("launch grid %u,%u,%u threads %u smem %zu\n", grid.x, grid.y, grid.z, threads.x * threads.y * threads.z, smem);
+    if (KC_EMU_LOG_LAUNCHES)
+      printf("launch grid %u,%u,%u threads %u smem %zu\n", grid.x, grid.y, grid.z, threads.x * threads.y * threads.z, smem);
     if (smem > (size_t)SMEM_DEFAULT) {
       auto it = smem_opted_in.find((const void*)kernel);
       if (it == smem_opted_in.end() || (size_t)it->second < smem) {
@@ -373,17 +387,23 @@ struct Launch {
         return;
       }
     }
-    for (unsigned z = 0; z < grid.z; z++)
-      for (unsigned y = 0; y < grid.y; y++)
-        for (unsigned x = 0; x < grid.x; x++) {
-          block_idx = make_uint3(x, y, z);
-          run_block(threads, smem);
-        }
+    const std::function<void()> run = [kernel = kernel, grid = grid, threads = threads, smem = smem, args...] {
+      grid_dim = make_uint3(grid.x, grid.y, grid.z);
+      block_dim = make_uint3(threads.x, threads.y, threads.z);
+      body = [&] { kernel(args...); };
+      for (unsigned z = 0; z < grid.z; z++)
+        for (unsigned y = 0; y < grid.y; y++)
+          for (unsigned x = 0; x < grid.x; x++) {
+            block_idx = make_uint3(x, y, z);
+            run_block(threads, smem);
+          }
+    };
+    if (!recorder || !recorder(stream, (const void*)kernel, run)) run();
   }
 };
 template <typename Kernel>
-Launch<Kernel> launch(Kernel k, dim3 grid, dim3 threads, size_t smem) {
-  return Launch<Kernel>{k, grid, threads, smem};
+Launch<Kernel> launch(Kernel k, dim3 grid, dim3 threads, size_t smem, cudaStream_t stream) {
+  return Launch<Kernel>{k, grid, threads, smem, stream};
 }
 
 }  // namespace kc_emu
@@ -395,7 +415,7 @@ Launch<Kernel> launch(Kernel k, dim3 grid, dim3 threads, size_t smem) {
 #define blockDim (kc_emu::block_dim)
 #define gridDim (kc_emu::grid_dim)
 #define __syncthreads() kc_emu::barrier()
-#define KC_LAUNCH(kernel, grid, threads, smem, stream) kc_emu::launch(kernel, dim3(grid), dim3(threads), (smem))
+#define KC_LAUNCH(kernel, grid, threads, smem, stream) kc_emu::launch(kernel, dim3(grid), dim3(threads), (smem), (stream))
 
 // cuda_runtime.h's typed overload is for nvcc only; kernel files call it with kernel pointers.
 template <typename T>
