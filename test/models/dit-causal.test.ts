@@ -25,7 +25,7 @@ async function loadDit(be: Backend): Promise<WanDiT> {
 /** Copies token frames (source frame, destination frame) of every layer's cached K and V from one model's cache to another's. */
 function copyFrames(be: Backend, from: CausalWanDiT, to: CausalWanDiT, pairs: readonly (readonly [number, number])[]): void {
   const { tokensPerFrame, heads, headDim } = from.cache.shape;
-  const tmp = be.alloc([1, tokensPerFrame, heads, headDim]);
+  const tmp = be.alloc([1, tokensPerFrame, heads, headDim], from.cache.k[0]!.dtype); // bf16 where the model's activations are
   for (const [a, b] of [[from.cache.k, to.cache.k], [from.cache.v, to.cache.v]] as const) {
     for (let i = 0; i < a.length; i++) {
       for (const [src, dst] of pairs) {
