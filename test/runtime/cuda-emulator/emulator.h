@@ -22,8 +22,9 @@
 // Built with -fsanitize=address: the "device" buffers are host allocations of their exact size, so
 // an access outside one is reported. (The whole library built for the emulator, emulated-library.ts,
 // is loaded into a test process and has UBSan only.)
-// - KC_PLANTED(n) (common.cuh) is true when the environment has KC_EMU_PLANT=n: the tests plant a
-//   known bug in a kernel that way and check that their cases catch it.
+// - KC_PLANTED(n) (common.cuh) is true when the environment has KC_EMU_PLANT=n (in the emulated library:
+//   after kc_emu_plant(n)): the tests plant a known bug in a kernel that way and check that their cases
+//   catch it.
 // - Hopper (sm_90a): mbarriers and named barriers (hopper-sync.h), TMA tensor copies (hopper-tma.h), TMA
 //   stores with their bulk async-groups and proxy fence (hopper-tma-store.h) and wgmma (hopper-wgmma.h)
 //   — each performed at the latest moment the PTX ISA allows, so that a kernel reading data before its
@@ -161,8 +162,8 @@ inline std::unordered_map<const void*, int> smem_opted_in;
 inline cudaError_t launch_error = cudaSuccess;
 
 inline Block* block = nullptr;
-// The planted bug switched on: KC_EMU_PLANT at start, or what the emulated library's kc_emu_plant set
-// (library-runtime.cpp: a process that loaded it cannot change its environment's reading).
+// The planted bug switched on: KC_EMU_PLANT's, or the last kc_emu_plant's in the emulated library
+// (library-runtime.cpp: a test process loads it once and plants one bug at a time).
 inline int planted = getenv("KC_EMU_PLANT") ? atoi(getenv("KC_EMU_PLANT")) : 0;
 inline uint3 block_idx, block_dim, grid_dim;
 inline std::function<void()> body;
