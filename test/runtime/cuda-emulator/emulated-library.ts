@@ -25,8 +25,9 @@ const mtime = (f: string) => statSync(f).mtimeMs;
 
 /**
  * Builds libkino_cuda_emu.so, again only what a changed source touches: an object is rebuilt when it
- * is older than its file or than any header (kernels/cuda/*.cuh, the emulator's *.h), the library
- * when it is older than an object. Returns its path, or why it cannot be built here.
+ * is older than its file or than any header (kernels/cuda/*.cuh, the emulator's *.h) or this script
+ * (its flags), the library when it is older than an object. Returns its path, or why it cannot be
+ * built here.
  */
 export async function buildEmulatedLibrary(): Promise<{ path: string } | { skip: string }> {
   const include = cudaInclude();
@@ -36,7 +37,7 @@ export async function buildEmulatedLibrary(): Promise<{ path: string } | { skip:
   const objDir = join(root, "build/cuda-emulator/library-obj");
   mkdirSync(objDir, { recursive: true });
   const headers = [...readdirSync(kernelDir).filter((f) => f.endsWith(".cuh")).map((f) => join(kernelDir, f)),
-    ...readdirSync(here).filter((f) => f.endsWith(".h")).map((f) => join(here, f))];
+    ...readdirSync(here).filter((f) => f.endsWith(".h")).map((f) => join(here, f)), import.meta.path];
   const newestHeader = Math.max(...headers.map(mtime));
   const units = [...readdirSync(kernelDir).filter((f) => f.endsWith(".cu")).map((f) => ({ src: join(kernelDir, f), kernel: true })),
     { src: join(here, "library-runtime.cpp"), kernel: false }];
@@ -69,9 +70,8 @@ async function pool(tasks: (() => Promise<void>)[], limit: number): Promise<void
   await Promise.all(Array.from({ length: Math.min(limit, tasks.length) }, worker));
 }
 
-/** Switches a planted bug (KC_PLANTED(n), emulator.h) on in the loaded emulated library for the calls
- *  that follow; 0 switches it off. The library must be the one at `path`, already open or not: dlopen
- *  hands out the same copy. */
+/** Switches a planted bug (KC_PLANTED(n), emulator.h) on for the calls that follow in the emulated
+ *  library at `path` that this process has open (dlopen hands out the same copy); 0 switches it off. */
 export function plantInEmulatedLibrary(path: string, n: number): void {
   const lib = dlopen(path, { kc_emu_plant: { args: [FFIType.i32], returns: FFIType.void } });
   try {
