@@ -49,6 +49,7 @@ async function conditionings(dit: WanDiTType, kind: Kind): Promise<[CrossAttnKV,
 
 interface Call {
   out: Float32Array;
+  /** Tensors the call allocated, and blocks it took from the system (device allocations on CUDA, heap growths on wasm). */
   allocations: number;
   systemAllocations: number;
 }
@@ -76,7 +77,7 @@ async function clip(be: Backend, dit: WanDiTType, kind: Kind, crosses: [CrossAtt
     const before = be.memory();
     const v = await predict(l, t, c);
     const after = be.memory();
-    calls.push({ out: await be.download(v), allocations: after.allocations - before.allocations, systemAllocations: after.systemAllocations });
+    calls.push({ out: await be.download(v), allocations: after.allocations - before.allocations, systemAllocations: after.systemAllocations - before.systemAllocations });
     return v;
   };
   const sampler = createSampler("unipc", be, unipcSchedule(STEPS, 5), () => {
@@ -105,17 +106,20 @@ for (const tb of await testBackends()) {
         // the conditioning is an input, not the key: the unconditional calls launch the same graph
         expect(forwards.graph!.stats).toEqual({ recorded: 1, updated: 0, replayed: 2 * STEPS - 1, disabled: null });
 
-        // a clip's steady state: every launch allocates the same, nothing new from the system
+        // a clip's steady state: every launch allocates the same tensors
         const launches = graphed.calls.slice(1);
         console.log(`${kind} on ${tb.label}: allocations per call eager ${[...new Set(eager.calls.map((c) => c.allocations))]}, graph launch ${[...new Set(launches.map((c) => c.allocations))]}`);
         expect(new Set(launches.map((c) => c.allocations)).size).toBe(1);
-        expect(new Set(launches.map((c) => c.systemAllocations)).size).toBe(1);
         // the forward's intermediates are the graph's, made once: a launch allocates fewer tensors
         expect(launches[0]!.allocations).toBeLessThan(eager.calls[0]!.allocations);
 
-        // the next clip of the same shape (a request's second video) launches the same recording
+        // the next clip of the same shape (a request's second video) launches the same recording and
+        // takes nothing new from the system (no device allocation on CUDA, no heap growth on wasm).
+        // Within the first clip CUDA still allocates: each launch's output is a new tensor, and the sampler
+        // keeps more of them over its first steps (its multistep history)
         const again = await clip(be, dit, kind, crosses, forwards);
         expect(again.latent).toEqual(eager.latent);
+        expect(again.calls.map((c) => c.systemAllocations)).toEqual(again.calls.map(() => 0));
         expect(forwards.graph!.stats.recorded).toBe(1);
         expect(forwards.graph!.stats.replayed).toBe(4 * STEPS - 1);
         forwards.free();

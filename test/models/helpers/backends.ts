@@ -31,7 +31,14 @@ export function testBackends(): Promise<TestBackend[]> {
   return opened;
 }
 
-/** Tolerances per backend: fp32 CPU kernels are held to the goldens' 1e-4; GPU kernels may use TF32/bf16 paths. */
+/**
+ * Tolerances per backend: the f32 CPU kernels are held to the goldens' 1e-4. CUDA by default rounds
+ * the operands of its tensor-core GEMMs, attention and large convolutions to bf16 (a relative error of
+ * up to 2^-9 per operand, accumulated in f32: src/runtime/backends/cuda-open.ts), which over a model's
+ * layers comes to 4e-3–1.4e-2 at the goldens (measured on the CUDA library on the CPU emulator, which rounds
+ * as the kernels do: test/runtime/cuda-emulated-library.test.ts); the same tests in exact mode
+ * (`openCudaBackend({ exact: true })`) stay within 1e-4.
+ */
 export function tolerance(label: string): { atol: number; rtol: number } {
-  return label === "cuda" ? { atol: 2e-3, rtol: 2e-3 } : { atol: 1e-4, rtol: 1e-4 };
+  return label === "cuda" ? { atol: 2e-2, rtol: 2e-2 } : { atol: 1e-4, rtol: 1e-4 };
 }
