@@ -48,7 +48,10 @@ const rows: Row[] = [];
 const sweep = { cuda, tensorCoreOnly: new Set<OpCase>(), refs: new Map<OpCase, Float32Array>(), rows };
 
 describe.skipIf(!!skip)("the CUDA library on the CPU emulator, through CudaBackend", () => {
-  afterAll(() => cuda?.dispose());
+  afterAll(() => {
+    cuda?.dispose();
+    console.log(`the CUDA library on the emulator: ${rows.length} op sweep runs, ${rows.filter((r) => !r.ok).length} failed`);
+  });
 
   test("opens as an sm_90 device of two multiprocessors, with graphs and readbacks", () => {
     expect(cuda!.description).toMatch(/^CUDA CPU emulator \(sm_90, \d+ GiB\)$/);

@@ -43,6 +43,13 @@ inline bool record(cudaStream_t s, const void* kind, const std::function<void()>
   return true;
 }
 inline const bool recorder_installed = (recorder = &record, true);
+
+// A copy or memset enqueued on `s` (library-runtime.cpp): recorded by its stream's capture, or run now.
+inline cudaError_t enqueue(cudaStream_t s, const void* kind, const std::function<void()>& run) {
+  if (capture_broken(s)) return cudaErrorStreamCaptureInvalidated;
+  if (!record(s, kind, run)) run();
+  return cudaSuccess;
+}
 }  // namespace kc_emu
 
 struct CUgraph_st {

@@ -123,18 +123,12 @@ extern "C" cudaError_t cudaFreeHost(void* p) {
 
 // Copies and memsets run at once, or are recorded by an open capture of their stream (library-graphs.h).
 extern "C" cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind, cudaStream_t stream) {
-  if (kc_emu::capture_broken(stream)) return cudaErrorStreamCaptureInvalidated;
   static const char copy_node = 0;
-  const std::function<void()> run = [=] { memmove(dst, src, bytes); };
-  if (!kc_emu::record(stream, &copy_node, run)) run();
-  return cudaSuccess;
+  return kc_emu::enqueue(stream, &copy_node, [=] { memmove(dst, src, bytes); });
 }
 extern "C" cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t stream) {
-  if (kc_emu::capture_broken(stream)) return cudaErrorStreamCaptureInvalidated;
   static const char memset_node = 0;
-  const std::function<void()> run = [=] { memset(p, value, bytes); };
-  if (!kc_emu::record(stream, &memset_node, run)) run();
-  return cudaSuccess;
+  return kc_emu::enqueue(stream, &memset_node, [=] { memset(p, value, bytes); });
 }
 
 // ---- streams and events --------------------------------------------------------------------------
